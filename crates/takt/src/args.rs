@@ -1,0 +1,61 @@
+//! Flags shared by several subcommands, defined once.
+
+use clap::Args;
+use takt_sched::{CpuSet, SchedPolicy, SpinBudget, ThreadSpec};
+
+/// Where and how the threads a command creates run.
+#[derive(Args, Debug, Clone, Default)]
+pub struct SchedArgs {
+    /// CPUs the threads may use, e.g. `1`, `0-1`, `0,2-3`.
+    #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
+    pub cpus: Option<CpuSet>,
+    /// OS scheduling policy, e.g. `other`, `other:nice=-5,slice=200us`,
+    /// `batch`, `idle`, `rr:prio=10`, `fifo:prio=10`.
+    #[arg(long, value_name = "POLICY", value_parser = parse_policy)]
+    pub sched: Option<SchedPolicy>,
+}
+
+impl SchedArgs {
+    /// The spec for a thread named `name`.
+    pub fn spec(&self, name: &str) -> ThreadSpec {
+        let mut s = ThreadSpec::new(name);
+        if let Some(c) = &self.cpus {
+            s = s.with_cpus(c.clone());
+        }
+        if let Some(p) = self.sched {
+            s = s.with_policy(p);
+        }
+        s
+    }
+}
+
+/// How long waiting threads spin before they sleep.
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub struct SpinArgs {
+    /// Spin budget before parking, e.g. `0`, `20us`, `1ms`.
+    #[arg(long, value_name = "DURATION", value_parser = parse_spin, default_value_t = SpinBudget::DEFAULT)]
+    pub spin: SpinBudget,
+}
+
+/// Output of measuring commands.
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub struct OutputArgs {
+    /// Print exactly one JSON document on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// The reduced run (under 90 s on a 2-core machine).
+    #[arg(long)]
+    pub quick: bool,
+}
+
+fn parse_cpus(s: &str) -> Result<CpuSet, String> {
+    s.parse().map_err(|e: takt_sched::SchedError| e.to_string())
+}
+
+fn parse_policy(s: &str) -> Result<SchedPolicy, String> {
+    s.parse().map_err(|e: takt_sched::SchedError| e.to_string())
+}
+
+fn parse_spin(s: &str) -> Result<SpinBudget, String> {
+    s.parse().map_err(|e: takt_sched::SchedError| e.to_string())
+}
