@@ -8,9 +8,13 @@
 //! - [`stats`]: median, spread, Student-t confidence intervals;
 //! - [`sampler`]: warm-up, repetitions and the CPU price of each run;
 //! - [`env`]: the machine block (CPU, kernel, commit, steal time, load);
-//! - [`output`]: the human table and `--json` output.
+//! - [`output`]: the human table and `--json` output;
+//! - `agents_peers` (feature `peers`, on by default): the agent benchmarks on
+//!   actix, kameo, ractor and a crossbeam-channel floor.
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+#[cfg(feature = "peers")]
+pub mod agents_peers;
 pub mod env;
 pub mod output;
 pub mod result;

@@ -1,0 +1,227 @@
+//! Every peer on every benchmark with small parameters: the run completes,
+//! checks its own work, and gives a positive, finite figure. No timing is
+//! asserted beyond that (these run on a loaded 2-core machine).
+
+use super::*;
+
+fn assert_plausible(peer: Peer, bench: &PeerBench) -> PeerSample {
+    let sample = run_once(peer, bench).unwrap_or_else(|e| panic!("{peer} {bench:?}: {e}"));
+    assert!(
+        sample.value.is_finite() && sample.value > 0.0,
+        "{peer} {bench:?}: value {}",
+        sample.value
+    );
+    sample
+}
+
+fn ping_pong(cross_thread: bool) {
+    for peer in Peer::ALL {
+        for messages in [1, 2, 2_001] {
+            let bench = PeerBench::PingPong {
+                messages,
+                cross_thread,
+            };
+            let sample = assert_plausible(peer, &bench);
+            assert_eq!(sample.registration_us_per_agent, None);
+        }
+    }
+}
+
+#[test]
+fn ping_pong_one_thread_every_peer() {
+    ping_pong(false);
+}
+
+#[test]
+fn ping_pong_cross_thread_every_peer() {
+    ping_pong(true);
+}
+
+#[test]
+fn customer_ring_every_peer() {
+    for peer in Peer::ALL {
+        for (agents, tokens) in [(1, 1), (7, 3), (300, 20), (64, 64)] {
+            let bench = PeerBench::CustomerRing { agents, tokens };
+            let sample = assert_plausible(peer, &bench);
+            let reg = sample
+                .registration_us_per_agent
+                .unwrap_or_else(|| panic!("{peer}: no registration figure"));
+            assert!(
+                reg.is_finite() && reg > 0.0,
+                "{peer} {bench:?}: registration {reg}"
+            );
+        }
+    }
+}
+
+#[test]
+fn skynet_every_peer_checks_its_sum() {
+    for peer in Peer::ALL {
+        for leaves in [1, 10, 1_000] {
+            let bench = PeerBench::Skynet { leaves };
+            let sample = assert_plausible(peer, &bench);
+            assert_eq!(sample.registration_us_per_agent, None);
+        }
+    }
+}
+
+#[test]
+fn runs_leave_no_threads_behind() {
+    let before = thread_count();
+    for peer in Peer::ALL {
+        for bench in [
+            PeerBench::PingPong {
+                messages: 100,
+                cross_thread: true,
+            },
+            PeerBench::CustomerRing {
+                agents: 10,
+                tokens: 2,
+            },
+            PeerBench::Skynet { leaves: 10 },
+        ] {
+            assert_plausible(peer, &bench);
+        }
+    }
+    // Other tests of this binary may run threads concurrently; what matters
+    // is that 12 runs, several of them with extra threads, did not each leave
+    // one behind. /proc is Linux-only.
+    if let (Some(before), Some(after)) = (before, thread_count()) {
+        assert!(
+            after <= before + 8,
+            "threads before {before}, after {after}: runs leak threads"
+        );
+    }
+}
+
+fn thread_count() -> Option<usize> {
+    std::fs::read_dir("/proc/self/task").ok().map(|d| d.count())
+}
+
+fn invalid(bench: PeerBench) -> String {
+    for peer in Peer::ALL {
+        match run_once(peer, &bench) {
+            Err(PeerError::InvalidParams { .. }) => {}
+            other => panic!("{peer} {bench:?}: expected invalid parameters, got {other:?}"),
+        }
+    }
+    bench.validate().unwrap_err().to_string()
+}
+
+#[test]
+fn invalid_parameters_are_precise_errors() {
+    assert_eq!(
+        invalid(PeerBench::PingPong {
+            messages: 0,
+            cross_thread: false
+        }),
+        "invalid ping_pong parameters: messages must be at least 1, got 0"
+    );
+    assert_eq!(
+        invalid(PeerBench::CustomerRing {
+            agents: 0,
+            tokens: 0
+        }),
+        "invalid customer_ring parameters: agents (N) must be at least 1, got 0"
+    );
+    assert_eq!(
+        invalid(PeerBench::CustomerRing {
+            agents: 5,
+            tokens: 0
+        }),
+        "invalid customer_ring parameters: tokens (M) must be at least 1, got 0"
+    );
+    assert_eq!(
+        invalid(PeerBench::CustomerRing {
+            agents: 5,
+            tokens: 6
+        }),
+        "invalid customer_ring parameters: tokens (M = 6) must not exceed agents (N = 5): \
+         token j starts at agent j*N/M, one token per agent at most"
+    );
+    for leaves in [0, 2, 11, 999, 1_000_001] {
+        assert_eq!(
+            invalid(PeerBench::Skynet { leaves }),
+            format!(
+                "invalid skynet parameters: leaves must be a power of ten (1, 10, 100, …), got {leaves}"
+            )
+        );
+    }
+    assert_eq!(
+        invalid(PeerBench::Skynet {
+            leaves: 100_000_000
+        }),
+        "invalid skynet parameters: leaves must be at most 10000000 (11111111 actors), got 100000000"
+    );
+}
+
+#[test]
+fn peer_names_round_trip() {
+    for peer in Peer::ALL {
+        assert_eq!(peer.name().parse::<Peer>().unwrap(), peer);
+        assert_eq!(peer.to_string(), peer.name());
+    }
+    assert_eq!(
+        "akka".parse::<Peer>().unwrap_err().to_string(),
+        "unknown peer \"akka\": expected one of actix, kameo, ractor, crossbeam"
+    );
+}
+
+#[test]
+fn skynet_arithmetic() {
+    assert_eq!(skynet_depth(1), Some(0));
+    assert_eq!(skynet_depth(1_000_000), Some(6));
+    assert_eq!(skynet_depth(0), None);
+    assert_eq!(skynet_depth(20), None);
+    assert_eq!(skynet_nodes(1), 1);
+    assert_eq!(skynet_nodes(1_000_000), 1_111_111);
+    assert_eq!(skynet_sum(1_000_000), 499_999_500_000);
+    assert_eq!(skynet_sum(1), 0);
+}
+
+#[test]
+fn ring_tokens_start_on_distinct_agents() {
+    for (agents, tokens) in [(1, 1), (7, 3), (50_000, 100), (64, 64)] {
+        let starts: Vec<usize> = (0..tokens)
+            .map(|j| token_start(j, agents, tokens))
+            .collect();
+        assert!(starts.windows(2).all(|w| w[0] < w[1]), "{starts:?}");
+        assert!(*starts.last().unwrap() < agents);
+    }
+    assert_eq!(token_start(1, 50_000, 100), 500);
+}
+
+#[test]
+fn board_rejects_extra_completions_and_reports_failures() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let run = Run {
+        peer: Peer::Kameo,
+        bench: "ping_pong",
+        deadline: Duration::from_millis(50),
+    };
+    let board = board::Board::new(1, 1);
+    board.complete(7);
+    board.complete(8);
+    let since = std::time::Instant::now();
+    let err = rt.block_on(board.finished(&run, since)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "kameo ping_pong: more units of work completed than were started"
+    );
+
+    let board = board::Board::new(3, 1);
+    board.started();
+    let err = rt.block_on(board.all_started(&run, since)).unwrap_err();
+    assert!(
+        matches!(err, PeerError::Timeout { .. }),
+        "expected a timeout, got {err:?}"
+    );
+    assert!(
+        err.to_string()
+            .contains("all actors to start (1 of 3 actors started"),
+        "{err}"
+    );
+}
