@@ -376,6 +376,10 @@ pub enum PeerError {
 /// runtime, sets up the actors, measures, checks the work was done, and tears
 /// everything down before returning.
 ///
+/// Call it from a plain thread: the framework peers build their own runtime,
+/// which tokio forbids inside another one (that case is a
+/// [`PeerError::Setup`], not a panic).
+///
 /// # Errors
 /// [`PeerError::InvalidParams`] before anything is built; otherwise
 /// [`Setup`](PeerError::Setup), [`Failed`](PeerError::Failed),
@@ -388,6 +392,12 @@ pub fn run_once(peer: Peer, bench: &PeerBench) -> Result<PeerSample, PeerError> 
         bench: bench.name(),
         deadline: bench.deadline(),
     };
+    if peer != Peer::Crossbeam && tokio::runtime::Handle::try_current().is_ok() {
+        return Err(run.setup(
+            "called from inside a tokio runtime; each run builds its own runtime, \
+             so call run_once from a plain thread",
+        ));
+    }
     match *bench {
         PeerBench::PingPong {
             messages,

@@ -225,3 +225,31 @@ fn board_rejects_extra_completions_and_reports_failures() {
         "{err}"
     );
 }
+
+#[test]
+fn inside_an_async_runtime_is_an_error_not_a_panic() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let bench = PeerBench::PingPong {
+        messages: 10,
+        cross_thread: false,
+    };
+    for peer in [Peer::Actix, Peer::Kameo, Peer::Ractor] {
+        let err = rt.block_on(async { run_once(peer, &bench) }).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{peer} ping_pong: could not set up: called from inside a tokio runtime; \
+                 each run builds its own runtime, so call run_once from a plain thread"
+            )
+        );
+    }
+    // The floor builds no runtime and runs anywhere.
+    assert_plausible_in(&rt, Peer::Crossbeam, &bench);
+}
+
+fn assert_plausible_in(rt: &tokio::runtime::Runtime, peer: Peer, bench: &PeerBench) {
+    let sample = rt.block_on(async { run_once(peer, bench) }).unwrap();
+    assert!(sample.value > 0.0);
+}
