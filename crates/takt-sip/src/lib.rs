@@ -14,4 +14,5 @@
 //! - [`config`]: the TOML configuration.
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+pub mod proxy;
 pub mod wire;

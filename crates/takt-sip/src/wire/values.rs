@@ -42,6 +42,8 @@ pub struct Via {
     pub received: Option<Span>,
     /// The `rport` parameter.
     pub rport: Rport,
+    /// The `rport` parameter's name (to fill in its value).
+    pub rport_span: Option<Span>,
     /// Where the next via-parm of the same header line starts (after the comma), if any.
     pub next_in_line: Option<u32>,
 }
@@ -84,7 +86,7 @@ fn params(
     b: &[u8],
     mut i: usize,
     end: usize,
-    mut each: impl FnMut(&[u8], Option<Span>),
+    mut each: impl FnMut(Span, Option<Span>),
 ) -> Result<usize, ValueError> {
     loop {
         let k = skip_lws(b, i, end);
@@ -117,7 +119,7 @@ fn params(
         } else {
             j = ne;
         }
-        each(&b[n..ne], value);
+        each(Span::new(n, ne), value);
         i = j;
     }
 }
@@ -209,7 +211,9 @@ fn parse_via(b: &[u8], start: usize, end: usize, header: u16) -> Result<Via, Val
     let mut received = None;
     let mut rport = Rport::Absent;
     let mut bad = false;
-    let pe = params(b, i, end, |name, value| {
+    let mut rport_span = None;
+    let pe = params(b, i, end, |name_span, value| {
+        let name = name_span.of(b);
         if name.eq_ignore_ascii_case(b"branch") {
             branch = value;
             bad |= value.is_none();
@@ -217,6 +221,7 @@ fn parse_via(b: &[u8], start: usize, end: usize, header: u16) -> Result<Via, Val
             received = value;
             bad |= value.is_none();
         } else if name.eq_ignore_ascii_case(b"rport") {
+            rport_span = Some(name_span);
             rport = match value {
                 None => Rport::Requested,
                 Some(v) => match parse_digits(v.of(b), 65535) {
@@ -241,6 +246,7 @@ fn parse_via(b: &[u8], start: usize, end: usize, header: u16) -> Result<Via, Val
         branch,
         received,
         rport,
+        rport_span,
         next_in_line: None,
     })
 }
@@ -353,7 +359,7 @@ fn name_addr(b: &[u8], start: usize, end: usize, kind: AddrKind) -> Result<NameA
     })?;
     let mut tag = None;
     let pe = params(b, after, end, |name, value| {
-        if name.eq_ignore_ascii_case(b"tag") {
+        if name.of(b).eq_ignore_ascii_case(b"tag") {
             tag = value;
         }
     })?;
