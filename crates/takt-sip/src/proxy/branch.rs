@@ -1,0 +1,168 @@
+//! Branch parameters (RFC 3261 §8.1.1.7, §16.6 step 8, §16.11).
+//!
+//! The proxy's branch is `z9hG4bK` + `tk` + 16 hex digits of a *key* + `.`
+//! + 8 hex digits of a *loop hash*:
+//! - the key is a hash of the incoming transaction's identity (its top Via
+//!   branch and sent-by, or for RFC 2543 requests the fields §16.11 names)
+//!   and its method class, so it is deterministic: a stateless proxy
+//!   gives a retransmission, its ACK (non-2xx) and its CANCEL the same
+//!   branch as the INVITE, and a stateful proxy finds its transaction from
+//!   a response's branch without a second index;
+//! - the loop hash covers what decides where the request goes (Request-URI,
+//!   Route, Proxy-Require); a request arriving with one of our Vias whose
+//!   loop hash equals the request's own has looped (482), a different one is
+//!   a legitimate spiral (§16.3 step 4).
+
+use crate::wire::{HeaderName, Message, Method};
+
+/// Prefix of every branch this proxy creates.
+pub const PREFIX: &[u8] = b"z9hG4bKtk";
+/// Length of a branch this proxy creates.
+pub const BRANCH_LEN: usize = PREFIX.len() + 16 + 1 + 8;
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+/// FNV-1a, 64 bits, with a field separator so that ("ab","c") != ("a","bc").
+#[derive(Debug, Clone, Copy)]
+pub struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(FNV_OFFSET)
+    }
+}
+
+impl Fnv {
+    /// Hashes one field.
+    pub fn field(mut self, bytes: &[u8]) -> Fnv {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(FNV_PRIME);
+        }
+        self.0 ^= 0xff;
+        self.0 = self.0.wrapping_mul(FNV_PRIME);
+        self
+    }
+
+    /// Hashes an integer field.
+    pub fn num(self, n: u64) -> Fnv {
+        self.field(&n.to_le_bytes())
+    }
+
+    /// The hash, with a final avalanche so low bits (used for sharding) mix.
+    pub fn finish(self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        x ^= x >> 33;
+        x
+    }
+}
+
+/// Method class for transaction identity: ACK and CANCEL belong with the INVITE.
+fn class(m: Method, token: &[u8]) -> &[u8] {
+    match m {
+        Method::Invite | Method::Ack | Method::Cancel => b"INVITE",
+        _ => token,
+    }
+}
+
+/// The key of the incoming request's transaction (see the module docs).
+pub fn request_key(m: &Message<'_>) -> u64 {
+    let b = m.buf();
+    let via = m.top_via();
+    let token = match m.start_line() {
+        crate::wire::StartLine::Request { method_span, .. } => method_span.of(b),
+        crate::wire::StartLine::Response { .. } => b"",
+    };
+    let cls = class(m.method().unwrap_or(Method::Other), token);
+    match via.branch.map(|s| s.of(b)) {
+        Some(br) if br.starts_with(b"z9hG4bK") && br.len() > 7 => Fnv::default()
+            .field(br)
+            .field(via.host.of(b))
+            .num(u64::from(via.port.unwrap_or(0)))
+            .field(cls)
+            .finish(),
+        _ => {
+            // RFC 2543 peer: §16.11's field list (the To tag is left out so
+            // the ACK to a non-2xx response maps to its INVITE)
+            let ruri = m.request_uri().map(|u| u.span.of(b)).unwrap_or(b"");
+            Fnv::default()
+                .field(m.from_tag().unwrap_or(b""))
+                .field(m.call_id())
+                .field(ruri)
+                .field(via.span.of(b))
+                .num(u64::from(m.cseq_num()))
+                .field(cls)
+                .finish()
+        }
+    }
+}
+
+/// The loop hash of a request as received.
+pub fn loop_hash(m: &Message<'_>) -> u32 {
+    let b = m.buf();
+    let mut h = Fnv::default().field(m.request_uri().map(|u| u.span.of(b)).unwrap_or(b""));
+    for hd in m.headers() {
+        if matches!(hd.name, HeaderName::Route | HeaderName::ProxyRequire) {
+            h = h.field(hd.value.of(b));
+        }
+    }
+    h.finish() as u32
+}
+
+/// Writes our branch for `key` and `loop_hash`.
+pub fn write_branch(out: &mut Vec<u8>, key: u64, loop_hash: u32) {
+    out.extend_from_slice(PREFIX);
+    push_hex(out, key, 16);
+    out.push(b'.');
+    push_hex(out, u64::from(loop_hash), 8);
+}
+
+fn push_hex(out: &mut Vec<u8>, v: u64, digits: u32) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for i in (0..digits).rev() {
+        out.push(HEX[((v >> (i * 4)) & 0xf) as usize]);
+    }
+}
+
+fn parse_hex(s: &[u8]) -> Option<u64> {
+    let mut v = 0u64;
+    for &c in s {
+        let d = (c as char).to_digit(16)?;
+        v = (v << 4) | u64::from(d);
+    }
+    Some(v)
+}
+
+/// Takes one of our branches apart: `(key, loop_hash)`.
+pub fn parse_branch(br: &[u8]) -> Option<(u64, u32)> {
+    if br.len() != BRANCH_LEN || !br.starts_with(PREFIX) || br[PREFIX.len() + 16] != b'.' {
+        return None;
+    }
+    let key = parse_hex(&br[PREFIX.len()..PREFIX.len() + 16])?;
+    let lh = parse_hex(&br[PREFIX.len() + 17..])?;
+    Some((key, lh as u32))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn branch_round_trips() {
+        let mut v = Vec::new();
+        write_branch(&mut v, 0xdead_beef_0123_4567, 0x89ab_cdef);
+        assert_eq!(v.len(), BRANCH_LEN);
+        assert_eq!(parse_branch(&v), Some((0xdead_beef_0123_4567, 0x89ab_cdef)));
+        assert_eq!(parse_branch(b"z9hG4bKother"), None);
+    }
+
+    #[test]
+    fn fields_are_separated() {
+        let a = Fnv::default().field(b"ab").field(b"c").finish();
+        let b = Fnv::default().field(b"a").field(b"bc").finish();
+        assert_ne!(a, b);
+    }
+}

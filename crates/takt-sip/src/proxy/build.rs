@@ -1,0 +1,367 @@
+//! Building the messages the proxy sends, into a caller's buffer, by
+//! copying spans of the input (RFC 3261 §16.6, §16.7, §8.2.6, §9.1, §17.1.1.3).
+//!
+//! Nothing here allocates: every function appends to `out`.
+
+use std::io::Write as _;
+use std::net::IpAddr;
+
+use smallvec::SmallVec;
+
+use super::branch::write_branch;
+use super::Transport;
+use crate::wire::{HeaderName, Message, Rport, Span};
+
+/// This proxy's address as written into Via and Record-Route.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Local {
+    /// Host (IPv6 in brackets) as advertised.
+    pub host: String,
+    /// Port.
+    pub port: u16,
+}
+
+impl Local {
+    /// Whether a sent-by / URI host:port names this proxy.
+    pub fn is_me(&self, host: &[u8], port: Option<u16>) -> bool {
+        host.eq_ignore_ascii_case(self.host.as_bytes()) && port.unwrap_or(5060) == self.port
+    }
+}
+
+/// What RFC 3581 and §18.2.1 add to the top Via of a request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stamp {
+    /// `received=` to add.
+    pub received: Option<IpAddr>,
+    /// `rport=` value to fill in.
+    pub rport: Option<u16>,
+}
+
+impl Stamp {
+    /// The stamp for a request whose top Via is `m.top_via()` and that came from `src`.
+    pub fn for_request(m: &Message<'_>, src: std::net::SocketAddr) -> Stamp {
+        let via = m.top_via();
+        let b = m.buf();
+        let rport = matches!(via.rport, Rport::Requested).then_some(src.port());
+        let host = via.host.of(b);
+        let host = host
+            .strip_prefix(b"[")
+            .and_then(|h| h.strip_suffix(b"]"))
+            .unwrap_or(host);
+        let same = std::str::from_utf8(host)
+            .ok()
+            .and_then(|h| h.parse::<IpAddr>().ok())
+            .is_some_and(|ip| ip == src.ip());
+        let received = (via.received.is_none() && (!same || rport.is_some())).then_some(src.ip());
+        Stamp { received, rport }
+    }
+}
+
+/// How to forward a request.
+#[derive(Debug, Clone)]
+pub struct Forward<'l> {
+    /// Transport of the next hop (written into our Via).
+    pub transport: Transport,
+    /// Branch key and loop hash.
+    pub key: u64,
+    /// Loop hash.
+    pub loop_hash: u32,
+    /// Our address.
+    pub local: &'l Local,
+    /// A new Request-URI (strict routing), as a span of the input.
+    pub new_ruri: Option<Span>,
+    /// Route values to drop (indices into `Message::routes`).
+    pub drop_routes: SmallVec<[usize; 3]>,
+    /// A URI to append as the last Route value (strict routing), as a span of the input.
+    pub append_route: Option<Span>,
+    /// received/rport for the top Via.
+    pub stamp: Stamp,
+    /// Whether to add our Record-Route.
+    pub record_route: bool,
+}
+
+fn transport_token(t: Transport) -> &'static [u8] {
+    match t {
+        Transport::Udp => b"UDP",
+        Transport::Tcp => b"TCP",
+    }
+}
+
+/// Writes our Via value (without the header name).
+pub fn write_our_via(out: &mut Vec<u8>, local: &Local, t: Transport, key: u64, loop_hash: u32) {
+    out.extend_from_slice(b"SIP/2.0/");
+    out.extend_from_slice(transport_token(t));
+    out.push(b' ');
+    out.extend_from_slice(local.host.as_bytes());
+    let _ = write!(out, ":{};branch=", local.port);
+    write_branch(out, key, loop_hash);
+}
+
+/// Writes the top Via's value with received/rport applied.
+fn write_stamped_via_value(out: &mut Vec<u8>, m: &Message<'_>, value: Span, stamp: Stamp) {
+    let b = m.buf();
+    let via = m.top_via();
+    let mut from = value.start();
+    if let (Some(p), Some(rs)) = (stamp.rport, via.rport_span) {
+        out.extend_from_slice(&b[from..rs.end()]);
+        let _ = write!(out, "={p}");
+        from = rs.end();
+    }
+    out.extend_from_slice(&b[from..via.span.end()]);
+    if let Some(ip) = stamp.received {
+        match ip {
+            IpAddr::V4(v4) => {
+                let _ = write!(out, ";received={v4}");
+            }
+            IpAddr::V6(v6) => {
+                let _ = write!(out, ";received=[{v6}]");
+            }
+        }
+    }
+    out.extend_from_slice(&b[via.span.end()..value.end()]);
+}
+
+/// Writes a Route header holding the values of line `h` that are not dropped.
+fn write_route_line(out: &mut Vec<u8>, m: &Message<'_>, value: Span, drop: &[usize]) {
+    let b = m.buf();
+    let mut first = true;
+    for (k, r) in m.routes().iter().enumerate() {
+        if r.span.start() < value.start() || r.span.end() > value.end() || drop.contains(&k) {
+            continue;
+        }
+        out.extend_from_slice(if first { b"Route: " } else { b", " });
+        out.extend_from_slice(r.span.of(b));
+        first = false;
+    }
+    if !first {
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// Appends the forwarded request (§16.6 steps 2–8).
+pub fn forward_request(out: &mut Vec<u8>, m: &Message<'_>, f: &Forward<'_>) {
+    let b = m.buf();
+    let (method_span, uri) = match m.start_line() {
+        crate::wire::StartLine::Request {
+            method_span, uri, ..
+        } => (method_span, uri),
+        crate::wire::StartLine::Response { .. } => return,
+    };
+    out.extend_from_slice(method_span.of(b));
+    out.push(b' ');
+    out.extend_from_slice(f.new_ruri.unwrap_or(uri).of(b));
+    out.extend_from_slice(b" SIP/2.0\r\nVia: ");
+    write_our_via(out, f.local, f.transport, f.key, f.loop_hash);
+    out.extend_from_slice(b"\r\n");
+    if f.record_route {
+        out.extend_from_slice(b"Record-Route: <sip:");
+        out.extend_from_slice(f.local.host.as_bytes());
+        let _ = write!(out, ":{}", f.local.port);
+        if f.transport == Transport::Tcp {
+            out.extend_from_slice(b";transport=tcp");
+        }
+        out.extend_from_slice(b";lr>\r\n");
+    }
+    let top_via_header = m.top_via().header as usize;
+    let mut have_mf = false;
+    let mut have_cl = false;
+    for (i, h) in m.headers().iter().enumerate() {
+        match h.name {
+            HeaderName::Via if i == top_via_header => {
+                out.extend_from_slice(h.name_span.of(b));
+                out.extend_from_slice(b": ");
+                write_stamped_via_value(out, m, h.value, f.stamp);
+                out.extend_from_slice(b"\r\n");
+            }
+            HeaderName::MaxForwards => {
+                have_mf = true;
+                let v = m.max_forwards().unwrap_or(1).saturating_sub(1);
+                let _ = write!(out, "Max-Forwards: {v}\r\n");
+            }
+            HeaderName::Route if !f.drop_routes.is_empty() => {
+                write_route_line(out, m, h.value, &f.drop_routes);
+            }
+            HeaderName::ContentLength => {
+                have_cl = true;
+                out.extend_from_slice(h.line.of(b));
+            }
+            _ => out.extend_from_slice(h.line.of(b)),
+        }
+    }
+    if let Some(r) = f.append_route {
+        out.extend_from_slice(b"Route: <");
+        out.extend_from_slice(r.of(b));
+        out.extend_from_slice(b">\r\n");
+    }
+    if !have_mf {
+        out.extend_from_slice(b"Max-Forwards: 70\r\n");
+    }
+    if !have_cl {
+        let _ = write!(out, "Content-Length: {}\r\n", m.body().len());
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(m.body());
+}
+
+/// Appends a response with our (top) Via removed (§16.7 step 3).
+/// Returns false when there is no Via left to send it to.
+pub fn forward_response(out: &mut Vec<u8>, m: &Message<'_>) -> bool {
+    if m.vias().len() < 2 {
+        return false;
+    }
+    let b = m.buf();
+    out.extend_from_slice(m.start_line_span().of(b));
+    write_headers_popping_via(out, m);
+    true
+}
+
+fn write_headers_popping_via(out: &mut Vec<u8>, m: &Message<'_>) {
+    let b = m.buf();
+    let top = m.top_via();
+    for (i, h) in m.headers().iter().enumerate() {
+        if i == top.header as usize {
+            if let Some(next) = top.next_in_line {
+                out.extend_from_slice(h.name_span.of(b));
+                out.extend_from_slice(b": ");
+                out.extend_from_slice(&b[next as usize..h.value.end()]);
+                out.extend_from_slice(b"\r\n");
+            }
+            continue;
+        }
+        out.extend_from_slice(h.line.of(b));
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(m.body());
+}
+
+/// Appends a response with a different status line (§16.7 step 6: a 503 is
+/// forwarded as 500), our Via removed.
+pub fn forward_response_as(out: &mut Vec<u8>, m: &Message<'_>, code: u16, reason: &str) -> bool {
+    if m.vias().len() < 2 {
+        return false;
+    }
+    let _ = write!(out, "SIP/2.0 {code} {reason}\r\n");
+    write_headers_popping_via(out, m);
+    true
+}
+
+/// Options of a locally generated response.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LocalOpts<'a> {
+    /// Leave out the top via-parm (it is ours: the request is our stored copy).
+    pub skip_top_via: bool,
+    /// received/rport for the top Via (responses to requests as received).
+    pub stamp: Stamp,
+    /// To tag to add when the request's To has none (not for 100).
+    pub to_tag: Option<&'a [u8]>,
+    /// Extra header lines, each ending in CRLF.
+    pub extra: &'a [u8],
+}
+
+/// Appends a response generated here to request `m` (§8.2.6).
+pub fn local_response(
+    out: &mut Vec<u8>,
+    m: &Message<'_>,
+    code: u16,
+    reason: &str,
+    o: LocalOpts<'_>,
+) {
+    let b = m.buf();
+    let _ = write!(out, "SIP/2.0 {code} {reason}\r\n");
+    let top = m.top_via();
+    for (i, h) in m.headers().iter().enumerate() {
+        match h.name {
+            HeaderName::Via => {
+                if i == top.header as usize {
+                    if o.skip_top_via {
+                        if let Some(next) = top.next_in_line {
+                            out.extend_from_slice(b"Via: ");
+                            out.extend_from_slice(&b[next as usize..h.value.end()]);
+                            out.extend_from_slice(b"\r\n");
+                        }
+                    } else {
+                        out.extend_from_slice(b"Via: ");
+                        write_stamped_via_value(out, m, h.value, o.stamp);
+                        out.extend_from_slice(b"\r\n");
+                    }
+                } else {
+                    out.extend_from_slice(h.line.of(b));
+                }
+            }
+            HeaderName::To => {
+                out.extend_from_slice(b"To: ");
+                out.extend_from_slice(h.value.of(b));
+                if let (Some(t), None, true) = (o.to_tag, m.to_tag(), code > 100) {
+                    out.extend_from_slice(b";tag=");
+                    out.extend_from_slice(t);
+                }
+                out.extend_from_slice(b"\r\n");
+            }
+            HeaderName::From | HeaderName::CallId | HeaderName::CSeq => {
+                out.extend_from_slice(h.line.of(b));
+            }
+            _ => {}
+        }
+    }
+    out.extend_from_slice(o.extra);
+    out.extend_from_slice(b"Content-Length: 0\r\n\r\n");
+}
+
+/// Copies the Route lines of `req` (for ACK and CANCEL, which carry the
+/// INVITE's route set).
+fn copy_lines(out: &mut Vec<u8>, m: &Message<'_>, names: &[HeaderName]) {
+    let b = m.buf();
+    for h in m.headers() {
+        if names.contains(&h.name) {
+            out.extend_from_slice(h.line.of(b));
+        }
+    }
+}
+
+fn write_request_line_and_top_via(out: &mut Vec<u8>, method: &[u8], req: &Message<'_>) {
+    let b = req.buf();
+    out.extend_from_slice(method);
+    out.push(b' ');
+    out.extend_from_slice(req.request_uri().map(|u| u.span.of(b)).unwrap_or(b""));
+    out.extend_from_slice(b" SIP/2.0\r\nVia: ");
+    out.extend_from_slice(req.top_via().span.of(b));
+    out.extend_from_slice(b"\r\nMax-Forwards: 70\r\n");
+}
+
+/// The ACK a client transaction sends for a non-2xx final response
+/// (§17.1.1.3): built from our forwarded INVITE `req` and the response.
+pub fn ack_for(out: &mut Vec<u8>, req: &Message<'_>, resp: &Message<'_>) {
+    write_request_line_and_top_via(out, b"ACK", req);
+    copy_lines(
+        out,
+        req,
+        &[HeaderName::Route, HeaderName::From, HeaderName::CallId],
+    );
+    out.extend_from_slice(b"To: ");
+    out.extend_from_slice(resp.to().span.of(resp.buf()));
+    let _ = write!(
+        out,
+        "\r\nCSeq: {} ACK\r\nContent-Length: 0\r\n\r\n",
+        req.cseq_num()
+    );
+}
+
+/// The CANCEL for our forwarded INVITE `req` (§9.1).
+pub fn cancel_for(out: &mut Vec<u8>, req: &Message<'_>) {
+    write_request_line_and_top_via(out, b"CANCEL", req);
+    copy_lines(
+        out,
+        req,
+        &[
+            HeaderName::Route,
+            HeaderName::From,
+            HeaderName::To,
+            HeaderName::CallId,
+        ],
+    );
+    let _ = write!(
+        out,
+        "CSeq: {} CANCEL\r\nContent-Length: 0\r\n\r\n",
+        req.cseq_num()
+    );
+}

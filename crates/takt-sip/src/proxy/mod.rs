@@ -1,0 +1,791 @@
+//! The proxy core (RFC 3261 §16), independent of sockets and clocks.
+//!
+//! [`Proxy::handle`] takes one received message with its source and the
+//! current time and emits what to send through a [`Sink`]; [`Proxy::tick`]
+//! runs due transaction timers. Workers call both; tests drive them with a
+//! virtual clock and a recording sink.
+//!
+//! ## Modes
+//! - [`Mode::Stateless`] (§16.11): nothing is remembered. Branches are
+//!   deterministic (see [`branch`]), so retransmissions, CANCEL and the ACK
+//!   to a non-2xx response follow the INVITE's path by construction.
+//! - [`Mode::Stateful`]: every request gets a server and a client
+//!   transaction ([`txn`]) in a sharded, bounded [`table`]: 100 Trying for
+//!   INVITE, absorption of retransmissions, hop-by-hop ACK for non-2xx,
+//!   CANCEL (§16.10), timers A–L and C, best-response selection.
+//!
+//! Both push a Via with a unique `z9hG4bK` branch, enforce Max-Forwards
+//! (adding 70 when absent, 483 at zero), detect loops (482), add
+//! Record-Route with `;lr` to dialog-creating requests, route loosely
+//! (and strictly for strict next hops), and apply `received`/`rport`
+//! (RFC 3581).
+//!
+//! ## Overload
+//! New INVITEs (no To tag) are shed with 503 + Retry-After when the
+//! message waited longer than [`ShedPolicy::queue_delay_ns`] in the socket
+//! queue or the table is fuller than [`ShedPolicy::table_high_water`];
+//! in-dialog requests and responses are never shed. When the table is full,
+//! non-INVITE requests are forwarded statelessly instead.
+
+pub mod branch;
+pub mod build;
+pub mod route;
+mod stateful;
+pub mod table;
+pub mod txn;
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+
+use smallvec::SmallVec;
+
+use self::branch::{loop_hash, parse_branch, request_key, Fnv};
+use self::build::{
+    forward_request, forward_response, local_response, Forward, Local, LocalOpts, Stamp,
+};
+use self::route::{Resolver, RouteError};
+use self::table::Table;
+use self::txn::Timers;
+use crate::wire::{HeaderName, Message, Method, ParseError, Rport, Span, Via};
+
+/// A transport protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// UDP.
+    Udp,
+    /// TCP.
+    Tcp,
+}
+
+/// Identifies a TCP connection inside the transport layer.
+pub type ConnId = u64;
+
+/// Where a message goes (or came from).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Target {
+    /// Address.
+    pub addr: SocketAddr,
+    /// Transport.
+    pub transport: Transport,
+    /// For TCP: the connection to use if it still exists.
+    pub conn: Option<ConnId>,
+}
+
+/// Why a send failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SendError {
+    /// The transport is not enabled.
+    #[error("transport not available")]
+    NoTransport,
+    /// Connecting or writing failed.
+    #[error("destination unreachable")]
+    Unreachable,
+    /// The message is too large for the transport.
+    #[error("message too large")]
+    TooLarge,
+}
+
+/// Sends bytes. Implemented by the transport layer (which times the
+/// system calls) and by tests.
+pub trait Sink {
+    /// Sends one message.
+    fn send(&mut self, to: &Target, bytes: &[u8]) -> Result<(), SendError>;
+}
+
+/// Proxy mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// RFC 3261 §16.11.
+    Stateless,
+    /// Transaction-stateful.
+    Stateful,
+}
+
+/// When to shed new INVITEs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShedPolicy {
+    /// Shed when the transaction table is fuller than this fraction.
+    pub table_high_water: f64,
+    /// Shed when a message waited longer than this in the socket queue (K_rcv), ns.
+    pub queue_delay_ns: u64,
+    /// Retry-After seconds in the 503.
+    pub retry_after_s: u32,
+}
+
+impl Default for ShedPolicy {
+    fn default() -> Self {
+        ShedPolicy {
+            table_high_water: 0.9,
+            queue_delay_ns: 200_000_000,
+            retry_after_s: 5,
+        }
+    }
+}
+
+/// Proxy configuration.
+#[derive(Debug, Clone)]
+pub struct ProxyConfig {
+    /// Stateless or stateful.
+    pub mode: Mode,
+    /// Our address in Via and Record-Route.
+    pub local: Local,
+    /// Static next hop for requests without a Route set.
+    pub next_hop: Option<Target>,
+    /// Add Record-Route to dialog-creating requests.
+    pub record_route: bool,
+    /// Transaction timers.
+    pub timers: Timers,
+    /// Most transactions held.
+    pub max_transactions: usize,
+    /// Table shards.
+    pub shards: usize,
+    /// Overload shedding.
+    pub shed: ShedPolicy,
+    /// Requests larger than this go over TCP instead of UDP (§18.1.1: 1300).
+    pub udp_size_limit: usize,
+    /// Whether TCP is available for sending.
+    pub tcp: bool,
+}
+
+impl ProxyConfig {
+    /// Defaults for a proxy at `local`.
+    pub fn new(mode: Mode, local: Local) -> ProxyConfig {
+        ProxyConfig {
+            mode,
+            local,
+            next_hop: None,
+            record_route: true,
+            timers: Timers::default(),
+            max_transactions: 65_536,
+            shards: 64,
+            shed: ShedPolicy::default(),
+            udp_size_limit: 1300,
+            tcp: true,
+        }
+    }
+}
+
+/// A received message.
+#[derive(Debug, Clone, Copy)]
+pub struct Inbound<'a> {
+    /// Its bytes (one datagram, or one framed stream message).
+    pub bytes: &'a [u8],
+    /// Where it came from (and over what).
+    pub from: Target,
+    /// Now, in nanoseconds of the proxy's clock.
+    pub now: u64,
+    /// How long it waited before the SIP layer got it (K_rcv), ns; 0 if unknown.
+    pub queue_delay_ns: u64,
+}
+
+/// Message classes for statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MsgKind {
+    /// INVITE
+    Invite,
+    /// ACK
+    Ack,
+    /// BYE
+    Bye,
+    /// CANCEL
+    Cancel,
+    /// REGISTER
+    Register,
+    /// OPTIONS
+    Options,
+    /// Other requests.
+    OtherRequest,
+    /// 1xx
+    Provisional,
+    /// 2xx
+    Success,
+    /// 3xx–6xx
+    Failure,
+    /// Did not parse.
+    Malformed,
+}
+
+impl MsgKind {
+    /// Every kind, in display order.
+    pub const ALL: [MsgKind; 11] = [
+        MsgKind::Invite,
+        MsgKind::Ack,
+        MsgKind::Bye,
+        MsgKind::Cancel,
+        MsgKind::Register,
+        MsgKind::Options,
+        MsgKind::OtherRequest,
+        MsgKind::Provisional,
+        MsgKind::Success,
+        MsgKind::Failure,
+        MsgKind::Malformed,
+    ];
+
+    /// Stable lower-case name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            MsgKind::Invite => "invite",
+            MsgKind::Ack => "ack",
+            MsgKind::Bye => "bye",
+            MsgKind::Cancel => "cancel",
+            MsgKind::Register => "register",
+            MsgKind::Options => "options",
+            MsgKind::OtherRequest => "other_request",
+            MsgKind::Provisional => "1xx",
+            MsgKind::Success => "2xx",
+            MsgKind::Failure => "3xx_6xx",
+            MsgKind::Malformed => "malformed",
+        }
+    }
+
+    fn of(m: &Message<'_>) -> MsgKind {
+        match (m.method(), m.status()) {
+            (Some(Method::Invite), _) => MsgKind::Invite,
+            (Some(Method::Ack), _) => MsgKind::Ack,
+            (Some(Method::Bye), _) => MsgKind::Bye,
+            (Some(Method::Cancel), _) => MsgKind::Cancel,
+            (Some(Method::Register), _) => MsgKind::Register,
+            (Some(Method::Options), _) => MsgKind::Options,
+            (Some(_), _) => MsgKind::OtherRequest,
+            (None, Some(c)) if c < 200 => MsgKind::Provisional,
+            (None, Some(c)) if c < 300 => MsgKind::Success,
+            _ => MsgKind::Failure,
+        }
+    }
+}
+
+/// What became of a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Disposition {
+    /// Forwarded.
+    Forwarded,
+    /// A retransmission absorbed by a transaction (perhaps answered from it).
+    Absorbed,
+    /// Answered here with this status.
+    Replied(u16),
+    /// A new INVITE shed with 503.
+    Shed,
+    /// Dropped: did not parse and could not be answered.
+    DroppedMalformed,
+    /// Dropped: a response whose top Via is not ours, or with no Via left.
+    DroppedNotOurs,
+    /// Dropped: a request that may not be answered (an ACK) failed a check.
+    DroppedRejected,
+    /// A send failed.
+    SendFailed,
+}
+
+impl Disposition {
+    /// Stable lower-case name.
+    pub fn name(&self) -> String {
+        match self {
+            Disposition::Forwarded => "forwarded".into(),
+            Disposition::Absorbed => "absorbed".into(),
+            Disposition::Replied(c) => format!("replied_{c}"),
+            Disposition::Shed => "shed".into(),
+            Disposition::DroppedMalformed => "dropped_malformed".into(),
+            Disposition::DroppedNotOurs => "dropped_not_ours".into(),
+            Disposition::DroppedRejected => "dropped_rejected".into(),
+            Disposition::SendFailed => "send_failed".into(),
+        }
+    }
+}
+
+/// The result of handling one message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    /// Its class.
+    pub kind: MsgKind,
+    /// What became of it.
+    pub disposition: Disposition,
+    /// The parse error, for malformed input.
+    pub error: Option<ParseError>,
+}
+
+impl Outcome {
+    fn new(kind: MsgKind, disposition: Disposition) -> Outcome {
+        Outcome {
+            kind,
+            disposition,
+            error: None,
+        }
+    }
+}
+
+/// Per-worker scratch space, reused for every message: the output buffer
+/// and the list of sends into it.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    out: Vec<u8>,
+    sends: SmallVec<[(Target, u32, u32); 4]>,
+}
+
+impl Scratch {
+    /// Empty scratch with room for typical messages.
+    pub fn new() -> Scratch {
+        Scratch {
+            out: Vec::with_capacity(8192),
+            sends: SmallVec::new(),
+        }
+    }
+
+    fn clear(&mut self) {
+        self.out.clear();
+        self.sends.clear();
+    }
+
+    fn mark(&self) -> usize {
+        self.out.len()
+    }
+
+    fn queue(&mut self, to: Target, start: usize) {
+        self.sends.push((to, start as u32, self.out.len() as u32));
+    }
+}
+
+/// A request the proxy refuses, with its answer.
+#[derive(Debug, Clone, Copy)]
+struct Reject {
+    code: u16,
+    reason: &'static str,
+    unsupported: bool,
+}
+
+/// Where and how a request is forwarded.
+struct Plan {
+    target: Target,
+    new_ruri: Option<Span>,
+    drop_routes: SmallVec<[usize; 3]>,
+    append_route: Option<Span>,
+}
+
+/// The proxy.
+#[derive(Debug)]
+pub struct Proxy {
+    cfg: ProxyConfig,
+    table: Table,
+    resolver: Resolver,
+}
+
+impl Proxy {
+    /// A proxy with this configuration.
+    pub fn new(cfg: ProxyConfig) -> Proxy {
+        let table = Table::new(cfg.shards, cfg.max_transactions);
+        Proxy {
+            cfg,
+            table,
+            resolver: Resolver::default(),
+        }
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &ProxyConfig {
+        &self.cfg
+    }
+
+    /// Transactions held now.
+    pub fn transactions(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Capacity of the transaction table.
+    pub fn transaction_capacity(&self) -> usize {
+        self.table.capacity()
+    }
+
+    /// Handles one received message; everything to send goes through `sink`.
+    pub fn handle(&self, inb: &Inbound<'_>, s: &mut Scratch, sink: &mut dyn Sink) -> Outcome {
+        s.clear();
+        let mut outcome = match Message::parse(inb.bytes) {
+            Ok(m) if m.is_request() => self.on_request(&m, inb, s),
+            Ok(m) => self.on_response(&m, inb, s),
+            Err(e) => self.on_malformed(inb, e, s),
+        };
+        for &(to, a, b) in &s.sends {
+            if sink.send(&to, &s.out[a as usize..b as usize]).is_err() {
+                outcome.disposition = Disposition::SendFailed;
+            }
+        }
+        outcome
+    }
+
+    /// Runs the transaction timers due at `now`; returns how many records fired.
+    pub fn tick(&self, now: u64, sink: &mut dyn Sink) -> usize {
+        if self.cfg.mode == Mode::Stateless {
+            return 0;
+        }
+        stateful::tick(self, now, sink)
+    }
+
+    /// Our To tag for responses we generate to `m` (stable across retransmissions).
+    fn local_tag(&self, m: &Message<'_>) -> [u8; 20] {
+        let h = Fnv::default()
+            .field(m.call_id())
+            .field(m.from_tag().unwrap_or(b""))
+            .num(u64::from(m.cseq_num()))
+            .finish();
+        let mut t = *b"takt0000000000000000";
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        for i in 0..16 {
+            t[4 + i] = HEX[((h >> ((15 - i) * 4)) & 0xf) as usize];
+        }
+        t
+    }
+
+    /// Writes a response generated here to request `m` as received.
+    fn reply(
+        &self,
+        m: &Message<'_>,
+        inb: &Inbound<'_>,
+        code: u16,
+        reason: &str,
+        extra: &[u8],
+        s: &mut Scratch,
+    ) {
+        let tag = self.local_tag(m);
+        let start = s.mark();
+        local_response(
+            &mut s.out,
+            m,
+            code,
+            reason,
+            LocalOpts {
+                skip_top_via: false,
+                stamp: Stamp::for_request(m, inb.from.addr),
+                to_tag: Some(&tag),
+                extra,
+            },
+        );
+        s.queue(self.response_target(m, inb), start);
+    }
+
+    /// Where responses to a request as received go (§18.2.2, RFC 3581):
+    /// back over the connection for TCP; for UDP to `received`/source
+    /// address and `rport`/sent-by port.
+    fn response_target(&self, m: &Message<'_>, inb: &Inbound<'_>) -> Target {
+        if inb.from.transport == Transport::Tcp {
+            return inb.from;
+        }
+        let via = m.top_via();
+        let port = match via.rport {
+            Rport::Requested => inb.from.addr.port(),
+            Rport::Value(p) => p,
+            Rport::Absent => via.port.unwrap_or(5060),
+        };
+        Target {
+            addr: SocketAddr::new(inb.from.addr.ip(), port),
+            transport: Transport::Udp,
+            conn: None,
+        }
+    }
+
+    fn on_malformed(&self, inb: &Inbound<'_>, e: ParseError, s: &mut Scratch) -> Outcome {
+        let mut o = Outcome::new(MsgKind::Malformed, Disposition::DroppedMalformed);
+        o.error = Some(e);
+        if let Some(code) = stateful::answer_malformed(inb, e, &mut s.out) {
+            s.queue(inb.from, 0);
+            o.disposition = Disposition::Replied(code);
+        }
+        o
+    }
+
+    /// §16.3 checks; `Err` carries the answer.
+    fn check(&self, m: &Message<'_>, lh: u32) -> Result<(), Reject> {
+        if m.max_forwards() == Some(0) {
+            return Err(Reject {
+                code: 483,
+                reason: "Too Many Hops",
+                unsupported: false,
+            });
+        }
+        let b = m.buf();
+        for via in m.vias().iter().skip(1).chain(std::iter::once(m.top_via())) {
+            if self.is_ours(b, via) {
+                if let Some((_, h)) = via.branch.and_then(|br| parse_branch(br.of(b))) {
+                    if h == lh {
+                        return Err(Reject {
+                            code: 482,
+                            reason: "Loop Detected",
+                            unsupported: false,
+                        });
+                    }
+                }
+            }
+        }
+        if m.header(HeaderName::ProxyRequire).is_some() && m.method() != Some(Method::Cancel) {
+            return Err(Reject {
+                code: 420,
+                reason: "Bad Extension",
+                unsupported: true,
+            });
+        }
+        Ok(())
+    }
+
+    fn is_ours(&self, b: &[u8], via: &Via) -> bool {
+        self.cfg.local.is_me(via.host.of(b), via.port)
+    }
+
+    /// §16.4 route processing and §16.5–16.6 target selection.
+    fn plan(&self, m: &Message<'_>) -> Result<Plan, RouteError> {
+        let b = m.buf();
+        let routes = m.routes();
+        let ruri = m.request_uri().expect("requests have a Request-URI");
+        let mut drop: SmallVec<[usize; 3]> = SmallVec::new();
+        let mut new_ruri = None;
+        let mut first = 0;
+        let mut last = routes.len();
+        let is_me_uri = |s: Span| {
+            crate::wire::parse_uri(b, s.start(), s.end(), true)
+                .map(|u| self.cfg.local.is_me(u.host.of(b), u.port))
+                .unwrap_or(false)
+        };
+        // a strict router before us put our Record-Route URI in the Request-URI
+        if ruri.userinfo.is_none() && self.cfg.local.is_me(ruri.host.of(b), ruri.port) && last > 0 {
+            new_ruri = Some(routes[last - 1].uri);
+            drop.push(last - 1);
+            last -= 1;
+        }
+        if first < last && is_me_uri(routes[first].uri) {
+            drop.push(first);
+            first += 1;
+        }
+        let mut append_route = None;
+        let target = if first < last {
+            let r = routes[first];
+            let t = self
+                .resolver
+                .target_of_span(b, r.uri.start(), r.uri.end())?;
+            if !r.lr {
+                // strict next hop: it becomes the Request-URI, the old one the last Route
+                append_route = Some(new_ruri.unwrap_or(ruri.span));
+                new_ruri = Some(r.uri);
+                drop.push(first);
+            }
+            t
+        } else if let Some(nh) = self.cfg.next_hop {
+            nh
+        } else {
+            let eff = new_ruri.unwrap_or(ruri.span);
+            let u = crate::wire::parse_uri(b, eff.start(), eff.end(), true)
+                .map_err(|_| RouteError::Scheme)?;
+            if self.cfg.local.is_me(u.host.of(b), u.port) {
+                return Err(RouteError::NoRoute);
+            }
+            self.resolver.target_of(b, &u)?
+        };
+        Ok(Plan {
+            target,
+            new_ruri,
+            drop_routes: drop,
+            append_route,
+        })
+    }
+
+    /// Writes the forwarded request into `s.out` and queues it. Returns the
+    /// start offset, or the answer when it cannot go (513).
+    fn forward(
+        &self,
+        m: &Message<'_>,
+        inb: &Inbound<'_>,
+        plan: &Plan,
+        key: u64,
+        lh: u32,
+        s: &mut Scratch,
+    ) -> Result<(usize, Target), Reject> {
+        let method = m.method();
+        let record_route = self.cfg.record_route
+            && m.to_tag().is_none()
+            && matches!(
+                method,
+                Some(Method::Invite | Method::Subscribe | Method::Refer)
+            );
+        let mut target = plan.target;
+        let mut f = Forward {
+            transport: target.transport,
+            key,
+            loop_hash: lh,
+            local: &self.cfg.local,
+            new_ruri: plan.new_ruri,
+            drop_routes: plan.drop_routes.clone(),
+            append_route: plan.append_route,
+            stamp: Stamp::for_request(m, inb.from.addr),
+            record_route,
+        };
+        let start = s.mark();
+        forward_request(&mut s.out, m, &f);
+        if target.transport == Transport::Udp && s.out.len() - start > self.cfg.udp_size_limit {
+            // §18.1.1: too large for UDP; TCP if we can, else 513
+            if !self.cfg.tcp {
+                s.out.truncate(start);
+                return Err(Reject {
+                    code: 513,
+                    reason: "Message Too Large",
+                    unsupported: false,
+                });
+            }
+            s.out.truncate(start);
+            target.transport = Transport::Tcp;
+            f.transport = Transport::Tcp;
+            forward_request(&mut s.out, m, &f);
+        }
+        s.queue(target, start);
+        Ok((start, target))
+    }
+
+    fn refuse(
+        &self,
+        m: &Message<'_>,
+        inb: &Inbound<'_>,
+        kind: MsgKind,
+        r: Reject,
+        s: &mut Scratch,
+    ) -> Outcome {
+        if m.method() == Some(Method::Ack) {
+            return Outcome::new(kind, Disposition::DroppedRejected);
+        }
+        let mut extra: SmallVec<[u8; 128]> = SmallVec::new();
+        if r.unsupported {
+            if let Some(v) = m.header(HeaderName::ProxyRequire) {
+                extra.extend_from_slice(b"Unsupported: ");
+                extra.extend_from_slice(v);
+                extra.extend_from_slice(b"\r\n");
+            }
+        }
+        self.reply(m, inb, r.code, r.reason, &extra, s);
+        Outcome::new(kind, Disposition::Replied(r.code))
+    }
+
+    fn should_shed(&self, m: &Message<'_>, inb: &Inbound<'_>) -> bool {
+        if m.method() != Some(Method::Invite) || m.to_tag().is_some() {
+            return false;
+        }
+        let p = &self.cfg.shed;
+        if inb.queue_delay_ns > p.queue_delay_ns {
+            return true;
+        }
+        self.cfg.mode == Mode::Stateful
+            && (self.table.len_hint() as f64) > p.table_high_water * self.table.capacity() as f64
+    }
+
+    fn shed(&self, m: &Message<'_>, inb: &Inbound<'_>, s: &mut Scratch) -> Outcome {
+        let mut extra = [0u8; 40];
+        let n = {
+            let mut w = &mut extra[..];
+            let _ = write!(w, "Retry-After: {}\r\n", self.cfg.shed.retry_after_s);
+            40 - w.len()
+        };
+        let extra = &extra[..n];
+        self.reply(m, inb, 503, "Service Unavailable", extra, s);
+        Outcome::new(MsgKind::Invite, Disposition::Shed)
+    }
+
+    fn on_request(&self, m: &Message<'_>, inb: &Inbound<'_>, s: &mut Scratch) -> Outcome {
+        let kind = MsgKind::of(m);
+        if self.cfg.mode == Mode::Stateful {
+            if let Some(o) = stateful::match_request(self, m, inb, kind, s) {
+                return o;
+            }
+        }
+        // the ACK to a negative response we generated ends here
+        if m.method() == Some(Method::Ack) && m.to_tag() == Some(&self.local_tag(m)[..]) {
+            return Outcome::new(kind, Disposition::Absorbed);
+        }
+        let lh = loop_hash(m);
+        if let Err(r) = self.check(m, lh) {
+            return self.refuse(m, inb, kind, r, s);
+        }
+        if self.should_shed(m, inb) {
+            return self.shed(m, inb, s);
+        }
+        let plan = match self.plan(m) {
+            Ok(p) => p,
+            Err(e) => {
+                let (code, reason) = e.response();
+                return self.refuse(
+                    m,
+                    inb,
+                    kind,
+                    Reject {
+                        code,
+                        reason,
+                        unsupported: false,
+                    },
+                    s,
+                );
+            }
+        };
+        let key = request_key(m);
+        if self.cfg.mode == Mode::Stateful
+            && !matches!(m.method(), Some(Method::Ack | Method::Cancel))
+        {
+            return stateful::new_transaction(self, m, inb, kind, &plan, key, lh, s);
+        }
+        match self.forward(m, inb, &plan, key, lh, s) {
+            Ok(_) => Outcome::new(kind, Disposition::Forwarded),
+            Err(r) => self.refuse(m, inb, kind, r, s),
+        }
+    }
+
+    /// Where a response goes after our Via is popped: the next Via.
+    fn upstream_of(&self, m: &Message<'_>) -> Option<Target> {
+        let b = m.buf();
+        let via = m.vias().get(1)?;
+        let transport = if via.transport.of(b).eq_ignore_ascii_case(b"TCP") {
+            Transport::Tcp
+        } else {
+            Transport::Udp
+        };
+        let host = via.received.unwrap_or(via.host).of(b);
+        let port = match via.rport {
+            Rport::Value(p) => p,
+            _ => via.port.unwrap_or(5060),
+        };
+        let addr = self.resolver.resolve(host, port).ok()?;
+        Some(Target {
+            addr,
+            transport,
+            conn: None,
+        })
+    }
+
+    fn on_response(&self, m: &Message<'_>, _inb: &Inbound<'_>, s: &mut Scratch) -> Outcome {
+        let kind = MsgKind::of(m);
+        let b = m.buf();
+        let via = m.top_via();
+        let key = match via.branch.and_then(|br| parse_branch(br.of(b))) {
+            Some((key, _)) if self.is_ours(b, via) => key,
+            _ => return Outcome::new(kind, Disposition::DroppedNotOurs),
+        };
+        if self.cfg.mode == Mode::Stateful {
+            if let Some(o) = stateful::match_response(self, m, key, kind, _inb.now, s) {
+                return o;
+            }
+        }
+        self.forward_response_stateless(m, kind, s)
+    }
+
+    fn forward_response_stateless(
+        &self,
+        m: &Message<'_>,
+        kind: MsgKind,
+        s: &mut Scratch,
+    ) -> Outcome {
+        let Some(to) = self.upstream_of(m) else {
+            return Outcome::new(kind, Disposition::DroppedNotOurs);
+        };
+        let start = s.mark();
+        if !forward_response(&mut s.out, m) {
+            return Outcome::new(kind, Disposition::DroppedNotOurs);
+        }
+        s.queue(to, start);
+        Outcome::new(kind, Disposition::Forwarded)
+    }
+}
+
+#[cfg(test)]
+mod tests;

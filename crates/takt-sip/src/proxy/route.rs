@@ -1,0 +1,139 @@
+//! Where a request goes next (RFC 3261 §16.4–§16.6 steps 6–7, §18.1.1).
+//!
+//! Order: a Route set (loose routing, or strict routing when the next URI
+//! lacks `;lr`), else the configured static next hop (the benchmark's
+//! UAC → proxy → UAS topology), else the Request-URI's host and port. IP
+//! literals are used as they are; names go to the system resolver
+//! (`getaddrinfo`) through a small cache. RFC 3263 NAPTR/SRV is not done.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::{Target, Transport};
+use crate::wire::{parse_uri, Scheme, Uri};
+
+/// How long a resolved name is kept.
+pub const RESOLVE_TTL: Duration = Duration::from_secs(60);
+/// Most names kept.
+pub const RESOLVE_CACHE_MAX: usize = 4096;
+
+/// Why there is no next hop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RouteError {
+    /// A scheme the proxy cannot route (416).
+    #[error("unsupported URI scheme")]
+    Scheme,
+    /// The host does not resolve (404).
+    #[error("destination does not resolve")]
+    Unresolvable,
+    /// The request targets this proxy and nothing else (404).
+    #[error("no route beyond this proxy")]
+    NoRoute,
+}
+
+impl RouteError {
+    /// The status and reason to answer with.
+    pub fn response(&self) -> (u16, &'static str) {
+        match self {
+            RouteError::Scheme => (416, "Unsupported URI Scheme"),
+            RouteError::Unresolvable => (404, "Not Found (unresolvable destination)"),
+            RouteError::NoRoute => (404, "Not Found"),
+        }
+    }
+}
+
+/// Resolves hosts, caching names.
+#[derive(Debug, Default)]
+pub struct Resolver {
+    cache: Mutex<HashMap<(String, u16), (SocketAddr, Instant)>>,
+}
+
+impl Resolver {
+    /// Resolves `host` (bytes as in a URI; IPv6 in brackets) and `port`.
+    pub fn resolve(&self, host: &[u8], port: u16) -> Result<SocketAddr, RouteError> {
+        let h = std::str::from_utf8(host).map_err(|_| RouteError::Unresolvable)?;
+        let bare = h
+            .strip_prefix('[')
+            .and_then(|x| x.strip_suffix(']'))
+            .unwrap_or(h);
+        if let Ok(ip) = bare.parse::<IpAddr>() {
+            return Ok(SocketAddr::new(ip, port));
+        }
+        let key = (h.to_ascii_lowercase(), port);
+        if let Ok(c) = self.cache.lock() {
+            if let Some((a, t)) = c.get(&key) {
+                if t.elapsed() < RESOLVE_TTL {
+                    return Ok(*a);
+                }
+            }
+        }
+        let addr = (bare, port)
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut it| it.next())
+            .ok_or(RouteError::Unresolvable)?;
+        if let Ok(mut c) = self.cache.lock() {
+            if c.len() >= RESOLVE_CACHE_MAX {
+                c.clear();
+            }
+            c.insert(key, (addr, Instant::now()));
+        }
+        Ok(addr)
+    }
+
+    /// The target a SIP URI designates (maddr, port, transport param; sips → TCP).
+    pub fn target_of(&self, b: &[u8], u: &Uri) -> Result<Target, RouteError> {
+        if !matches!(u.scheme, Scheme::Sip | Scheme::Sips) {
+            return Err(RouteError::Scheme);
+        }
+        let transport = match u.transport.map(|t| t.of(b)) {
+            Some(t) if t.eq_ignore_ascii_case(b"tcp") => Transport::Tcp,
+            Some(t) if t.eq_ignore_ascii_case(b"udp") => Transport::Udp,
+            Some(_) => return Err(RouteError::Scheme),
+            None if u.scheme == Scheme::Sips => return Err(RouteError::Scheme),
+            None => Transport::Udp,
+        };
+        let host = u.maddr.unwrap_or(u.host).of(b);
+        let addr = self.resolve(host, u.port.unwrap_or(5060))?;
+        Ok(Target {
+            addr,
+            transport,
+            conn: None,
+        })
+    }
+
+    /// Parses a URI held in `[start, end)` of `b` and resolves it.
+    pub fn target_of_span(&self, b: &[u8], start: usize, end: usize) -> Result<Target, RouteError> {
+        let u = parse_uri(b, start, end, true).map_err(|_| RouteError::Scheme)?;
+        self.target_of(b, &u)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_and_params() {
+        let r = Resolver::default();
+        let b = b"sip:bob@192.0.2.7:5070;transport=tcp";
+        let u = parse_uri(b, 0, b.len(), false).unwrap();
+        let t = r.target_of(b, &u).unwrap();
+        assert_eq!(t.addr, "192.0.2.7:5070".parse().unwrap());
+        assert_eq!(t.transport, Transport::Tcp);
+        let b = b"sip:[::1]";
+        let u = parse_uri(b, 0, b.len(), false).unwrap();
+        assert_eq!(
+            r.target_of(b, &u).unwrap().addr,
+            "[::1]:5060".parse().unwrap()
+        );
+        let b = b"tel:+1555";
+        let u = parse_uri(b, 0, b.len(), false).unwrap();
+        assert_eq!(r.target_of(b, &u), Err(RouteError::Scheme));
+        let b = b"sip:localhost:5099";
+        let u = parse_uri(b, 0, b.len(), false).unwrap();
+        assert_eq!(r.target_of(b, &u).unwrap().addr.port(), 5099);
+    }
+}

@@ -1,0 +1,777 @@
+//! Proxy behaviour on a virtual clock with a recording sink.
+
+use super::build::Local;
+use super::*;
+use crate::wire::Message;
+
+const MS: u64 = 1_000_000;
+
+#[derive(Default)]
+struct Rec {
+    sent: Vec<(Target, Vec<u8>)>,
+}
+
+impl Sink for Rec {
+    fn send(&mut self, to: &Target, bytes: &[u8]) -> Result<(), SendError> {
+        Message::parse(bytes).unwrap_or_else(|e| {
+            panic!(
+                "proxy sent unparsable {e}: {}",
+                String::from_utf8_lossy(bytes)
+            )
+        });
+        self.sent.push((*to, bytes.to_vec()));
+        Ok(())
+    }
+}
+
+impl Rec {
+    fn take(&mut self) -> Vec<(Target, Vec<u8>)> {
+        std::mem::take(&mut self.sent)
+    }
+}
+
+fn udp(a: &str) -> Target {
+    Target {
+        addr: a.parse().unwrap(),
+        transport: Transport::Udp,
+        conn: None,
+    }
+}
+
+const UAC: &str = "10.0.0.1:5061";
+const UAS: &str = "10.0.0.2:5062";
+
+fn proxy(mode: Mode) -> Proxy {
+    let mut c = ProxyConfig::new(
+        mode,
+        Local {
+            host: "10.0.0.9".into(),
+            port: 5060,
+        },
+    );
+    c.next_hop = Some(udp(UAS));
+    c.shards = 4;
+    Proxy::new(c)
+}
+
+fn req(method: &str, branch: &str, cseq: u32, to_tag: Option<&str>, extra: &str) -> Vec<u8> {
+    let tt = to_tag.map(|t| format!(";tag={t}")).unwrap_or_default();
+    format!(
+        "{method} sip:service@10.0.0.9:5060 SIP/2.0\r\n\
+Via: SIP/2.0/UDP 10.0.0.1:5061;branch={branch};rport\r\n\
+From: sipp <sip:sipp@10.0.0.1:5061>;tag=from1\r\n\
+To: <sip:service@10.0.0.9:5060>{tt}\r\n\
+Call-ID: call-1@10.0.0.1\r\n\
+CSeq: {cseq} {method}\r\n\
+Contact: <sip:sipp@10.0.0.1:5061>\r\n\
+{extra}Content-Length: 0\r\n\r\n"
+    )
+    .into_bytes()
+}
+
+/// The response a UAS sends to forwarded request `fwd`.
+fn resp(fwd: &[u8], code: u16, to_tag: &str) -> Vec<u8> {
+    let m = Message::parse(fwd).unwrap();
+    let b = m.buf();
+    let mut out = format!("SIP/2.0 {code} Whatever\r\n").into_bytes();
+    for h in m.headers() {
+        match h.name {
+            HeaderName::Via | HeaderName::From | HeaderName::CallId | HeaderName::CSeq => {
+                out.extend_from_slice(h.line.of(b))
+            }
+            HeaderName::To => {
+                out.extend_from_slice(b"To: ");
+                out.extend_from_slice(h.value.of(b));
+                if m.to_tag().is_none() && code > 100 {
+                    out.extend_from_slice(format!(";tag={to_tag}").as_bytes());
+                }
+                out.extend_from_slice(b"\r\n");
+            }
+            _ => {}
+        }
+    }
+    out.extend_from_slice(b"Content-Length: 0\r\n\r\n");
+    out
+}
+
+fn feed(p: &Proxy, bytes: &[u8], from: &str, now: u64, sink: &mut Rec) -> Outcome {
+    feed_delay(p, bytes, from, now, 0, sink)
+}
+
+fn feed_delay(
+    p: &Proxy,
+    bytes: &[u8],
+    from: &str,
+    now: u64,
+    delay: u64,
+    sink: &mut Rec,
+) -> Outcome {
+    let mut s = Scratch::new();
+    p.handle(
+        &Inbound {
+            bytes,
+            from: udp(from),
+            now,
+            queue_delay_ns: delay,
+        },
+        &mut s,
+        sink,
+    )
+}
+
+fn status(b: &[u8]) -> Option<u16> {
+    Message::parse(b).unwrap().status()
+}
+
+fn method(b: &[u8]) -> Option<Method> {
+    Message::parse(b).unwrap().method()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn stateless_forwards_and_routes_responses_back() {
+    let p = proxy(Mode::Stateless);
+    let mut r = Rec::default();
+    let inv = req("INVITE", "z9hG4bK-a1", 1, None, "Max-Forwards: 70\r\n");
+    let o = feed(&p, &inv, UAC, 0, &mut r);
+    assert_eq!(o.disposition, Disposition::Forwarded);
+    let sent = r.take();
+    assert_eq!(sent.len(), 1, "no 100 Trying in stateless mode");
+    let (to, fwd) = &sent[0];
+    assert_eq!(to.addr, UAS.parse().unwrap());
+    let m = Message::parse(fwd).unwrap();
+    assert_eq!(m.vias().len(), 2);
+    let br = m.top_via().branch.unwrap().of(fwd);
+    assert!(br.starts_with(b"z9hG4bKtk"));
+    assert_eq!(m.max_forwards(), Some(69));
+    let t = text(fwd);
+    assert!(t.contains("Record-Route: <sip:10.0.0.9:5060;lr>"), "{t}");
+    assert!(t.contains("branch=z9hG4bK-a1;rport=5061"), "{t}");
+    // a retransmission and the CANCEL get the same branch
+    feed(&p, &inv, UAC, 0, &mut r);
+    let cancel = req("CANCEL", "z9hG4bK-a1", 1, None, "");
+    feed(&p, &cancel, UAC, 0, &mut r);
+    let again = r.take();
+    for (_, b) in &again {
+        let m2 = Message::parse(b).unwrap();
+        assert_eq!(m2.top_via().branch.unwrap().of(b), br);
+    }
+    // responses: our Via popped, sent to the source port (rport)
+    let ringing = resp(fwd, 180, "uas1");
+    assert_eq!(
+        feed(&p, &ringing, UAS, 0, &mut r).disposition,
+        Disposition::Forwarded
+    );
+    let (to, up) = &r.take()[0];
+    assert_eq!(to.addr, UAC.parse().unwrap());
+    let m = Message::parse(up).unwrap();
+    assert_eq!(m.vias().len(), 1);
+    assert_eq!(m.status(), Some(180));
+    // a response whose top Via is not ours is dropped
+    assert_eq!(
+        feed(&p, up, UAS, 0, &mut r).disposition,
+        Disposition::DroppedNotOurs
+    );
+}
+
+#[test]
+fn max_forwards_and_loops() {
+    let p = proxy(Mode::Stateless);
+    let mut r = Rec::default();
+    let inv = req("OPTIONS", "z9hG4bK-o1", 1, None, "");
+    feed(&p, &inv, UAC, 0, &mut r);
+    let fwd = r.take().remove(0).1;
+    assert!(text(&fwd).contains("Max-Forwards: 70\r\n"));
+    let zero = req("OPTIONS", "z9hG4bK-o2", 1, None, "Max-Forwards: 0\r\n");
+    assert_eq!(
+        feed(&p, &zero, UAC, 0, &mut r).disposition,
+        Disposition::Replied(483)
+    );
+    assert_eq!(status(&r.take()[0].1), Some(483));
+    // our forwarded request coming back unchanged is a loop
+    assert_eq!(
+        feed(&p, &fwd, UAS, 0, &mut r).disposition,
+        Disposition::Replied(482)
+    );
+    let back = r.take();
+    assert_eq!(status(&back[0].1), Some(482));
+}
+
+#[test]
+fn proxy_require_and_unknown_scheme() {
+    let mut c = ProxyConfig::new(
+        Mode::Stateless,
+        Local {
+            host: "10.0.0.9".into(),
+            port: 5060,
+        },
+    );
+    c.next_hop = None;
+    let p = Proxy::new(c);
+    let mut r = Rec::default();
+    let b = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/rfc4475/bext01.dat"
+    ))
+    .unwrap();
+    assert_eq!(
+        feed(&p, &b, UAC, 0, &mut r).disposition,
+        Disposition::Replied(420)
+    );
+    assert!(text(&r.take()[0].1).contains("Unsupported: noProxiesSupportThis"));
+    let b = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/rfc4475/unkscm.dat"
+    ))
+    .unwrap();
+    assert_eq!(
+        feed(&p, &b, UAC, 0, &mut r).disposition,
+        Disposition::Replied(416)
+    );
+    let b = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/rfc4475/zeromf.dat"
+    ))
+    .unwrap();
+    assert_eq!(
+        feed(&p, &b, UAC, 0, &mut r).disposition,
+        Disposition::Replied(483)
+    );
+    // the Request-URI names this proxy and there is nowhere else to go
+    let own = req("OPTIONS", "z9hG4bK-x", 1, None, "");
+    assert_eq!(
+        feed(&p, &own, UAC, 0, &mut r).disposition,
+        Disposition::Replied(404)
+    );
+}
+
+#[test]
+fn loose_and_strict_routing() {
+    let mut c = ProxyConfig::new(
+        Mode::Stateless,
+        Local {
+            host: "10.0.0.9".into(),
+            port: 5060,
+        },
+    );
+    c.next_hop = None;
+    let p = Proxy::new(c);
+    let mut r = Rec::default();
+    let m = req(
+        "BYE",
+        "z9hG4bK-r1",
+        2,
+        Some("t1"),
+        "Route: <sip:10.0.0.9:5060;lr>, <sip:10.0.0.7:5070;lr>\r\n",
+    );
+    assert_eq!(
+        feed(&p, &m, UAC, 0, &mut r).disposition,
+        Disposition::Forwarded
+    );
+    let (to, fwd) = r.take().remove(0);
+    assert_eq!(to.addr, "10.0.0.7:5070".parse().unwrap());
+    let f = Message::parse(&fwd).unwrap();
+    assert_eq!(f.routes().len(), 1);
+    assert_eq!(f.routes()[0].uri.of(&fwd), b"sip:10.0.0.7:5070;lr");
+    // strict next hop: it becomes the Request-URI, the old one is appended
+    let m = req(
+        "BYE",
+        "z9hG4bK-r2",
+        3,
+        Some("t1"),
+        "Route: <sip:10.0.0.7:5070>\r\n",
+    );
+    feed(&p, &m, UAC, 0, &mut r);
+    let (to, fwd) = r.take().remove(0);
+    assert_eq!(to.addr, "10.0.0.7:5070".parse().unwrap());
+    let t = text(&fwd);
+    assert!(t.starts_with("BYE sip:10.0.0.7:5070 SIP/2.0"), "{t}");
+    assert!(t.contains("Route: <sip:service@10.0.0.9:5060>"), "{t}");
+}
+
+#[test]
+fn stateful_invite_call_flow() {
+    let p = proxy(Mode::Stateful);
+    let mut r = Rec::default();
+    let inv = req("INVITE", "z9hG4bK-c1", 1, None, "");
+    assert_eq!(
+        feed(&p, &inv, UAC, 0, &mut r).disposition,
+        Disposition::Forwarded
+    );
+    let sent = r.take();
+    assert_eq!(sent.len(), 2);
+    assert_eq!(status(&sent[0].1), Some(100));
+    assert_eq!(sent[0].0.addr, UAC.parse().unwrap());
+    let fwd = sent[1].1.clone();
+    assert_eq!(p.transactions(), 1);
+    // a retransmitted INVITE is absorbed and answered with the 100 again
+    assert_eq!(
+        feed(&p, &inv, UAC, 10 * MS, &mut r).disposition,
+        Disposition::Absorbed
+    );
+    let sent = r.take();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(status(&sent[0].1), Some(100));
+    // 100 from downstream is not forwarded, 180 and 200 are
+    assert_eq!(
+        feed(&p, &resp(&fwd, 100, ""), UAS, 20 * MS, &mut r).disposition,
+        Disposition::Absorbed
+    );
+    assert_eq!(
+        feed(&p, &resp(&fwd, 180, "u1"), UAS, 30 * MS, &mut r).disposition,
+        Disposition::Forwarded
+    );
+    let ok = resp(&fwd, 200, "u1");
+    assert_eq!(
+        feed(&p, &ok, UAS, 40 * MS, &mut r).disposition,
+        Disposition::Forwarded
+    );
+    let sent = r.take();
+    assert_eq!(
+        sent.iter().map(|s| status(&s.1)).collect::<Vec<_>>(),
+        [Some(180), Some(200)]
+    );
+    // a 200 retransmission is forwarded too (RFC 6026 Accepted)
+    assert_eq!(
+        feed(&p, &ok, UAS, 50 * MS, &mut r).disposition,
+        Disposition::Forwarded
+    );
+    r.take();
+    // the ACK for the 2xx is its own transaction: forwarded statelessly
+    let ack = req("ACK", "z9hG4bK-c2", 1, Some("u1"), "");
+    assert_eq!(
+        feed(&p, &ack, UAC, 60 * MS, &mut r).disposition,
+        Disposition::Forwarded
+    );
+    assert_eq!(method(&r.take()[0].1), Some(Method::Ack));
+    // BYE and its 200; the retransmitted 200 is absorbed
+    let bye = req("BYE", "z9hG4bK-c3", 2, Some("u1"), "");
+    feed(&p, &bye, UAC, 70 * MS, &mut r);
+    let fwd_bye = r.take().remove(0).1;
+    let ok_bye = resp(&fwd_bye, 200, "u1");
+    assert_eq!(
+        feed(&p, &ok_bye, UAS, 80 * MS, &mut r).disposition,
+        Disposition::Forwarded
+    );
+    assert_eq!(
+        feed(&p, &ok_bye, UAS, 90 * MS, &mut r).disposition,
+        Disposition::Absorbed
+    );
+    // retransmitted BYE answered from the transaction
+    assert_eq!(
+        feed(&p, &bye, UAC, 95 * MS, &mut r).disposition,
+        Disposition::Absorbed
+    );
+    let sent = r.take();
+    assert_eq!(status(&sent.last().unwrap().1), Some(200));
+    // everything ends: K (5 s), J and L (32 s)
+    p.tick(40_000 * MS, &mut r);
+    assert_eq!(p.transactions(), 0);
+}
+
+#[test]
+fn timer_a_doubles_and_b_answers_408() {
+    let p = proxy(Mode::Stateful);
+    let mut r = Rec::default();
+    let inv = req("INVITE", "z9hG4bK-t1", 1, None, "");
+    feed(&p, &inv, UAC, 0, &mut r);
+    r.take();
+    let mut retx = Vec::new();
+    let mut now = 0;
+    while now <= 32_000 * MS {
+        now += 50 * MS;
+        p.tick(now, &mut r);
+        for (to, b) in r.take() {
+            if method(&b) == Some(Method::Invite) {
+                assert_eq!(to.addr, UAS.parse().unwrap());
+                retx.push(now / MS);
+            } else {
+                assert_eq!(status(&b), Some(408));
+                assert_eq!(to.addr, UAC.parse().unwrap());
+                assert_eq!(now, 32_000 * MS);
+            }
+        }
+    }
+    // A: 0.5, 1.5, 3.5, 7.5, 15.5, 31.5 s
+    assert_eq!(retx, [500, 1500, 3500, 7500, 15500, 31500]);
+    // G retransmits the 408 until the ACK; the ACK is absorbed
+    now += 600 * MS;
+    p.tick(now, &mut r);
+    let g = r.take();
+    assert_eq!(g.len(), 1);
+    assert_eq!(status(&g[0].1), Some(408));
+    let to_tag = Message::parse(&g[0].1).unwrap().to_tag().unwrap().to_vec();
+    let ack = req(
+        "ACK",
+        "z9hG4bK-t1",
+        1,
+        Some(std::str::from_utf8(&to_tag).unwrap()),
+        "",
+    );
+    assert_eq!(
+        feed(&p, &ack, UAC, now, &mut r).disposition,
+        Disposition::Absorbed
+    );
+    assert!(r.take().is_empty());
+    p.tick(now + 10_000 * MS, &mut r);
+    assert!(r.take().is_empty());
+    assert_eq!(p.transactions(), 0);
+}
+
+#[test]
+fn timer_e_caps_at_t2_and_f_times_out() {
+    let p = proxy(Mode::Stateful);
+    let mut r = Rec::default();
+    feed(
+        &p,
+        &req("OPTIONS", "z9hG4bK-e1", 1, None, ""),
+        UAC,
+        0,
+        &mut r,
+    );
+    r.take();
+    let mut retx = Vec::new();
+    let mut got408 = false;
+    let mut now = 0;
+    while now < 33_000 * MS {
+        now += 50 * MS;
+        p.tick(now, &mut r);
+        for (_, b) in r.take() {
+            match status(&b) {
+                Some(408) => got408 = true,
+                _ => retx.push(now / MS),
+            }
+        }
+    }
+    assert_eq!(&retx[..5], [500, 1500, 3500, 7500, 11500]);
+    assert!(got408);
+    p.tick(now + 40_000 * MS, &mut r);
+    assert_eq!(p.transactions(), 0);
+}
+
+#[test]
+fn non_2xx_gets_hop_by_hop_ack_and_503_becomes_500() {
+    let p = proxy(Mode::Stateful);
+    let mut r = Rec::default();
+    let inv = req("INVITE", "z9hG4bK-n1", 1, None, "");
+    feed(&p, &inv, UAC, 0, &mut r);
+    let fwd = r.take().remove(1).1;
+    let busy = resp(&fwd, 503, "u9");
+    assert_eq!(
+        feed(&p, &busy, UAS, MS, &mut r).disposition,
+        Disposition::Forwarded
+    );
+    let sent = r.take();
+    let ack = sent
+        .iter()
+        .find(|s| method(&s.1) == Some(Method::Ack))
+        .expect("ACK downstream");
+    assert_eq!(ack.0.addr, UAS.parse().unwrap());
+    let am = Message::parse(&ack.1).unwrap();
+    let fm = Message::parse(&fwd).unwrap();
+    assert_eq!(
+        am.top_via().branch.unwrap().of(&ack.1),
+        fm.top_via().branch.unwrap().of(&fwd)
+    );
+    assert_eq!(am.to_tag(), Some(&b"u9"[..]));
+    let up = sent.iter().find(|s| s.1.starts_with(b"SIP/2.0")).unwrap();
+    assert_eq!(status(&up.1), Some(500));
+    // the retransmitted 503 is absorbed, the ACK resent
+    assert_eq!(
+        feed(&p, &busy, UAS, 2 * MS, &mut r).disposition,
+        Disposition::Absorbed
+    );
+    let sent = r.take();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(method(&sent[0].1), Some(Method::Ack));
+    // upstream ACK (same branch as the INVITE) ends the server side
+    let ack_up = req("ACK", "z9hG4bK-n1", 1, Some("u9"), "");
+    assert_eq!(
+        feed(&p, &ack_up, UAC, 3 * MS, &mut r).disposition,
+        Disposition::Absorbed
+    );
+    assert!(r.take().is_empty());
+}
+
+#[test]
+fn cancel_before_and_after_provisional() {
+    let p = proxy(Mode::Stateful);
+    let mut r = Rec::default();
+    // after a provisional: CANCEL goes downstream at once
+    let inv = req("INVITE", "z9hG4bK-k1", 1, None, "");
+    feed(&p, &inv, UAC, 0, &mut r);
+    let fwd = r.take().remove(1).1;
+    feed(&p, &resp(&fwd, 180, "u1"), UAS, MS, &mut r);
+    r.take();
+    let cancel = req("CANCEL", "z9hG4bK-k1", 1, None, "");
+    assert_eq!(
+        feed(&p, &cancel, UAC, 2 * MS, &mut r).disposition,
+        Disposition::Replied(200)
+    );
+    let sent = r.take();
+    assert_eq!(status(&sent[0].1), Some(200));
+    assert_eq!(method(&sent[1].1), Some(Method::Cancel));
+    let fwd_cancel = sent[1].1.clone();
+    let fb = Message::parse(&fwd).unwrap();
+    let cb = Message::parse(&fwd_cancel).unwrap();
+    assert_eq!(
+        cb.top_via().branch.unwrap().of(&fwd_cancel),
+        fb.top_via().branch.unwrap().of(&fwd)
+    );
+    assert_eq!(
+        feed(&p, &resp(&fwd_cancel, 200, "u1"), UAS, 3 * MS, &mut r).disposition,
+        Disposition::Absorbed
+    );
+    let terminated = resp(&fwd, 487, "u1");
+    assert_eq!(
+        feed(&p, &terminated, UAS, 4 * MS, &mut r).disposition,
+        Disposition::Forwarded
+    );
+    let sent = r.take();
+    assert!(sent.iter().any(|s| status_or_none(&s.1) == Some(487)));
+    assert!(sent.iter().any(|s| method(&s.1) == Some(Method::Ack)));
+
+    // before any provisional: held until the first one
+    let inv = req("INVITE", "z9hG4bK-k2", 1, None, "");
+    feed(&p, &inv, UAC, 0, &mut r);
+    let fwd = r.take().remove(1).1;
+    feed(
+        &p,
+        &req("CANCEL", "z9hG4bK-k2", 1, None, ""),
+        UAC,
+        MS,
+        &mut r,
+    );
+    let sent = r.take();
+    assert_eq!(sent.len(), 1, "only the 200 to the CANCEL");
+    feed(&p, &resp(&fwd, 180, "u2"), UAS, 2 * MS, &mut r);
+    let sent = r.take();
+    assert!(sent
+        .iter()
+        .any(|s| method_or_none(&s.1) == Some(Method::Cancel)));
+}
+
+fn status_or_none(b: &[u8]) -> Option<u16> {
+    Message::parse(b).ok().and_then(|m| m.status())
+}
+
+fn method_or_none(b: &[u8]) -> Option<Method> {
+    Message::parse(b).ok().and_then(|m| m.method())
+}
+
+#[test]
+fn timer_c_cancels_a_ringing_branch() {
+    let p = proxy(Mode::Stateful);
+    let mut r = Rec::default();
+    feed(
+        &p,
+        &req("INVITE", "z9hG4bK-cc", 1, None, ""),
+        UAC,
+        0,
+        &mut r,
+    );
+    let fwd = r.take().remove(1).1;
+    feed(&p, &resp(&fwd, 180, "u1"), UAS, MS, &mut r);
+    r.take();
+    p.tick(100_000 * MS, &mut r);
+    assert!(r.take().is_empty());
+    p.tick(182_000 * MS, &mut r);
+    let sent = r.take();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(method(&sent[0].1), Some(Method::Cancel));
+}
+
+#[test]
+fn overload_sheds_new_invites_only() {
+    let p = proxy(Mode::Stateful);
+    let mut r = Rec::default();
+    let inv = req("INVITE", "z9hG4bK-s1", 1, None, "");
+    let o = feed_delay(&p, &inv, UAC, 0, 500 * MS, &mut r);
+    assert_eq!(o.disposition, Disposition::Shed);
+    let sent = r.take();
+    assert_eq!(status(&sent[0].1), Some(503));
+    assert!(text(&sent[0].1).contains("Retry-After: 5\r\n"));
+    // the ACK to the 503 ends here
+    let tag = Message::parse(&sent[0].1)
+        .unwrap()
+        .to_tag()
+        .unwrap()
+        .to_vec();
+    let ack = req(
+        "ACK",
+        "z9hG4bK-s1",
+        1,
+        Some(std::str::from_utf8(&tag).unwrap()),
+        "",
+    );
+    assert_eq!(
+        feed(&p, &ack, UAC, 0, &mut r).disposition,
+        Disposition::Absorbed
+    );
+    // an in-dialog request at the same delay goes through
+    let bye = req("BYE", "z9hG4bK-s2", 2, Some("u1"), "");
+    assert_eq!(
+        feed_delay(&p, &bye, UAC, 0, 500 * MS, &mut r).disposition,
+        Disposition::Forwarded
+    );
+}
+
+#[test]
+fn full_table_sheds_invites_and_passes_others() {
+    let mut c = ProxyConfig::new(
+        Mode::Stateful,
+        Local {
+            host: "10.0.0.9".into(),
+            port: 5060,
+        },
+    );
+    c.next_hop = Some(udp(UAS));
+    c.shards = 1;
+    c.max_transactions = 1;
+    c.shed.table_high_water = 10.0; // only the hard bound
+    let p = Proxy::new(c);
+    let mut r = Rec::default();
+    assert_eq!(
+        feed(
+            &p,
+            &req("INVITE", "z9hG4bK-f1", 1, None, ""),
+            UAC,
+            0,
+            &mut r
+        )
+        .disposition,
+        Disposition::Forwarded
+    );
+    r.take();
+    assert_eq!(
+        feed(
+            &p,
+            &req("INVITE", "z9hG4bK-f2", 1, None, ""),
+            UAC,
+            0,
+            &mut r
+        )
+        .disposition,
+        Disposition::Shed
+    );
+    assert_eq!(status(&r.take()[0].1), Some(503));
+    assert_eq!(
+        feed(
+            &p,
+            &req("BYE", "z9hG4bK-f3", 2, Some("x"), ""),
+            UAC,
+            0,
+            &mut r
+        )
+        .disposition,
+        Disposition::Forwarded
+    );
+    assert_eq!(p.transactions(), 1);
+}
+
+#[test]
+fn large_requests_switch_to_tcp_or_get_513() {
+    let big = "X-Pad: ".to_string() + &"a".repeat(1400) + "\r\n";
+    let p = proxy(Mode::Stateless);
+    let mut r = Rec::default();
+    feed(
+        &p,
+        &req("MESSAGE", "z9hG4bK-b1", 1, None, &big),
+        UAC,
+        0,
+        &mut r,
+    );
+    let (to, fwd) = r.take().remove(0);
+    assert_eq!(to.transport, Transport::Tcp);
+    assert!(text(&fwd).contains("Via: SIP/2.0/TCP 10.0.0.9:5060"));
+    let mut c = ProxyConfig::new(
+        Mode::Stateless,
+        Local {
+            host: "10.0.0.9".into(),
+            port: 5060,
+        },
+    );
+    c.next_hop = Some(udp(UAS));
+    c.tcp = false;
+    let p = Proxy::new(c);
+    assert_eq!(
+        feed(
+            &p,
+            &req("MESSAGE", "z9hG4bK-b2", 1, None, &big),
+            UAC,
+            0,
+            &mut r
+        )
+        .disposition,
+        Disposition::Replied(513)
+    );
+}
+
+#[test]
+fn malformed_requests_get_400_or_are_dropped() {
+    let p = proxy(Mode::Stateless);
+    let mut r = Rec::default();
+    let mut bad = req("INVITE", "z9hG4bK-m1", 1, None, "Max-Forwards: 300\r\n");
+    let o = feed(&p, &bad, UAC, 0, &mut r);
+    assert_eq!(o.disposition, Disposition::Replied(400));
+    assert!(o.error.is_some());
+    let sent = r.take();
+    assert_eq!(status(&sent[0].1), Some(400));
+    bad.truncate(20);
+    assert_eq!(
+        feed(&p, &bad, UAC, 0, &mut r).disposition,
+        Disposition::DroppedMalformed
+    );
+    assert_eq!(
+        feed(&p, b"\x00\x01garbage", UAC, 0, &mut r).disposition,
+        Disposition::DroppedMalformed
+    );
+    let b = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/rfc4475/badvers.dat"
+    ))
+    .unwrap();
+    assert_eq!(
+        feed(&p, &b, UAC, 0, &mut r).disposition,
+        Disposition::Replied(505)
+    );
+}
+
+#[test]
+fn every_fixture_is_handled_without_panic() {
+    for mode in [Mode::Stateless, Mode::Stateful] {
+        let p = proxy(mode);
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/rfc4475");
+        for e in std::fs::read_dir(dir).unwrap() {
+            let path = e.unwrap().path();
+            if path.extension().is_some_and(|x| x == "dat") {
+                let b = std::fs::read(&path).unwrap();
+                // answers to invalid messages copy their (invalid) headers,
+                // so this sink does not insist on parsing what it gets
+                let mut s = Scratch::new();
+                p.handle(
+                    &Inbound {
+                        bytes: &b,
+                        from: udp(UAC),
+                        now: 0,
+                        queue_delay_ns: 0,
+                    },
+                    &mut s,
+                    &mut Discard,
+                );
+            }
+        }
+        p.tick(u64::MAX / 2, &mut Discard);
+    }
+}
+
+struct Discard;
+
+impl Sink for Discard {
+    fn send(&mut self, _: &Target, _: &[u8]) -> Result<(), SendError> {
+        Ok(())
+    }
+}

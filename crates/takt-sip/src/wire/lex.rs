@@ -1,0 +1,195 @@
+//! Character classes and the small lexical rules of RFC 3261 §25.1.
+//!
+//! Every function takes the whole buffer and a position and returns a new
+//! position; nothing allocates and nothing panics on any input.
+
+/// `token` characters: alphanum and `-.!%*_+`'~`.
+pub(crate) const fn is_token(c: u8) -> bool {
+    c.is_ascii_alphanumeric()
+        || matches!(
+            c,
+            b'-' | b'.' | b'!' | b'%' | b'*' | b'_' | b'+' | b'`' | b'\'' | b'~'
+        )
+}
+
+/// `word` characters (Call-ID): token plus `()<>:\"/[]?{}`.
+pub(crate) const fn is_word(c: u8) -> bool {
+    is_token(c)
+        || matches!(
+            c,
+            b'(' | b')'
+                | b'<'
+                | b'>'
+                | b':'
+                | b'\\'
+                | b'"'
+                | b'/'
+                | b'['
+                | b']'
+                | b'?'
+                | b'{'
+                | b'}'
+        )
+}
+
+/// Space or horizontal tab.
+pub(crate) const fn is_wsp(c: u8) -> bool {
+    c == b' ' || c == b'\t'
+}
+
+/// Skips `SWS` (optional linear white space, including folded line breaks:
+/// CRLF followed by at least one SP/HTAB). Stops at `end`.
+pub(crate) fn skip_lws(b: &[u8], mut i: usize, end: usize) -> usize {
+    loop {
+        while i < end && is_wsp(b[i]) {
+            i += 1;
+        }
+        if i + 2 < end && b[i] == b'\r' && b[i + 1] == b'\n' && is_wsp(b[i + 2]) {
+            i += 3;
+            continue;
+        }
+        return i;
+    }
+}
+
+/// Scans a token from `i`; returns its end (== `i` when there is none).
+pub(crate) fn scan_token(b: &[u8], mut i: usize, end: usize) -> usize {
+    while i < end && is_token(b[i]) {
+        i += 1;
+    }
+    i
+}
+
+/// Scans a quoted-string whose opening quote is at `i`; returns the index
+/// after the closing quote, or `None` when it is not terminated or holds a
+/// character a quoted-string may not hold.
+pub(crate) fn scan_quoted(b: &[u8], i: usize, end: usize) -> Option<usize> {
+    debug_assert!(i < end && b[i] == b'"');
+    let mut j = i + 1;
+    while j < end {
+        match b[j] {
+            b'"' => return Some(j + 1),
+            b'\\' => {
+                // quoted-pair = "\" (%x00-09 / %x0B-0C / %x0E-7F)
+                let c = *b.get(j + 1)?;
+                if j + 1 >= end || c == b'\n' || c == b'\r' || c > 0x7f {
+                    return None;
+                }
+                j += 2;
+            }
+            b'\r' => {
+                // only a fold may break a quoted string
+                if j + 2 < end && b[j + 1] == b'\n' && is_wsp(b[j + 2]) {
+                    j += 3;
+                } else {
+                    return None;
+                }
+            }
+            b'\n' => return None,
+            c if c < 0x20 && c != b'\t' => return None,
+            0x7f => return None,
+            _ => j += 1,
+        }
+    }
+    None
+}
+
+/// Parses a run of ASCII digits as `u64`; `None` on empty input, a
+/// non-digit, or overflow beyond `max`.
+pub(crate) fn parse_digits(s: &[u8], max: u64) -> Result<u64, DigitsError> {
+    if s.is_empty() {
+        return Err(DigitsError::Empty);
+    }
+    let mut v: u64 = 0;
+    for &c in s {
+        if !c.is_ascii_digit() {
+            return Err(DigitsError::NotDigit);
+        }
+        v = v
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(c - b'0')))
+            .ok_or(DigitsError::Overflow)?;
+        if v > max {
+            return Err(DigitsError::Overflow);
+        }
+    }
+    Ok(v)
+}
+
+/// Why a run of digits did not parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DigitsError {
+    Empty,
+    NotDigit,
+    Overflow,
+}
+
+/// Trims LWS from both ends of `[i, end)`.
+pub(crate) fn trim(b: &[u8], i: usize, end: usize) -> (usize, usize) {
+    let s = skip_lws(b, i, end);
+    let mut e = end;
+    while e > s && matches!(b[e - 1], b' ' | b'\t' | b'\r' | b'\n') {
+        e -= 1;
+    }
+    (s, e)
+}
+
+/// Finds `c` in `[i, end)` outside quoted strings and angle brackets.
+pub(crate) fn find_top_level(b: &[u8], mut i: usize, end: usize, c: u8) -> Option<usize> {
+    let mut angle = false;
+    while i < end {
+        let x = b[i];
+        if x == c && !angle {
+            return Some(i);
+        }
+        match x {
+            b'"' if !angle => match scan_quoted(b, i, end) {
+                Some(j) => {
+                    i = j;
+                    continue;
+                }
+                None => return None,
+            },
+            b'<' => angle = true,
+            b'>' => angle = false,
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lws_skips_folds() {
+        let b = b"  \r\n \tx";
+        assert_eq!(skip_lws(b, 0, b.len()), 6);
+        let b = b" \r\nx";
+        assert_eq!(skip_lws(b, 0, b.len()), 1);
+    }
+
+    #[test]
+    fn quoted_pairs_and_errors() {
+        let b = b"\"a\\\"b\" rest";
+        assert_eq!(scan_quoted(b, 0, b.len()), Some(6));
+        let b = b"\"unterminated";
+        assert_eq!(scan_quoted(b, 0, b.len()), None);
+        let b = b"\"nul \\\x00 ok\"";
+        assert_eq!(scan_quoted(b, 0, b.len()), Some(b.len()));
+    }
+
+    #[test]
+    fn digits() {
+        assert_eq!(parse_digits(b"0068", 255), Ok(68));
+        assert_eq!(parse_digits(b"300", 255), Err(DigitsError::Overflow));
+        assert_eq!(parse_digits(b"-1", 255), Err(DigitsError::NotDigit));
+        assert_eq!(parse_digits(b"", 255), Err(DigitsError::Empty));
+        assert_eq!(
+            parse_digits(b"99999999999999999999999999", u64::MAX),
+            Err(DigitsError::Overflow)
+        );
+    }
+}

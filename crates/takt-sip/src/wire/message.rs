@@ -1,0 +1,572 @@
+//! [`Message`]: the zero-copy view and its parser.
+
+use smallvec::SmallVec;
+
+use super::error::{LineError, ParseError, UriError};
+use super::lex::{is_wsp, scan_token, trim};
+use super::uri::{parse_uri, Uri};
+use super::values::{self, AddrKind, NameAddr, Via};
+use super::{HeaderName, Method, Span};
+
+/// Most header lines a message may have.
+pub const MAX_HEADERS: usize = 256;
+
+/// The first line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartLine {
+    /// `Method SP Request-URI SP SIP/2.0`
+    Request {
+        /// The method.
+        method: Method,
+        /// The method token.
+        method_span: Span,
+        /// The Request-URI.
+        uri: Span,
+    },
+    /// `SIP/2.0 SP Status-Code SP Reason-Phrase`
+    Response {
+        /// The status code.
+        code: u16,
+        /// The reason phrase (may be empty).
+        reason: Span,
+    },
+}
+
+/// One header line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    /// Its name, classified.
+    pub name: HeaderName,
+    /// The name as written.
+    pub name_span: Span,
+    /// The value, LWS trimmed (may hold folds).
+    pub value: Span,
+    /// The whole line including continuation lines and the final CRLF.
+    pub line: Span,
+}
+
+/// A parsed SIP message: spans over `buf`.
+#[derive(Debug, Clone)]
+pub struct Message<'a> {
+    buf: &'a [u8],
+    start: StartLine,
+    start_line: Span,
+    headers: SmallVec<[Header; 32]>,
+    vias: SmallVec<[Via; 4]>,
+    routes: SmallVec<[NameAddr; 2]>,
+    request_uri: Option<Uri>,
+    from: Option<NameAddr>,
+    to: Option<NameAddr>,
+    call_id: Span,
+    cseq: (u32, Method, Span),
+    max_forwards: Option<u32>,
+    content_length: Option<u32>,
+    headers_end: usize,
+    body: Span,
+}
+
+fn line_error(req: bool, e: LineError) -> ParseError {
+    if req {
+        ParseError::RequestLine(e)
+    } else {
+        ParseError::StatusLine(e)
+    }
+}
+
+/// Parses `SIP/x.y`; `Ok(true)` for 2.0, `Ok(false)` for another version.
+fn version(s: &[u8]) -> Result<bool, ()> {
+    if s.len() < 7 || !s[..4].eq_ignore_ascii_case(b"SIP/") {
+        return Err(());
+    }
+    let v = &s[4..];
+    let dot = v.iter().position(|&c| c == b'.').ok_or(())?;
+    let (maj, min) = (&v[..dot], &v[dot + 1..]);
+    if maj.is_empty() || min.is_empty() || !maj.iter().chain(min).all(u8::is_ascii_digit) {
+        return Err(());
+    }
+    Ok(v == b"2.0")
+}
+
+impl<'a> Message<'a> {
+    /// Parses a datagram. Content-Length may be absent (the body is then
+    /// the rest of the datagram); octets after Content-Length are ignored
+    /// (RFC 3261 §18.3, RFC 4475 §3.1.1.8).
+    pub fn parse(buf: &'a [u8]) -> Result<Message<'a>, ParseError> {
+        Self::parse_with(buf, false)
+    }
+
+    /// Parses one framed message of a stream transport, where
+    /// Content-Length is mandatory.
+    pub fn parse_stream(buf: &'a [u8]) -> Result<Message<'a>, ParseError> {
+        Self::parse_with(buf, true)
+    }
+
+    fn parse_with(buf: &'a [u8], stream: bool) -> Result<Message<'a>, ParseError> {
+        let b = buf;
+        let n = b.len();
+        // §7.5: CRLFs before the start line are ignored.
+        let mut i = 0;
+        while i + 1 < n && b[i] == b'\r' && b[i + 1] == b'\n' {
+            i += 2;
+        }
+        if i >= n || (n - i <= 2 && b[i..].iter().all(|&c| c == b'\r' || c == b'\n')) {
+            return Err(ParseError::Empty);
+        }
+        let sl_start = i;
+        let eol = find_eol(b, i, 1)?;
+        let sl = &b[sl_start..eol];
+        let req = !(sl.len() >= 4 && sl[..4].eq_ignore_ascii_case(b"SIP/"));
+        let start = if req {
+            parse_request_line(b, sl_start, eol)?
+        } else {
+            parse_status_line(b, sl_start, eol)?
+        };
+        let request_uri = match start {
+            StartLine::Request { uri, .. } => {
+                Some(parse_uri(b, uri.start(), uri.end(), false).map_err(ParseError::RequestUri)?)
+            }
+            StartLine::Response { .. } => None,
+        };
+        let mut m = Message {
+            buf,
+            start,
+            start_line: Span::new(sl_start, eol + 2),
+            headers: SmallVec::new(),
+            vias: SmallVec::new(),
+            routes: SmallVec::new(),
+            request_uri,
+            from: None,
+            to: None,
+            call_id: Span::default(),
+            cseq: (0, Method::Other, Span::default()),
+            max_forwards: None,
+            content_length: None,
+            headers_end: 0,
+            body: Span::default(),
+        };
+        let mut have_call_id = false;
+        let mut have_cseq = false;
+        let mut seen: u32 = 0;
+        let mut i = eol + 2;
+        let mut line: u16 = 1;
+        loop {
+            line = line.saturating_add(1);
+            if i + 1 < n && b[i] == b'\r' && b[i + 1] == b'\n' {
+                i += 2;
+                break;
+            }
+            if i >= n {
+                return Err(ParseError::Unterminated);
+            }
+            if is_wsp(b[i]) {
+                return Err(ParseError::HeaderSyntax { line });
+            }
+            // the header line, folds included
+            let mut e = find_eol(b, i, line)?;
+            while e + 2 < n && is_wsp(b[e + 2]) {
+                e = find_eol(b, e + 2, line)?;
+            }
+            let name_end = scan_token(b, i, e);
+            if name_end == i {
+                return Err(ParseError::HeaderSyntax { line });
+            }
+            let mut c = name_end;
+            while c < e && is_wsp(b[c]) {
+                c += 1;
+            }
+            if c >= e || b[c] != b':' {
+                return Err(ParseError::HeaderSyntax { line });
+            }
+            let (vs, ve) = trim(b, c + 1, e);
+            let name = HeaderName::from_bytes(&b[i..name_end]);
+            let h = Header {
+                name,
+                name_span: Span::new(i, name_end),
+                value: Span::new(vs, ve),
+                line: Span::new(i, e + 2),
+            };
+            if m.headers.len() >= MAX_HEADERS {
+                return Err(ParseError::TooManyHeaders { limit: MAX_HEADERS });
+            }
+            let idx = m.headers.len() as u16;
+            m.headers.push(h);
+            if name.is_single() {
+                let bit = 1u32 << (name as u32 % 32);
+                if seen & bit != 0 {
+                    return Err(ParseError::Duplicate(name));
+                }
+                seen |= bit;
+            }
+            let v = h.value;
+            let err = |error| ParseError::Value {
+                header: name,
+                line,
+                error,
+            };
+            match name {
+                HeaderName::Via => values::vias(b, v, idx, &mut m.vias).map_err(err)?,
+                HeaderName::From | HeaderName::To => {
+                    let mut one: SmallVec<[NameAddr; 1]> = SmallVec::new();
+                    values::name_addrs(b, v, AddrKind::Single, &mut one).map_err(err)?;
+                    if name == HeaderName::From {
+                        m.from = one.first().copied();
+                    } else {
+                        m.to = one.first().copied();
+                    }
+                }
+                HeaderName::Contact => {
+                    let mut sink = Discard;
+                    values::name_addrs(b, v, AddrKind::Contact, &mut sink).map_err(err)?;
+                }
+                HeaderName::Route => {
+                    values::name_addrs(b, v, AddrKind::Route, &mut m.routes).map_err(err)?;
+                }
+                HeaderName::RecordRoute => {
+                    let mut sink = Discard;
+                    values::name_addrs(b, v, AddrKind::Route, &mut sink).map_err(err)?;
+                }
+                HeaderName::CallId => {
+                    values::call_id(b, v).map_err(err)?;
+                    m.call_id = v;
+                    have_call_id = true;
+                }
+                HeaderName::CSeq => {
+                    let (num, ms) = values::cseq(b, v).map_err(err)?;
+                    m.cseq = (num, Method::from_bytes(ms.of(b)), ms);
+                    have_cseq = true;
+                }
+                HeaderName::MaxForwards => {
+                    m.max_forwards = Some(values::number(b, v, 255).map_err(err)? as u32);
+                }
+                HeaderName::ContentLength => {
+                    m.content_length =
+                        Some(values::number(b, v, u64::from(u32::MAX)).map_err(err)? as u32);
+                }
+                HeaderName::Expires => {
+                    values::number(b, v, u64::from(u32::MAX)).map_err(err)?;
+                }
+                HeaderName::RetryAfter => {
+                    values::delta_seconds_prefix(b, v).map_err(err)?;
+                }
+                HeaderName::Date => values::date(b, v).map_err(err)?,
+                _ => {}
+            }
+            i = e + 2;
+        }
+        m.headers_end = i;
+        for (present, h) in [
+            (m.to.is_some(), HeaderName::To),
+            (m.from.is_some(), HeaderName::From),
+            (have_call_id, HeaderName::CallId),
+            (have_cseq, HeaderName::CSeq),
+            (!m.vias.is_empty(), HeaderName::Via),
+        ] {
+            if !present {
+                return Err(ParseError::Missing(h));
+            }
+        }
+        if let StartLine::Request { method_span, .. } = m.start {
+            if method_span.of(b) != m.cseq.2.of(b) {
+                return Err(ParseError::CSeqMismatch);
+            }
+        }
+        let available = n - i;
+        m.body = match m.content_length {
+            Some(cl) if cl as usize > available => {
+                return Err(ParseError::BodyTruncated {
+                    declared: cl,
+                    available: available as u32,
+                })
+            }
+            Some(cl) => Span::new(i, i + cl as usize),
+            None if stream => return Err(ParseError::Missing(HeaderName::ContentLength)),
+            None => Span::new(i, n),
+        };
+        Ok(m)
+    }
+
+    /// The buffer this view is over.
+    pub fn buf(&self) -> &'a [u8] {
+        self.buf
+    }
+
+    /// The bytes of a span of this message.
+    pub fn bytes(&self, s: Span) -> &'a [u8] {
+        s.of(self.buf)
+    }
+
+    /// The start line.
+    pub fn start_line(&self) -> StartLine {
+        self.start
+    }
+
+    /// The start line's span, CRLF included.
+    pub fn start_line_span(&self) -> Span {
+        self.start_line
+    }
+
+    /// Whether this is a request.
+    pub fn is_request(&self) -> bool {
+        matches!(self.start, StartLine::Request { .. })
+    }
+
+    /// The request method (None for responses).
+    pub fn method(&self) -> Option<Method> {
+        match self.start {
+            StartLine::Request { method, .. } => Some(method),
+            StartLine::Response { .. } => None,
+        }
+    }
+
+    /// The status code (None for requests).
+    pub fn status(&self) -> Option<u16> {
+        match self.start {
+            StartLine::Response { code, .. } => Some(code),
+            StartLine::Request { .. } => None,
+        }
+    }
+
+    /// The Request-URI, taken apart (None for responses).
+    pub fn request_uri(&self) -> Option<&Uri> {
+        self.request_uri.as_ref()
+    }
+
+    /// All header lines in order.
+    pub fn headers(&self) -> &[Header] {
+        &self.headers
+    }
+
+    /// The value of the first header named `name`.
+    pub fn header(&self, name: HeaderName) -> Option<&'a [u8]> {
+        self.headers
+            .iter()
+            .find(|h| h.name == name)
+            .map(|h| h.value.of(self.buf))
+    }
+
+    /// Every via-parm, top first.
+    pub fn vias(&self) -> &[Via] {
+        &self.vias
+    }
+
+    /// The top via-parm (a parsed message has at least one).
+    pub fn top_via(&self) -> &Via {
+        &self.vias[0]
+    }
+
+    /// Every Route value, first first.
+    pub fn routes(&self) -> &[NameAddr] {
+        &self.routes
+    }
+
+    /// From.
+    pub fn from(&self) -> &NameAddr {
+        self.from.as_ref().expect("parsed messages have From")
+    }
+
+    /// To.
+    pub fn to(&self) -> &NameAddr {
+        self.to.as_ref().expect("parsed messages have To")
+    }
+
+    /// The From tag.
+    pub fn from_tag(&self) -> Option<&'a [u8]> {
+        self.from.and_then(|f| f.tag).map(|t| t.of(self.buf))
+    }
+
+    /// The To tag.
+    pub fn to_tag(&self) -> Option<&'a [u8]> {
+        self.to.and_then(|t| t.tag).map(|t| t.of(self.buf))
+    }
+
+    /// The Call-ID.
+    pub fn call_id(&self) -> &'a [u8] {
+        self.call_id.of(self.buf)
+    }
+
+    /// CSeq number.
+    pub fn cseq_num(&self) -> u32 {
+        self.cseq.0
+    }
+
+    /// CSeq method.
+    pub fn cseq_method(&self) -> Method {
+        self.cseq.1
+    }
+
+    /// CSeq method token.
+    pub fn cseq_method_bytes(&self) -> &'a [u8] {
+        self.cseq.2.of(self.buf)
+    }
+
+    /// Max-Forwards, if present.
+    pub fn max_forwards(&self) -> Option<u32> {
+        self.max_forwards
+    }
+
+    /// Content-Length, if present.
+    pub fn content_length(&self) -> Option<u32> {
+        self.content_length
+    }
+
+    /// Where the header section ends (after the empty line).
+    pub fn headers_end(&self) -> usize {
+        self.headers_end
+    }
+
+    /// The body.
+    pub fn body(&self) -> &'a [u8] {
+        self.body.of(self.buf)
+    }
+
+    /// The body's span.
+    pub fn body_span(&self) -> Span {
+        self.body
+    }
+
+    /// Total length of the message in the buffer (start line to end of body).
+    pub fn len(&self) -> usize {
+        self.body.end()
+    }
+
+    /// Whether the message is empty (never, for a parsed message).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Writes the message back: the start line and each header line as
+    /// `Name: value` (names as written, folds kept), the empty line and
+    /// the body. Parsing the output yields an equal view.
+    pub fn emit(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.start_line.of(self.buf));
+        for h in &self.headers {
+            out.extend_from_slice(h.name_span.of(self.buf));
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(h.value.of(self.buf));
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(self.body());
+    }
+}
+
+struct Discard;
+
+impl<T> Extend<T> for Discard {
+    fn extend<I: IntoIterator<Item = T>>(&mut self, iter: I) {
+        iter.into_iter().for_each(drop);
+    }
+}
+
+/// Finds the CRLF ending the line at `i`; returns the index of its CR.
+fn find_eol(b: &[u8], i: usize, line: u16) -> Result<usize, ParseError> {
+    let mut j = i;
+    while j < b.len() {
+        match b[j] {
+            b'\n' => return Err(ParseError::LineBreak { line }),
+            b'\r' => {
+                return if b.get(j + 1) == Some(&b'\n') {
+                    Ok(j)
+                } else {
+                    Err(ParseError::LineBreak { line })
+                }
+            }
+            _ => j += 1,
+        }
+    }
+    Err(ParseError::Unterminated)
+}
+
+fn parse_request_line(b: &[u8], s: usize, e: usize) -> Result<StartLine, ParseError> {
+    let req = true;
+    if e > s && is_wsp(b[e - 1]) {
+        return Err(line_error(req, LineError::TrailingSpace));
+    }
+    let m_end = scan_token(b, s, e);
+    if m_end == s {
+        return Err(line_error(req, LineError::Method));
+    }
+    if m_end >= e {
+        return Err(line_error(req, LineError::Malformed));
+    }
+    if b[m_end] != b' ' {
+        return Err(line_error(
+            req,
+            if is_wsp(b[m_end]) {
+                LineError::ExtraSpace
+            } else {
+                LineError::Method
+            },
+        ));
+    }
+    let u = m_end + 1;
+    if u < e && is_wsp(b[u]) {
+        return Err(line_error(req, LineError::ExtraSpace));
+    }
+    let last_sp = b[u..e]
+        .iter()
+        .rposition(|&c| c == b' ')
+        .map(|p| u + p)
+        .ok_or(line_error(req, LineError::Malformed))?;
+    if last_sp == u {
+        return Err(line_error(req, LineError::Malformed));
+    }
+    if is_wsp(b[last_sp - 1]) {
+        return Err(line_error(req, LineError::ExtraSpace));
+    }
+    match version(&b[last_sp + 1..e]) {
+        Ok(true) => {}
+        Ok(false) => return Err(ParseError::Version),
+        Err(()) => return Err(line_error(req, LineError::Malformed)),
+    }
+    if b[u] == b'<' {
+        return Err(line_error(req, LineError::Bracketed));
+    }
+    if b[u..last_sp].iter().any(|&c| is_wsp(c)) {
+        return Err(ParseError::RequestUri(UriError::Whitespace));
+    }
+    let method_span = Span::new(s, m_end);
+    Ok(StartLine::Request {
+        method: Method::from_bytes(method_span.of(b)),
+        method_span,
+        uri: Span::new(u, last_sp),
+    })
+}
+
+fn parse_status_line(b: &[u8], s: usize, e: usize) -> Result<StartLine, ParseError> {
+    let req = false;
+    let v_end = b[s..e]
+        .iter()
+        .position(|&c| c == b' ')
+        .map(|p| s + p)
+        .ok_or(line_error(req, LineError::Malformed))?;
+    match version(&b[s..v_end]) {
+        Ok(true) => {}
+        Ok(false) => return Err(ParseError::Version),
+        Err(()) => return Err(line_error(req, LineError::Malformed)),
+    }
+    let c = v_end + 1;
+    if c < e && is_wsp(b[c]) {
+        return Err(line_error(req, LineError::ExtraSpace));
+    }
+    let mut ce = c;
+    while ce < e && b[ce].is_ascii_digit() {
+        ce += 1;
+    }
+    if ce - c != 3 || (ce < e && b[ce] != b' ') {
+        return Err(ParseError::StatusCode);
+    }
+    let code =
+        (b[c] - b'0') as u16 * 100 + (b[c + 1] - b'0') as u16 * 10 + (b[c + 2] - b'0') as u16;
+    if !(100..=699).contains(&code) {
+        return Err(ParseError::StatusCode);
+    }
+    if ce >= e {
+        return Err(line_error(req, LineError::Malformed));
+    }
+    let reason = Span::new(ce + 1, e);
+    if reason.of(b).iter().any(|&c| c < 0x20 && c != b'\t') {
+        return Err(line_error(req, LineError::Malformed));
+    }
+    Ok(StartLine::Response { code, reason })
+}

@@ -1,0 +1,558 @@
+//! Grammars of the header values the proxy interprets: via-parm,
+//! name-addr / addr-spec with parameters, CSeq, Call-ID, numbers, dates.
+//!
+//! Each parser takes the message bytes and the value's span and returns
+//! spans; nothing is copied.
+
+use super::error::ValueError;
+use super::lex::{
+    find_top_level, is_token, is_word, parse_digits, scan_quoted, scan_token, skip_lws, trim,
+    DigitsError,
+};
+use super::uri::parse_uri;
+use super::Span;
+
+/// The `rport` parameter of a Via (RFC 3581).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rport {
+    /// Not present.
+    Absent,
+    /// Present without a value: the client asks for it to be filled in.
+    Requested,
+    /// Present with a value.
+    Value(u16),
+}
+
+/// One via-parm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Via {
+    /// The via-parm, from the protocol name to its last parameter.
+    pub span: Span,
+    /// Index of the header line holding it.
+    pub header: u16,
+    /// The transport token (`UDP`, `TCP`, ...).
+    pub transport: Span,
+    /// The sent-by host.
+    pub host: Span,
+    /// The sent-by port.
+    pub port: Option<u16>,
+    /// The `branch` parameter's value.
+    pub branch: Option<Span>,
+    /// The `received` parameter's value.
+    pub received: Option<Span>,
+    /// The `rport` parameter.
+    pub rport: Rport,
+    /// The `rport` parameter's name (to fill in its value).
+    pub rport_span: Option<Span>,
+    /// Where the next via-parm of the same header line starts (after the comma), if any.
+    pub next_in_line: Option<u32>,
+}
+
+/// A name-addr or addr-spec with its header parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NameAddr {
+    /// The whole value (display name to last parameter).
+    pub span: Span,
+    /// The URI (without angle brackets).
+    pub uri: Span,
+    /// The `tag` parameter's value.
+    pub tag: Option<Span>,
+    /// Whether the URI carries `;lr`.
+    pub lr: bool,
+    /// Where the next value of the same header line starts (after the comma), if any.
+    pub next_in_line: Option<u32>,
+}
+
+fn digits_err(e: DigitsError) -> ValueError {
+    match e {
+        DigitsError::Empty => ValueError::Empty,
+        DigitsError::NotDigit => ValueError::Number,
+        DigitsError::Overflow => ValueError::Overflow,
+    }
+}
+
+/// Parses a whole value as a number no larger than `max`.
+pub(crate) fn number(b: &[u8], v: Span, max: u64) -> Result<u64, ValueError> {
+    let s = v.of(b);
+    if s.first() == Some(&b'-') && s.len() > 1 && s[1..].iter().all(u8::is_ascii_digit) {
+        return Err(ValueError::Negative);
+    }
+    parse_digits(s, max).map_err(digits_err)
+}
+
+/// `generic-param` list: `*( SEMI token [ EQUAL (token / host / quoted-string) ] )`.
+/// Calls `each(name, value)` per parameter; returns the index after the list.
+fn params(
+    b: &[u8],
+    mut i: usize,
+    end: usize,
+    mut each: impl FnMut(Span, Option<Span>),
+) -> Result<usize, ValueError> {
+    loop {
+        let k = skip_lws(b, i, end);
+        if k >= end || b[k] != b';' {
+            return Ok(i);
+        }
+        let n = skip_lws(b, k + 1, end);
+        let ne = scan_token(b, n, end);
+        if ne == n {
+            return Err(ValueError::Param);
+        }
+        let mut j = skip_lws(b, ne, end);
+        let mut value = None;
+        if j < end && b[j] == b'=' {
+            let vs = skip_lws(b, j + 1, end);
+            let ve = if vs < end && b[vs] == b'"' {
+                scan_quoted(b, vs, end).ok_or(ValueError::Quote)?
+            } else {
+                let mut e = vs;
+                while e < end && (is_token(b[e]) || matches!(b[e], b':' | b'[' | b']')) {
+                    e += 1;
+                }
+                e
+            };
+            if ve == vs {
+                return Err(ValueError::Param);
+            }
+            value = Some(Span::new(vs, ve));
+            j = ve;
+        } else {
+            j = ne;
+        }
+        each(Span::new(n, ne), value);
+        i = j;
+    }
+}
+
+/// Parses the via-parms of one Via header value, appending to `out`.
+pub(crate) fn vias(
+    b: &[u8],
+    v: Span,
+    header: u16,
+    out: &mut impl Extend<Via>,
+) -> Result<(), ValueError> {
+    let end = v.end();
+    let mut i = v.start();
+    loop {
+        let start = skip_lws(b, i, end);
+        let mut via = parse_via(b, start, end, header)?;
+        let j = skip_lws(b, via.span.end(), end);
+        if j == end {
+            out.extend(Some(via));
+            return Ok(());
+        }
+        if b[j] != b',' {
+            return Err(ValueError::Trailing);
+        }
+        via.next_in_line = Some(skip_lws(b, j + 1, end) as u32);
+        out.extend(Some(via));
+        i = j + 1;
+    }
+}
+
+fn parse_via(b: &[u8], start: usize, end: usize, header: u16) -> Result<Via, ValueError> {
+    // sent-protocol = protocol-name SLASH protocol-version SLASH transport
+    let mut i = start;
+    let mut fields = [Span::new(0, 0); 3];
+    for (n, f) in fields.iter_mut().enumerate() {
+        if n > 0 {
+            i = skip_lws(b, i, end);
+            if i >= end || b[i] != b'/' {
+                return Err(ValueError::Via);
+            }
+            i = skip_lws(b, i + 1, end);
+        }
+        let e = scan_token(b, i, end);
+        if e == i {
+            return Err(ValueError::Via);
+        }
+        *f = Span::new(i, e);
+        i = e;
+    }
+    if !fields[0].of(b).eq_ignore_ascii_case(b"SIP") {
+        return Err(ValueError::Via);
+    }
+    // LWS sent-by
+    let h = skip_lws(b, i, end);
+    if h == i {
+        return Err(ValueError::Via);
+    }
+    let mut e = h;
+    if e < end && b[e] == b'[' {
+        while e < end && b[e] != b']' {
+            e += 1;
+        }
+        if e >= end {
+            return Err(ValueError::Via);
+        }
+        e += 1;
+    } else {
+        while e < end && (b[e].is_ascii_alphanumeric() || matches!(b[e], b'-' | b'.')) {
+            e += 1;
+        }
+    }
+    if e == h {
+        return Err(ValueError::Via);
+    }
+    let host = Span::new(h, e);
+    let mut port = None;
+    let mut i = e;
+    let c = skip_lws(b, e, end);
+    if c < end && b[c] == b':' {
+        let p = skip_lws(b, c + 1, end);
+        let mut pe = p;
+        while pe < end && b[pe].is_ascii_digit() {
+            pe += 1;
+        }
+        port = Some(parse_digits(&b[p..pe], 65535).map_err(|_| ValueError::Via)? as u16);
+        i = pe;
+    }
+    let mut branch = None;
+    let mut received = None;
+    let mut rport = Rport::Absent;
+    let mut bad = false;
+    let mut rport_span = None;
+    let pe = params(b, i, end, |name_span, value| {
+        let name = name_span.of(b);
+        if name.eq_ignore_ascii_case(b"branch") {
+            branch = value;
+            bad |= value.is_none();
+        } else if name.eq_ignore_ascii_case(b"received") {
+            received = value;
+            bad |= value.is_none();
+        } else if name.eq_ignore_ascii_case(b"rport") {
+            rport_span = Some(name_span);
+            rport = match value {
+                None => Rport::Requested,
+                Some(v) => match parse_digits(v.of(b), 65535) {
+                    Ok(p) => Rport::Value(p as u16),
+                    Err(_) => {
+                        bad = true;
+                        Rport::Absent
+                    }
+                },
+            };
+        }
+    })?;
+    if bad {
+        return Err(ValueError::Param);
+    }
+    Ok(Via {
+        span: Span::new(start, pe),
+        header,
+        transport: fields[2],
+        host,
+        port,
+        branch,
+        received,
+        rport,
+        rport_span,
+        next_in_line: None,
+    })
+}
+
+/// Which name-addr header is being parsed (they differ in what they allow).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AddrKind {
+    /// From / To: one value, name-addr or addr-spec.
+    Single,
+    /// Contact: a list of values, or `*`.
+    Contact,
+    /// Route / Record-Route: a list of name-addrs (angle brackets required).
+    Route,
+}
+
+/// Parses a name-addr list (or a single one), appending to `out`.
+pub(crate) fn name_addrs(
+    b: &[u8],
+    v: Span,
+    kind: AddrKind,
+    out: &mut impl Extend<NameAddr>,
+) -> Result<(), ValueError> {
+    let end = v.end();
+    if kind == AddrKind::Contact && v.of(b) == b"*" {
+        return Ok(());
+    }
+    let mut i = v.start();
+    loop {
+        let start = skip_lws(b, i, end);
+        let mut na = name_addr(b, start, end, kind)?;
+        let j = skip_lws(b, na.span.end(), end);
+        if j == end {
+            out.extend(Some(na));
+            return Ok(());
+        }
+        if b[j] != b',' || kind == AddrKind::Single {
+            return Err(ValueError::Trailing);
+        }
+        na.next_in_line = Some(skip_lws(b, j + 1, end) as u32);
+        out.extend(Some(na));
+        i = j + 1;
+    }
+}
+
+fn name_addr(b: &[u8], start: usize, end: usize, kind: AddrKind) -> Result<NameAddr, ValueError> {
+    if start >= end {
+        return Err(ValueError::Empty);
+    }
+    // Find '<' after an optional display name.
+    let mut i = start;
+    let mut laquot = None;
+    if b[i] == b'"' {
+        let q = scan_quoted(b, i, end).ok_or(ValueError::Quote)?;
+        let k = skip_lws(b, q, end);
+        if k >= end || b[k] != b'<' {
+            return Err(ValueError::NameAddr);
+        }
+        laquot = Some(k);
+    } else if b[i] == b'<' {
+        laquot = Some(i);
+    } else {
+        // *(token LWS) "<"  or an addr-spec
+        loop {
+            let t = scan_token(b, i, end);
+            if t == i {
+                break;
+            }
+            let k = skip_lws(b, t, end);
+            if k < end && b[k] == b'<' {
+                laquot = Some(k);
+                break;
+            }
+            if k == t {
+                break;
+            }
+            i = k;
+        }
+    }
+    let (uri, after) = match laquot {
+        Some(l) => {
+            let r = b[l..end]
+                .iter()
+                .position(|&c| c == b'>')
+                .map(|p| l + p)
+                .ok_or(ValueError::NameAddr)?;
+            (Span::new(l + 1, r), r + 1)
+        }
+        None => {
+            if kind == AddrKind::Route {
+                return Err(ValueError::NameAddr);
+            }
+            // addr-spec: runs to ';', ',' or white space; it may not hold
+            // ',', ';' or '?' of its own (RFC 3261 §20).
+            let mut e = start;
+            while e < end && !matches!(b[e], b';' | b',' | b' ' | b'\t' | b'\r') {
+                if b[e] == b'?' || b[e] == b'"' || b[e] == b'<' || b[e] == b'>' {
+                    return Err(ValueError::NameAddr);
+                }
+                e += 1;
+            }
+            (Span::new(start, e), e)
+        }
+    };
+    let parsed = parse_uri(b, uri.start(), uri.end(), true).map_err(|e| {
+        if laquot.is_none() || e == super::error::UriError::Whitespace {
+            ValueError::NameAddr
+        } else {
+            ValueError::Uri(e)
+        }
+    })?;
+    let mut tag = None;
+    let pe = params(b, after, end, |name, value| {
+        if name.of(b).eq_ignore_ascii_case(b"tag") {
+            tag = value;
+        }
+    })?;
+    Ok(NameAddr {
+        span: Span::new(start, pe),
+        uri,
+        tag,
+        lr: parsed.lr,
+        next_in_line: None,
+    })
+}
+
+/// CSeq: `1*DIGIT LWS Method`; the number is below 2**31 (RFC 3261 §8.1.1.5).
+pub(crate) fn cseq(b: &[u8], v: Span) -> Result<(u32, Span), ValueError> {
+    let end = v.end();
+    let s = v.start();
+    let mut e = s;
+    while e < end && b[e].is_ascii_digit() {
+        e += 1;
+    }
+    if e == s {
+        return Err(if s < end && b[s] == b'-' {
+            ValueError::Negative
+        } else {
+            ValueError::Number
+        });
+    }
+    let n = parse_digits(&b[s..e], (1 << 31) - 1).map_err(digits_err)? as u32;
+    let m = skip_lws(b, e, end);
+    if m == e {
+        return Err(ValueError::Method);
+    }
+    let me = scan_token(b, m, end);
+    if me == m || skip_lws(b, me, end) != end {
+        return Err(ValueError::Method);
+    }
+    Ok((n, Span::new(m, me)))
+}
+
+/// Call-ID: `word ["@" word]`.
+pub(crate) fn call_id(b: &[u8], v: Span) -> Result<(), ValueError> {
+    let s = v.of(b);
+    if s.is_empty() {
+        return Err(ValueError::Empty);
+    }
+    let mut at = false;
+    for (k, &c) in s.iter().enumerate() {
+        if c == b'@' {
+            if at || k == 0 || k + 1 == s.len() {
+                return Err(ValueError::Word);
+            }
+            at = true;
+        } else if !is_word(c) {
+            return Err(ValueError::Word);
+        }
+    }
+    Ok(())
+}
+
+/// rfc1123-date: `wkday "," SP 2DIGIT SP month SP 4DIGIT SP 2DIGIT ":" 2DIGIT ":" 2DIGIT SP "GMT"`.
+pub(crate) fn date(b: &[u8], v: Span) -> Result<(), ValueError> {
+    let s = v.of(b);
+    const WK: [&[u8]; 7] = [b"Mon", b"Tue", b"Wed", b"Thu", b"Fri", b"Sat", b"Sun"];
+    const MO: [&[u8]; 12] = [
+        b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov",
+        b"Dec",
+    ];
+    let ok = s.len() == 29
+        && WK.contains(&&s[0..3])
+        && &s[3..5] == b", "
+        && s[5..7].iter().all(u8::is_ascii_digit)
+        && s[7] == b' '
+        && MO.contains(&&s[8..11])
+        && s[11] == b' '
+        && s[12..16].iter().all(u8::is_ascii_digit)
+        && s[16] == b' '
+        && s[17..19].iter().all(u8::is_ascii_digit)
+        && s[19] == b':'
+        && s[20..22].iter().all(u8::is_ascii_digit)
+        && s[22] == b':'
+        && s[23..25].iter().all(u8::is_ascii_digit)
+        && &s[25..29] == b" GMT";
+    if ok {
+        Ok(())
+    } else {
+        Err(ValueError::Date)
+    }
+}
+
+/// Retry-After: `delta-seconds [ comment ] *( SEMI retry-param )`; only the
+/// number is checked (it must fit 32 bits).
+pub(crate) fn delta_seconds_prefix(b: &[u8], v: Span) -> Result<u64, ValueError> {
+    let end = v.end();
+    let s = v.start();
+    let mut e = s;
+    while e < end && b[e].is_ascii_digit() {
+        e += 1;
+    }
+    parse_digits(&b[s..e], u64::from(u32::MAX)).map_err(digits_err)
+}
+
+/// Splits `v` at top-level commas, returning trimmed parts (used for the
+/// comma-separated headers the proxy only needs to read, e.g. Proxy-Require).
+pub fn split_commas(b: &[u8], v: Span) -> impl Iterator<Item = Span> + '_ {
+    let mut i = v.start();
+    let end = v.end();
+    let mut done = false;
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        let c = find_top_level(b, i, end, b',').unwrap_or(end);
+        let (s, e) = trim(b, i, c);
+        if c >= end {
+            done = true;
+        }
+        i = c + 1;
+        Some(Span::new(s, e))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(x: &[u8]) -> Span {
+        Span::new(0, x.len())
+    }
+
+    #[test]
+    fn via_list_with_params() {
+        let b = b"SIP/2.0/UDP 10.0.0.1:5060;branch=z9hG4bK1;rport, SIP / 2.0 / TCP h.example.com;received=1.2.3.4;rport=9";
+        let mut v: Vec<Via> = Vec::new();
+        vias(b, s(b), 0, &mut v).unwrap();
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[0].port, Some(5060));
+        assert_eq!(v[0].branch.unwrap().of(b), b"z9hG4bK1");
+        assert_eq!(v[0].rport, Rport::Requested);
+        assert_eq!(v[1].transport.of(b), b"TCP");
+        assert_eq!(v[1].rport, Rport::Value(9));
+        assert!(v[0].next_in_line.is_some());
+        let bad = b"SIP/2.0/UDP 192.0.2.15;;,;,,";
+        assert_eq!(vias(bad, s(bad), 0, &mut v), Err(ValueError::Param));
+    }
+
+    #[test]
+    fn name_addr_forms() {
+        let mut v: Vec<NameAddr> = Vec::new();
+        let b = b"\"A \\\"B\\\"\" <sip:a@b.c>;tag=x1";
+        name_addrs(b, s(b), AddrKind::Single, &mut v).unwrap();
+        assert_eq!(v[0].tag.unwrap().of(b), b"x1");
+        let b = b"caller<sip:caller@example.com>;tag=323";
+        name_addrs(b, s(b), AddrKind::Single, &mut v).unwrap();
+        let b = b"sip:+1972@gw1.example.net;unknownparam";
+        name_addrs(b, s(b), AddrKind::Contact, &mut v).unwrap();
+        let b = b"\"Watson, Thomas\" < sip:t.watson@example.org >";
+        assert_eq!(
+            name_addrs(b, s(b), AddrKind::Single, &mut v),
+            Err(ValueError::NameAddr)
+        );
+        let b = b"\"Mr. J. User <sip:j.user@example.com>";
+        assert_eq!(
+            name_addrs(b, s(b), AddrKind::Single, &mut v),
+            Err(ValueError::Quote)
+        );
+        let b = b"<sip:p1.example.com;lr>, <sip:p2.example.com;lr>";
+        v.clear();
+        name_addrs(b, s(b), AddrKind::Route, &mut v).unwrap();
+        assert_eq!(v.len(), 2);
+        assert!(v[0].lr);
+    }
+
+    #[test]
+    fn cseq_and_call_id() {
+        let b = b"0009\r\n  INVITE";
+        let (n, m) = cseq(b, s(b)).unwrap();
+        assert_eq!(n, 9);
+        assert_eq!(m.of(b), b"INVITE");
+        let b = b"36893488147419103232 REGISTER";
+        assert_eq!(cseq(b, s(b)), Err(ValueError::Overflow));
+        assert!(call_id(b"a@b", s(b"a@b")).is_ok());
+        assert_eq!(call_id(b"a b", s(b"a b")), Err(ValueError::Word));
+        assert!(date(
+            b"Sat, 13 Nov 2010 23:29:00 GMT",
+            s(b"Sat, 13 Nov 2010 23:29:00 GMT")
+        )
+        .is_ok());
+        assert_eq!(
+            date(
+                b"Fri, 01 Jan 2010 16:00:00 EST",
+                s(b"Fri, 01 Jan 2010 16:00:00 EST")
+            ),
+            Err(ValueError::Date)
+        );
+    }
+}
