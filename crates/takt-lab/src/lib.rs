@@ -12,6 +12,7 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod env;
+pub mod machine;
 pub mod output;
 pub mod result;
 pub mod sampler;
