@@ -26,7 +26,7 @@ use crate::stats::quantile;
 
 /// The outlier rule, as printed in every document.
 pub const OUTLIER_RULE: &str =
-    "Tukey far-out fences: drop samples outside [Q1-3*IQR, Q3+3*IQR] (IQR floored at 5% of |median|, or the 90th percentile of |x| when the median is 0)";
+    "Tukey far-out fences: drop samples outside [Q1-3*IQR, Q3+3*IQR] (IQR floored at 5% of |median|, or the 90th percentile of |x| when the median is 0; no scale, no removal)";
 
 /// An estimate made before measuring, from a stated model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -76,6 +76,11 @@ pub fn tukey_far_out(samples: &[f64]) -> Cleaned {
         quantile(&abs, 0.9)
     };
     let iqr = (q3 - q1).max(floor);
+    if iqr <= 0.0 {
+        // No scale to judge by: keep everything finite.
+        let (kept, removed) = samples.iter().partition(|x| x.is_finite());
+        return Cleaned { kept, removed };
+    }
     let (lo, hi) = (q1 - 3.0 * iqr, q3 + 3.0 * iqr);
     let (kept, removed) = samples
         .iter()
