@@ -320,6 +320,9 @@ pub struct MachineDocument {
     /// Cache levels detected from the latency curve, checked against sysfs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cache_levels: Vec<CacheLevel>,
+    /// The memory latency curve (both THP settings).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latency_curve: Vec<CurvePoint>,
     /// Measurements not taken and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<Skipped>,
@@ -369,6 +372,8 @@ pub(crate) struct Ctx {
     pub(crate) desc: Description,
     /// Latency curves (with/without THP) for the plot.
     pub(crate) latency_series: Vec<Series>,
+    /// Latency curve points for the document.
+    pub(crate) latency_curve: Vec<CurvePoint>,
     /// Contention curve (readers → µs per block).
     pub(crate) contention_series: Vec<Series>,
     /// File-cache sweep (MiB → ns per 4 KiB block).
@@ -455,6 +460,7 @@ pub fn run(cfg: Config) -> Result<MachineDocument, MachineError> {
         comparisons: Vec::new(),
         desc,
         latency_series: Vec::new(),
+        latency_curve: Vec::new(),
         contention_series: Vec::new(),
         filecache_series: Vec::new(),
         started: Instant::now(),
@@ -520,6 +526,7 @@ pub fn run(cfg: Config) -> Result<MachineDocument, MachineError> {
         mode: ctx.cfg.mode,
         description: ctx.desc,
         cache_levels: ctx.levels,
+        latency_curve: ctx.latency_curve,
         skipped: ctx.skipped,
         comparisons: ctx.comparisons,
         plots: plot_paths,
