@@ -229,7 +229,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
                     "{} over a {} MiB buffer per thread ({}x the {} MiB LLC), threads pinned, first pass discarded",
                     kernel.name(),
                     bytes >> 20,
-                    if llc > 0 { bytes as u64 / llc } else { 0 },
+                    (bytes as u64).checked_div(llc).unwrap_or(0),
                     llc >> 20
                 ),
             )
