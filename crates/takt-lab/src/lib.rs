@@ -16,6 +16,7 @@
 #[cfg(feature = "peers")]
 pub mod agents_peers;
 pub mod env;
+pub mod machine;
 pub mod output;
 pub mod result;
 pub mod sampler;

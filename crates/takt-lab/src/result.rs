@@ -44,6 +44,11 @@ pub struct ResultRow {
     /// Free-form remarks (e.g. "cycles scaled down for --quick").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Suite-specific per-row facts that are not parameters (e.g. the
+    /// `machine` suite's method line, estimate and outlier bookkeeping).
+    /// Absent from the JSON when empty.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub detail: Map<String, Value>,
 }
 
 impl ResultRow {
@@ -68,6 +73,7 @@ impl ResultRow {
             samples,
             published: None,
             note: None,
+            detail: Map::new(),
         }
     }
 
@@ -80,6 +86,12 @@ impl ResultRow {
     /// Adds a remark.
     pub fn with_note(mut self, note: impl Into<String>) -> Self {
         self.note = Some(note.into());
+        self
+    }
+
+    /// Sets the suite-specific detail map.
+    pub fn with_detail(mut self, detail: Map<String, Value>) -> Self {
+        self.detail = detail;
         self
     }
 

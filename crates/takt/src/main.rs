@@ -4,6 +4,7 @@
 //! command, 2 for bad usage) and treats a closed stdout as success.
 
 mod args;
+mod cmd_machine;
 mod cmd_sched;
 
 use clap::{Parser, Subcommand};
@@ -21,12 +22,16 @@ struct Cli {
 enum Command {
     /// Apply a scheduler setting to a thread and show what the kernel accepted.
     Sched(cmd_sched::SchedCmd),
+    /// Characterize this machine: timers, calls, syscalls, processes, context
+    /// switches, memory, page faults, network and file system (CSE 221 suite).
+    Machine(cmd_machine::MachineCmd),
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Sched(c) => cmd_sched::run(c),
+        Command::Machine(c) => cmd_machine::run(c),
     };
     if let Err(e) = result {
         eprintln!("takt: {e}");
@@ -52,5 +57,19 @@ mod tests {
         assert!(bad.to_string().contains("needs prio"), "{bad}");
         let bad = Cli::try_parse_from(["takt", "sched", "--cpus", "x"]).unwrap_err();
         assert!(bad.to_string().contains("invalid CPU set"), "{bad}");
+    }
+
+    #[test]
+    fn machine_flags_parse_and_reject() {
+        let ok = Cli::try_parse_from(["takt", "machine", "--quick", "--only", "timer,syscall"]);
+        assert!(ok.is_ok());
+        let ok = Cli::try_parse_from(["takt", "machine", "--full", "--max-file", "2G", "--json"]);
+        assert!(ok.is_ok());
+        let bad = Cli::try_parse_from(["takt", "machine", "--only", "nope"]).unwrap_err();
+        assert!(bad.to_string().contains("unknown measurement"), "{bad}");
+        let bad = Cli::try_parse_from(["takt", "machine", "--quick", "--full"]).unwrap_err();
+        assert!(bad.to_string().contains("cannot be used with"), "{bad}");
+        let bad = Cli::try_parse_from(["takt", "machine", "--max-file", "12x"]).unwrap_err();
+        assert!(bad.to_string().contains("invalid size"), "{bad}");
     }
 }

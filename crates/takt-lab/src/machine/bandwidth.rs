@@ -1,0 +1,279 @@
+//! Memory bandwidth (report §4.2): read, write and copy over a buffer far
+//! larger than the last-level cache, with one thread and with one thread
+//! per allowed CPU.
+//!
+//! Every thread owns a buffer (huge pages where THP allows, pre-touched;
+//! the first pass is discarded)
+//! and is pinned to its CPU. A sample is one pass by every thread, started
+//! together at a barrier: total bytes over the time from the first start to
+//! the last end. `read` sums the buffer as `u64`s with four independent
+//! accumulators (vectorized loads), `write` stores a value to every word
+//! (the compiler emits wide stores; the cache line is read for ownership
+//! first unless the CPU elides it), `copy` copies one half of the buffer
+//! onto the other and counts the bytes copied once (STREAM would count
+//! them twice: read and write).
+
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+use takt_sched::{CpuSet, ThreadSpec};
+
+use super::stats::{ticks_ns, Estimate, Sampled};
+use super::Ctx;
+use crate::result::Better;
+
+/// The three kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kernel {
+    Read,
+    Write,
+    Copy,
+}
+
+impl Kernel {
+    fn name(self) -> &'static str {
+        match self {
+            Kernel::Read => "read",
+            Kernel::Write => "write",
+            Kernel::Copy => "copy",
+        }
+    }
+}
+
+/// Sums the words with four accumulators.
+#[inline(never)]
+fn read_pass(buf: &[u64]) -> u64 {
+    let mut acc = [0u64; 4];
+    let chunks = buf.chunks_exact(4);
+    for c in chunks {
+        acc[0] = acc[0].wrapping_add(c[0]);
+        acc[1] = acc[1].wrapping_add(c[1]);
+        acc[2] = acc[2].wrapping_add(c[2]);
+        acc[3] = acc[3].wrapping_add(c[3]);
+    }
+    acc.iter().fold(0, |a, &b| a.wrapping_add(b))
+}
+
+#[inline(never)]
+fn write_pass(buf: &mut [u64], v: u64) {
+    for w in buf.iter_mut() {
+        *w = v;
+    }
+}
+
+#[inline(never)]
+fn copy_pass(buf: &mut [u64]) {
+    let half = buf.len() / 2;
+    let (a, b) = buf.split_at_mut(half);
+    b[..half].copy_from_slice(&a[..half]);
+}
+
+/// Bytes one pass of `kernel` moves (as reported) over a buffer of `bytes`.
+fn pass_bytes(kernel: Kernel, bytes: usize) -> f64 {
+    match kernel {
+        Kernel::Copy => (bytes / 2) as f64,
+        _ => bytes as f64,
+    }
+}
+
+/// Runs `passes` (+1 discarded) passes of `kernel` on each of `cpus`;
+/// returns GB/s per pass.
+fn measure(kernel: Kernel, cpus: &[usize], bytes: usize, budget: Duration) -> Option<Vec<f64>> {
+    let n = cpus.len();
+    let barrier = Arc::new(Barrier::new(n));
+    let deadline_ns = budget.as_nanos() as u64;
+    // Every thread runs the same number of passes: thread 0 decides when
+    // to stop (by time) and tells the others through this flag at the
+    // barrier. Relaxed suffices: the barrier orders it.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut handles = Vec::new();
+    for (i, &cpu) in cpus.iter().enumerate() {
+        let barrier = Arc::clone(&barrier);
+        let stop = Arc::clone(&stop);
+        let h = ThreadSpec::new(format!("machine-bw-{i}"))
+            .with_cpus(CpuSet::single(cpu))
+            .spawn(move || {
+                // Huge pages where THP allows: fewer TLB misses, steadier passes.
+                let Some(mut region) = super::latency::Region::new(bytes, true) else {
+                    return Vec::new();
+                };
+                region.pretouch(); // first touch, outside any sample
+                                   // SAFETY: the region is bytes long, 2 MiB aligned, zeroed,
+                                   // and owned by this thread until it returns.
+                let buf: &mut [u64] = unsafe {
+                    std::slice::from_raw_parts_mut(region.ptr().cast::<u64>(), bytes / 8)
+                };
+                let mut times = Vec::new();
+                let c = takt_sched::clock();
+                let t_begin = c.now();
+                let mut pass = 0u64;
+                loop {
+                    barrier.wait();
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                    let t0 = super::stats::start();
+                    match kernel {
+                        Kernel::Read => {
+                            std::hint::black_box(read_pass(std::hint::black_box(&*buf)));
+                        }
+                        Kernel::Write => write_pass(buf, pass),
+                        Kernel::Copy => copy_pass(buf),
+                    }
+                    std::hint::black_box(&*buf);
+                    let t1 = takt_sched::tsc_end();
+                    times.push((t0, t1));
+                    pass += 1;
+                    barrier.wait();
+                    if i == 0
+                        && pass >= 6
+                        && (c.ticks_to_ns(c.now() - t_begin) > deadline_ns || pass >= 400)
+                    {
+                        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+                times
+            });
+        match h {
+            Ok(h) => handles.push(h),
+            Err(_) => return None,
+        }
+    }
+    let per_thread: Vec<Vec<(u64, u64)>> =
+        handles.into_iter().filter_map(|h| h.join().ok()).collect();
+    if per_thread.len() != n || per_thread.iter().any(Vec::is_empty) {
+        return None;
+    }
+    let passes = per_thread.iter().map(Vec::len).min().unwrap_or(0);
+    let total = pass_bytes(kernel, bytes) * n as f64;
+    // Pass 0 is the discarded warm pass.
+    Some(
+        (1..passes)
+            .map(|p| {
+                let t0 = per_thread.iter().map(|t| t[p].0).min().unwrap_or(0);
+                let t1 = per_thread.iter().map(|t| t[p].1).max().unwrap_or(0);
+                total / ticks_ns(t0, t1)
+            })
+            .collect(),
+    )
+}
+
+pub(crate) fn run(ctx: &mut Ctx) {
+    let bytes: usize = match ctx.cfg.mode {
+        super::Mode::Quick => 128 << 20,
+        _ => 256 << 20,
+    };
+    let allowed: Vec<usize> = takt_sched::get_affinity()
+        .map(|s| s.iter().collect())
+        .unwrap_or_else(|_| vec![0]);
+    let llc = ctx
+        .desc
+        .caches
+        .iter()
+        .map(|c| c.size_bytes)
+        .max()
+        .unwrap_or(0);
+    let lat = ctx
+        .measured("mem_latency", Some(("level", "memory")))
+        .unwrap_or(100.0);
+    let lat_src = if ctx
+        .measured("mem_latency", Some(("level", "memory")))
+        .is_some()
+    {
+        "measured"
+    } else {
+        "assumed"
+    };
+    // Little's law: ~24 L1 miss buffers plus L2 prefetches keep ~48 lines
+    // in flight per core; bandwidth = lines x 64 B / memory latency.
+    let in_flight = 48.0;
+    let line = ctx.desc.line_size() as f64;
+    let one_read = in_flight * line / lat;
+    let budget = ctx.budget(Duration::from_secs(2));
+    let mut configs = vec![(1usize, vec![allowed[0]])];
+    if allowed.len() > 1 {
+        configs.push((allowed.len(), allowed.clone()));
+    }
+    for (threads, cpus) in configs {
+        for kernel in [Kernel::Read, Kernel::Write, Kernel::Copy] {
+            let label = format!("{} x{threads}", kernel.name());
+            ctx.progress(&format!("bandwidth {label}"));
+            let cpu0 = takt_sched::process_cpu_time();
+            let Some(samples) = measure(kernel, &cpus, bytes, budget) else {
+                ctx.skip(
+                    &format!("mem_bandwidth {label}"),
+                    "could not start pinned threads",
+                );
+                continue;
+            };
+            let cpu_s = takt_sched::process_cpu_time()
+                .saturating_sub(cpu0)
+                .as_secs_f64()
+                / samples.len().max(1) as f64;
+            let factor = match kernel {
+                Kernel::Read => 1.0,
+                Kernel::Write => 2.0 / 3.0,
+                Kernel::Copy => 0.5,
+            };
+            let est = one_read * factor * threads as f64;
+            let published = match kernel {
+                Kernel::Read => Some(7.131),
+                Kernel::Write => Some(6.709),
+                Kernel::Copy => None,
+            };
+            let mut s = Sampled::new(
+                "mem_bandwidth",
+                "GB/s",
+                Better::Higher,
+                format!(
+                    "{} over a {} MiB buffer per thread ({}x the {} MiB LLC), threads pinned, first pass discarded",
+                    kernel.name(),
+                    bytes >> 20,
+                    (bytes as u64).checked_div(llc).unwrap_or(0),
+                    llc >> 20
+                ),
+            )
+            .param("op", kernel.name())
+            .param("threads", threads)
+            .param("bytes", bytes)
+            .estimate(Estimate::new(
+                est,
+                format!(
+                    "Little's law: {in_flight} lines of {line} B in flight per core / {lat:.0} ns {lat_src} memory latency = {one_read:.1} GB/s read; write x2/3 (RFO + write-back), copy x1/2; x{threads} threads"
+                ),
+            ))
+            .with_samples(samples, cpu_s);
+            if let Some(p) = published {
+                if threads == 1 {
+                    s = s.published(p);
+                }
+            }
+            ctx.push(s);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernels_do_their_work() {
+        let mut b = vec![0u64; 64];
+        write_pass(&mut b, 3);
+        assert_eq!(read_pass(&b), 3 * 64);
+        b[..32]
+            .iter_mut()
+            .enumerate()
+            .for_each(|(i, w)| *w = i as u64);
+        copy_pass(&mut b);
+        assert_eq!(&b[..32], &b[32..]);
+        assert_eq!(pass_bytes(Kernel::Copy, 64), 32.0);
+    }
+
+    #[test]
+    fn small_measurement_runs() {
+        let s = measure(Kernel::Read, &[0], 1 << 20, Duration::ZERO).unwrap();
+        assert!(s.len() >= 5 && s.iter().all(|v| *v > 0.0), "{s:?}");
+    }
+}

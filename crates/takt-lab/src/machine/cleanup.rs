@@ -1,0 +1,184 @@
+//! Everything the suite creates outside its own memory — scratch files,
+//! network namespaces, child processes — is registered here and removed
+//! when its [`Guard`] drops, when the run ends ([`run_all`]), or when the
+//! process is interrupted.
+//!
+//! [`install_interrupt_handler`] starts one thread (through
+//! [`takt_sched::ThreadSpec`]) that waits for SIGINT, SIGTERM or SIGHUP with
+//! `signal-hook`, removes everything still registered, and exits with
+//! `128 + signal`. Cleanup runs in that ordinary thread, never inside a
+//! signal handler, so it may spawn `ip netns del` and wait for it.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+/// Something to remove.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Item {
+    /// A file.
+    File(PathBuf),
+    /// A directory and everything in it.
+    Dir(PathBuf),
+    /// A network namespace made with `ip netns add` (deleting it deletes
+    /// the veth end inside it, and with it the pair).
+    Netns(String),
+    /// A child process: SIGKILL, then reaped.
+    Child(i32),
+}
+
+impl Item {
+    fn remove(&self) {
+        match self {
+            Item::File(p) => {
+                let _ = std::fs::remove_file(p);
+            }
+            Item::Dir(p) => {
+                let _ = std::fs::remove_dir_all(p);
+            }
+            Item::Netns(name) => {
+                let _ = Command::new("ip")
+                    .args(["netns", "del", name])
+                    .stderr(std::process::Stdio::null())
+                    .status();
+            }
+            Item::Child(pid) => {
+                // SAFETY: kill and waitpid on a pid we created; a pid already
+                // reaped makes both fail harmlessly with ESRCH/ECHILD.
+                unsafe {
+                    libc::kill(*pid, libc::SIGKILL);
+                    libc::waitpid(*pid, std::ptr::null_mut(), 0);
+                }
+            }
+        }
+    }
+}
+
+static REGISTRY: Mutex<Vec<(u64, Item)>> = Mutex::new(Vec::new());
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+/// The signal that interrupted the run, 0 while none has. Relaxed: it is a
+/// stand-alone flag, read only to stop loops early.
+static INTERRUPTED: AtomicI32 = AtomicI32::new(0);
+static HANDLER: OnceLock<()> = OnceLock::new();
+
+fn registry() -> std::sync::MutexGuard<'static, Vec<(u64, Item)>> {
+    REGISTRY.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Removes the item when dropped (unless [`Guard::keep`] is called).
+#[derive(Debug)]
+#[must_use = "the item is removed when the guard drops"]
+pub struct Guard {
+    id: u64,
+}
+
+/// Registers `item` for removal; the returned guard removes it on drop.
+pub fn register(item: Item) -> Guard {
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    registry().push((id, item));
+    Guard { id }
+}
+
+impl Guard {
+    /// Forgets the item: it was already removed (e.g. a reaped child).
+    pub fn keep(self) {
+        registry().retain(|(i, _)| *i != self.id);
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let item = {
+            let mut r = registry();
+            let pos = r.iter().position(|(i, _)| *i == self.id);
+            pos.map(|p| r.remove(p).1)
+        };
+        if let Some(item) = item {
+            item.remove();
+        }
+    }
+}
+
+/// Removes everything still registered, newest first (children before the
+/// namespace they run in, files before their directory).
+pub fn run_all() {
+    let items: Vec<Item> = {
+        let mut r = registry();
+        r.drain(..).rev().map(|(_, i)| i).collect()
+    };
+    for i in items {
+        i.remove();
+    }
+}
+
+/// Items currently registered (for tests and diagnostics).
+pub fn pending() -> Vec<Item> {
+    registry().iter().map(|(_, i)| i.clone()).collect()
+}
+
+/// The signal that interrupted the run, if one did.
+pub fn interrupted() -> Option<i32> {
+    match INTERRUPTED.load(Ordering::Relaxed) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
+/// Starts the interrupt watcher once per process. On SIGINT, SIGTERM or
+/// SIGHUP it removes everything registered and exits with `128 + signal`.
+pub fn install_interrupt_handler() {
+    HANDLER.get_or_init(|| {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+            return;
+        };
+        let spawned = takt_sched::ThreadSpec::new("takt-cleanup").spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                INTERRUPTED.store(sig, Ordering::Relaxed);
+                eprintln!("takt machine: signal {sig}, cleaning up");
+                run_all();
+                std::process::exit(128 + sig);
+            }
+        });
+        // The watcher runs until the process exits; its handle is not needed.
+        drop(spawned);
+    });
+}
+
+/// A fresh scratch directory `takt-machine-<pid>-<n>` under `parent`,
+/// registered for removal.
+pub fn scratch_dir(parent: &std::path::Path) -> std::io::Result<(PathBuf, Guard)> {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let dir = parent.join(format!(
+        "takt-machine-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir)?;
+    let g = register(Item::Dir(dir.clone()));
+    Ok((dir, g))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guard_removes_and_keep_forgets() {
+        let (dir, g) = scratch_dir(&std::env::temp_dir()).unwrap();
+        let f = dir.join("x");
+        std::fs::write(&f, b"1").unwrap();
+        let fg = register(Item::File(f.clone()));
+        drop(fg);
+        assert!(!f.exists());
+        drop(g);
+        assert!(!dir.exists());
+        let (dir2, g2) = scratch_dir(&std::env::temp_dir()).unwrap();
+        g2.keep();
+        assert!(dir2.exists());
+        assert!(!pending().contains(&Item::Dir(dir2.clone())));
+        std::fs::remove_dir_all(dir2).unwrap();
+    }
+}

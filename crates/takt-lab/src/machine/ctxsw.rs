@@ -1,0 +1,320 @@
+//! Context switches (report §3.6): ping-pong between two processes over
+//! pipes, and between two threads over a futex and over a mutex+condvar,
+//! with both sides pinned to one CPU (every hand-off is a switch) and to
+//! two different CPUs (every hand-off is a cross-CPU wake-up).
+//!
+//! A sample is a batch of 200 round trips; the row reports µs per switch,
+//! half a round trip (lmbench `lat_ctx` reports the same quantity; `perf
+//! bench sched pipe` reports whole round trips). Nobody spins: every wait
+//! sleeps in the kernel.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use takt_sched::{CpuSet, Futex, ThreadSpec};
+
+use super::cleanup::{register, Item};
+use super::stats::{collect, ticks_ns, Estimate, Sampled};
+use super::timer::pin_current;
+use super::Ctx;
+use crate::result::Better;
+
+/// Round trips per sample.
+const ROUND_TRIPS: u32 = 200;
+/// Futex word value that tells the peer to stop.
+const STOP: u32 = u32::MAX;
+
+/// Where the two sides run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Placement {
+    Same,
+    Across,
+}
+
+impl Placement {
+    fn name(self) -> &'static str {
+        match self {
+            Placement::Same => "same_cpu",
+            Placement::Across => "across_cpus",
+        }
+    }
+}
+
+/// The two CPUs to use (first two allowed), or `None` with one CPU.
+fn cpus() -> (usize, Option<usize>) {
+    let set = takt_sched::get_affinity().unwrap_or_else(|_| CpuSet::single(0));
+    let mut it = set.iter();
+    (it.next().unwrap_or(0), it.next())
+}
+
+/// Forks a child that echoes bytes from `rx` to `tx` until EOF, pinned to
+/// `cpu`. Returns its pid.
+fn fork_echo(rx: i32, tx: i32, close_in_child: [i32; 2], cpu: usize) -> Option<i32> {
+    // Prepared before fork: the child must not allocate.
+    // SAFETY: zeroed cpu_set_t is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: cpu < CPU_SETSIZE (it came from the affinity mask).
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: the child calls only async-signal-safe syscalls and _exit.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: raw syscalls on valid fds and a local buffer.
+        unsafe {
+            libc::close(close_in_child[0]);
+            libc::close(close_in_child[1]);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            let mut b = 0u8;
+            loop {
+                if libc::read(rx, (&mut b as *mut u8).cast(), 1) != 1 {
+                    libc::_exit(0);
+                }
+                if libc::write(tx, (&b as *const u8).cast(), 1) != 1 {
+                    libc::_exit(0);
+                }
+            }
+        }
+    }
+    (pid > 0).then_some(pid)
+}
+
+fn pipe_switch(ctx: &mut Ctx, place: Placement, cpu0: usize, cpu1: usize, budget: Duration) {
+    let mut a = [0i32; 2];
+    let mut b = [0i32; 2];
+    // SAFETY: valid 2-int arrays.
+    if unsafe { libc::pipe2(a.as_mut_ptr(), libc::O_CLOEXEC) } != 0
+        || unsafe { libc::pipe2(b.as_mut_ptr(), libc::O_CLOEXEC) } != 0
+    {
+        ctx.skip("ctxsw_process", "pipe2 failed");
+        return;
+    }
+    let child_cpu = if place == Placement::Same { cpu0 } else { cpu1 };
+    let Some(pid) = fork_echo(a[0], b[1], [a[1], b[0]], child_cpu) else {
+        ctx.skip("ctxsw_process", "fork failed");
+        return;
+    };
+    let guard = register(Item::Child(pid));
+    // SAFETY: closing the child's ends in the parent.
+    unsafe {
+        libc::close(a[0]);
+        libc::close(b[1]);
+    }
+    let (tx, rx) = (a[1], b[0]);
+    let mut ok = true;
+    let (s, cpu) = collect(2, 20, 2000, budget, || {
+        let mut byte = 1u8;
+        let t0 = super::stats::start();
+        for _ in 0..ROUND_TRIPS {
+            // SAFETY: valid fds and a 1-byte local buffer.
+            let (w, r) = unsafe {
+                (
+                    libc::write(tx, (&byte as *const u8).cast(), 1),
+                    libc::read(rx, (&mut byte as *mut u8).cast(), 1),
+                )
+            };
+            ok &= w == 1 && r == 1;
+        }
+        ticks_ns(t0, takt_sched::tsc_end()) / 1000.0 / (2 * ROUND_TRIPS) as f64
+    });
+    // SAFETY: closing our ends makes the child read EOF and exit.
+    unsafe {
+        libc::close(tx);
+        libc::close(rx);
+        libc::waitpid(pid, std::ptr::null_mut(), 0);
+    }
+    guard.keep();
+    if !ok {
+        ctx.skip("ctxsw_process", "the echo child stopped answering");
+        return;
+    }
+    let (est, model) = switch_estimate(ctx, place, 0.6);
+    ctx.push(
+        Sampled::new(
+            "ctxsw_process",
+            "us/switch",
+            Better::Lower,
+            "two processes ping-pong one byte over two pipes, 200 round trips per sample; half a round trip",
+        )
+        .param("placement", place.name())
+        .estimate(Estimate::new(est, model))
+        .published(28.317)
+        .with_samples(s, cpu),
+    );
+}
+
+/// Estimate per switch: the syscalls around it (`syscall_us`), the
+/// wake-up, and on one CPU the scheduler's switch; across CPUs an IPI to
+/// wake an idle CPU (a VM exit pair under a hypervisor) instead.
+fn switch_estimate(ctx: &Ctx, place: Placement, syscall_us: f64) -> (f64, String) {
+    let vm = ctx.desc.hypervisor.is_some();
+    match place {
+        Placement::Same => (
+            syscall_us + 1.0 + 1.2,
+            format!(
+                "{syscall_us} us of syscalls (write+read) + try_to_wake_up 1.0 us + schedule()/switch_mm 1.2 us"
+            ),
+        ),
+        Placement::Across => {
+            let ipi = if vm { 4.0 } else { 1.5 };
+            (
+                syscall_us + 1.0 + ipi,
+                format!(
+                    "{syscall_us} us of syscalls + wake-up 1.0 us + IPI to an idle CPU {ipi} us{}",
+                    if vm { " (VM exit + HLT wake-up)" } else { "" }
+                ),
+            )
+        }
+    }
+}
+
+fn futex_switch(ctx: &mut Ctx, place: Placement, cpu0: usize, cpu1: usize, budget: Duration) {
+    let word = Arc::new(Futex::new(0));
+    let peer_word = Arc::clone(&word);
+    let peer_cpu = if place == Placement::Same { cpu0 } else { cpu1 };
+    let peer = ThreadSpec::new("machine-futex")
+        .with_cpus(CpuSet::single(peer_cpu))
+        .spawn(move || {
+            // Odd values are pings for the peer, even values pongs for us.
+            let mut expect = 1u32;
+            loop {
+                // Acquire pairs with the Release store of the ping.
+                let v = peer_word.load(Ordering::Acquire);
+                if v == STOP {
+                    return;
+                }
+                if v != expect {
+                    peer_word.wait(v, None);
+                    continue;
+                }
+                // Release pairs with the main thread's Acquire load.
+                peer_word.word().store(expect + 1, Ordering::Release);
+                peer_word.wake_one();
+                expect = expect.wrapping_add(2);
+                if expect == STOP {
+                    expect = 1;
+                }
+            }
+        });
+    let Ok(peer) = peer else {
+        ctx.skip("ctxsw_thread_futex", "cannot pin a thread");
+        return;
+    };
+    let mut next = 1u32;
+    let (s, cpu) = collect(2, 20, 2000, budget, || {
+        let t0 = super::stats::start();
+        for _ in 0..ROUND_TRIPS {
+            // Release pairs with the peer's Acquire load.
+            word.word().store(next, Ordering::Release);
+            word.wake_one();
+            loop {
+                // Acquire pairs with the peer's Release store.
+                let v = word.load(Ordering::Acquire);
+                if v == next + 1 {
+                    break;
+                }
+                word.wait(v, None);
+            }
+            next = next.wrapping_add(2);
+            if next == STOP {
+                next = 1;
+            }
+        }
+        ticks_ns(t0, takt_sched::tsc_end()) / 1000.0 / (2 * ROUND_TRIPS) as f64
+    });
+    word.word().store(STOP, Ordering::Release);
+    word.wake_one();
+    let _ = peer.join();
+    let (est, model) = switch_estimate(ctx, place, 0.3);
+    ctx.push(
+        Sampled::new(
+            "ctxsw_thread_futex",
+            "us/switch",
+            Better::Lower,
+            "two threads ping-pong through a futex word (FUTEX_WAIT/WAKE, no spinning), 200 round trips per sample",
+        )
+        .param("placement", place.name())
+        .estimate(Estimate::new(est, model))
+        .published(0.917)
+        .with_samples(s, cpu),
+    );
+}
+
+fn condvar_switch(ctx: &mut Ctx, place: Placement, cpu0: usize, cpu1: usize, budget: Duration) {
+    let pair = Arc::new((Mutex::new(0u64), Condvar::new()));
+    let p2 = Arc::clone(&pair);
+    let peer_cpu = if place == Placement::Same { cpu0 } else { cpu1 };
+    let peer = ThreadSpec::new("machine-condvar")
+        .with_cpus(CpuSet::single(peer_cpu))
+        .spawn(move || {
+            let (m, cv) = &*p2;
+            let mut g = m.lock().unwrap_or_else(|p| p.into_inner());
+            loop {
+                if *g == u64::MAX {
+                    return;
+                }
+                if *g % 2 == 1 {
+                    *g += 1;
+                    cv.notify_one();
+                }
+                g = cv.wait(g).unwrap_or_else(|p| p.into_inner());
+            }
+        });
+    let Ok(peer) = peer else {
+        ctx.skip("ctxsw_thread_condvar", "cannot pin a thread");
+        return;
+    };
+    let (s, cpu) = collect(2, 20, 2000, budget, || {
+        let (m, cv) = &*pair;
+        let t0 = super::stats::start();
+        let mut g = m.lock().unwrap_or_else(|p| p.into_inner());
+        for _ in 0..ROUND_TRIPS {
+            *g += 1;
+            let want = *g + 1;
+            cv.notify_one();
+            while *g != want {
+                g = cv.wait(g).unwrap_or_else(|p| p.into_inner());
+            }
+        }
+        drop(g);
+        ticks_ns(t0, takt_sched::tsc_end()) / 1000.0 / (2 * ROUND_TRIPS) as f64
+    });
+    {
+        let (m, cv) = &*pair;
+        *m.lock().unwrap_or_else(|p| p.into_inner()) = u64::MAX;
+        cv.notify_all();
+    }
+    let _ = peer.join();
+    let (est, model) = switch_estimate(ctx, place, 0.5);
+    ctx.push(
+        Sampled::new(
+            "ctxsw_thread_condvar",
+            "us/switch",
+            Better::Lower,
+            "two threads ping-pong through std Mutex + Condvar (the report's pthread_cond method), 200 round trips per sample",
+        )
+        .param("placement", place.name())
+        .estimate(Estimate::new(est, model))
+        .published(0.917)
+        .with_samples(s, cpu),
+    );
+}
+
+pub(crate) fn run(ctx: &mut Ctx) {
+    let (cpu0, cpu1) = cpus();
+    let budget = ctx.budget(Duration::from_millis(1500));
+    let places: Vec<Placement> = match cpu1 {
+        Some(_) => vec![Placement::Same, Placement::Across],
+        None => {
+            ctx.skip("ctxsw across_cpus", "only one CPU is allowed");
+            vec![Placement::Same]
+        }
+    };
+    let cpu1 = cpu1.unwrap_or(cpu0);
+    for place in places {
+        let pin = pin_current(cpu0);
+        pipe_switch(ctx, place, cpu0, cpu1, budget);
+        futex_switch(ctx, place, cpu0, cpu1, budget);
+        condvar_switch(ctx, place, cpu0, cpu1, budget);
+        drop(pin);
+    }
+}

@@ -1,0 +1,732 @@
+//! Memory latency curve (report §4.1): random-permutation pointer chasing
+//! over working sets from 1 KiB to 512 MiB, with and without transparent
+//! huge pages; cache levels and their latencies detected from the curve
+//! and checked against the sizes sysfs reports.
+//!
+//! ## Method
+//! One anonymous mapping of the largest size, aligned to 2 MiB, advised
+//! `MADV_HUGEPAGE` or `MADV_NOHUGEPAGE`, pre-touched once (the host backs
+//! guest memory lazily: the first touch is not what we measure). For each
+//! working-set size the first `size / line` cache lines are linked into one
+//! random cycle (Sattolo's algorithm, fixed-seed xorshift64*), so every
+//! load depends on the previous one and no prefetcher can guess the next
+//! line; a stride chase would be hidden by the prefetcher (~1.3 ns flat on
+//! these machines). A warm-up pass is discarded; each sample is the mean
+//! load-to-load time over a chase of ~1 ms (short samples, many of them: a
+//! time slice lost to another process spoils one sample, not the point). Whether huge pages were
+//! really used is read back from `/proc/self/smaps` (`AnonHugePages`).
+//!
+//! ## Level detection ([`detect_levels`])
+//! On the curve of (size, median ns) points, smoothed by a median of three
+//! neighbours against single disturbed points, a step to the next size that
+//! raises the latency by more than [`RISE`] is part of a transition; runs
+//! of points between transitions are plateaus, and a plateau also ends when
+//! it drifts more than [`DRIFT`] above its first point. Plateaus spanning at
+//! least an octave of sizes are levels: L1, L2, ... and the last is memory. A level's
+//! capacity is where the curve rises through the geometric mean of its
+//! latency and the next level's (log-interpolated): a random chase starts
+//! missing before the working set reaches the cache size (page tables,
+//! code and other tenants share the cache), and is half missing past it.
+//! The check against sysfs passes when the sysfs size is within a factor
+//! of two of that capacity. In a VM the shared L3 is also used by other
+//! guests, so its effective capacity can be far below the sysfs size:
+//! the check then reports the disagreement rather than hiding it.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::describe::Description;
+use super::stats::{collect, ticks_ns, Estimate, Sampled};
+use super::timer::pin_current;
+use super::{Ctx, Series};
+use crate::result::Better;
+
+/// A step that raises latency by more than this factor is a transition.
+pub const RISE: f64 = 1.25;
+/// A plateau ends when it drifts this far above its first point.
+pub const DRIFT: f64 = 1.5;
+/// Smallest working set.
+const MIN_BYTES: u64 = 1 << 10;
+/// Largest working set (the report went to 256 MiB; DRAM and TLB reach show by 512 MiB).
+const MAX_BYTES: u64 = 512 << 20;
+/// Huge page size the mapping is aligned to.
+const HUGE: usize = 2 << 20;
+
+/// One point of the latency curve.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CurvePoint {
+    /// Working-set size in bytes.
+    pub bytes: u64,
+    /// Median ns per dependent load.
+    pub ns: f64,
+    /// Whether the buffer was advised to use huge pages.
+    pub thp: bool,
+}
+
+/// A cache level found on the curve.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CacheLevel {
+    /// `L1`, `L2`, ... or `memory`.
+    pub name: String,
+    /// Median latency over the plateau, ns.
+    pub ns: f64,
+    /// Smallest size on the plateau.
+    pub first_bytes: u64,
+    /// Largest size still on the plateau.
+    pub last_bytes: u64,
+    /// First size past the plateau (`None` for memory).
+    pub next_bytes: Option<u64>,
+    /// Capacity estimate: where the curve crosses the geometric mean of this
+    /// level's and the next level's latency (log-interpolated); `None` for memory.
+    pub capacity_bytes: Option<u64>,
+    /// The sysfs size of this level (data or unified cache).
+    pub sysfs_bytes: Option<u64>,
+    /// Whether the sysfs size is within a factor of two of `capacity_bytes`.
+    pub consistent: Option<bool>,
+    /// Detected on the huge-page curve.
+    pub thp: bool,
+}
+
+fn human(bytes: u64) -> String {
+    if bytes >= 1 << 30 && bytes % (1 << 30) == 0 {
+        format!("{} GiB", bytes >> 30)
+    } else if bytes >= 1 << 20 {
+        format!("{:.3} MiB", bytes as f64 / (1u64 << 20) as f64).replace(".000", "")
+    } else {
+        format!("{:.1} KiB", bytes as f64 / 1024.0).replace(".0 ", " ")
+    }
+}
+
+impl CacheLevel {
+    /// One line for the report.
+    pub fn describe(&self) -> String {
+        let cap = match self.capacity_bytes {
+            Some(c) => format!("capacity ~{}", human(c)),
+            None => format!("from {}", human(self.first_bytes)),
+        };
+        let check = match (self.sysfs_bytes, self.consistent) {
+            (Some(s), Some(true)) => format!("; sysfs {} agrees", human(s)),
+            (Some(s), Some(false)) => format!("; sysfs says {} (DISAGREES)", human(s)),
+            _ => String::new(),
+        };
+        format!(
+            "{:<6} {:>8.2} ns  {cap}{check}{}",
+            self.name,
+            self.ns,
+            if self.thp { " [THP]" } else { " [4K pages]" }
+        )
+    }
+}
+
+/// Finds cache levels on a curve sorted by size (see the module docs);
+/// `sysfs` gives the data-cache sizes of L1, L2, ... for the check.
+pub fn detect_levels(points: &[CurvePoint], sysfs: &[u64]) -> Vec<CacheLevel> {
+    if points.len() < 2 {
+        return Vec::new();
+    }
+    // Median-of-3 smoothing removes single-point glitches (a sample run
+    // disturbed by another process) without moving real transitions,
+    // which span at least two points.
+    let smooth: Vec<CurvePoint> = (0..points.len())
+        .map(|i| {
+            let mut p = points[i].clone();
+            if i > 0 && i + 1 < points.len() {
+                let mut w = [points[i - 1].ns, points[i].ns, points[i + 1].ns];
+                w.sort_by(f64::total_cmp);
+                p.ns = w[1];
+            }
+            p
+        })
+        .collect();
+    let points = &smooth[..];
+    // Split into plateaus: indices [start, end].
+    let mut plateaus: Vec<(usize, usize)> = Vec::new();
+    let mut start = 0;
+    for i in 1..points.len() {
+        let rise = points[i].ns / points[i - 1].ns;
+        let drift = points[i].ns / points[start].ns;
+        if rise > RISE || drift > DRIFT {
+            plateaus.push((start, i - 1));
+            start = i;
+        }
+    }
+    plateaus.push((start, points.len() - 1));
+    // A level spans at least an octave of sizes; shorter flat runs are
+    // steps inside a transition.
+    let kept: Vec<(usize, usize)> = plateaus
+        .into_iter()
+        .filter(|&(a, b)| points[b].bytes >= 2 * points[a].bytes)
+        .collect();
+    let n = kept.len();
+    let medians: Vec<f64> = kept
+        .iter()
+        .map(|&(a, b)| {
+            let ns: Vec<f64> = points[a..=b].iter().map(|p| p.ns).collect();
+            crate::stats::median(&ns)
+        })
+        .collect();
+    kept.iter()
+        .enumerate()
+        .map(|(k, &(a, b))| {
+            let last = k + 1 == n;
+            let next = (!last)
+                .then(|| points.get(b + 1).map(|p| p.bytes))
+                .flatten();
+            let capacity_bytes = (!last).then(|| {
+                let mid = (medians[k] * medians[k + 1]).sqrt();
+                crossing(&points[a..], mid)
+            });
+            let capacity_bytes = capacity_bytes.flatten();
+            let sysfs_bytes = if last { None } else { sysfs.get(k).copied() };
+            let consistent = sysfs_bytes.zip(capacity_bytes).map(|(s, c)| {
+                let r = s as f64 / c as f64;
+                (0.5..=2.0).contains(&r)
+            });
+            CacheLevel {
+                name: if last {
+                    "memory".into()
+                } else {
+                    format!("L{}", k + 1)
+                },
+                ns: medians[k],
+                first_bytes: points[a].bytes,
+                last_bytes: points[b].bytes,
+                next_bytes: next,
+                capacity_bytes,
+                sysfs_bytes,
+                consistent,
+                thp: points[a].thp,
+            }
+        })
+        .collect()
+}
+
+/// The size where the curve first rises through `level` ns, interpolated
+/// linearly in log(size) between the two points around the crossing.
+fn crossing(points: &[CurvePoint], level: f64) -> Option<u64> {
+    points.windows(2).find_map(|w| {
+        let (p, q) = (&w[0], &w[1]);
+        (p.ns < level && q.ns >= level).then(|| {
+            let f = (level - p.ns) / (q.ns - p.ns);
+            let lp = (p.bytes as f64).ln();
+            let lq = (q.bytes as f64).ln();
+            (lp + f * (lq - lp)).exp().round() as u64
+        })
+    })
+}
+
+/// Working-set sizes: powers of two (quick) or `per_octave` steps per
+/// octave, rounded to whole cache lines.
+pub fn sizes(per_octave: u32, line: u64) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut e = 0u32;
+    loop {
+        let v = MIN_BYTES as f64 * 2f64.powf(e as f64 / per_octave as f64);
+        let b = ((v / line as f64).round() as u64).max(1) * line;
+        if b > MAX_BYTES {
+            break;
+        }
+        if out.last() != Some(&b) {
+            out.push(b);
+        }
+        e += 1;
+    }
+    out
+}
+
+/// xorshift64* (Vigna): a fixed-seed generator for the permutations.
+#[derive(Debug)]
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (((self.next() >> 32) * n as u64) >> 32) as usize
+    }
+}
+
+/// A random cyclic permutation of `0..n` (Sattolo): one cycle through all.
+pub fn sattolo(n: usize, seed: u64) -> Vec<u32> {
+    let mut v: Vec<u32> = (0..n as u32).collect();
+    let mut rng = XorShift(seed | 1);
+    for i in (1..n).rev() {
+        let j = rng.below(i);
+        v.swap(i, j);
+    }
+    v
+}
+
+/// An anonymous mapping aligned to 2 MiB; unmapped on drop.
+#[derive(Debug)]
+pub(crate) struct Region {
+    base: *mut u8,
+    map_len: usize,
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Region {
+    /// Maps `len` bytes; `thp` advises huge pages on or off.
+    pub(crate) fn new(len: usize, thp: bool) -> Option<Region> {
+        let map_len = len + HUGE;
+        // SAFETY: anonymous private mapping, no fd; checked for MAP_FAILED.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return None;
+        }
+        let base = base.cast::<u8>();
+        let off = (HUGE - (base as usize % HUGE)) % HUGE;
+        // SAFETY: off < HUGE, so ptr..ptr+len lies inside the mapping.
+        let ptr = unsafe { base.add(off) };
+        let advice = if thp {
+            libc::MADV_HUGEPAGE
+        } else {
+            libc::MADV_NOHUGEPAGE
+        };
+        // SAFETY: advising a range of our own mapping.
+        unsafe { libc::madvise(ptr.cast(), len, advice) };
+        Some(Region {
+            base,
+            map_len,
+            ptr,
+            len,
+        })
+    }
+
+    /// Writes every byte once (first touch happens here, not in a sample).
+    pub(crate) fn pretouch(&mut self) {
+        // SAFETY: ptr..ptr+len is our writable mapping.
+        unsafe { std::ptr::write_bytes(self.ptr, 0, self.len) };
+    }
+
+    /// The usable start.
+    pub(crate) fn ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    /// `AnonHugePages` of this mapping from `/proc/self/smaps`, bytes.
+    pub(crate) fn huge_bytes(&self) -> u64 {
+        let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
+            return 0;
+        };
+        let mut inside = false;
+        let mut total = 0;
+        for line in smaps.lines() {
+            let first = line.split_whitespace().next().unwrap_or("");
+            if let Some((a, b)) = first.split_once('-') {
+                if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16))
+                {
+                    let base = self.base as usize;
+                    inside = a < base + self.map_len && b > base;
+                    continue;
+                }
+            }
+            if inside && line.starts_with("AnonHugePages:") {
+                total += line
+                    .split_whitespace()
+                    .nth(1)
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .unwrap_or(0)
+                    * 1024;
+            }
+        }
+        total
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the mapping made in `new`.
+        unsafe { libc::munmap(self.base.cast(), self.map_len) };
+    }
+}
+
+/// Links the first `size` bytes of `r` into one random cycle of lines;
+/// returns the start node.
+fn link(r: &mut Region, size: u64, line: u64, seed: u64) -> *const usize {
+    let n = (size / line) as usize;
+    let perm = sattolo(n, seed);
+    let base = r.ptr();
+    for i in 0..n {
+        let from = perm[i] as usize;
+        let to = perm[(i + 1) % n] as usize;
+        // SAFETY: from, to < n and n * line <= r.len(); lines are 8-aligned.
+        unsafe {
+            let p = base.add(from * line as usize).cast::<usize>();
+            p.write(base.add(to * line as usize) as usize);
+        }
+    }
+    base.cast::<usize>()
+}
+
+/// Follows `steps` links from `p` (8 per loop iteration).
+///
+/// # Safety
+/// `p` must start a cycle of valid pointers made by [`link`].
+#[inline(never)]
+unsafe fn chase(mut p: *const usize, steps: u64) -> *const usize {
+    for _ in 0..steps / 8 {
+        // SAFETY: every node holds the address of another node (caller).
+        unsafe {
+            p = *p as *const usize;
+            p = *p as *const usize;
+            p = *p as *const usize;
+            p = *p as *const usize;
+            p = *p as *const usize;
+            p = *p as *const usize;
+            p = *p as *const usize;
+            p = *p as *const usize;
+        }
+    }
+    p
+}
+
+/// A measured point with its samples.
+#[derive(Debug)]
+struct Measured {
+    point: CurvePoint,
+    samples: Vec<f64>,
+    cpu_s: f64,
+}
+
+fn curve(ctx: &Ctx, thp: bool, sizes: &[u64], line: u64) -> (Vec<Measured>, u64) {
+    let max = *sizes.last().unwrap_or(&MAX_BYTES);
+    let Some(mut region) = Region::new(max as usize, thp) else {
+        return (Vec::new(), 0);
+    };
+    region.pretouch();
+    let huge = region.huge_bytes();
+    let per_point = ctx.budget(Duration::from_millis(300));
+    // Short samples, many of them: a time slice lost to another process
+    // spoils one sample, which the outlier rule and the median discard.
+    let sample_ns: f64 = 1e6;
+    let mut out = Vec::new();
+    for (i, &size) in sizes.iter().enumerate() {
+        if super::cleanup::interrupted().is_some() {
+            break;
+        }
+        let start = link(&mut region, size, line, 0x9E37_79B9_7F4A_7C15 ^ size);
+        // Warm-up pass (discarded) and calibration of the chase length.
+        let warm = (size / line).clamp(1 << 12, 1 << 18);
+        let t0 = super::stats::start();
+        // SAFETY: start heads a cycle made by link.
+        std::hint::black_box(unsafe { chase(start, warm) });
+        let per = ticks_ns(t0, takt_sched::tsc_end()) / warm as f64;
+        let steps = ((sample_ns / per.max(0.1)) as u64).clamp(1 << 12, 1 << 26);
+        let mut p = start;
+        let (samples, cpu_s) = collect(0, 15, 2000, per_point, || {
+            let t0 = super::stats::start();
+            // SAFETY: p stays on the cycle made by link.
+            p = unsafe { chase(p, steps) };
+            std::hint::black_box(p);
+            ticks_ns(t0, takt_sched::tsc_end()) / (steps / 8 * 8) as f64
+        });
+        let cleaned = super::stats::tukey_far_out(&samples);
+        let ns = crate::stats::median(&cleaned.kept);
+        if i % 4 == 0 || size == max {
+            ctx.progress(&format!(
+                "latency thp={} {}: {ns:.2} ns",
+                if thp { "on" } else { "off" },
+                human(size)
+            ));
+        }
+        out.push(Measured {
+            point: CurvePoint {
+                bytes: size,
+                ns,
+                thp,
+            },
+            samples,
+            cpu_s,
+        });
+    }
+    (out, huge)
+}
+
+/// Estimate of a level's latency from documented load-to-use latencies.
+fn level_estimate(desc: &Description, name: &str, ghz: f64, thp: bool) -> Estimate {
+    let intel = desc.cpu.vendor == "GenuineIntel";
+    let vm = desc.hypervisor.is_some();
+    match name {
+        "L1" => {
+            let c = if intel { 5.0 } else { 4.0 };
+            Estimate::new(
+                c / ghz,
+                format!("documented L1 load-to-use {c} cycles at {ghz:.2} GHz"),
+            )
+        }
+        "L2" => Estimate::new(
+            14.0 / ghz,
+            format!("documented L2 latency 14 cycles at {ghz:.2} GHz"),
+        ),
+        "L3" => {
+            let c = if intel { 60.0 } else { 46.0 };
+            Estimate::new(
+                c / ghz,
+                format!("documented L3 latency ~{c} cycles at {ghz:.2} GHz (plus TLB misses beyond the TLB reach)"),
+            )
+        }
+        _ => {
+            let walk = match (vm, thp) {
+                (true, false) => 35.0,
+                (true, true) => 10.0,
+                (false, false) => 15.0,
+                (false, true) => 5.0,
+            };
+            Estimate::new(
+                85.0 + walk,
+                format!(
+                    "DRAM row miss ~85 ns + page walk {walk} ns ({} pages{})",
+                    if thp { "2 MiB" } else { "4 KiB" },
+                    if vm {
+                        ", two-dimensional walk under a hypervisor"
+                    } else {
+                        ""
+                    }
+                ),
+            )
+        }
+    }
+}
+
+pub(crate) fn run(ctx: &mut Ctx) {
+    let _pin = pin_current(0);
+    let line = ctx.desc.line_size() as u64;
+    let per_octave = match ctx.cfg.mode {
+        super::Mode::Quick => 2,
+        super::Mode::Default => 4,
+        super::Mode::Full => 6,
+    };
+    let sizes = sizes(per_octave, line);
+    let sysfs: Vec<u64> = (1..=4)
+        .filter_map(|l| ctx.desc.data_cache(l).map(|c| c.size_bytes))
+        .collect();
+    let ghz = ctx.core_ghz();
+    let thp_mode = ctx.desc.thp.clone();
+    let mut all_levels: Vec<(bool, Vec<CacheLevel>)> = Vec::new();
+    let mut huge_used = false;
+    for thp in [false, true] {
+        let (measured, huge) = curve(ctx, thp, &sizes, line);
+        if measured.is_empty() {
+            ctx.skip("mem_latency", format!("cannot map {} MiB", MAX_BYTES >> 20));
+            return;
+        }
+        huge_used |= thp && huge > 0;
+        if thp && huge == 0 {
+            ctx.doc.note(format!(
+                "latency with THP: no huge pages were used (THP mode {thp_mode}); the THP curve is a 4 KiB-page curve"
+            ));
+        }
+        let points: Vec<CurvePoint> = measured.iter().map(|m| m.point.clone()).collect();
+        let levels = detect_levels(&points, &sysfs);
+        ctx.latency_series.push(Series {
+            label: format!(
+                "{} ({} MiB in huge pages)",
+                if thp {
+                    "MADV_HUGEPAGE"
+                } else {
+                    "MADV_NOHUGEPAGE"
+                },
+                huge >> 20
+            ),
+            points: points.iter().map(|p| (p.bytes as f64, p.ns)).collect(),
+        });
+        ctx.latency_curve.extend(points.iter().cloned());
+        let published = |name: &str| match name {
+            "L1" => Some(3.22),
+            "L2" => Some(7.17),
+            "L3" => Some(25.06),
+            "memory" => Some(68.02),
+            _ => None,
+        };
+        for level in &levels {
+            // The representative point: the plateau's geometric middle.
+            let mid = ((level.first_bytes as f64) * (level.last_bytes as f64)).sqrt();
+            let Some(m) = measured
+                .iter()
+                .filter(|m| m.point.bytes >= level.first_bytes && m.point.bytes <= level.last_bytes)
+                .min_by(|a, b| {
+                    ((a.point.bytes as f64).ln() - mid.ln())
+                        .abs()
+                        .total_cmp(&((b.point.bytes as f64).ln() - mid.ln()).abs())
+                })
+            else {
+                continue;
+            };
+            let mut s = Sampled::new(
+                "mem_latency",
+                "ns",
+                Better::Lower,
+                "random-permutation pointer chase (one dependent load per cache line), pinned, pre-touched, warm-up discarded",
+            )
+            .param("level", level.name.as_str())
+            .param("thp", thp)
+            .estimate(level_estimate(&ctx.desc, &level.name, ghz, thp))
+            .extra("working_set_bytes", m.point.bytes)
+            .extra("huge_page_bytes", huge)
+            .extra("level", json!(level))
+            .with_samples(m.samples.clone(), m.cpu_s);
+            if let Some(p) = published(&level.name) {
+                s = s.published(p);
+            }
+            ctx.push(s);
+        }
+        all_levels.push((thp, levels));
+    }
+    // Report the huge-page levels when huge pages were used (fewer TLB
+    // effects blur the transitions), else the 4 KiB ones.
+    let pick_thp = huge_used;
+    ctx.levels = all_levels
+        .into_iter()
+        .find(|(thp, _)| *thp == pick_thp)
+        .map(|(_, l)| l)
+        .unwrap_or_default();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A synthetic curve: plateaus at 1.2 / 3.8 / 15 / 110 ns with caches
+    /// of 48 KiB, 1 MiB and 32 MiB and one-step smooth transitions.
+    fn synthetic(per_octave: u32) -> Vec<CurvePoint> {
+        sizes(per_octave, 64)
+            .into_iter()
+            .map(|b| {
+                let lat = |b: u64| -> f64 {
+                    if b <= 48 << 10 {
+                        1.2
+                    } else if b <= 1 << 20 {
+                        3.8
+                    } else if b <= 32 << 20 {
+                        15.0
+                    } else {
+                        110.0
+                    }
+                };
+                // Past a capacity, part of the set still hits: blend.
+                let ns = if b > 48 << 10 && b <= 64 << 10 {
+                    2.0
+                } else {
+                    lat(b)
+                };
+                CurvePoint {
+                    bytes: b,
+                    ns,
+                    thp: true,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn detects_three_caches_and_memory() {
+        let sysfs = [48 << 10, 1 << 20, 32 << 20];
+        for per_octave in [1, 2, 4] {
+            let levels = detect_levels(&synthetic(per_octave), &sysfs);
+            let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
+            assert_eq!(
+                names,
+                ["L1", "L2", "L3", "memory"],
+                "per_octave {per_octave}"
+            );
+            assert!((levels[0].ns - 1.2).abs() < 1e-9);
+            assert!((levels[3].ns - 110.0).abs() < 1e-9);
+            for l in &levels[..3] {
+                assert_eq!(l.consistent, Some(true), "{l:?}");
+            }
+            assert_eq!(levels[3].consistent, None);
+        }
+    }
+
+    #[test]
+    fn wrong_sysfs_size_is_flagged() {
+        let levels = detect_levels(&synthetic(2), &[48 << 10, 8 << 20, 32 << 20]);
+        assert_eq!(levels[1].consistent, Some(false));
+        assert!(levels[1].describe().contains("DISAGREES"));
+    }
+
+    #[test]
+    fn noise_within_tolerance_is_one_plateau() {
+        let pts: Vec<CurvePoint> = [1.0, 1.1, 0.95, 1.05, 1.2]
+            .iter()
+            .enumerate()
+            .map(|(i, &ns)| CurvePoint {
+                bytes: 1024 << i,
+                ns,
+                thp: false,
+            })
+            .collect();
+        let levels = detect_levels(&pts, &[]);
+        assert_eq!(levels.len(), 1);
+        assert_eq!(levels[0].name, "memory");
+    }
+
+    #[test]
+    fn slow_drift_splits_plateaus() {
+        // +20% per step never trips RISE but trips DRIFT after three steps.
+        let pts: Vec<CurvePoint> = (0..8)
+            .map(|i| CurvePoint {
+                bytes: 1024 << i,
+                ns: 1.2f64.powi(i),
+                thp: false,
+            })
+            .collect();
+        assert!(detect_levels(&pts, &[]).len() >= 2);
+    }
+
+    #[test]
+    fn sattolo_is_one_cycle() {
+        let n = 1000;
+        let p = sattolo(n, 42);
+        let mut seen = vec![false; n];
+        let mut i = 0usize;
+        for _ in 0..n {
+            assert!(!seen[i]);
+            seen[i] = true;
+            i = p[(p.iter().position(|&x| x as usize == i).unwrap() + 1) % n] as usize;
+        }
+        assert!(seen.iter().all(|&s| s));
+    }
+
+    #[test]
+    fn sizes_cover_the_range() {
+        let s = sizes(1, 64);
+        assert_eq!(s.first(), Some(&1024));
+        assert_eq!(s.last(), Some(&(512 << 20)));
+        assert_eq!(s.len(), 20);
+        let s2 = sizes(2, 64);
+        assert_eq!(s2.len(), 39);
+        assert!(s2.iter().all(|b| b % 64 == 0));
+    }
+
+    #[test]
+    fn chase_follows_a_small_cycle() {
+        let mut r = Region::new(64 * 1024, false).unwrap();
+        r.pretouch();
+        let start = link(&mut r, 4096, 64, 7);
+        // 64 nodes in one cycle: 64 steps come back to the start.
+        // SAFETY: start heads a cycle made by link.
+        let end = unsafe { chase(start, 64) };
+        assert_eq!(end, start);
+        // SAFETY: as above.
+        let mid = unsafe { chase(start, 8) };
+        assert_ne!(mid, start);
+    }
+}

@@ -1,0 +1,7 @@
+//! (in progress)
+use super::Ctx;
+
+#[allow(dead_code)]
+pub(crate) fn run(ctx: &mut Ctx) {
+    ctx.skip("pagefault", "not implemented in this build");
+}

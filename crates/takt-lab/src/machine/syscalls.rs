@@ -1,0 +1,218 @@
+//! System calls (report §3.4): `getpid` through the raw `syscall`
+//! instruction (glibc no longer caches it, but the raw instruction leaves no
+//! doubt), `getcwd` through libc, and lmbench's null-I/O set: read one byte
+//! of `/dev/zero`, write one byte to `/dev/null`, `stat("/")`, and
+//! `open`+`close` of `/dev/null`.
+//!
+//! Each sample is the mean over a batch of calls between one pair of fenced
+//! TSC reads, on a pinned thread.
+
+use std::ffi::CString;
+use std::time::Duration;
+
+use super::stats::{collect, ticks_ns, Estimate, Sampled};
+use super::timer::pin_current;
+use super::Ctx;
+use crate::result::Better;
+
+/// Calls per sample.
+const BATCH: u64 = 200;
+
+/// `getpid` via the `syscall` instruction.
+#[inline(always)]
+fn raw_getpid() -> i64 {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    {
+        let ret: i64;
+        // SAFETY: syscall 39 (getpid) takes no arguments and has no memory
+        // effects; the kernel clobbers rcx and r11.
+        unsafe {
+            core::arch::asm!(
+                "syscall",
+                inlateout("rax") libc::SYS_getpid => ret,
+                lateout("rcx") _,
+                lateout("r11") _,
+                options(nostack, preserves_flags),
+            );
+        }
+        ret
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+    {
+        // SAFETY: getpid has no preconditions.
+        unsafe { libc::getpid() as i64 }
+    }
+}
+
+fn batch(f: &mut dyn FnMut()) -> f64 {
+    let t0 = super::stats::start();
+    for _ in 0..BATCH {
+        f();
+    }
+    let t1 = takt_sched::tsc_end();
+    ticks_ns(t0, t1) / BATCH as f64
+}
+
+pub(crate) fn run(ctx: &mut Ctx) {
+    let _pin = pin_current(0);
+    let ghz = ctx.core_ghz();
+    let budget = ctx.budget(Duration::from_millis(1500));
+    let mitig = ctx.desc.entry_mitigations();
+    // Hardware: SYSCALL + SYSRET ~70 cycles together; kernel entry/exit
+    // code (register save, pt_regs, return checks) ~100 cycles; each
+    // active entry mitigation (PTI CR3 switch, IBRS/IBPB, SRSO safe-ret,
+    // buffer clearing) ~150 cycles more.
+    let base_cycles = 170.0 + 150.0 * mitig.len() as f64;
+    let mitig_txt = if mitig.is_empty() {
+        "no entry mitigations".to_string()
+    } else {
+        format!("entry mitigations: {}", mitig.join(", "))
+    };
+    let est = |extra: f64, what: &str| {
+        Estimate::new(
+            (base_cycles + extra) / ghz,
+            format!(
+                "SYSCALL+SYSRET 70 + entry/exit 100 + 150 per entry mitigation ({mitig_txt}) + {what} {extra} cycles, at {ghz:.2} GHz"
+            ),
+        )
+    };
+
+    let (s, cpu) = collect(5, 30, 3000, budget, || {
+        batch(&mut || {
+            std::hint::black_box(raw_getpid());
+        })
+    });
+    ctx.push(
+        Sampled::new(
+            "syscall_getpid",
+            "ns",
+            Better::Lower,
+            "getpid through the raw `syscall` instruction, 200 per fenced-TSC sample",
+        )
+        .estimate(est(10.0, "getpid body"))
+        .published(54.7408)
+        .with_samples(s, cpu),
+    );
+
+    let mut buf = vec![0u8; 4096];
+    let (s, cpu) = collect(5, 30, 3000, budget, || {
+        batch(&mut || {
+            // SAFETY: buf is a valid writable buffer of buf.len() bytes.
+            std::hint::black_box(unsafe { libc::getcwd(buf.as_mut_ptr().cast(), buf.len()) });
+        })
+    });
+    ctx.push(
+        Sampled::new(
+            "syscall_getcwd",
+            "ns",
+            Better::Lower,
+            "getcwd through libc, 200 per fenced-TSC sample",
+        )
+        .estimate(est(150.0, "d_path walk and copy-out"))
+        .published(180.0702)
+        .with_samples(s, cpu),
+    );
+
+    let zero = CString::new("/dev/zero").expect("no NUL");
+    let null = CString::new("/dev/null").expect("no NUL");
+    let root = CString::new("/").expect("no NUL");
+    // SAFETY: valid NUL-terminated paths; the fds are closed below.
+    let (zfd, nfd) = unsafe {
+        (
+            libc::open(zero.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC),
+            libc::open(null.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC),
+        )
+    };
+    if zfd < 0 || nfd < 0 {
+        ctx.skip("syscall_read", "cannot open /dev/zero or /dev/null");
+    } else {
+        let mut byte = [0u8; 1];
+        let (s, cpu) = collect(5, 30, 3000, budget, || {
+            batch(&mut || {
+                // SAFETY: zfd is open; byte is a valid 1-byte buffer.
+                std::hint::black_box(unsafe { libc::read(zfd, byte.as_mut_ptr().cast(), 1) });
+            })
+        });
+        ctx.push(
+            Sampled::new(
+                "syscall_read",
+                "ns",
+                Better::Lower,
+                "read 1 byte from /dev/zero (lmbench `lat_syscall read`), 200 per sample",
+            )
+            .estimate(est(120.0, "fdget + VFS read + 1-byte copy"))
+            .with_samples(s, cpu),
+        );
+        let (s, cpu) = collect(5, 30, 3000, budget, || {
+            batch(&mut || {
+                // SAFETY: nfd is open; byte is a valid 1-byte buffer.
+                std::hint::black_box(unsafe { libc::write(nfd, byte.as_ptr().cast(), 1) });
+            })
+        });
+        ctx.push(
+            Sampled::new(
+                "syscall_write",
+                "ns",
+                Better::Lower,
+                "write 1 byte to /dev/null (lmbench `lat_syscall write`), 200 per sample",
+            )
+            .estimate(est(80.0, "fdget + VFS write"))
+            .with_samples(s, cpu),
+        );
+    }
+    for fd in [zfd, nfd] {
+        if fd >= 0 {
+            // SAFETY: fd was opened above and is closed once.
+            unsafe { libc::close(fd) };
+        }
+    }
+
+    let (s, cpu) = collect(5, 30, 3000, budget, || {
+        batch(&mut || {
+            // SAFETY: zeroed stat is a valid out-buffer; root is NUL-terminated.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            // SAFETY: as above.
+            std::hint::black_box(unsafe { libc::stat(root.as_ptr(), &mut st) });
+        })
+    });
+    ctx.push(
+        Sampled::new(
+            "syscall_stat",
+            "ns",
+            Better::Lower,
+            "stat(\"/\") (lmbench `lat_syscall stat` on a cached path), 200 per sample",
+        )
+        .estimate(est(
+            350.0,
+            "path lookup of one component + copy of struct stat",
+        ))
+        .with_samples(s, cpu),
+    );
+
+    let (s, cpu) = collect(5, 30, 3000, budget, || {
+        batch(&mut || {
+            // SAFETY: null is NUL-terminated; the fd is closed right away.
+            unsafe {
+                let fd = libc::open(null.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+                if fd >= 0 {
+                    libc::close(fd);
+                }
+            }
+        })
+    });
+    ctx.push(
+        Sampled::new(
+            "syscall_open_close",
+            "ns",
+            Better::Lower,
+            "open(\"/dev/null\") + close (lmbench `lat_syscall open`), 200 pairs per sample",
+        )
+        .estimate(Estimate::new(
+            (2.0 * base_cycles + 1200.0) / ghz,
+            format!(
+                "two syscalls ({base_cycles} cycles each incl. {mitig_txt}) + path walk, struct file allocation and release ~1200 cycles, at {ghz:.2} GHz"
+            ),
+        ))
+        .with_samples(s, cpu),
+    );
+}
