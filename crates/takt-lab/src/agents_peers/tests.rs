@@ -139,7 +139,7 @@ fn invalid_parameters_are_precise_errors() {
         "invalid customer_ring parameters: tokens (M = 6) must not exceed agents (N = 5): \
          token j starts at agent j*N/M, one token per agent at most"
     );
-    for leaves in [0, 2, 11, 999, 1_000_001] {
+    for leaves in [0, 2, 11, 999, 1_000_001, u64::MAX] {
         assert_eq!(
             invalid(PeerBench::Skynet { leaves }),
             format!(
@@ -148,10 +148,8 @@ fn invalid_parameters_are_precise_errors() {
         );
     }
     assert_eq!(
-        invalid(PeerBench::Skynet {
-            leaves: 100_000_000
-        }),
-        "invalid skynet parameters: leaves must be at most 10000000 (11111111 actors), got 100000000"
+        invalid(PeerBench::Skynet { leaves: 10_000_000 }),
+        "invalid skynet parameters: leaves must be at most 1000000 (1111111 actors), got 10000000"
     );
 }
 
