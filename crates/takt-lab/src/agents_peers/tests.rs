@@ -68,24 +68,27 @@ fn skynet_every_peer_checks_its_sum() {
 #[test]
 fn runs_leave_no_threads_behind() {
     let before = thread_count();
-    for peer in Peer::ALL {
-        for bench in [
-            PeerBench::PingPong {
-                messages: 100,
-                cross_thread: true,
-            },
-            PeerBench::CustomerRing {
-                agents: 10,
-                tokens: 2,
-            },
-            PeerBench::Skynet { leaves: 10 },
-        ] {
-            assert_plausible(peer, &bench);
+    for _ in 0..3 {
+        for peer in Peer::ALL {
+            for bench in [
+                PeerBench::PingPong {
+                    messages: 100,
+                    cross_thread: true,
+                },
+                PeerBench::CustomerRing {
+                    agents: 10,
+                    tokens: 2,
+                },
+                PeerBench::Skynet { leaves: 10 },
+            ] {
+                assert_plausible(peer, &bench);
+            }
         }
     }
-    // Other tests of this binary may run threads concurrently; what matters
-    // is that 12 runs, several of them with extra threads, did not each leave
-    // one behind. /proc is Linux-only.
+    // Other tests of this binary may run threads concurrently (hence the
+    // slack); what matters is that 36 runs, 12 of them making two threads
+    // each, did not leave theirs behind (that would be 24 threads or more).
+    // /proc is Linux-only.
     if let (Some(before), Some(after)) = (before, thread_count()) {
         assert!(
             after <= before + 8,
