@@ -12,6 +12,11 @@
 //! | [`Ractor`](Peer::Ractor) | `ractor` 0.16 | tokio current-thread runtime | tokio multi-thread runtime, 2 workers |
 //! | [`Crossbeam`](Peer::Crossbeam) | `crossbeam-channel` 0.5 | loops on the calling thread | two threads made by [`takt_sched::ThreadSpec`] |
 //!
+//! The `peers` cargo feature of takt-lab (and of the `takt` binary) compiles
+//! this module in and is on by default; `--no-default-features` leaves actix,
+//! kameo, ractor and tokio out of lean builds. kameo 0.22 needs Rust 1.88, so
+//! the default build does too; a lean build keeps the workspace's minimum.
+//!
 //! [`run_once`] builds the peer's runtime, runs **one** measured repetition of
 //! one [`PeerBench`] and tears everything down again (every actor stopped and
 //! accounted for, every runtime and thread it made gone) before it returns. The
