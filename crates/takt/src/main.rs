@@ -4,6 +4,7 @@
 //! command, 2 for bad usage) and treats a closed stdout as success.
 
 mod args;
+mod cmd_bench;
 mod cmd_sched;
 
 use clap::{Parser, Subcommand};
@@ -21,12 +22,16 @@ struct Cli {
 enum Command {
     /// Apply a scheduler setting to a thread and show what the kernel accepted.
     Sched(cmd_sched::SchedCmd),
+    /// Run a benchmark suite.
+    #[command(subcommand)]
+    Bench(cmd_bench::BenchCmd),
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Sched(c) => cmd_sched::run(c),
+        Command::Bench(c) => cmd_bench::run(c),
     };
     if let Err(e) = result {
         eprintln!("takt: {e}");
@@ -52,5 +57,25 @@ mod tests {
         assert!(bad.to_string().contains("needs prio"), "{bad}");
         let bad = Cli::try_parse_from(["takt", "sched", "--cpus", "x"]).unwrap_err();
         assert!(bad.to_string().contains("invalid CPU set"), "{bad}");
+    }
+
+    #[test]
+    fn bench_agents_flags() {
+        let cli = Cli::try_parse_from([
+            "takt", "bench", "agents", "--quick", "--json", "--peers", "--spin", "0", "--cpus",
+            "0-1", "--sched", "batch", "--runs", "7",
+        ])
+        .unwrap();
+        let Command::Bench(cmd_bench::BenchCmd::Agents(a)) = cli.command else {
+            panic!("parsed as another command");
+        };
+        assert!(a.out.quick && a.out.json && a.peers);
+        assert_eq!(a.runs, 7);
+        assert_eq!(a.spin.spin, takt_sched::SpinBudget::NONE);
+        let bad = Cli::try_parse_from(["takt", "bench", "agents", "--runs", "3"]).unwrap_err();
+        assert!(bad.to_string().contains("3"), "{bad}");
+        let bad = Cli::try_parse_from(["takt", "bench", "agents", "--spin", "fast"]).unwrap_err();
+        assert!(bad.to_string().contains("spin budget"), "{bad}");
+        assert!(Cli::try_parse_from(["takt", "bench"]).is_err());
     }
 }

@@ -1,0 +1,127 @@
+//! Counters: per agent and per dispatcher.
+//!
+//! Counters that only the thread running an agent writes are bumped with a
+//! plain load and store (no read-modify-write); counters written by senders
+//! use `fetch_add`. All are `Relaxed`: a snapshot is eventually consistent,
+//! never torn per counter, and is not a synchronization point.
+
+use std::time::Duration;
+
+use takt_sched::sync::{AtomicU64, Ordering};
+
+use crate::AgentId;
+
+/// Per-agent counters, laid out hot first.
+#[derive(Default)]
+pub(crate) struct AgentCounters {
+    /// Owner: messages queued from the agent's own thread.
+    pub(crate) enq_local: AtomicU64,
+    /// Owner: events taken from the queue (handled, unhandled or dead).
+    pub(crate) dequeued: AtomicU64,
+    /// Owner: messages a handler ran for.
+    pub(crate) handled: AtomicU64,
+    /// Senders (RMW): messages queued from other threads.
+    pub(crate) enq_remote: AtomicU64,
+    /// Owner: messages with no handler in the current state.
+    pub(crate) unhandled: AtomicU64,
+    /// RMW: messages that reached the agent after it finished or were torn down.
+    pub(crate) undelivered: AtomicU64,
+    /// RMW: messages over a limit (dropped, redirected, transformed).
+    pub(crate) overflow: AtomicU64,
+    /// Owner: invalid state changes (unknown state, endless hook chains).
+    pub(crate) bad_state: AtomicU64,
+    /// Owner: TSC ticks spent in handlers (when timing is on).
+    pub(crate) handler_ticks: AtomicU64,
+}
+
+impl AgentCounters {
+    pub(crate) fn snapshot(&self, id: AgentId, type_name: &'static str) -> AgentStats {
+        let r = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let enq = r(&self.enq_local) + r(&self.enq_remote);
+        let deq = r(&self.dequeued);
+        AgentStats {
+            id,
+            agent_type: type_name,
+            queued: enq.saturating_sub(deq),
+            handled: r(&self.handled),
+            unhandled: r(&self.unhandled),
+            undelivered: r(&self.undelivered),
+            overflow: r(&self.overflow),
+            bad_state_changes: r(&self.bad_state),
+            time_in_handlers: Duration::from_nanos(
+                takt_sched::clock().ticks_to_ns(r(&self.handler_ticks)),
+            ),
+        }
+    }
+}
+
+/// A snapshot of one agent's counters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentStats {
+    /// The agent.
+    pub id: AgentId,
+    /// Its Rust type.
+    pub agent_type: &'static str,
+    /// Messages sent to it and not yet taken from its queue (approximate
+    /// while traffic flows).
+    pub queued: u64,
+    /// Messages a handler ran for.
+    pub handled: u64,
+    /// Messages with no handler in the state they arrived in.
+    pub unhandled: u64,
+    /// Messages that arrived after it finished, or were torn down in a queue.
+    pub undelivered: u64,
+    /// Messages over a configured limit.
+    pub overflow: u64,
+    /// Rejected state changes.
+    pub bad_state_changes: u64,
+    /// Time spent in its handlers (zero unless `Config::handler_timing`).
+    pub time_in_handlers: Duration,
+}
+
+/// Per-worker-thread counters.
+#[derive(Default)]
+pub(crate) struct WorkerCounters {
+    /// Owner: events run.
+    pub(crate) events: AtomicU64,
+    /// Owner: times the thread slept in the kernel.
+    pub(crate) parks: AtomicU64,
+    /// Senders (RMW): wake-ups sent to a sleeping thread.
+    pub(crate) wakeups: AtomicU64,
+    /// Owner: TSC ticks between leaving and entering idle.
+    pub(crate) busy_ticks: AtomicU64,
+    /// Owner: events found in the queues at stop and discarded.
+    pub(crate) discarded: AtomicU64,
+}
+
+/// A snapshot of a dispatcher's counters (summed over its threads).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DispatcherStats {
+    /// The dispatcher's name.
+    pub name: String,
+    /// Its kind (`one_thread`, `thread_pool`, ...).
+    pub kind: &'static str,
+    /// Threads it has started (alive or finished).
+    pub threads: usize,
+    /// Events run.
+    pub events: u64,
+    /// Times a thread went to sleep after its spin budget.
+    pub parks: u64,
+    /// Wake-ups senders had to send.
+    pub wakeups: u64,
+    /// Time its threads spent out of idle.
+    pub busy: Duration,
+    /// Events discarded when its threads stopped.
+    pub discarded: u64,
+}
+
+impl WorkerCounters {
+    pub(crate) fn add_to(&self, s: &mut DispatcherStats) {
+        let r = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        s.events += r(&self.events);
+        s.parks += r(&self.parks);
+        s.wakeups += r(&self.wakeups);
+        s.busy += Duration::from_nanos(takt_sched::clock().ticks_to_ns(r(&self.busy_ticks)));
+        s.discarded += r(&self.discarded);
+    }
+}
