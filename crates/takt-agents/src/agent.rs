@@ -29,7 +29,7 @@ use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use takt_sched::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use takt_sched::sync::{AtomicBool, AtomicU64, Ordering};
 
 use crate::coop::CoopShared;
 use crate::dispatcher::pool::PoolShared;
@@ -37,7 +37,7 @@ use crate::envelope::{take, Envelope, EventFn, Op, Payload, REF_TAG};
 use crate::limits::Limits;
 use crate::queue::MpscQueue;
 use crate::state::Behaviour;
-use crate::stats::AgentCounters;
+use crate::stats::{agent_snapshot, LazyCold};
 use crate::worker::{self, WorkerShared};
 use crate::{trace, Ctx, Definer, State};
 
@@ -103,20 +103,30 @@ impl<T: Copy> OwnerCell<T> {
     }
 }
 
-/// Pool flag values for `PoolSink::sched`.
-pub(crate) const IDLE: u32 = 0;
-/// Scheduled on (or running in) the pool; only the holder runs the agent.
-pub(crate) const SCHEDULED: u32 = 1;
-
 /// Where a pool-bound agent's events wait.
+///
+/// `pending` counts events pushed and not yet consumed; it is the agent's
+/// scheduling token. A sender pushes, then increments: the one that moves
+/// it from 0 hands the agent to the pool. The worker that runs the agent
+/// pops at most the `pending` it read, then subtracts what it popped; if
+/// the result is 0 the agent is idle again, otherwise the worker keeps the
+/// token and re-queues the agent. Both sides are read-modify-writes on one
+/// word, so the token passes without a lost or doubled hand-off.
 pub(crate) struct PoolSink {
     pub(crate) pool: Arc<PoolShared>,
     pub(crate) queue: MpscQueue<Envelope>,
-    /// IDLE or SCHEDULED. A sender that swaps IDLE→SCHEDULED hands the agent
-    /// to the pool; the worker stores IDLE (SeqCst) when the queue looks
-    /// empty and re-checks the queue (SeqCst), pairing with the sender's
-    /// SeqCst push-then-swap (Dekker).
-    pub(crate) sched: AtomicU32,
+    pub(crate) pending: AtomicU64,
+}
+
+impl PoolSink {
+    /// After a push: whether the caller took the token (and must hand the
+    /// agent to the pool).
+    #[inline]
+    pub(crate) fn take_token(&self) -> bool {
+        // AcqRel: Acquire sees the previous token holder's release of the
+        // agent; Release publishes the push to the next holder.
+        self.pending.fetch_add(1, Ordering::AcqRel) == 0
+    }
 }
 
 /// Where an agent's events go.
@@ -136,6 +146,12 @@ pub(crate) struct AgentVTable {
 }
 
 /// The type-independent part of a cell; first field of `AgentCell<A>`.
+///
+/// Layout: the cell is 64-byte aligned, and the fields the send path and
+/// the dispatch path touch for every message (`sink` through `coop`) fill
+/// its first cache line; the second holds the rest and the start of the
+/// agent value. A send therefore touches one line of its target, and
+/// prefetches the second for the dispatch that follows.
 #[repr(C)]
 pub(crate) struct Header {
     pub(crate) sink: Sink,
@@ -149,31 +165,36 @@ pub(crate) struct Header {
     pub(crate) state: OwnerCell<u16>,
     /// Priority (priority dispatcher), 0 = lowest.
     pub(crate) prio: u8,
-    /// Measure time in handlers (RuntimeConfig::handler_timing).
+    /// Measure time in handlers (Config::handler_timing).
     pub(crate) timing: bool,
     /// The agent's thread stops with it (active_obj).
     pub(crate) owns_worker: bool,
-    pub(crate) id: AgentId,
-    pub(crate) coop: Arc<CoopShared>,
-    pub(crate) stats: AgentCounters,
     pub(crate) limits: Option<Box<Limits>>,
+    /// Owner: messages queued from the agent's own thread.
+    pub(crate) enq_local: AtomicU64,
+    /// Owner: events taken from the queue (handled, unhandled or dead).
+    pub(crate) dequeued: AtomicU64,
+    /// The type's `&'static Behaviour<A>`, erased.
+    pub(crate) behaviour: *const (),
+    pub(crate) coop: Arc<CoopShared>,
     pub(crate) vt: &'static AgentVTable,
+    pub(crate) id: AgentId,
+    pub(crate) cold: LazyCold,
 }
 
 impl Header {
     /// Counts a message that reached a finished agent or a torn-down queue.
     #[cold]
     pub(crate) fn count_undelivered(&self) {
-        self.stats.undelivered.fetch_add(1, Ordering::Relaxed);
+        self.cold.get().undelivered.fetch_add(1, Ordering::Relaxed);
         self.coop.rt.undelivered.fetch_add(1, Ordering::Relaxed);
     }
 }
 
 /// An agent and its header.
-#[repr(C)]
+#[repr(C, align(64))]
 pub(crate) struct AgentCell<A: Agent> {
     pub(crate) hdr: Header,
-    pub(crate) behaviour: &'static Behaviour<A>,
     pub(crate) agent: UnsafeCell<A>,
 }
 
@@ -254,7 +275,7 @@ unsafe fn start<A: Agent>(op: Op, target: usize, _payload: *mut Payload) {
     // SAFETY: as in `deliver`.
     let cell = unsafe { &*((target & !REF_TAG) as *const AgentCell<A>) };
     cell.run(|agent, ctx| {
-        let init = cell.behaviour.initial;
+        let init = cell.behaviour().initial;
         cell.enter_chain(agent, ctx, None, init);
         agent.on_start(ctx);
     });
@@ -313,19 +334,27 @@ impl<A: Agent> AgentCell<A> {
         type_name: std::any::type_name::<A>,
     };
 
+    /// The agent type's compiled behaviour.
+    #[inline(always)]
+    pub(crate) fn behaviour(&self) -> &'static Behaviour<A> {
+        // SAFETY: set at registration from a `&'static Behaviour<A>`.
+        unsafe { &*(self.hdr.behaviour as *const Behaviour<A>) }
+    }
+
     /// Handles `msg` now, on the calling thread (which runs the agent).
     #[inline(always)]
     pub(crate) fn handle<M: Message>(&self, msg: M) {
         let h = &self.hdr;
-        h.stats.dequeued.bump();
+        h.dequeued.bump();
         if !h.alive.load(Ordering::Relaxed) {
+            h.cold.get().dead_dequeued.fetch_add(1, Ordering::Relaxed);
             h.count_undelivered();
             return;
         }
         if trace::active() {
             trace::deliver(h, std::any::type_name::<M>());
         }
-        match self.behaviour.lookup(h.state.get(), TypeId::of::<M>()) {
+        match self.behaviour().lookup(h.state.get(), TypeId::of::<M>()) {
             Some(e) => {
                 let mut msg = ManuallyDrop::new(msg);
                 let (f, invoke) = (e.f, e.invoke);
@@ -334,10 +363,9 @@ impl<A: Agent> AgentCell<A> {
                 self.run(|agent, ctx| unsafe {
                     invoke(f, agent, ctx, (&mut *msg as *mut M).cast::<u8>())
                 });
-                h.stats.handled.bump();
             }
             None => {
-                h.stats.unhandled.bump();
+                h.cold.get().unhandled.fetch_add(1, Ordering::Relaxed);
                 if trace::active() {
                     trace::unhandled(h, std::any::type_name::<M>());
                 }
@@ -367,14 +395,14 @@ impl<A: Agent> AgentCell<A> {
         }
         if h.timing {
             let dt = takt_sched::clock().now().saturating_sub(t0);
-            h.stats.handler_ticks.add(dt);
+            h.cold.get().handler_ticks.fetch_add(dt, Ordering::Relaxed);
         }
         h.running.set(false);
         std::mem::forget(guard);
     }
 
     fn parent(&self, s: u16) -> Option<u16> {
-        self.behaviour.states[s as usize].parent
+        self.behaviour().states[s as usize].parent
     }
 
     /// Enters `to` from ancestor `lca` (exclusive): `on_enter` outermost first.
@@ -390,7 +418,7 @@ impl<A: Agent> AgentCell<A> {
         }
         self.hdr.state.set(to);
         for &st in path[..n].iter().rev() {
-            if let Some(h) = self.behaviour.states[st as usize].on_enter {
+            if let Some(h) = self.behaviour().states[st as usize].on_enter {
                 h(agent, ctx);
             }
         }
@@ -408,7 +436,7 @@ impl<A: Agent> AgentCell<A> {
                 let mut s = Some(from);
                 while s != lca {
                     let Some(cur) = s else { break };
-                    if let Some(h) = self.behaviour.states[cur as usize].on_exit {
+                    if let Some(h) = self.behaviour().states[cur as usize].on_exit {
                         h(agent, ctx);
                     }
                     s = self.parent(cur);
@@ -420,11 +448,15 @@ impl<A: Agent> AgentCell<A> {
                 None => return,
             }
         }
-        self.hdr.stats.bad_state.add(1);
+        self.hdr
+            .cold
+            .get()
+            .bad_state
+            .fetch_add(1, Ordering::Relaxed);
     }
 
     fn common_ancestor(&self, a: u16, b: u16) -> Option<u16> {
-        let depth = |s: u16| self.behaviour.states[s as usize].depth;
+        let depth = |s: u16| self.behaviour().states[s as usize].depth;
         let (mut a, mut b) = (Some(a), Some(b));
         while let (Some(x), Some(y)) = (a, b) {
             if x == y {
@@ -570,10 +602,14 @@ impl<A: Agent> Addr<A> {
 
     /// The agent's counters.
     pub fn stats(&self) -> crate::AgentStats {
-        self.cell
-            .hdr
-            .stats
-            .snapshot(self.id(), std::any::type_name::<A>())
+        let h = &self.cell.hdr;
+        agent_snapshot(
+            h.id,
+            std::any::type_name::<A>(),
+            &h.enq_local,
+            &h.dequeued,
+            &h.cold,
+        )
     }
 
     /// Queues `msg` for the agent. Never blocks. From the agent's own
@@ -599,7 +635,7 @@ impl<A: Agent> Addr<A> {
                 && !h.running.get()
                 && h.alive.load(Ordering::Relaxed)
             {
-                h.stats.enq_local.bump();
+                h.enq_local.bump();
                 self.cell.handle(msg);
                 return Delivery::Inline;
             }
@@ -639,22 +675,22 @@ pub(crate) unsafe fn send_raw<A: Agent, M: Message>(cell: *const AgentCell<A>, m
                     h.count_undelivered();
                     return;
                 }
-                h.stats.enq_local.bump();
+                h.enq_local.bump();
+                prefetch_body(cell);
                 core.push_local(Envelope::new(deliver::<A, M>, cell as usize, msg), h.prio);
             } else {
                 // SAFETY: the caller's reference keeps the cell alive; the
                 // new count travels with the envelope.
                 unsafe { Arc::increment_strong_count(cell) };
-                h.stats.enq_remote.fetch_add(1, Ordering::Relaxed);
+                h.cold.get().enq_remote.fetch_add(1, Ordering::Relaxed);
                 ws.push_remote(Envelope::new(deliver::<A, M>, cell as usize | REF_TAG, msg));
             }
         }
         Sink::Pool(p) => {
-            h.stats.enq_remote.fetch_add(1, Ordering::Relaxed);
+            h.cold.get().enq_remote.fetch_add(1, Ordering::Relaxed);
             p.queue
                 .push(Envelope::new(deliver::<A, M>, cell as usize, msg));
-            // SeqCst: see `PoolSink::sched`.
-            if p.sched.swap(SCHEDULED, Ordering::SeqCst) == IDLE {
+            if p.take_token() {
                 // SAFETY: caller's reference keeps it alive; the new count
                 // belongs to the run-queue entry.
                 let r = unsafe {
@@ -664,6 +700,22 @@ pub(crate) unsafe fn send_raw<A: Agent, M: Message>(cell: *const AgentCell<A>, m
                 p.pool.schedule(r);
             }
         }
+    }
+}
+
+/// Asks for the cell's second cache line (agent value), which the
+/// dispatch of the message just queued will read.
+#[inline(always)]
+fn prefetch_body<A: Agent>(cell: *const AgentCell<A>) {
+    #[cfg(target_arch = "x86_64")]
+    if std::mem::size_of::<AgentCell<A>>() > 64 {
+        // SAFETY: SSE is part of the x86_64 baseline, and a prefetch is a
+        // hint that never faults, whatever the address.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                cell.cast::<i8>().wrapping_add(64),
+            )
+        };
     }
 }
 
@@ -684,7 +736,7 @@ pub(crate) fn post_signal(h: &Header, call: EventFn, tagged_target: usize) {
         },
         Sink::Pool(p) => {
             p.queue.push(e);
-            if p.sched.swap(SCHEDULED, Ordering::SeqCst) == IDLE {
+            if p.take_token() {
                 // SAFETY: `h` is alive (the envelope holds a count); this
                 // new count belongs to the run-queue entry.
                 let r = unsafe {

@@ -46,11 +46,13 @@ use crate::envelope::REF_TAG;
 use crate::limits::Limits;
 use crate::runtime::RtShared;
 use crate::state::{behaviour_of, Behaviour};
-use crate::stats::AgentCounters;
+use crate::stats::LazyCold;
 use crate::{Addr, Agent, AgentId, DefineError, Runtime, RuntimeHandle};
 
-static NEXT_AGENT: AtomicU64 = AtomicU64::new(1);
-static NEXT_COOP: AtomicU64 = AtomicU64::new(1);
+// Id counters are plain std atomics (not part of any modeled protocol;
+// loom's atomics cannot live in statics).
+static NEXT_AGENT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+static NEXT_COOP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Status {
@@ -92,7 +94,7 @@ impl fmt::Debug for CoopShared {
 impl CoopShared {
     fn new(rt: Arc<RtShared>, name: String, parent: Option<Arc<CoopShared>>) -> Arc<Self> {
         Arc::new(CoopShared {
-            id: NEXT_COOP.fetch_add(1, Ordering::Relaxed),
+            id: NEXT_COOP.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             name,
             rt,
             parent,
@@ -296,13 +298,15 @@ impl CoopBuilder {
                 prio: resolved.prio,
                 timing: rt.config.handler_timing,
                 owns_worker: resolved.owns_worker,
-                id: AgentId(NEXT_AGENT.fetch_add(1, Ordering::Relaxed)),
-                coop: self.shared.clone(),
-                stats: AgentCounters::default(),
                 limits,
+                enq_local: AtomicU64::new(0),
+                dequeued: AtomicU64::new(0),
+                behaviour: behaviour as *const Behaviour<A> as *const (),
+                coop: self.shared.clone(),
                 vt: &AgentCell::<A>::VTABLE,
+                id: AgentId(NEXT_AGENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)),
+                cold: LazyCold::new(),
             },
-            behaviour,
             agent: UnsafeCell::new(agent),
         });
         post_start(&cell);

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::agent::{send_raw, AgentCell, OwnerCounter};
+use crate::agent::{send_raw, AgentCell};
 use crate::coop::CoopHandle;
 use crate::{Addr, Agent, AgentId, Message, RuntimeHandle, State};
 
@@ -81,7 +81,7 @@ impl<'a, A: Agent> Ctx<'a, A> {
 
     /// The name of the current state.
     pub fn state_name(&self) -> &'static str {
-        self.cell.behaviour.name_of(self.cell.hdr.state.get())
+        self.cell.behaviour().name_of(self.cell.hdr.state.get())
     }
 
     /// Changes state when the handler returns: `on_exit` hooks up to the
@@ -89,13 +89,18 @@ impl<'a, A: Agent> Ctx<'a, A> {
     /// is refused and counted (`AgentStats::bad_state_changes`).
     pub fn change_state(&mut self, s: State) {
         if self.try_change_state(s).is_err() {
-            self.cell.hdr.stats.bad_state.bump();
+            self.cell
+                .hdr
+                .cold
+                .get()
+                .bad_state
+                .fetch_add(1, takt_sched::sync::Ordering::Relaxed);
         }
     }
 
     /// Like [`change_state`](Self::change_state), returning the refusal.
     pub fn try_change_state(&mut self, s: State) -> Result<(), UnknownState> {
-        if self.cell.behaviour.has_state(s) {
+        if self.cell.behaviour().has_state(s) {
             self.next = Some(s.id());
             Ok(())
         } else {

@@ -140,7 +140,7 @@ impl Limits {
         }
         l.count.fetch_sub(1, Ordering::Relaxed);
         l.overflows.fetch_add(1, Ordering::Relaxed);
-        h.stats.overflow.fetch_add(1, Ordering::Relaxed);
+        h.cold.get().overflow.fetch_add(1, Ordering::Relaxed);
         let reaction = l
             .reaction
             .downcast_ref::<Overflow<M>>()

@@ -1,5 +1,6 @@
 //! [`MpscQueue`]: the unbounded many-producer, single-consumer queue behind
-//! every cross-thread send.
+//! every cross-thread send, and [`WakeQueue`], the same with a consumer
+//! that sleeps when idle.
 //!
 //! The algorithm is Dmitry Vyukov's non-intrusive MPSC node queue
 //! ("Non-intrusive MPSC node-based queue", 1024cores.net): producers
@@ -13,8 +14,9 @@
 //! consumer's side. The consumer then sees no ready item, exactly as if the
 //! push had not happened yet; the producer's link store is the moment the
 //! item becomes visible, and [`MpscQueue::push`] returns only after it. Wake-up
-//! protocols built on top (see `worker.rs`) therefore pair the link store
-//! with the consumer's emptiness check, which is why both are `SeqCst`.
+//! protocols built on top ([`WakeQueue`], the pool's scheduling token)
+//! therefore put a SeqCst fence between the link store and their flag
+//! check, paired with a fence on the consumer's side.
 
 use std::cell::UnsafeCell;
 use std::fmt;
@@ -22,7 +24,8 @@ use std::mem::MaybeUninit;
 use std::ptr;
 
 use crossbeam_utils::CachePadded;
-use takt_sched::sync::{AtomicPtr, Ordering};
+use takt_sched::sync::{fence, AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use takt_sched::{Parker, SpinBudget};
 
 struct Node<T> {
     /// The next newer node, null while this is the newest. Written once by
@@ -78,16 +81,17 @@ impl<T> MpscQueue<T> {
         let prev = self.head.swap(node, Ordering::AcqRel);
         // SAFETY: `prev` stays allocated until the consumer has moved past
         // it, which it cannot do before this link exists.
-        // SeqCst: the item becomes visible here; wake-up protocols order this
-        // store before their SeqCst check of the consumer's sleep flag.
-        unsafe { (*prev).next.store(node, Ordering::SeqCst) };
+        // Release pairs with the consumer's Acquire load of `next`: the item
+        // becomes visible here. Wake-up protocols put a SeqCst fence between
+        // this store and their check of the consumer's sleep flag.
+        unsafe { (*prev).next.store(node, Ordering::Release) };
     }
 
     /// Removes the oldest ready item.
     ///
     /// # Safety
-    /// Only one thread may call the consumer methods (`pop`, `is_ready`,
-    /// `is_ready_seqcst`) at a time.
+    /// Only one thread may call the consumer methods (`pop`, `is_ready`) at
+    /// a time.
     pub unsafe fn pop(&self) -> Option<T> {
         // SAFETY: single consumer (caller's contract).
         let tail = unsafe { *self.tail.get() };
@@ -119,19 +123,38 @@ impl<T> MpscQueue<T> {
         // SAFETY: the consumer's node is alive. Acquire as in `pop`.
         unsafe { !(*tail).next.load(Ordering::Acquire).is_null() }
     }
+}
 
-    /// Like [`is_ready`](Self::is_ready) with a SeqCst load: the consumer's
-    /// half of a Dekker-style sleep protocol (store "sleeping" SeqCst, then
-    /// call this; producers push, then load "sleeping" SeqCst).
+/// What the consumer had seen when it made a [`Mark`]: compare later with
+/// [`MpscQueue::pushed_since`] from any thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mark(*const ());
+
+// SAFETY: a mark is an address that is compared, never dereferenced.
+unsafe impl Send for Mark {}
+
+impl<T> MpscQueue<T> {
+    /// Marks the consumer's position (the last node it consumed).
     ///
     /// # Safety
     /// Consumer only, as for [`pop`](Self::pop).
     #[inline]
-    pub unsafe fn is_ready_seqcst(&self) -> bool {
-        // SAFETY: as in `is_ready`.
-        let tail = unsafe { *self.tail.get() };
-        // SAFETY: as in `is_ready`. SeqCst pairs with the SeqCst link store in `push`.
-        unsafe { !(*tail).next.load(Ordering::SeqCst).is_null() }
+    pub unsafe fn mark(&self) -> Mark {
+        // SAFETY: consumer-only field (caller's contract).
+        Mark(unsafe { *self.tail.get() } as *const ())
+    }
+
+    /// Whether anything was pushed (linked or still in flight) after the
+    /// consumer made `mark` with nothing ready: true iff the newest node
+    /// differs from the marked one. Safe from any thread, including a
+    /// former consumer that has handed the role on: it only compares
+    /// addresses. (If the marked node was freed and its address reused by
+    /// a later push, this can say false; that needs a new consumer to have
+    /// taken over, which then owns the re-check.)
+    #[inline]
+    pub fn pushed_since(&self, mark: Mark) -> bool {
+        // Relaxed: callers order this load with a SeqCst fence.
+        self.head.load(Ordering::Relaxed) as *const () != mark.0
     }
 }
 
@@ -155,6 +178,130 @@ impl<T> Drop for MpscQueue<T> {
 impl<T> fmt::Debug for MpscQueue<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MpscQueue").finish_non_exhaustive()
+    }
+}
+
+/// An [`MpscQueue`] whose consumer sleeps when it is empty.
+///
+/// The consumer [`wait`](Self::wait)s: it spins for a budget watching the
+/// queue, then stores `sleepy`, issues a SeqCst fence, re-checks the queue
+/// and parks. A producer [`push`](Self::push)es (the link store), issues a
+/// SeqCst fence and loads `sleepy`. The two fences are totally ordered, so
+/// (Dekker) either the consumer's re-check sees the item or the producer
+/// sees `sleepy` and unparks it.
+/// A producer that finds the consumer awake — the common case under load —
+/// does no read-modify-write on the parker at all.
+pub struct WakeQueue<T> {
+    queue: CachePadded<MpscQueue<T>>,
+    /// True while the consumer is about to sleep or sleeping.
+    sleepy: CachePadded<AtomicBool>,
+    parker: Parker,
+    parks: AtomicU64,
+    wakeups: AtomicU64,
+}
+
+impl<T> fmt::Debug for WakeQueue<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WakeQueue")
+            .field("parks", &self.parks())
+            .field("wakeups", &self.wakeups())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> Default for WakeQueue<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> WakeQueue<T> {
+    /// An empty queue with an awake consumer.
+    pub fn new() -> Self {
+        WakeQueue {
+            queue: CachePadded::new(MpscQueue::new()),
+            sleepy: CachePadded::new(AtomicBool::new(false)),
+            // The consumer spins itself (watching the queue); the parker only sleeps.
+            parker: Parker::new(SpinBudget::NONE),
+            parks: AtomicU64::new(0),
+            wakeups: AtomicU64::new(0),
+        }
+    }
+
+    /// Appends `value` and wakes the consumer if it sleeps; returns whether
+    /// it had to.
+    #[inline]
+    pub fn push(&self, value: T) -> bool {
+        self.queue.push(value);
+        // Pairs with the fence in `wait` (module docs); the load itself can
+        // be Relaxed, the fences order it against the consumer's store.
+        fence(Ordering::SeqCst);
+        if self.sleepy.load(Ordering::Relaxed) {
+            self.wakeups.fetch_add(1, Ordering::Relaxed);
+            self.parker.unpark();
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Wakes the consumer (or makes its next wait return at once), e.g.
+    /// after setting a flag its `also` condition watches.
+    pub fn wake(&self) {
+        self.parker.unpark();
+    }
+
+    /// Removes the oldest ready item.
+    ///
+    /// # Safety
+    /// Consumer only, as for [`MpscQueue::pop`].
+    #[inline]
+    pub unsafe fn pop(&self) -> Option<T> {
+        // SAFETY: caller's contract.
+        unsafe { self.queue.pop() }
+    }
+
+    /// Whether an item is ready.
+    ///
+    /// # Safety
+    /// Consumer only, as for [`MpscQueue::pop`].
+    #[inline]
+    pub unsafe fn is_ready(&self) -> bool {
+        // SAFETY: caller's contract.
+        unsafe { self.queue.is_ready() }
+    }
+
+    /// Spins up to `budget`, then sleeps, until an item is ready, `also()`
+    /// holds, or [`wake`](Self::wake) is called. May return spuriously.
+    /// `also` must be made true before a `wake` for it to be seen.
+    ///
+    /// # Safety
+    /// Consumer only, as for [`MpscQueue::pop`].
+    pub unsafe fn wait(&self, budget: SpinBudget, also: impl Fn() -> bool) {
+        // SAFETY (every queue call below): the caller is the consumer.
+        if budget.spin_until(|| unsafe { self.queue.is_ready() } || also()) {
+            return;
+        }
+        self.sleepy.store(true, Ordering::Relaxed);
+        // Pairs with the fence in `push`.
+        fence(Ordering::SeqCst);
+        if unsafe { self.queue.is_ready() } || also() {
+            self.sleepy.store(false, Ordering::Relaxed);
+            return;
+        }
+        self.parks.fetch_add(1, Ordering::Relaxed);
+        self.parker.park();
+        self.sleepy.store(false, Ordering::Relaxed);
+    }
+
+    /// Times the consumer slept.
+    pub fn parks(&self) -> u64 {
+        self.parks.load(Ordering::Relaxed)
+    }
+
+    /// Wake-ups producers sent.
+    pub fn wakeups(&self) -> u64 {
+        self.wakeups.load(Ordering::Relaxed)
     }
 }
 

@@ -7,51 +7,111 @@
 
 use std::time::Duration;
 
-use takt_sched::sync::{AtomicU64, Ordering};
+use takt_sched::sync::{AtomicPtr, AtomicU64, Ordering};
 
 use crate::AgentId;
 
-/// Per-agent counters, laid out hot first.
+/// Per-agent counters that are rarely written, allocated on first use so
+/// that an agent's hot fields fit in one cache line (see `agent.rs`).
 #[derive(Default)]
-pub(crate) struct AgentCounters {
-    /// Owner: messages queued from the agent's own thread.
-    pub(crate) enq_local: AtomicU64,
-    /// Owner: events taken from the queue (handled, unhandled or dead).
-    pub(crate) dequeued: AtomicU64,
-    /// Owner: messages a handler ran for.
-    pub(crate) handled: AtomicU64,
+pub(crate) struct ColdCounters {
     /// Senders (RMW): messages queued from other threads.
     pub(crate) enq_remote: AtomicU64,
-    /// Owner: messages with no handler in the current state.
+    /// Messages with no handler in the current state.
     pub(crate) unhandled: AtomicU64,
-    /// RMW: messages that reached the agent after it finished or were torn down.
+    /// Messages that reached the agent after it finished or were torn down.
     pub(crate) undelivered: AtomicU64,
-    /// RMW: messages over a limit (dropped, redirected, transformed).
+    /// Of `undelivered`, those taken from the queue (counted in `dequeued`).
+    pub(crate) dead_dequeued: AtomicU64,
+    /// Messages over a limit (dropped, redirected, transformed).
     pub(crate) overflow: AtomicU64,
-    /// Owner: invalid state changes (unknown state, endless hook chains).
+    /// Invalid state changes (unknown state, endless hook chains).
     pub(crate) bad_state: AtomicU64,
-    /// Owner: TSC ticks spent in handlers (when timing is on).
+    /// TSC ticks spent in handlers (when timing is on).
     pub(crate) handler_ticks: AtomicU64,
 }
 
-impl AgentCounters {
-    pub(crate) fn snapshot(&self, id: AgentId, type_name: &'static str) -> AgentStats {
-        let r = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        let enq = r(&self.enq_local) + r(&self.enq_remote);
-        let deq = r(&self.dequeued);
-        AgentStats {
-            id,
-            agent_type: type_name,
-            queued: enq.saturating_sub(deq),
-            handled: r(&self.handled),
-            unhandled: r(&self.unhandled),
-            undelivered: r(&self.undelivered),
-            overflow: r(&self.overflow),
-            bad_state_changes: r(&self.bad_state),
-            time_in_handlers: Duration::from_nanos(
-                takt_sched::clock().ticks_to_ns(r(&self.handler_ticks)),
-            ),
+/// A lazily allocated [`ColdCounters`].
+pub(crate) struct LazyCold(AtomicPtr<ColdCounters>);
+
+impl LazyCold {
+    pub(crate) fn new() -> Self {
+        LazyCold(AtomicPtr::new(std::ptr::null_mut()))
+    }
+
+    /// The counters, allocating them on first use.
+    #[cold]
+    pub(crate) fn get(&self) -> &ColdCounters {
+        // Acquire pairs with the Release (AcqRel) of the winning CAS below:
+        // the counters are initialized when we see the pointer.
+        let p = self.0.load(Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: published once, freed only in Drop.
+            return unsafe { &*p };
         }
+        let fresh = Box::into_raw(Box::default());
+        match self.0.compare_exchange(
+            std::ptr::null_mut(),
+            fresh,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            // SAFETY: we published it; freed only in Drop.
+            Ok(_) => unsafe { &*fresh },
+            Err(winner) => {
+                // SAFETY: `fresh` was never shared; `winner` is published.
+                unsafe {
+                    drop(Box::from_raw(fresh));
+                    &*winner
+                }
+            }
+        }
+    }
+
+    pub(crate) fn peek(&self) -> Option<&ColdCounters> {
+        // SAFETY: as in `get`. Acquire as in `get`.
+        unsafe { self.0.load(Ordering::Acquire).as_ref() }
+    }
+}
+
+impl Drop for LazyCold {
+    fn drop(&mut self) {
+        // Relaxed: `&mut self`, no concurrent user.
+        let p = self.0.load(Ordering::Relaxed);
+        if !p.is_null() {
+            // SAFETY: allocated by `get` with Box; no other user remains.
+            unsafe { drop(Box::from_raw(p)) }
+        }
+    }
+}
+
+/// Builds a snapshot from the hot and cold counters.
+pub(crate) fn agent_snapshot(
+    id: AgentId,
+    type_name: &'static str,
+    enq_local: &AtomicU64,
+    dequeued: &AtomicU64,
+    cold: &LazyCold,
+) -> AgentStats {
+    let r = |c: &AtomicU64| c.load(Ordering::Relaxed);
+    let zero = ColdCounters::default();
+    let c = cold.peek().unwrap_or(&zero);
+    let deq = r(dequeued);
+    let enq = r(enq_local) + r(&c.enq_remote);
+    AgentStats {
+        id,
+        agent_type: type_name,
+        queued: enq.saturating_sub(deq),
+        handled: deq
+            .saturating_sub(r(&c.unhandled))
+            .saturating_sub(r(&c.dead_dequeued)),
+        unhandled: r(&c.unhandled),
+        undelivered: r(&c.undelivered),
+        overflow: r(&c.overflow),
+        bad_state_changes: r(&c.bad_state),
+        time_in_handlers: Duration::from_nanos(
+            takt_sched::clock().ticks_to_ns(r(&c.handler_ticks)),
+        ),
     }
 }
 

@@ -16,13 +16,14 @@
 use std::cell::Cell;
 use std::fmt;
 
-use takt_sched::sync::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
 use crate::agent::Header;
 use crate::AgentId;
 
-/// Runtimes in the process with a tracer installed.
-static TRACING: AtomicUsize = AtomicUsize::new(0);
+/// Runtimes in the process with a tracer installed (a std atomic: a
+/// static, outside any modeled protocol).
+static TRACING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 thread_local! {
     /// The agent whose handler runs on this thread (only kept while tracing).

@@ -6,17 +6,13 @@
 //!   only by the worker thread. A send from a handler running on this
 //!   thread to an agent of this thread appends here: no atomic operation,
 //!   no reference count, no wake-up.
-//! - the *remote* queue: an [`MpscQueue`] for sends from other threads. The
+//! - the *remote* queue: an `MpscQueue` for sends from other threads. The
 //!   worker moves remote events into the local queue in batches.
 //!
 //! ## Sleeping without lost wake-ups, and without needless ones
-//! An idle worker first spins for its [`SpinBudget`] watching the remote
-//! queue, then announces `sleepy` (SeqCst store), re-checks the queue
-//! (SeqCst load) and parks on its [`Parker`]. A producer pushes (SeqCst link
-//! store) and then loads `sleepy` (SeqCst): by the Dekker argument either
-//! the worker sees the event or the producer sees `sleepy` and unparks. A
-//! producer that finds the worker awake — the common case under load — does
-//! no read-modify-write on the parker at all.
+//! The remote queue is a [`WakeQueue`]: an idle worker spins for its
+//! [`SpinBudget`], then sleeps; a producer wakes it only when it announced
+//! it sleeps (see `queue.rs` for the Dekker argument).
 //!
 //! ## Stopping
 //! A stopped worker runs what is queued, then closes: it sets `closed`
@@ -31,14 +27,13 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 use std::sync::{Arc, Mutex};
 
-use crossbeam_utils::CachePadded;
 use takt_sched::sync::{AtomicBool, Ordering};
-use takt_sched::{Parker, SpinBudget};
+use takt_sched::SpinBudget;
 
 use crate::agent::{header_at, OwnerCounter};
 use crate::envelope::Envelope;
 use crate::panic::PanicPolicy;
-use crate::queue::MpscQueue;
+use crate::queue::WakeQueue;
 use crate::stats::WorkerCounters;
 
 /// Events run between two looks at the remote queue (fairness between
@@ -49,10 +44,7 @@ pub(crate) const PRIORITIES: usize = 8;
 
 /// The part of a worker other threads see.
 pub(crate) struct WorkerShared {
-    remote: CachePadded<MpscQueue<Envelope>>,
-    /// True while the worker is about to sleep or sleeping (see module docs).
-    sleepy: CachePadded<AtomicBool>,
-    parker: Parker,
+    remote: WakeQueue<Envelope>,
     stop: AtomicBool,
     closed: AtomicBool,
     consumer_lock: Mutex<()>,
@@ -73,10 +65,7 @@ impl fmt::Debug for WorkerShared {
 impl WorkerShared {
     pub(crate) fn new(budget: SpinBudget, prio: bool, panic: Arc<PanicPolicy>) -> Self {
         WorkerShared {
-            remote: CachePadded::new(MpscQueue::new()),
-            sleepy: CachePadded::new(AtomicBool::new(false)),
-            // The worker spins itself (watching its queue); the parker only sleeps.
-            parker: Parker::new(SpinBudget::NONE),
+            remote: WakeQueue::new(),
             stop: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             consumer_lock: Mutex::new(()),
@@ -91,12 +80,6 @@ impl WorkerShared {
     #[inline]
     pub(crate) fn push_remote(&self, e: Envelope) {
         self.remote.push(e);
-        // SeqCst: pairs with the worker's SeqCst store of `sleepy` followed
-        // by its SeqCst re-check of the queue (module docs).
-        if self.sleepy.load(Ordering::SeqCst) {
-            self.counters.wakeups.fetch_add(1, Ordering::Relaxed);
-            self.parker.unpark();
-        }
         if self.closed.load(Ordering::SeqCst) {
             self.discard_after_close();
         }
@@ -113,29 +96,26 @@ impl WorkerShared {
         }
     }
 
+    /// Adds this worker's counters to `s`.
+    pub(crate) fn add_stats(&self, s: &mut crate::DispatcherStats) {
+        self.counters.add_to(s);
+        s.parks += self.remote.parks();
+        s.wakeups += self.remote.wakeups();
+    }
+
     /// Asks the worker to stop once its queues are empty.
     pub(crate) fn request_stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
-        self.parker.unpark();
+        self.remote.wake();
     }
 
     /// Spin, then sleep until the remote queue has an event or stop is asked.
     fn idle_wait(&self) {
-        // SAFETY (all `is_ready*` calls): this runs on the worker thread,
-        // the queue's only consumer.
-        let ready = || unsafe { self.remote.is_ready() } || self.stop.load(Ordering::Relaxed);
-        if self.budget.spin_until(ready) {
-            return;
+        // SAFETY: this runs on the worker thread, the queue's only consumer.
+        unsafe {
+            self.remote
+                .wait(self.budget, || self.stop.load(Ordering::SeqCst))
         }
-        self.sleepy.store(true, Ordering::SeqCst);
-        // SAFETY: consumer thread.
-        if unsafe { self.remote.is_ready_seqcst() } || self.stop.load(Ordering::SeqCst) {
-            self.sleepy.store(false, Ordering::Relaxed);
-            return;
-        }
-        self.counters.parks.bump();
-        self.parker.park();
-        self.sleepy.store(false, Ordering::Relaxed);
     }
 }
 

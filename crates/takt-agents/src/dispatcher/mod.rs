@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 
 use takt_sched::{SpinBudget, TaktThread, ThreadSpec};
 
-use crate::agent::{PoolSink, Sink, IDLE};
+use crate::agent::{PoolSink, Sink};
 use crate::panic::PanicPolicy;
 use crate::queue::MpscQueue;
 use crate::stats::DispatcherStats;
@@ -270,13 +270,13 @@ impl Dispatcher {
                 s.threads = p.size();
             }
             Kind::Thread(ws) => {
-                ws.counters.add_to(&mut s);
+                ws.add_stats(&mut s);
                 s.threads = 1;
             }
             Kind::ActiveObj | Kind::ActiveGroup(_) => {
                 let w = self.inner.workers.lock().unwrap_or_else(|p| p.into_inner());
                 for ws in w.iter() {
-                    ws.counters.add_to(&mut s);
+                    ws.add_stats(&mut s);
                 }
                 s.threads = w.len();
             }
@@ -377,7 +377,7 @@ impl Binding {
             Kind::Pool(p) => plain(Sink::Pool(Box::new(PoolSink {
                 pool: p.clone(),
                 queue: MpscQueue::new(),
-                sched: takt_sched::sync::AtomicU32::new(IDLE),
+                pending: takt_sched::sync::AtomicU64::new(0),
             }))),
             Kind::ActiveObj => {
                 let ws = self.disp.new_worker(&inner.name)?;

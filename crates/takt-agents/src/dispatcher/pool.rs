@@ -2,18 +2,18 @@
 //! work_stealing (a deque per worker plus the shared injector, Chase–Lev
 //! deques from crossbeam-deque).
 //!
-//! A pool-bound agent has its own [`MpscQueue`] and a `sched` flag. The
-//! sender that turns the flag IDLE→SCHEDULED puts the agent (one strong
-//! reference) on a run queue; the worker that pops it is the only thread
-//! running the agent until it stores IDLE again. That is the whole
-//! exclusivity argument: one token per agent. A worker runs at most
+//! A pool-bound agent has its own `MpscQueue` and a `pending` count (see
+//! `PoolSink`). The sender that moves the count from 0 puts the agent (one
+//! strong reference) on a run queue; the worker that pops it is the only
+//! thread running the agent until its subtraction brings the count back
+//! to 0. That is the whole exclusivity argument: one token per agent. A worker runs at most
 //! `AGENT_BATCH` events of an agent, then re-queues it behind others, so
 //! one chatty agent cannot starve the rest.
 //!
-//! Sleeping follows the worker's protocol (`worker.rs`): an idle worker
-//! spins, then marks its slot sleepy and increments `sleeping` (SeqCst),
-//! re-checks the run queues, and parks; `schedule` pushes, issues a SeqCst
-//! fence and wakes one sleepy slot if `sleeping` is non-zero.
+//! Sleeping follows the same Dekker pattern as `WakeQueue`: an idle worker
+//! spins, then marks its slot sleepy, increments `sleeping`, fences
+//! (SeqCst), re-checks the run queues and parks; `schedule` pushes, fences
+//! (SeqCst) and wakes one sleepy slot if `sleeping` is non-zero.
 
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -25,7 +25,7 @@ use crossbeam_utils::CachePadded;
 use takt_sched::sync::{fence, AtomicBool, AtomicUsize, Ordering};
 use takt_sched::{Parker, SpinBudget};
 
-use crate::agent::{AgentRef, OwnerCounter, Sink, IDLE, SCHEDULED};
+use crate::agent::{AgentRef, OwnerCounter, Sink};
 use crate::panic::PanicPolicy;
 use crate::stats::{DispatcherStats, WorkerCounters};
 
@@ -176,38 +176,33 @@ impl PoolShared {
     }
 }
 
-/// Runs up to `AGENT_BATCH` events of `r`'s agent, then releases or
-/// re-queues it.
+/// Runs up to `AGENT_BATCH` of the events counted in `r`'s agent's
+/// `pending`, then gives the token back or re-queues the agent.
 fn run_agent(pool: &PoolShared, slot: &Slot, r: AgentRef) {
     let h = r.header();
     let Sink::Pool(sink) = &h.sink else {
         unreachable!("only pool-bound agents are scheduled on a pool")
     };
-    let mut ran = 0;
-    while ran < AGENT_BATCH {
-        // SAFETY: holding the SCHEDULED token makes us the queue's only consumer.
+    // Acquire: the pushes counted here are linked (each sender pushes
+    // before it increments).
+    let avail = sink.pending.load(Ordering::Acquire).min(AGENT_BATCH as u64);
+    let mut ran = 0u64;
+    while ran < avail {
+        // SAFETY: holding the token makes us the queue's only consumer.
         match unsafe { sink.queue.pop() } {
             Some(e) => {
                 e.deliver();
                 ran += 1;
             }
+            // A push ahead of the counted ones is still linking: come back.
             None => break,
         }
     }
-    slot.counters.events.add(ran as u64);
-    // SAFETY: consumer (token holder).
-    if ran == AGENT_BATCH && unsafe { sink.queue.is_ready() } {
-        pool.schedule(r);
-        return;
-    }
-    // SeqCst store then SeqCst re-check: pairs with the sender's SeqCst
-    // push-then-swap (see `PoolSink::sched`).
-    sink.sched.store(IDLE, Ordering::SeqCst);
-    // SAFETY: we still consume until someone else takes the token, which
-    // can only happen through the swap below or a sender's swap.
-    if unsafe { sink.queue.is_ready_seqcst() }
-        && sink.sched.swap(SCHEDULED, Ordering::SeqCst) == IDLE
-    {
+    slot.counters.events.add(ran);
+    // AcqRel: Release hands this run's effects to the next holder; Acquire
+    // pairs with senders' increments.
+    let left = sink.pending.fetch_sub(ran, Ordering::AcqRel) - ran;
+    if left > 0 {
         pool.schedule(r);
     }
 }
@@ -258,6 +253,8 @@ fn pool_loop(pool: &PoolShared, slot: &Slot, me: usize, local: &Local) {
         if !found {
             slot.sleepy.store(true, Ordering::SeqCst);
             pool.sleeping.fetch_add(1, Ordering::SeqCst);
+            // Pairs with the fence in `schedule`.
+            fence(Ordering::SeqCst);
             if !pool.has_work() && !pool.stop.load(Ordering::SeqCst) {
                 slot.counters.parks.bump();
                 slot.parker.park();
