@@ -13,6 +13,7 @@
 //!   actix, kameo, ractor and a crossbeam-channel floor.
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+pub mod agents;
 #[cfg(feature = "peers")]
 pub mod agents_peers;
 pub mod env;

@@ -185,10 +185,15 @@ impl DocumentBuilder {
 }
 
 impl Document {
-    /// The row of `implementation` with the same name and params as `row`.
+    /// The row of `implementation` with the same name and unit as `row`
+    /// whose params include all of `row`'s (a peer row records only the
+    /// workload; the takt row adds its dispatcher, spin budget, ...).
     pub fn peer_of<'a>(&'a self, row: &ResultRow, implementation: &str) -> Option<&'a ResultRow> {
         self.results.iter().find(|r| {
-            r.implementation == implementation && r.name == row.name && r.params == row.params
+            r.implementation == implementation
+                && r.name == row.name
+                && r.unit == row.unit
+                && row.params.iter().all(|(k, v)| r.params.get(k) == Some(v))
         })
     }
 }

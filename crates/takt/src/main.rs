@@ -5,6 +5,7 @@
 
 mod args;
 mod cmd_machine;
+mod cmd_bench;
 mod cmd_sched;
 
 use clap::{Parser, Subcommand};
@@ -25,6 +26,9 @@ enum Command {
     /// Characterize this machine: timers, calls, syscalls, processes, context
     /// switches, memory, page faults, network and file system (CSE 221 suite).
     Machine(cmd_machine::MachineCmd),
+    /// Run a benchmark suite.
+    #[command(subcommand)]
+    Bench(cmd_bench::BenchCmd),
 }
 
 fn main() {
@@ -32,6 +36,7 @@ fn main() {
     let result = match cli.command {
         Command::Sched(c) => cmd_sched::run(c),
         Command::Machine(c) => cmd_machine::run(c),
+        Command::Bench(c) => cmd_bench::run(c),
     };
     if let Err(e) = result {
         eprintln!("takt: {e}");
@@ -71,5 +76,25 @@ mod tests {
         assert!(bad.to_string().contains("cannot be used with"), "{bad}");
         let bad = Cli::try_parse_from(["takt", "machine", "--max-file", "12x"]).unwrap_err();
         assert!(bad.to_string().contains("invalid size"), "{bad}");
+    }
+
+    #[test]
+    fn bench_agents_flags() {
+        let cli = Cli::try_parse_from([
+            "takt", "bench", "agents", "--quick", "--json", "--peers", "--spin", "0", "--cpus",
+            "0-1", "--sched", "batch", "--runs", "7",
+        ])
+        .unwrap();
+        let Command::Bench(cmd_bench::BenchCmd::Agents(a)) = cli.command else {
+            panic!("parsed as another command");
+        };
+        assert!(a.out.quick && a.out.json && a.peers);
+        assert_eq!(a.runs, 7);
+        assert_eq!(a.spin.spin, takt_sched::SpinBudget::NONE);
+        let bad = Cli::try_parse_from(["takt", "bench", "agents", "--runs", "3"]).unwrap_err();
+        assert!(bad.to_string().contains("3"), "{bad}");
+        let bad = Cli::try_parse_from(["takt", "bench", "agents", "--spin", "fast"]).unwrap_err();
+        assert!(bad.to_string().contains("spin budget"), "{bad}");
+        assert!(Cli::try_parse_from(["takt", "bench"]).is_err());
     }
 }

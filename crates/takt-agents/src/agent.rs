@@ -1,0 +1,782 @@
+//! Agents, their cells and addresses, and the send path.
+//!
+//! An agent lives in an `AgentCell<A>`: a [`Header`] (where its events go,
+//! its state, counters, cooperation) followed by the agent value. Cells are
+//! reference counted like an `Arc` (they *are* `Arc<AgentCell<A>>`); an
+//! [`Addr<A>`] is one strong reference.
+//!
+//! ## Who keeps a cell alive
+//! - every [`Addr`], every pool run-queue entry and every envelope sent from
+//!   another thread (tagged with `REF_TAG`) holds a strong reference;
+//! - envelopes queued on the target's own dispatcher thread (the local fast
+//!   path) hold none: instead the cooperation's reference is released by a
+//!   *release* event queued behind them when the agent finishes, and sends
+//!   on that thread to a finished agent are dropped without queueing. So a
+//!   local send costs no atomic read-modify-write at all.
+//!
+//! ## Exclusive execution
+//! The fields marked *owner* below are touched only by the thread that
+//! currently runs the agent's events. Thread-bound dispatchers run an agent
+//! on exactly one thread; pool dispatchers hand an agent to one worker at a
+//! time through its `sched` flag (see `dispatcher/pool.rs`). That exclusivity
+//! is what makes `&mut A` in a handler sound.
+
+use std::any::TypeId;
+use std::cell::UnsafeCell;
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use takt_sched::sync::{AtomicBool, AtomicU64, Ordering};
+
+use crate::coop::CoopShared;
+use crate::dispatcher::pool::PoolShared;
+use crate::envelope::{take, Envelope, EventFn, Op, Payload, REF_TAG};
+use crate::limits::Limits;
+use crate::queue::MpscQueue;
+use crate::state::Behaviour;
+use crate::stats::{agent_snapshot, LazyCold};
+use crate::worker::{self, WorkerShared};
+use crate::{trace, Ctx, Definer, State};
+
+/// A message: any `Send + 'static` value. Messages of at most 16 bytes are
+/// carried inline in the queue; larger ones are boxed once per send.
+pub trait Message: Send + 'static {}
+impl<T: Send + 'static> Message for T {}
+
+/// An agent: state plus handlers, run by one dispatcher.
+///
+/// ```
+/// use takt_agents::{Agent, Ctx, Definer};
+///
+/// struct Counter { n: u64 }
+/// struct Add(u64);
+///
+/// impl Agent for Counter {
+///     fn define(def: &mut Definer<Self>) {
+///         def.on(|me: &mut Counter, _ctx: &mut Ctx<Counter>, Add(k): Add| me.n += k);
+///     }
+/// }
+/// ```
+pub trait Agent: Send + Sized + 'static {
+    /// Declares states and handlers. Called once per agent type and process;
+    /// must not depend on instance data.
+    fn define(def: &mut Definer<Self>);
+
+    /// The first event the agent handles, on its dispatcher's thread.
+    fn on_start(&mut self, _ctx: &mut Ctx<'_, Self>) {}
+
+    /// The last event, when its cooperation is deregistered.
+    fn on_finish(&mut self, _ctx: &mut Ctx<'_, Self>) {}
+}
+
+/// A process-unique agent number (for stats and traces).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AgentId(pub u64);
+
+impl fmt::Display for AgentId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+/// A cell that only the thread running the agent touches (see module docs).
+pub(crate) struct OwnerCell<T>(UnsafeCell<T>);
+
+impl<T: Copy> OwnerCell<T> {
+    pub(crate) fn new(v: T) -> Self {
+        OwnerCell(UnsafeCell::new(v))
+    }
+    /// Reads the value; caller runs the agent (or the agent is not running
+    /// anywhere and the caller is its only user).
+    #[inline(always)]
+    pub(crate) fn get(&self) -> T {
+        // SAFETY: owner-only access (module invariant).
+        unsafe { *self.0.get() }
+    }
+    #[inline(always)]
+    pub(crate) fn set(&self, v: T) {
+        // SAFETY: owner-only access (module invariant).
+        unsafe { *self.0.get() = v }
+    }
+}
+
+/// Where a pool-bound agent's events wait.
+///
+/// `pending` counts events pushed and not yet consumed; it is the agent's
+/// scheduling token. A sender pushes, then increments: the one that moves
+/// it from 0 hands the agent to the pool. The worker that runs the agent
+/// pops at most the `pending` it read, then subtracts what it popped; if
+/// the result is 0 the agent is idle again, otherwise the worker keeps the
+/// token and re-queues the agent. Both sides are read-modify-writes on one
+/// word, so the token passes without a lost or doubled hand-off.
+pub(crate) struct PoolSink {
+    pub(crate) pool: Arc<PoolShared>,
+    pub(crate) queue: MpscQueue<Envelope>,
+    pub(crate) pending: AtomicU64,
+}
+
+impl PoolSink {
+    /// After a push: whether the caller took the token (and must hand the
+    /// agent to the pool).
+    #[inline]
+    pub(crate) fn take_token(&self) -> bool {
+        // AcqRel: Acquire sees the previous token holder's release of the
+        // agent; Release publishes the push to the next holder.
+        self.pending.fetch_add(1, Ordering::AcqRel) == 0
+    }
+}
+
+/// Where an agent's events go.
+pub(crate) enum Sink {
+    /// One thread runs the agent (one_thread, active_obj, active_group, priority).
+    Thread(Arc<WorkerShared>),
+    /// A pool runs it, one worker at a time.
+    Pool(Box<PoolSink>),
+}
+
+/// Type-erased operations on a cell.
+pub(crate) struct AgentVTable {
+    pub(crate) retain: unsafe fn(*const Header),
+    pub(crate) release: unsafe fn(*const Header),
+    pub(crate) finish: EventFn,
+    pub(crate) type_name: fn() -> &'static str,
+}
+
+/// The type-independent part of a cell; first field of `AgentCell<A>`.
+///
+/// Layout: the cell is 64-byte aligned, and the fields the send path and
+/// the dispatch path touch for every message (`sink` through `coop`) fill
+/// its first cache line; the second holds the rest and the start of the
+/// agent value. A send therefore touches one line of its target, and
+/// prefetches the second for the dispatch that follows.
+#[repr(C)]
+pub(crate) struct Header {
+    pub(crate) sink: Sink,
+    /// False once the agent has finished (written by the owner, read by
+    /// senders on the owner's thread and by the owner; Relaxed suffices as
+    /// both run on that thread, remote senders never rely on it).
+    pub(crate) alive: AtomicBool,
+    /// Owner: a handler of this agent is on the stack (insend reentrancy).
+    pub(crate) running: OwnerCell<bool>,
+    /// Owner: the current state.
+    pub(crate) state: OwnerCell<u16>,
+    /// Priority (priority dispatcher), 0 = lowest.
+    pub(crate) prio: u8,
+    /// Measure time in handlers (Config::handler_timing).
+    pub(crate) timing: bool,
+    /// The agent's thread stops with it (active_obj).
+    pub(crate) owns_worker: bool,
+    pub(crate) limits: Option<Box<Limits>>,
+    /// Owner: messages queued from the agent's own thread.
+    pub(crate) enq_local: AtomicU64,
+    /// Owner: events taken from the queue (handled, unhandled or dead).
+    pub(crate) dequeued: AtomicU64,
+    /// The type's `&'static Behaviour<A>`, erased.
+    pub(crate) behaviour: *const (),
+    pub(crate) coop: Arc<CoopShared>,
+    pub(crate) vt: &'static AgentVTable,
+    pub(crate) id: AgentId,
+    pub(crate) cold: LazyCold,
+}
+
+impl Header {
+    /// Counts a message that reached a finished agent or a torn-down queue.
+    #[cold]
+    pub(crate) fn count_undelivered(&self) {
+        self.cold.get().undelivered.fetch_add(1, Ordering::Relaxed);
+        self.coop.rt.undelivered.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// An agent and its header.
+#[repr(C, align(64))]
+pub(crate) struct AgentCell<A: Agent> {
+    pub(crate) hdr: Header,
+    pub(crate) agent: UnsafeCell<A>,
+}
+
+// SAFETY: `A: Send`; the agent value is only accessed by the thread that
+// runs the agent (module invariant), owner cells likewise, everything else
+// is atomic or immutable.
+unsafe impl<A: Agent> Sync for AgentCell<A> {}
+// SAFETY: as above.
+unsafe impl<A: Agent> Send for AgentCell<A> {}
+
+impl<A: Agent> Drop for AgentCell<A> {
+    fn drop(&mut self) {
+        // Discard what is still queued for a pool-bound agent while the
+        // header (limits, counters) is intact.
+        if let Sink::Pool(p) = &self.hdr.sink {
+            // SAFETY: `&mut self`: nobody else consumes this queue any more.
+            while let Some(e) = unsafe { p.queue.pop() } {
+                drop(e);
+            }
+        }
+    }
+}
+
+/// Releases the strong reference an envelope carries, also on unwinding.
+struct RefGuard<A: Agent>(usize, PhantomData<A>);
+
+impl<A: Agent> Drop for RefGuard<A> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.0 & REF_TAG != 0 {
+            // SAFETY: a tagged envelope owns one strong count of this cell.
+            unsafe { Arc::decrement_strong_count((self.0 & !REF_TAG) as *const AgentCell<A>) }
+        }
+    }
+}
+
+/// Records which agent panicked, if its handler unwinds.
+struct RunGuard<'a>(&'a Header);
+
+impl Drop for RunGuard<'_> {
+    fn drop(&mut self) {
+        // Only reached when unwinding (forgotten otherwise).
+        self.0.running.set(false);
+        crate::panic::note_panicking(self.0);
+    }
+}
+
+/// The event function for a message `M` to an agent `A`.
+///
+/// # Safety
+/// Called only through an [`Envelope`] built by the send path for `A` and
+/// `M`, on the thread that runs the target.
+pub(crate) unsafe fn deliver<A: Agent, M: Message>(op: Op, target: usize, payload: *mut Payload) {
+    let _ref = RefGuard::<A>(target, PhantomData);
+    // SAFETY: the target cell is alive: a tagged envelope holds a reference,
+    // an untagged one is queued before the cell's release event (module docs).
+    let cell = unsafe { &*((target & !REF_TAG) as *const AgentCell<A>) };
+    // SAFETY: the payload holds an `M` not yet taken.
+    let msg: M = unsafe { take(payload) };
+    if let Some(l) = &cell.hdr.limits {
+        l.release::<M>();
+    }
+    match op {
+        Op::Discard => {
+            cell.hdr.count_undelivered();
+            drop(msg);
+        }
+        Op::Deliver => cell.handle(msg),
+    }
+}
+
+/// Start event: enters the initial state, then `on_start`.
+unsafe fn start<A: Agent>(op: Op, target: usize, _payload: *mut Payload) {
+    let _ref = RefGuard::<A>(target, PhantomData);
+    if op == Op::Discard {
+        return;
+    }
+    // SAFETY: as in `deliver`.
+    let cell = unsafe { &*((target & !REF_TAG) as *const AgentCell<A>) };
+    cell.run(|agent, ctx| {
+        let init = cell.behaviour().initial;
+        cell.enter_chain(agent, ctx, None, init);
+        agent.on_start(ctx);
+    });
+}
+
+/// Finish event: `on_finish`, then the agent is dead; its cooperation's
+/// reference (carried by this tagged envelope) is handed to a release event
+/// queued behind everything already queued locally.
+unsafe fn finish<A: Agent>(op: Op, target: usize, _payload: *mut Payload) {
+    let _ref = RefGuard::<A>(target, PhantomData);
+    // SAFETY: tagged envelope (the cooperation's reference).
+    let cell = unsafe { &*((target & !REF_TAG) as *const AgentCell<A>) };
+    let h = &cell.hdr;
+    if op == Op::Deliver && h.alive.load(Ordering::Relaxed) {
+        // A panicking `on_finish` must not keep the cooperation from
+        // completing: catch it here and report it.
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            cell.run(|agent, ctx| agent.on_finish(ctx))
+        }));
+        if let Err(p) = r {
+            crate::panic::recovered(&h.coop.rt.panic, p);
+        }
+    }
+    let was_alive = h.alive.swap(false, Ordering::Relaxed);
+    if let (Op::Deliver, Sink::Thread(ws)) = (op, &h.sink) {
+        if let Some(core) = worker::local_core(ws) {
+            // SAFETY: we hold a reference; the new one travels with the event.
+            unsafe { Arc::increment_strong_count(cell as *const AgentCell<A>) };
+            let tgt = cell as *const AgentCell<A> as usize | REF_TAG;
+            core.push_local(Envelope::signal(release::<A>, tgt), h.prio);
+        }
+    }
+    if was_alive {
+        h.coop.agent_finished();
+    }
+}
+
+/// Release event: drops its reference (the cooperation's) and, for an
+/// agent that owns its thread, stops that thread.
+unsafe fn release<A: Agent>(op: Op, target: usize, _payload: *mut Payload) {
+    let _ref = RefGuard::<A>(target, PhantomData);
+    if op == Op::Deliver {
+        // SAFETY: tagged envelope.
+        let cell = unsafe { &*((target & !REF_TAG) as *const AgentCell<A>) };
+        if let (true, Sink::Thread(ws)) = (cell.hdr.owns_worker, &cell.hdr.sink) {
+            ws.request_stop();
+        }
+    }
+}
+
+impl<A: Agent> AgentCell<A> {
+    pub(crate) const VTABLE: AgentVTable = AgentVTable {
+        retain: retain::<A>,
+        release: release_ref::<A>,
+        finish: finish::<A>,
+        type_name: std::any::type_name::<A>,
+    };
+
+    /// The agent type's compiled behaviour.
+    #[inline(always)]
+    pub(crate) fn behaviour(&self) -> &'static Behaviour<A> {
+        // SAFETY: set at registration from a `&'static Behaviour<A>`.
+        unsafe { &*(self.hdr.behaviour as *const Behaviour<A>) }
+    }
+
+    /// Handles `msg` now, on the calling thread (which runs the agent).
+    #[inline(always)]
+    pub(crate) fn handle<M: Message>(&self, msg: M) {
+        let h = &self.hdr;
+        h.dequeued.bump();
+        if !h.alive.load(Ordering::Relaxed) {
+            h.cold.get().dead_dequeued.fetch_add(1, Ordering::Relaxed);
+            h.count_undelivered();
+            return;
+        }
+        if trace::active() {
+            trace::deliver(h, std::any::type_name::<M>());
+        }
+        match self.behaviour().lookup(h.state.get(), TypeId::of::<M>()) {
+            Some(e) => {
+                let mut msg = ManuallyDrop::new(msg);
+                let (f, invoke) = (e.f, e.invoke);
+                // SAFETY: the entry was registered for `M` (TypeId match);
+                // the message is moved out exactly once by `invoke`.
+                self.run(|agent, ctx| unsafe {
+                    invoke(f, agent, ctx, (&mut *msg as *mut M).cast::<u8>())
+                });
+            }
+            None => {
+                h.cold.get().unhandled.fetch_add(1, Ordering::Relaxed);
+                if trace::active() {
+                    trace::unhandled(h, std::any::type_name::<M>());
+                }
+            }
+        }
+    }
+
+    /// Runs `f` with `&mut A` and a context, then applies a requested state
+    /// change. Caller runs the agent (exclusive access).
+    #[inline(always)]
+    pub(crate) fn run(&self, f: impl FnOnce(&mut A, &mut Ctx<'_, A>)) {
+        let h = &self.hdr;
+        let guard = RunGuard(h);
+        h.running.set(true);
+        let t0 = if h.timing {
+            takt_sched::clock().now()
+        } else {
+            0
+        };
+        // SAFETY: exclusive execution (module invariant) and `running`
+        // keeps insend from re-entering this agent.
+        let agent = unsafe { &mut *self.agent.get() };
+        let mut ctx = Ctx::new(self);
+        f(agent, &mut ctx);
+        if let Some(next) = ctx.take_next() {
+            self.transition(agent, &mut ctx, next);
+        }
+        if h.timing {
+            let dt = takt_sched::clock().now().saturating_sub(t0);
+            h.cold.get().handler_ticks.fetch_add(dt, Ordering::Relaxed);
+        }
+        h.running.set(false);
+        std::mem::forget(guard);
+    }
+
+    fn parent(&self, s: u16) -> Option<u16> {
+        self.behaviour().states[s as usize].parent
+    }
+
+    /// Enters `to` from ancestor `lca` (exclusive): `on_enter` outermost first.
+    fn enter_chain(&self, agent: &mut A, ctx: &mut Ctx<'_, A>, lca: Option<u16>, to: u16) {
+        let mut path = [0u16; State::MAX_DEPTH];
+        let mut n = 0;
+        let mut s = Some(to);
+        while s != lca {
+            let Some(cur) = s else { break };
+            path[n] = cur;
+            n += 1;
+            s = self.parent(cur);
+        }
+        self.hdr.state.set(to);
+        for &st in path[..n].iter().rev() {
+            if let Some(h) = self.behaviour().states[st as usize].on_enter {
+                h(agent, ctx);
+            }
+        }
+    }
+
+    /// Moves from the current state to `to`: exits up to the common
+    /// ancestor, then enters down to `to`. Hooks may request another change;
+    /// chains longer than `MAX_CHAIN` are cut and counted.
+    fn transition(&self, agent: &mut A, ctx: &mut Ctx<'_, A>, mut to: u16) {
+        const MAX_CHAIN: usize = 16;
+        for _ in 0..MAX_CHAIN {
+            let from = self.hdr.state.get();
+            if from != to {
+                let lca = self.common_ancestor(from, to);
+                let mut s = Some(from);
+                while s != lca {
+                    let Some(cur) = s else { break };
+                    if let Some(h) = self.behaviour().states[cur as usize].on_exit {
+                        h(agent, ctx);
+                    }
+                    s = self.parent(cur);
+                }
+                self.enter_chain(agent, ctx, lca, to);
+            }
+            match ctx.take_next() {
+                Some(n) => to = n,
+                None => return,
+            }
+        }
+        self.hdr
+            .cold
+            .get()
+            .bad_state
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn common_ancestor(&self, a: u16, b: u16) -> Option<u16> {
+        let depth = |s: u16| self.behaviour().states[s as usize].depth;
+        let (mut a, mut b) = (Some(a), Some(b));
+        while let (Some(x), Some(y)) = (a, b) {
+            if x == y {
+                return Some(x);
+            }
+            match depth(x).cmp(&depth(y)) {
+                std::cmp::Ordering::Greater => a = self.parent(x),
+                std::cmp::Ordering::Less => b = self.parent(y),
+                std::cmp::Ordering::Equal => {
+                    a = self.parent(x);
+                    b = self.parent(y);
+                }
+            }
+        }
+        None
+    }
+}
+
+unsafe fn retain<A: Agent>(h: *const Header) {
+    // SAFETY: `h` is the start of a live `Arc<AgentCell<A>>` allocation
+    // (repr(C), header first) and the caller holds a reference.
+    unsafe { Arc::increment_strong_count(h.cast::<AgentCell<A>>()) }
+}
+
+unsafe fn release_ref<A: Agent>(h: *const Header) {
+    // SAFETY: the caller gives up one strong count of this cell.
+    unsafe { Arc::decrement_strong_count(h.cast::<AgentCell<A>>()) }
+}
+
+/// A type-erased strong reference to a cell (pool run queues, cooperations).
+pub(crate) struct AgentRef(NonNull<Header>);
+
+// SAFETY: cells are Send + Sync.
+unsafe impl Send for AgentRef {}
+// SAFETY: cells are Send + Sync.
+unsafe impl Sync for AgentRef {}
+
+impl AgentRef {
+    /// Takes over one strong count.
+    ///
+    /// # Safety
+    /// `h` must be a cell header whose strong count the caller gives up.
+    pub(crate) unsafe fn from_raw(h: *const Header) -> AgentRef {
+        // SAFETY: caller's contract (non-null cell pointer).
+        AgentRef(unsafe { NonNull::new_unchecked(h as *mut Header) })
+    }
+
+    /// Gives up ownership without releasing: the count now belongs to the caller.
+    pub(crate) fn into_raw(self) -> *const Header {
+        ManuallyDrop::new(self).0.as_ptr()
+    }
+
+    #[inline(always)]
+    pub(crate) fn header(&self) -> &Header {
+        // SAFETY: we hold a strong reference.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl Clone for AgentRef {
+    fn clone(&self) -> Self {
+        // SAFETY: we hold a reference, so the cell is alive.
+        unsafe { (self.header().vt.retain)(self.0.as_ptr()) };
+        AgentRef(self.0)
+    }
+}
+
+impl Drop for AgentRef {
+    fn drop(&mut self) {
+        // SAFETY: we own one strong count.
+        unsafe { (self.header().vt.release)(self.0.as_ptr()) }
+    }
+}
+
+impl fmt::Debug for AgentRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let h = self.header();
+        write!(f, "{}{}", (h.vt.type_name)(), h.id)
+    }
+}
+
+/// What became of an [`Addr::insend`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    /// The handler ran inside the call, on the caller's thread.
+    Inline,
+    /// The binding did not allow it (another thread, the target was busy):
+    /// the message was queued as by `send`.
+    Queued,
+}
+
+/// The address of an agent: send to it from anywhere.
+///
+/// Cloning is an atomic increment; sending through a reference costs none.
+pub struct Addr<A: Agent> {
+    cell: Arc<AgentCell<A>>,
+}
+
+impl<A: Agent> Clone for Addr<A> {
+    fn clone(&self) -> Self {
+        Addr {
+            cell: self.cell.clone(),
+        }
+    }
+}
+
+impl<A: Agent> fmt::Debug for Addr<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Addr({}{})",
+            std::any::type_name::<A>(),
+            self.cell.hdr.id
+        )
+    }
+}
+
+impl<A: Agent> PartialEq for Addr<A> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.cell, &other.cell)
+    }
+}
+impl<A: Agent> Eq for Addr<A> {}
+
+impl<A: Agent> Addr<A> {
+    pub(crate) fn from_cell(cell: Arc<AgentCell<A>>) -> Self {
+        Addr { cell }
+    }
+
+    pub(crate) fn cell(&self) -> &AgentCell<A> {
+        &self.cell
+    }
+
+    /// The agent's id.
+    pub fn id(&self) -> AgentId {
+        self.cell.hdr.id
+    }
+
+    /// Whether the agent has not finished yet (a hint: it may finish at any time).
+    pub fn is_alive(&self) -> bool {
+        self.cell.hdr.alive.load(Ordering::Relaxed)
+    }
+
+    /// The agent's counters.
+    pub fn stats(&self) -> crate::AgentStats {
+        let h = &self.cell.hdr;
+        agent_snapshot(
+            h.id,
+            std::any::type_name::<A>(),
+            &h.enq_local,
+            &h.dequeued,
+            &h.cold,
+        )
+    }
+
+    /// Queues `msg` for the agent. Never blocks. From the agent's own
+    /// dispatcher thread this is a plain queue append; from elsewhere it is
+    /// a lock-free push plus a wake-up if the thread sleeps.
+    ///
+    /// A message for a finished agent is dropped and counted as undelivered;
+    /// a message over a configured limit gets the limit's reaction.
+    #[inline]
+    pub fn send<M: Message>(&self, msg: M) {
+        // SAFETY: `self` holds a strong reference for the whole call.
+        unsafe { send_raw::<A, M>(Arc::as_ptr(&self.cell), msg) }
+    }
+
+    /// Runs the agent's handler for `msg` inside this call when the binding
+    /// allows it: the caller is on the agent's dispatcher thread, and the
+    /// agent is alive and not already in a handler. Otherwise queues it.
+    /// An insend event bypasses messages already queued for the agent.
+    pub fn insend<M: Message>(&self, msg: M) -> Delivery {
+        let h = &self.cell.hdr;
+        if let Sink::Thread(ws) = &h.sink {
+            if worker::local_core(ws).is_some()
+                && !h.running.get()
+                && h.alive.load(Ordering::Relaxed)
+            {
+                h.enq_local.bump();
+                self.cell.handle(msg);
+                return Delivery::Inline;
+            }
+        }
+        self.send(msg);
+        Delivery::Queued
+    }
+}
+
+/// The send path.
+///
+/// # Safety
+/// `cell` must stay alive for the call (the caller holds a reference, or
+/// is the agent itself).
+#[inline(always)]
+pub(crate) unsafe fn send_raw<A: Agent, M: Message>(cell: *const AgentCell<A>, msg: M) {
+    // SAFETY: caller's contract.
+    let c = unsafe { &*cell };
+    let h = &c.hdr;
+    let msg = match &h.limits {
+        None => msg,
+        Some(l) => match l.admit::<M>(msg, h) {
+            Some(m) => m,
+            None => return,
+        },
+    };
+    if trace::active() {
+        trace::send(h, std::any::type_name::<M>());
+    }
+    match &h.sink {
+        Sink::Thread(ws) => {
+            if let Some(core) = worker::local_core(ws) {
+                if !h.alive.load(Ordering::Relaxed) {
+                    if let Some(l) = &h.limits {
+                        l.release::<M>();
+                    }
+                    h.count_undelivered();
+                    return;
+                }
+                h.enq_local.bump();
+                prefetch_body(cell);
+                core.push_local(Envelope::new(deliver::<A, M>, cell as usize, msg), h.prio);
+            } else {
+                // SAFETY: the caller's reference keeps the cell alive; the
+                // new count travels with the envelope.
+                unsafe { Arc::increment_strong_count(cell) };
+                h.cold.get().enq_remote.fetch_add(1, Ordering::Relaxed);
+                ws.push_remote(Envelope::new(deliver::<A, M>, cell as usize | REF_TAG, msg));
+            }
+        }
+        Sink::Pool(p) => {
+            h.cold.get().enq_remote.fetch_add(1, Ordering::Relaxed);
+            p.queue
+                .push(Envelope::new(deliver::<A, M>, cell as usize, msg));
+            if p.take_token() {
+                // SAFETY: caller's reference keeps it alive; the new count
+                // belongs to the run-queue entry.
+                let r = unsafe {
+                    Arc::increment_strong_count(cell);
+                    AgentRef::from_raw(cell.cast::<Header>())
+                };
+                p.pool.schedule(r);
+            }
+        }
+    }
+}
+
+/// Asks for the cell's second cache line (agent value), which the
+/// dispatch of the message just queued will read.
+#[inline(always)]
+fn prefetch_body<A: Agent>(cell: *const AgentCell<A>) {
+    #[cfg(target_arch = "x86_64")]
+    if std::mem::size_of::<AgentCell<A>>() > 64 {
+        // SAFETY: SSE is part of the x86_64 baseline, and a prefetch is a
+        // hint that never faults, whatever the address.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                cell.cast::<i8>().wrapping_add(64),
+            )
+        };
+    }
+}
+
+/// Queues the start event of a new agent (the cell's first event).
+pub(crate) fn post_start<A: Agent>(cell: &Arc<AgentCell<A>>) {
+    // The event carries its own reference.
+    let raw = Arc::into_raw(cell.clone());
+    post_signal(&cell.hdr, start::<A>, raw as usize | REF_TAG);
+}
+
+/// Queues a signal event (start, finish) carrying a strong reference.
+pub(crate) fn post_signal(h: &Header, call: EventFn, tagged_target: usize) {
+    let e = Envelope::signal(call, tagged_target);
+    match &h.sink {
+        Sink::Thread(ws) => match worker::local_core(ws) {
+            Some(core) => core.push_local(e, h.prio),
+            None => ws.push_remote(e),
+        },
+        Sink::Pool(p) => {
+            p.queue.push(e);
+            if p.take_token() {
+                // SAFETY: `h` is alive (the envelope holds a count); this
+                // new count belongs to the run-queue entry.
+                let r = unsafe {
+                    (h.vt.retain)(h);
+                    AgentRef::from_raw(h)
+                };
+                p.pool.schedule(r);
+            }
+        }
+    }
+}
+
+/// A cell's header through a raw target address (priority lookups).
+///
+/// # Safety
+/// `target` must be an untagged address of a live cell.
+#[inline(always)]
+pub(crate) unsafe fn header_at<'a>(target: usize) -> &'a Header {
+    // SAFETY: caller's contract; header is the first field (repr(C)).
+    unsafe { &*(target as *const Header) }
+}
+
+/// Counter with a single writer: increments are a load and a store.
+pub(crate) trait OwnerCounter {
+    fn bump(&self);
+    fn add(&self, n: u64);
+}
+
+impl OwnerCounter for AtomicU64 {
+    #[inline(always)]
+    fn bump(&self) {
+        self.add(1);
+    }
+    #[inline(always)]
+    fn add(&self, n: u64) {
+        // Single writer (the thread running the agent): no RMW needed;
+        // Relaxed, readers only want an eventually consistent figure.
+        self.store(
+            self.load(Ordering::Relaxed).wrapping_add(n),
+            Ordering::Relaxed,
+        );
+    }
+}

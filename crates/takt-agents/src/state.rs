@@ -1,0 +1,452 @@
+//! States and handler tables: what an agent does with each message type in
+//! each state.
+//!
+//! An agent type declares its behaviour once, in [`Agent::define`], through
+//! a [`Definer`]: states (flat or nested), `on_enter`/`on_exit` hooks and one
+//! handler per message type per state. The declaration is compiled once per
+//! agent type and process into a [`Behaviour`] shared by every instance, so
+//! registering an agent does not rebuild it.
+//!
+//! Compilation flattens the hierarchy: a state's table holds its own
+//! handlers followed by the handlers of its ancestors that it does not
+//! override, so a message with no handler in a substate reaches its
+//! parent's handler with a single table scan. A message with no handler in
+//! the current state or any ancestor is counted as *unhandled* and dropped.
+//!
+//! ```
+//! use takt_agents::{Agent, Ctx, Definer, State};
+//!
+//! struct Door;
+//! struct Push;
+//! const OPEN: State = State::new(1);
+//!
+//! impl Agent for Door {
+//!     fn define(def: &mut Definer<Self>) {
+//!         // In the default (closed) state a push opens the door...
+//!         def.on(|_: &mut Door, ctx: &mut Ctx<Door>, _: Push| ctx.change_state(OPEN));
+//!         // ...in OPEN it closes it again.
+//!         def.state(OPEN)
+//!             .name("open")
+//!             .on(|_: &mut Door, ctx: &mut Ctx<Door>, _: Push| ctx.change_state(State::DEFAULT));
+//!     }
+//! }
+//! ```
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::RwLock;
+
+use crate::ask::{invoke_ask, Ask};
+use crate::{Agent, Ctx, Message};
+
+/// A state of an agent type: a small integer chosen by the agent's author.
+/// [`State::DEFAULT`] (0) always exists and is the initial state unless
+/// [`Definer::initial`] says otherwise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct State(u16);
+
+impl State {
+    /// The state every agent type has.
+    pub const DEFAULT: State = State(0);
+    /// Largest state number accepted.
+    pub const MAX: u16 = 1023;
+    /// Deepest nesting accepted.
+    pub const MAX_DEPTH: usize = 16;
+
+    /// State number `id` (at most [`State::MAX`]).
+    pub const fn new(id: u16) -> State {
+        State(id)
+    }
+
+    /// The number.
+    pub const fn id(self) -> u16 {
+        self.0
+    }
+}
+
+/// A handler for a message type `M`: `fn(&mut A, &mut Ctx<A>, M)`.
+pub type Handler<A, M> = fn(&mut A, &mut Ctx<'_, A>, M);
+/// A state hook: `fn(&mut A, &mut Ctx<A>)`.
+pub type Hook<A> = fn(&mut A, &mut Ctx<'_, A>);
+/// A request handler: returns the reply.
+pub type AskHandler<A, Q, R> = fn(&mut A, &mut Ctx<'_, A>, Q) -> R;
+
+/// Calls an erased handler: `f` is the user's function pointer, `msg`
+/// points to the message to move out.
+pub(crate) type Invoke<A> = unsafe fn(*const (), &mut A, &mut Ctx<'_, A>, *mut u8);
+
+pub(crate) struct Entry<A: Agent> {
+    pub(crate) type_id: TypeId,
+    pub(crate) f: *const (),
+    pub(crate) invoke: Invoke<A>,
+}
+
+impl<A: Agent> Clone for Entry<A> {
+    fn clone(&self) -> Self {
+        Entry { ..*self }
+    }
+}
+
+/// Invokes a plain handler.
+///
+/// # Safety
+/// `f` must be a `Handler<A, M>` and `msg` must point to an initialized `M`
+/// that the caller gives up.
+unsafe fn invoke_plain<A: Agent, M: Message>(
+    f: *const (),
+    agent: &mut A,
+    ctx: &mut Ctx<'_, A>,
+    msg: *mut u8,
+) {
+    // SAFETY: the entry was built by `StateDef::on::<M>` from a `Handler<A, M>`.
+    let f: Handler<A, M> = unsafe { std::mem::transmute::<*const (), Handler<A, M>>(f) };
+    // SAFETY: caller's contract.
+    f(agent, ctx, unsafe { msg.cast::<M>().read() })
+}
+
+struct StateDef<A: Agent> {
+    name: &'static str,
+    defined: bool,
+    parent: Option<u16>,
+    handlers: Vec<Entry<A>>,
+    on_enter: Option<Hook<A>>,
+    on_exit: Option<Hook<A>>,
+}
+
+impl<A: Agent> StateDef<A> {
+    fn new() -> Self {
+        StateDef {
+            name: "",
+            defined: false,
+            parent: None,
+            handlers: Vec::new(),
+            on_enter: None,
+            on_exit: None,
+        }
+    }
+}
+
+/// Collects an agent type's states and handlers (see the module docs).
+pub struct Definer<A: Agent> {
+    states: Vec<StateDef<A>>,
+    initial: State,
+    errors: Vec<String>,
+}
+
+impl<A: Agent> fmt::Debug for Definer<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Definer")
+            .field("agent", &std::any::type_name::<A>())
+            .field("states", &self.states.len())
+            .finish()
+    }
+}
+
+/// Declares one state: returned by [`Definer::state`].
+pub struct StateBuilder<'d, A: Agent> {
+    def: &'d mut Definer<A>,
+    id: u16,
+}
+
+impl<A: Agent> fmt::Debug for StateBuilder<'_, A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StateBuilder")
+            .field("id", &self.id)
+            .finish()
+    }
+}
+
+impl<A: Agent> Definer<A> {
+    fn new() -> Self {
+        let mut d = Definer {
+            states: Vec::new(),
+            initial: State::DEFAULT,
+            errors: Vec::new(),
+        };
+        d.slot(State::DEFAULT).name = "default";
+        d
+    }
+
+    fn slot(&mut self, s: State) -> &mut StateDef<A> {
+        let i = s.0 as usize;
+        while self.states.len() <= i {
+            self.states.push(StateDef::new());
+        }
+        let st = &mut self.states[i];
+        st.defined = true;
+        st
+    }
+
+    /// Declares (or continues declaring) state `s`.
+    pub fn state(&mut self, s: State) -> StateBuilder<'_, A> {
+        if s.0 > State::MAX {
+            self.errors.push(format!(
+                "state {} is above State::MAX ({})",
+                s.0,
+                State::MAX
+            ));
+            return StateBuilder { def: self, id: 0 };
+        }
+        self.slot(s);
+        StateBuilder { def: self, id: s.0 }
+    }
+
+    /// A handler for `M` in the default state.
+    pub fn on<M: Message>(&mut self, h: Handler<A, M>) -> &mut Self {
+        self.state(State::DEFAULT).on(h);
+        self
+    }
+
+    /// A request handler for `Q` answered with `R` in the default state.
+    pub fn on_ask<Q: Message, R: Message>(&mut self, h: AskHandler<A, Q, R>) -> &mut Self {
+        self.state(State::DEFAULT).on_ask(h);
+        self
+    }
+
+    /// The state new agents start in (entered before `on_start`, with its
+    /// and its ancestors' `on_enter` hooks).
+    pub fn initial(&mut self, s: State) -> &mut Self {
+        self.initial = s;
+        self
+    }
+
+    fn compile(self) -> Result<Behaviour<A>, DefineError> {
+        let mut errors = self.errors;
+        let n = self.states.len();
+        let mut compiled: Vec<Compiled<A>> = Vec::with_capacity(n);
+        for (i, st) in self.states.iter().enumerate() {
+            if !st.defined {
+                compiled.push(Compiled::undefined());
+                continue;
+            }
+            // Walk the ancestry: checks parents exist, no cycle, depth bound.
+            let mut chain = vec![i as u16];
+            let mut cur = st.parent;
+            while let Some(p) = cur {
+                if (p as usize) >= n || !self.states[p as usize].defined {
+                    errors.push(format!("state {i} has undefined parent {p}"));
+                    break;
+                }
+                if chain.contains(&p) {
+                    errors.push(format!("state {i} is its own ancestor"));
+                    break;
+                }
+                if chain.len() >= State::MAX_DEPTH {
+                    errors.push(format!("state {i} nests deeper than {}", State::MAX_DEPTH));
+                    break;
+                }
+                chain.push(p);
+                cur = self.states[p as usize].parent;
+            }
+            // Own handlers first, then each ancestor's not overridden.
+            let mut table: Vec<Entry<A>> = Vec::new();
+            for &s in &chain {
+                for e in &self.states[s as usize].handlers {
+                    if !table.iter().any(|t| t.type_id == e.type_id) {
+                        table.push(e.clone());
+                    }
+                }
+            }
+            compiled.push(Compiled {
+                name: st.name,
+                defined: true,
+                parent: st.parent,
+                depth: chain.len() as u16,
+                table: table.into_boxed_slice(),
+                on_enter: st.on_enter,
+                on_exit: st.on_exit,
+            });
+        }
+        let init = self.initial.0 as usize;
+        if init >= n || !compiled[init].defined {
+            errors.push(format!("initial state {init} is not defined"));
+        }
+        if !errors.is_empty() {
+            return Err(DefineError {
+                agent: std::any::type_name::<A>(),
+                problems: errors,
+            });
+        }
+        Ok(Behaviour {
+            states: compiled.into_boxed_slice(),
+            initial: self.initial.0,
+        })
+    }
+}
+
+impl<A: Agent> StateBuilder<'_, A> {
+    fn def(&mut self) -> &mut StateDef<A> {
+        &mut self.def.states[self.id as usize]
+    }
+
+    /// A name for traces and errors.
+    pub fn name(mut self, name: &'static str) -> Self {
+        self.def().name = name;
+        self
+    }
+
+    /// Makes this a substate of `parent`: messages it does not handle go to
+    /// the parent's handlers; entering it enters the parent first.
+    pub fn parent(mut self, parent: State) -> Self {
+        if parent.0 == self.id {
+            self.def
+                .errors
+                .push(format!("state {} cannot be its own parent", self.id));
+        } else {
+            self.def().parent = Some(parent.0);
+        }
+        self
+    }
+
+    /// Runs when the agent enters this state.
+    pub fn on_enter(mut self, h: Hook<A>) -> Self {
+        self.def().on_enter = Some(h);
+        self
+    }
+
+    /// Runs when the agent leaves this state.
+    pub fn on_exit(mut self, h: Hook<A>) -> Self {
+        self.def().on_exit = Some(h);
+        self
+    }
+
+    fn entry(&mut self, e: Entry<A>) {
+        let st = self.def();
+        if let Some(old) = st.handlers.iter_mut().find(|o| o.type_id == e.type_id) {
+            *old = e;
+        } else {
+            st.handlers.push(e);
+        }
+    }
+
+    /// Handles `M` in this state (replaces an earlier handler for `M`).
+    pub fn on<M: Message>(mut self, h: Handler<A, M>) -> Self {
+        self.entry(Entry {
+            type_id: TypeId::of::<M>(),
+            f: h as *const (),
+            invoke: invoke_plain::<A, M>,
+        });
+        self
+    }
+
+    /// Answers requests `Q` with `R` in this state (see [`crate::Addr::ask`]).
+    pub fn on_ask<Q: Message, R: Message>(mut self, h: AskHandler<A, Q, R>) -> Self {
+        self.entry(Entry {
+            type_id: TypeId::of::<Ask<Q, R>>(),
+            f: h as *const (),
+            invoke: invoke_ask::<A, Q, R>,
+        });
+        self
+    }
+}
+
+/// An agent type's states or handlers are inconsistent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DefineError {
+    /// The agent type.
+    pub agent: &'static str,
+    /// What is wrong, one line each.
+    pub problems: Vec<String>,
+}
+
+impl fmt::Display for DefineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "agent {} is ill-defined: {}",
+            self.agent,
+            self.problems.join("; ")
+        )
+    }
+}
+
+impl std::error::Error for DefineError {}
+
+pub(crate) struct Compiled<A: Agent> {
+    pub(crate) name: &'static str,
+    defined: bool,
+    pub(crate) parent: Option<u16>,
+    pub(crate) depth: u16,
+    pub(crate) table: Box<[Entry<A>]>,
+    pub(crate) on_enter: Option<Hook<A>>,
+    pub(crate) on_exit: Option<Hook<A>>,
+}
+
+impl<A: Agent> Compiled<A> {
+    fn undefined() -> Self {
+        Compiled {
+            name: "",
+            defined: false,
+            parent: None,
+            depth: 0,
+            table: Box::new([]),
+            on_enter: None,
+            on_exit: None,
+        }
+    }
+}
+
+/// The compiled behaviour of an agent type: per state, one flat table.
+pub(crate) struct Behaviour<A: Agent> {
+    pub(crate) states: Box<[Compiled<A>]>,
+    pub(crate) initial: u16,
+}
+
+// SAFETY: the erased pointers are plain `fn` pointers, which are Send and Sync.
+unsafe impl<A: Agent> Send for Behaviour<A> {}
+// SAFETY: as above; the behaviour is immutable once compiled.
+unsafe impl<A: Agent> Sync for Behaviour<A> {}
+
+impl<A: Agent> Behaviour<A> {
+    /// The handler for `type_id` in state `state` (own or inherited).
+    #[inline(always)]
+    pub(crate) fn lookup(&self, state: u16, type_id: TypeId) -> Option<&Entry<A>> {
+        // `state` is always a defined state: set only from checked values.
+        let table = &self.states[state as usize].table;
+        table.iter().find(|e| e.type_id == type_id)
+    }
+
+    /// Whether `s` is a state of this type.
+    pub(crate) fn has_state(&self, s: State) -> bool {
+        self.states.get(s.0 as usize).is_some_and(|c| c.defined)
+    }
+
+    /// The state's name.
+    pub(crate) fn name_of(&self, s: u16) -> &'static str {
+        self.states.get(s as usize).map_or("?", |c| c.name)
+    }
+}
+
+type Cache = HashMap<TypeId, &'static (dyn Any + Send + Sync)>;
+static CACHE: RwLock<Option<Cache>> = RwLock::new(None);
+
+/// The compiled behaviour of `A`, built on first use and kept for the
+/// process (one per agent *type*, so bounded). `A::define` must therefore
+/// not depend on instance data.
+pub(crate) fn behaviour_of<A: Agent>() -> Result<&'static Behaviour<A>, DefineError> {
+    let key = TypeId::of::<A>();
+    let lookup = |c: &Cache| {
+        c.get(&key).map(|b| {
+            b.downcast_ref::<Result<Behaviour<A>, DefineError>>()
+                .expect("cache entries are keyed by their type")
+        })
+    };
+    {
+        let g = CACHE.read().unwrap_or_else(|p| p.into_inner());
+        if let Some(r) = g.as_ref().and_then(lookup) {
+            return r.as_ref().map_err(Clone::clone);
+        }
+    }
+    let mut def = Definer::<A>::new();
+    A::define(&mut def);
+    let compiled: &'static Result<Behaviour<A>, DefineError> = Box::leak(Box::new(def.compile()));
+    let mut g = CACHE.write().unwrap_or_else(|p| p.into_inner());
+    let cache = g.get_or_insert_with(HashMap::new);
+    // Another thread may have compiled it meanwhile: keep the first.
+    let entry = *cache.entry(key).or_insert(compiled);
+    let r = entry
+        .downcast_ref::<Result<Behaviour<A>, DefineError>>()
+        .expect("cache entries are keyed by their type");
+    r.as_ref().map_err(Clone::clone)
+}

@@ -1,0 +1,285 @@
+//! The event loop of a dispatcher thread that owns its agents
+//! (one_thread, active_obj, active_group, priority).
+//!
+//! ## Two queues
+//! - the *local* queue: a plain `VecDeque` (or one per priority) touched
+//!   only by the worker thread. A send from a handler running on this
+//!   thread to an agent of this thread appends here: no atomic operation,
+//!   no reference count, no wake-up.
+//! - the *remote* queue: an `MpscQueue` for sends from other threads. The
+//!   worker moves remote events into the local queue in batches.
+//!
+//! ## Sleeping without lost wake-ups, and without needless ones
+//! The remote queue is a [`WakeQueue`]: an idle worker spins for its
+//! [`SpinBudget`], then sleeps; a producer wakes it only when it announced
+//! it sleeps (see `queue.rs` for the Dekker argument).
+//!
+//! ## Stopping
+//! A stopped worker runs what is queued, then closes: it sets `closed`
+//! (SeqCst) and discards what remains. A producer that pushes after that
+//! sees `closed` and discards the queue itself under `consumer_lock`, so no
+//! event (and no agent reference it holds) is stranded.
+
+use std::cell::{Cell, UnsafeCell};
+use std::collections::VecDeque;
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr;
+use std::sync::{Arc, Mutex};
+
+use takt_sched::sync::{AtomicBool, Ordering};
+use takt_sched::SpinBudget;
+
+use crate::agent::{header_at, OwnerCounter};
+use crate::envelope::Envelope;
+use crate::panic::PanicPolicy;
+use crate::queue::WakeQueue;
+use crate::stats::WorkerCounters;
+
+/// Events run between two looks at the remote queue (fairness between
+/// local chatter and other threads' sends).
+const BATCH: usize = 256;
+/// Priority levels of the priority dispatcher.
+pub(crate) const PRIORITIES: usize = 8;
+
+/// The part of a worker other threads see.
+pub(crate) struct WorkerShared {
+    remote: WakeQueue<Envelope>,
+    stop: AtomicBool,
+    closed: AtomicBool,
+    consumer_lock: Mutex<()>,
+    budget: SpinBudget,
+    prio: bool,
+    pub(crate) panic: Arc<PanicPolicy>,
+    pub(crate) counters: WorkerCounters,
+}
+
+impl fmt::Debug for WorkerShared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkerShared")
+            .field("prio", &self.prio)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WorkerShared {
+    pub(crate) fn new(budget: SpinBudget, prio: bool, panic: Arc<PanicPolicy>) -> Self {
+        WorkerShared {
+            remote: WakeQueue::new(),
+            stop: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            consumer_lock: Mutex::new(()),
+            budget,
+            prio,
+            panic,
+            counters: WorkerCounters::default(),
+        }
+    }
+
+    /// Queues an event from another thread and wakes the worker if it sleeps.
+    #[inline]
+    pub(crate) fn push_remote(&self, e: Envelope) {
+        self.remote.push(e);
+        if self.closed.load(Ordering::SeqCst) {
+            self.discard_after_close();
+        }
+    }
+
+    #[cold]
+    fn discard_after_close(&self) {
+        let _g = self.consumer_lock.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: after `closed` the worker thread no longer consumes, and
+        // `consumer_lock` serializes the producers that do.
+        while let Some(e) = unsafe { self.remote.pop() } {
+            self.counters.discarded.fetch_add(1, Ordering::Relaxed);
+            drop(e);
+        }
+    }
+
+    /// Adds this worker's counters to `s`.
+    pub(crate) fn add_stats(&self, s: &mut crate::DispatcherStats) {
+        self.counters.add_to(s);
+        s.parks += self.remote.parks();
+        s.wakeups += self.remote.wakeups();
+    }
+
+    /// Asks the worker to stop once its queues are empty.
+    pub(crate) fn request_stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.remote.wake();
+    }
+
+    /// Spin, then sleep until the remote queue has an event or stop is asked.
+    fn idle_wait(&self) {
+        // SAFETY: this runs on the worker thread, the queue's only consumer.
+        unsafe {
+            self.remote
+                .wait(self.budget, || self.stop.load(Ordering::SeqCst))
+        }
+    }
+}
+
+/// The local queue: FIFO, or one FIFO per priority.
+enum LocalQueue {
+    Fifo(VecDeque<Envelope>),
+    Prio {
+        queues: Box<[VecDeque<Envelope>; PRIORITIES]>,
+        /// Bit p set iff `queues[p]` is non-empty.
+        mask: u32,
+    },
+}
+
+impl LocalQueue {
+    #[inline(always)]
+    fn push(&mut self, e: Envelope, prio: u8) {
+        match self {
+            LocalQueue::Fifo(q) => q.push_back(e),
+            LocalQueue::Prio { queues, mask } => {
+                let p = (prio as usize).min(PRIORITIES - 1);
+                queues[p].push_back(e);
+                *mask |= 1 << p;
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn pop(&mut self) -> Option<Envelope> {
+        match self {
+            LocalQueue::Fifo(q) => q.pop_front(),
+            LocalQueue::Prio { queues, mask } => {
+                if *mask == 0 {
+                    return None;
+                }
+                let p = 31 - mask.leading_zeros() as usize;
+                let e = queues[p].pop_front();
+                if queues[p].is_empty() {
+                    *mask &= !(1 << p);
+                }
+                e
+            }
+        }
+    }
+}
+
+/// The worker's own state, on its thread's stack; `CURRENT` points to it
+/// while the loop runs.
+pub(crate) struct WorkerCore {
+    shared: *const WorkerShared,
+    local: UnsafeCell<LocalQueue>,
+}
+
+thread_local! {
+    static CURRENT: Cell<*const WorkerCore> = const { Cell::new(ptr::null()) };
+}
+
+/// The current thread's worker core if it is the worker of `ws`.
+#[inline(always)]
+pub(crate) fn local_core(ws: &Arc<WorkerShared>) -> Option<&WorkerCore> {
+    let cur = CURRENT.with(Cell::get);
+    // SAFETY: a non-null CURRENT points to the core on this thread's stack,
+    // valid until the worker loop clears it; the returned borrow is used
+    // within the caller's call, which runs inside that loop.
+    if !cur.is_null() && unsafe { (*cur).shared } == Arc::as_ptr(ws) {
+        Some(unsafe { &*cur })
+    } else {
+        None
+    }
+}
+
+impl WorkerCore {
+    /// Appends to the local queue. Only called on the worker's thread.
+    #[inline(always)]
+    pub(crate) fn push_local(&self, e: Envelope, prio: u8) {
+        // SAFETY: the local queue is only touched on this thread, and no
+        // borrow of it is held across an event (see `run_loop`).
+        unsafe { (*self.local.get()).push(e, prio) }
+    }
+
+    #[inline(always)]
+    fn pop_local(&self) -> Option<Envelope> {
+        // SAFETY: as in `push_local`; the borrow ends before the event runs.
+        unsafe { (*self.local.get()).pop() }
+    }
+
+    fn run_loop(&self, sh: &WorkerShared) {
+        let clock = takt_sched::clock();
+        let mut busy_since = clock.now();
+        loop {
+            let mut ran = 0usize;
+            while ran < BATCH {
+                match self.pop_local() {
+                    Some(e) => {
+                        e.deliver();
+                        ran += 1;
+                    }
+                    None => break,
+                }
+            }
+            sh.counters.events.add(ran as u64);
+            let mut moved = 0usize;
+            while moved < BATCH {
+                // SAFETY: this thread is the remote queue's consumer.
+                match unsafe { sh.remote.pop() } {
+                    Some(e) => {
+                        let prio = if sh.prio {
+                            // SAFETY: the event holds a reference to its target.
+                            unsafe { header_at(e.target()).prio }
+                        } else {
+                            0
+                        };
+                        self.push_local(e, prio);
+                        moved += 1;
+                    }
+                    None => break,
+                }
+            }
+            if ran == 0 && moved == 0 {
+                if sh.stop.load(Ordering::Acquire) {
+                    sh.counters
+                        .busy_ticks
+                        .add(clock.now().saturating_sub(busy_since));
+                    return;
+                }
+                sh.counters
+                    .busy_ticks
+                    .add(clock.now().saturating_sub(busy_since));
+                sh.idle_wait();
+                busy_since = clock.now();
+            }
+        }
+    }
+}
+
+/// The body of a worker thread.
+pub(crate) fn run_worker(shared: Arc<WorkerShared>) {
+    let core = WorkerCore {
+        shared: Arc::as_ptr(&shared),
+        local: UnsafeCell::new(if shared.prio {
+            LocalQueue::Prio {
+                queues: Box::new(std::array::from_fn(|_| VecDeque::new())),
+                mask: 0,
+            }
+        } else {
+            LocalQueue::Fifo(VecDeque::with_capacity(1024))
+        }),
+    };
+    CURRENT.with(|c| c.set(&core));
+    loop {
+        match catch_unwind(AssertUnwindSafe(|| core.run_loop(&shared))) {
+            Ok(()) => break,
+            Err(payload) => crate::panic::recovered(&shared.panic, payload),
+        }
+    }
+    // Stop: close, then discard what is left (local first: its events may
+    // release agents whose later events are remote).
+    shared.closed.store(true, Ordering::SeqCst);
+    CURRENT.with(|c| c.set(ptr::null()));
+    let mut n = 0u64;
+    // SAFETY: we are the only user of the local queue.
+    while let Some(e) = unsafe { (*core.local.get()).pop() } {
+        drop(e);
+        n += 1;
+    }
+    shared.counters.discarded.fetch_add(n, Ordering::Relaxed);
+    shared.discard_after_close();
+}

@@ -1,0 +1,588 @@
+//! `takt bench agents`: the SObjectizer 4.4.b3 benchmarks (the seed's
+//! names and parameters) plus `ping_pong` and `skynet`, on takt-agents,
+//! and with `peers` the same ping_pong, customer_ring and skynet on other
+//! actor runtimes in the same run.
+//!
+//! Every row is the median of at least 5 runs after a warm-up run, with
+//! the CPU time each run cost (`cpu_s`: spinning buys latency with CPU).
+//! Rows that the seed published carry its figure converted to our unit
+//! (`published`; the seed ran on a 1.5 GHz Pentium-M in 2006, so the
+//! column shows the distance travelled, not a same-machine comparison).
+//!
+//! Parameters: every takt row records its dispatcher, thread count, spin
+//! budget, CPU set and scheduling policy. Peer rows record the workload
+//! and thread count only; the table's `takt ×` column compares each peer
+//! row with the takt row doing the same workload on as many threads.
+
+pub mod runs;
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use takt_sched::{SpinBudget, ThreadSpec};
+
+use crate::params;
+use crate::result::{Better, Document, DocumentBuilder, ResultRow};
+use runs::{RingDispatcher, Sample, TaktOpts};
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The reduced set (under 90 s on a 2-core machine).
+    pub quick: bool,
+    /// Add the peer runtimes' rows.
+    pub peers: bool,
+    /// Spin budget of takt's dispatcher threads.
+    pub spin: SpinBudget,
+    /// Base spec of takt's dispatcher threads (`--cpus`, `--sched`).
+    pub thread: ThreadSpec,
+    /// Measured runs per row (at least 5); one warm-up run precedes them.
+    pub runs: usize,
+}
+
+impl Options {
+    fn takt(&self) -> TaktOpts {
+        TaktOpts {
+            spin: self.spin,
+            thread: self.thread.clone(),
+        }
+    }
+}
+
+/// The sizes of one suite (full or quick).
+#[derive(Clone, Debug)]
+struct Plan {
+    ping_pong: u64,
+    ping_pong_cross: u64,
+    ring_one: Vec<usize>,
+    ring_ao: Vec<usize>,
+    ring_ag: Vec<usize>,
+    ring_pool: Vec<usize>,
+    skynet: u64,
+    seed_n: u64,
+    agents_msg: Vec<(usize, usize)>,
+}
+
+impl Plan {
+    fn of(quick: bool) -> Plan {
+        if quick {
+            Plan {
+                ping_pong: 2_000_000,
+                ping_pong_cross: 200_000,
+                ring_one: vec![1000, 50_000],
+                ring_ao: vec![100],
+                ring_ag: vec![10_000],
+                ring_pool: vec![10_000],
+                skynet: 100_000,
+                seed_n: 100_000,
+                agents_msg: vec![(10_000, 5000), (100_000, 20_000)],
+            }
+        } else {
+            Plan {
+                ping_pong: 10_000_000,
+                ping_pong_cross: 1_000_000,
+                ring_one: vec![1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000],
+                ring_ao: vec![100, 200, 500, 1000],
+                ring_ag: vec![1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000],
+                ring_pool: vec![1000, 50_000],
+                skynet: 1_000_000,
+                seed_n: 100_000,
+                agents_msg: vec![
+                    (10_000, 5000),
+                    (20_000, 5000),
+                    (20_000, 10_000),
+                    (100_000, 5000),
+                    (100_000, 10_000),
+                    (100_000, 20_000),
+                ],
+            }
+        }
+    }
+
+    /// What `--quick` leaves out, for the run's notes.
+    const QUICK_NOTE: &'static str = "--quick: ping_pong 2M messages (cross-thread 200k) instead of 10M (1M); \
+customer_ring one_thread N=1000,50000 (of 1000..100000), active_obj N=100 (of 100..1000), \
+active_group N=10000 (of 1000..100000), pools N=10000; skynet 100k leaves instead of 1M; \
+send_agents_msg_self (10000,5000) and (100000,20000) of the seed's six; still 1 warm-up + runs per row";
+}
+
+/// The seed's one_thread customer_ring: N → (ringing msg/s, registration µs/agent).
+const SEED_RING_ONE: &[(usize, f64, f64)] = &[
+    (1000, 165_796.9, 34.2),
+    (2000, 163_670.7, 39.1),
+    (5000, 154_145.2, 42.5),
+    (10_000, 148_359.3, 44.4),
+    (20_000, 140_784.1, 49.8),
+    (50_000, 132_692.9, 55.3),
+    (100_000, 128_876.3, 57.8),
+];
+/// The seed's active_obj customer_ring (M = 50).
+const SEED_RING_AO: &[(usize, f64, f64)] = &[
+    (100, 148_292.7, 248.0),
+    (200, 125_581.2, 233.0),
+    (500, 131_177.2, 250.0),
+    (1000, 125_204.9, 299.8),
+];
+/// The seed's active_group customer_ring (100 groups, M = 100).
+const SEED_RING_AG: &[(usize, f64, f64)] = &[
+    (1000, 137_365.5, 47.0),
+    (2000, 142_840.8, 93.6),
+    (5000, 135_150.2, 117.5),
+    (10_000, 123_553.7, 91.2),
+    (20_000, 108_772.4, 87.8),
+    (50_000, 99_505.5, 89.3),
+    (100_000, 95_187.4, 91.1),
+];
+/// The seed's send_agents_msg_self: (agents, messages) → msg/s.
+const SEED_AGENTS_MSG: &[(usize, usize, f64)] = &[
+    (10_000, 5000, 160_282.0),
+    (20_000, 5000, 107_308.2),
+    (20_000, 10_000, 128_205.0),
+    (100_000, 5000, 118_289.6),
+    (100_000, 10_000, 109_317.84),
+    (100_000, 20_000, 114_299.8),
+];
+const SEED_SEND_MSG: f64 = 390_376.0;
+const SEED_SEND_AND_PROCESS: (f64, f64) = (242_569.8, 485_592.8);
+const SEED_INSEND: f64 = 200_239.4;
+const SEED_STATES: (f64, f64) = (50_743.34, 76_582.98);
+
+fn ns_of_rate(msgs_per_s: f64) -> f64 {
+    1e9 / msgs_per_s
+}
+
+fn seed_ring(table: &[(usize, f64, f64)], n: usize) -> Option<(f64, f64)> {
+    table
+        .iter()
+        .find(|r| r.0 == n)
+        .map(|r| (ns_of_rate(r.1), r.2))
+}
+
+/// Collects runs into rows.
+struct Runner<'a> {
+    opts: &'a Options,
+    doc: DocumentBuilder,
+    progress: &'a mut dyn FnMut(&str),
+}
+
+/// One repetition's values: the main value and an optional second one
+/// (registration, or the processing phase).
+type Rep = (f64, Option<f64>);
+
+struct Series {
+    main: Vec<f64>,
+    second: Vec<f64>,
+    cpu_s: f64,
+}
+
+impl Runner<'_> {
+    fn takt_params(
+        &self,
+        dispatcher: &str,
+        threads: usize,
+        mut p: Map<String, Value>,
+    ) -> Map<String, Value> {
+        p.insert("threads".into(), threads.into());
+        p.insert("dispatcher".into(), dispatcher.into());
+        p.insert("spin".into(), self.opts.spin.to_string().into());
+        p.insert(
+            "cpus".into(),
+            self.opts
+                .thread
+                .cpus()
+                .map_or("any".to_string(), |c| c.to_string())
+                .into(),
+        );
+        p.insert(
+            "sched".into(),
+            self.opts
+                .thread
+                .policy()
+                .map_or("inherit".to_string(), |p| p.to_string())
+                .into(),
+        );
+        p
+    }
+
+    fn repeat(
+        &mut self,
+        label: &str,
+        mut run: impl FnMut() -> Result<Rep, String>,
+    ) -> Result<Series, String> {
+        (self.progress)(&format!("{label}: warm-up"));
+        run()?;
+        let mut s = Series {
+            main: Vec::new(),
+            second: Vec::new(),
+            cpu_s: 0.0,
+        };
+        let runs = self.opts.runs.max(5);
+        let mut cpu = Duration::ZERO;
+        for i in 0..runs {
+            let c0 = takt_sched::process_cpu_time();
+            let (a, b) = run()?;
+            cpu += takt_sched::process_cpu_time().saturating_sub(c0);
+            s.main.push(a);
+            if let Some(b) = b {
+                s.second.push(b);
+            }
+            (self.progress)(&format!("{label}: run {}/{runs}: {a:.3}", i + 1));
+        }
+        s.cpu_s = cpu.as_secs_f64() / runs as f64;
+        Ok(s)
+    }
+
+    fn push(&mut self, row: ResultRow) {
+        self.doc.push(row);
+    }
+
+    fn takt_row(
+        &mut self,
+        name: &str,
+        params: Map<String, Value>,
+        unit: &str,
+        samples: Vec<f64>,
+        cpu_s: f64,
+        published: Option<f64>,
+    ) {
+        let mut row = ResultRow::new(name, "takt", params, unit, Better::Lower, samples, cpu_s);
+        if let Some(p) = published {
+            row = row.with_published(p);
+        }
+        self.push(row);
+    }
+
+    /// A rate row in msg/s beside an ns/msg row, where the seed used msg/s.
+    fn rate_row(
+        &mut self,
+        name: &str,
+        params: Map<String, Value>,
+        ns: &[f64],
+        cpu_s: f64,
+        published_rate: Option<f64>,
+    ) {
+        let rates: Vec<f64> = ns.iter().map(|&v| 1e9 / v).collect();
+        let mut row = ResultRow::new(name, "takt", params, "msg/s", Better::Higher, rates, cpu_s);
+        if let Some(p) = published_rate {
+            row = row.with_published(p);
+        }
+        self.push(row);
+    }
+}
+
+/// dispatcher, agents, tokens, threads, the seed's (ns/msg, µs/agent).
+type RingCase = (RingDispatcher, usize, usize, usize, Option<(f64, f64)>);
+
+fn sample_rep(s: Sample) -> Rep {
+    (s.value, s.registration_us_per_agent)
+}
+
+/// Rough wall time of a run with these options (announced on stderr).
+pub fn expected_duration(opts: &Options) -> Duration {
+    let base = if opts.quick { 40 } else { 420 };
+    let peers = if opts.peers {
+        if opts.quick {
+            45
+        } else {
+            600
+        }
+    } else {
+        0
+    };
+    Duration::from_secs(base + peers)
+}
+
+/// Runs the suite; `progress` gets one line per step.
+pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Document, String> {
+    let plan = Plan::of(opts.quick);
+    let t = opts.takt();
+    let mut r = Runner {
+        opts,
+        doc: DocumentBuilder::start("agents"),
+        progress,
+    };
+    if opts.quick {
+        r.doc.note(Plan::QUICK_NOTE);
+    }
+    r.doc.note(
+        "published: the seed's SObjectizer 4.4.b3 figure (Pentium-M 1.5 GHz, 2006) converted to this row's unit",
+    );
+
+    // ping_pong
+    for (cross, n) in [(false, plan.ping_pong), (true, plan.ping_pong_cross)] {
+        let (disp, threads) = if cross {
+            ("active_obj", 2)
+        } else {
+            ("one_thread", 1)
+        };
+        let s = r.repeat(&format!("ping_pong {disp} {n}"), || {
+            runs::ping_pong(&t, n, cross).map(sample_rep)
+        })?;
+        let p = r.takt_params(disp, threads, params![("messages", n)]);
+        r.takt_row("ping_pong", p, "ns/msg", s.main, s.cpu_s, None);
+    }
+
+    // customer_ring on every dispatcher
+    let mut rings: Vec<RingCase> = Vec::new();
+    for &n in &plan.ring_one {
+        rings.push((
+            RingDispatcher::OneThread,
+            n,
+            100,
+            1,
+            seed_ring(SEED_RING_ONE, n),
+        ));
+    }
+    for &n in &plan.ring_ao {
+        rings.push((
+            RingDispatcher::ActiveObj,
+            n,
+            50,
+            n,
+            seed_ring(SEED_RING_AO, n),
+        ));
+    }
+    for &n in &plan.ring_ag {
+        rings.push((
+            RingDispatcher::ActiveGroup { groups: 100 },
+            n,
+            100,
+            100,
+            seed_ring(SEED_RING_AG, n),
+        ));
+    }
+    for &n in &plan.ring_pool {
+        rings.push((RingDispatcher::ThreadPool { threads: 2 }, n, 100, 2, None));
+        rings.push((RingDispatcher::WorkStealing { threads: 2 }, n, 100, 2, None));
+    }
+    for (d, n, m, threads, seed) in rings {
+        let s = r.repeat(&format!("customer_ring {} N={n} M={m}", d.name()), || {
+            runs::customer_ring(&t, d, n, m).map(sample_rep)
+        })?;
+        let mut p = r.takt_params(d.name(), threads, params![("agents", n), ("tokens", m)]);
+        if let RingDispatcher::ActiveGroup { groups } = d {
+            p.insert("groups".into(), groups.into());
+        }
+        r.takt_row(
+            "customer_ring",
+            p.clone(),
+            "ns/msg",
+            s.main.clone(),
+            s.cpu_s,
+            seed.map(|x| x.0),
+        );
+        let mut rp = p;
+        rp.insert("phase".into(), "registration".into());
+        r.takt_row(
+            "customer_ring",
+            rp,
+            "us/agent",
+            s.second,
+            s.cpu_s,
+            seed.map(|x| x.1),
+        );
+    }
+
+    // skynet
+    {
+        let n = plan.skynet;
+        let s = r.repeat(&format!("skynet {n} leaves"), || {
+            runs::skynet(&t, n).map(sample_rep)
+        })?;
+        let p = r.takt_params("one_thread", 1, params![("leaves", n)]);
+        r.takt_row("skynet", p, "ms", s.main, s.cpu_s, None);
+    }
+
+    // The seed's single-agent benches.
+    let n = plan.seed_n;
+    {
+        let s = r.repeat("send_msg", || runs::send_msg(&t, n).map(|v| (v, None)))?;
+        let p = r.takt_params("one_thread", 1, params![("messages", n)]);
+        r.takt_row(
+            "send_msg",
+            p.clone(),
+            "ns/msg",
+            s.main.clone(),
+            s.cpu_s,
+            Some(ns_of_rate(SEED_SEND_MSG)),
+        );
+        r.rate_row("send_msg", p, &s.main, s.cpu_s, Some(SEED_SEND_MSG));
+    }
+    {
+        let s = r.repeat("send_and_process_msg", || {
+            runs::send_and_process_msg(&t, n).map(|(a, b)| (a, Some(b)))
+        })?;
+        for (phase, v, seed) in [
+            ("send", &s.main, SEED_SEND_AND_PROCESS.0),
+            ("process", &s.second, SEED_SEND_AND_PROCESS.1),
+        ] {
+            let p = r.takt_params("one_thread", 1, params![("messages", n), ("phase", phase)]);
+            r.takt_row(
+                "send_and_process_msg",
+                p.clone(),
+                "ns/msg",
+                v.clone(),
+                s.cpu_s,
+                Some(ns_of_rate(seed)),
+            );
+            r.rate_row("send_and_process_msg", p, v, s.cpu_s, Some(seed));
+        }
+    }
+    {
+        let s = r.repeat("insend_and_process_msg", || {
+            runs::insend_and_process_msg(&t, n).map(|v| (v, None))
+        })?;
+        let p = r.takt_params("one_thread", 1, params![("messages", n)]);
+        r.takt_row(
+            "insend_and_process_msg",
+            p.clone(),
+            "ns/msg",
+            s.main.clone(),
+            s.cpu_s,
+            Some(ns_of_rate(SEED_INSEND)),
+        );
+        r.rate_row(
+            "insend_and_process_msg",
+            p,
+            &s.main,
+            s.cpu_s,
+            Some(SEED_INSEND),
+        );
+    }
+    {
+        let s = r.repeat("process_state_changes", || {
+            runs::process_state_changes(&t, n).map(|(a, b)| (a, Some(b)))
+        })?;
+        for (phase, v, seed) in [
+            ("send", &s.main, SEED_STATES.0),
+            ("process", &s.second, SEED_STATES.1),
+        ] {
+            let p = r.takt_params(
+                "one_thread",
+                1,
+                params![("messages", n), ("states", 10), ("phase", phase)],
+            );
+            r.takt_row(
+                "process_state_changes",
+                p.clone(),
+                "ns/msg",
+                v.clone(),
+                s.cpu_s,
+                Some(ns_of_rate(seed)),
+            );
+            r.rate_row("process_state_changes", p, v, s.cpu_s, Some(seed));
+        }
+    }
+    for &(agents, m) in &plan.agents_msg {
+        let s = r.repeat(&format!("send_agents_msg_self N={agents} M={m}"), || {
+            runs::send_agents_msg_self(&t, agents, m).map(|v| (v, None))
+        })?;
+        let seed = SEED_AGENTS_MSG
+            .iter()
+            .find(|x| x.0 == agents && x.1 == m)
+            .map(|x| x.2);
+        let p = r.takt_params(
+            "one_thread",
+            1,
+            params![("agents", agents), ("messages", m)],
+        );
+        r.takt_row(
+            "send_agents_msg_self",
+            p.clone(),
+            "ns/msg",
+            s.main.clone(),
+            s.cpu_s,
+            seed.map(ns_of_rate),
+        );
+        r.rate_row("send_agents_msg_self", p, &s.main, s.cpu_s, seed);
+    }
+    r.doc.note("send_agents_msg_self: one sender agent makes the M sends to randomly chosen agents (the seed had M agents send one each); the time is the M sends");
+
+    if opts.peers {
+        peers::run(&mut r, &plan)?;
+    }
+    Ok(r.doc.finish())
+}
+
+#[cfg(feature = "peers")]
+mod peers {
+    use super::*;
+    use crate::agents_peers::{run_once, Peer, PeerBench};
+
+    pub(super) fn run(r: &mut Runner<'_>, plan: &Plan) -> Result<(), String> {
+        let mut benches: Vec<(PeerBench, Map<String, Value>)> = vec![
+            (
+                PeerBench::PingPong {
+                    messages: plan.ping_pong,
+                    cross_thread: false,
+                },
+                params![("messages", plan.ping_pong), ("threads", 1)],
+            ),
+            (
+                PeerBench::PingPong {
+                    messages: plan.ping_pong_cross,
+                    cross_thread: true,
+                },
+                params![("messages", plan.ping_pong_cross), ("threads", 2)],
+            ),
+        ];
+        for &n in &plan.ring_one {
+            benches.push((
+                PeerBench::CustomerRing {
+                    agents: n,
+                    tokens: 100,
+                },
+                params![("agents", n), ("tokens", 100), ("threads", 1)],
+            ));
+        }
+        benches.push((
+            PeerBench::Skynet {
+                leaves: plan.skynet,
+            },
+            params![("leaves", plan.skynet), ("threads", 1)],
+        ));
+        for peer in Peer::ALL {
+            for (bench, p) in &benches {
+                let label = format!("{} {} {p:?}", peer.name(), bench.name());
+                let s = r.repeat(&label, || {
+                    run_once(peer, bench)
+                        .map(|s| (s.value, s.registration_us_per_agent))
+                        .map_err(|e| format!("{}: {e}", peer.name()))
+                })?;
+                r.push(ResultRow::new(
+                    bench.name(),
+                    peer.name(),
+                    p.clone(),
+                    bench.unit(),
+                    Better::Lower,
+                    s.main,
+                    s.cpu_s,
+                ));
+                if !s.second.is_empty() {
+                    let mut rp = p.clone();
+                    rp.insert("phase".into(), "registration".into());
+                    r.push(ResultRow::new(
+                        bench.name(),
+                        peer.name(),
+                        rp,
+                        "us/agent",
+                        Better::Lower,
+                        s.second,
+                        s.cpu_s,
+                    ));
+                }
+            }
+        }
+        r.doc.note("peers: actix, kameo and ractor on their single-thread runtime for threads=1 rows and 2 workers for threads=2 rows; crossbeam is a plain-channel floor; `takt ×` = peer median / takt median for the same workload and thread count");
+        Ok(())
+    }
+}
+
+#[cfg(not(feature = "peers"))]
+mod peers {
+    use super::*;
+
+    pub(super) fn run(_r: &mut Runner<'_>, _plan: &Plan) -> Result<(), String> {
+        Err("this build has no peer runtimes (takt-lab feature `peers` is off)".into())
+    }
+}

@@ -1,0 +1,730 @@
+//! takt's side of every agent benchmark: one function per benchmark, each
+//! one run (set-up outside the timed region, the run's own timing inside).
+//!
+//! The definitions match the peers' (`agents_peers`) exactly where a peer
+//! runs the same benchmark: a *message* is one delivery; a ping-pong round
+//! trip is two messages; a customer_ring token injected at agent
+//! `j*N/M` is done after `N` hops (so `N*M` messages); skynet's leaves
+//! reply their number and parents sum.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use takt_agents::{
+    Addr, Agent, Config, CoopHandle, Ctx, Definer, Dispatcher, Runtime, RuntimeHandle, State,
+};
+use takt_sched::{SpinBudget, ThreadSpec};
+
+/// How the runtime's threads are made.
+#[derive(Clone, Debug)]
+pub struct TaktOpts {
+    /// Spin budget of idle dispatcher threads.
+    pub spin: SpinBudget,
+    /// Base thread spec (CPU set, policy).
+    pub thread: ThreadSpec,
+}
+
+impl TaktOpts {
+    fn runtime(&self) -> Runtime {
+        Runtime::new(Config {
+            spin: self.spin,
+            thread: self.thread.clone(),
+            ..Config::default()
+        })
+    }
+}
+
+/// One run's result: the value (ns/msg or ms/run) and, where agents are
+/// registered, the registration cost.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sample {
+    /// ns per message, or ms per run for skynet.
+    pub value: f64,
+    /// µs per agent for registering (and starting) the benchmark's agents.
+    pub registration_us_per_agent: Option<f64>,
+}
+
+/// A one-shot signal from the runtime's threads to the driver.
+#[derive(Default)]
+struct Latch {
+    done: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Latch {
+    fn set(&self) {
+        *self.done.lock().unwrap() = true;
+        self.cv.notify_all();
+    }
+    fn wait(&self) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(600);
+        let mut d = self.done.lock().unwrap();
+        while !*d {
+            let now = Instant::now();
+            if now >= deadline {
+                return Err("benchmark run did not complete within 600 s".into());
+            }
+            d = self.cv.wait_timeout(d, deadline - now).unwrap().0;
+        }
+        *d = false;
+        Ok(())
+    }
+}
+
+/// Counts down; the last one sets the latch.
+struct Countdown {
+    left: AtomicU64,
+    latch: Latch,
+}
+
+impl Countdown {
+    fn new(n: u64) -> Arc<Self> {
+        Arc::new(Countdown {
+            left: AtomicU64::new(n),
+            latch: Latch::default(),
+        })
+    }
+    fn hit(&self) {
+        if self.left.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.latch.set();
+        }
+    }
+}
+
+fn finish(rt: Runtime, coop: &CoopHandle) -> Result<(), String> {
+    coop.deregister();
+    if !coop.wait_timeout(Duration::from_secs(120)) {
+        return Err("benchmark cooperation did not finish".into());
+    }
+    rt.shutdown();
+    Ok(())
+}
+
+// ---------------------------------------------------------------- ping_pong
+
+struct Ball(u64);
+struct SetPeer<A: Agent>(Addr<A>);
+
+struct Player {
+    peer: Option<Addr<Player>>,
+    done: Arc<Countdown>,
+    started: Arc<Countdown>,
+}
+
+impl Agent for Player {
+    fn define(def: &mut Definer<Self>) {
+        def.on(
+            |me: &mut Player, _: &mut Ctx<Player>, SetPeer(p): SetPeer<Player>| me.peer = Some(p),
+        )
+        .on(|me: &mut Player, _: &mut Ctx<Player>, Ball(left): Ball| {
+            if left == 0 {
+                me.done.hit();
+            } else if let Some(p) = &me.peer {
+                p.send(Ball(left - 1));
+            }
+        });
+    }
+    fn on_start(&mut self, _: &mut Ctx<Self>) {
+        self.started.hit();
+    }
+}
+
+/// `messages` deliveries between two agents, on one thread (one_thread)
+/// or across two (active_obj).
+pub fn ping_pong(opts: &TaktOpts, messages: u64, cross_thread: bool) -> Result<Sample, String> {
+    let rt = opts.runtime();
+    let disp = if cross_thread {
+        rt.active_obj("pp")
+    } else {
+        rt.one_thread("pp")
+    }
+    .map_err(|e| e.to_string())?;
+    let done = Countdown::new(1);
+    let started = Countdown::new(2);
+    let t0 = Instant::now();
+    let mut coop = rt.coop("ping_pong");
+    let mk = || Player {
+        peer: None,
+        done: done.clone(),
+        started: started.clone(),
+    };
+    let a = coop.add(mk(), &disp).map_err(|e| e.to_string())?;
+    let b = coop.add(mk(), &disp).map_err(|e| e.to_string())?;
+    let coop = coop.register().map_err(|e| e.to_string())?;
+    started.latch.wait()?;
+    let reg = t0.elapsed().as_secs_f64() * 1e6 / 2.0;
+    a.send(SetPeer(b.clone()));
+    b.send(SetPeer(a.clone()));
+    // `messages` deliveries: the ball is sent `messages` times in total
+    // (the first from here), the last receiver sees 0.
+    let t = Instant::now();
+    a.send(Ball(messages - 1));
+    done.latch.wait()?;
+    let ns = t.elapsed().as_nanos() as f64 / messages as f64;
+    drop((a, b));
+    finish(rt, &coop)?;
+    Ok(Sample {
+        value: ns,
+        registration_us_per_agent: Some(reg),
+    })
+}
+
+// ------------------------------------------------------------ customer_ring
+
+struct Token(u32);
+
+struct Customer {
+    next: Option<Addr<Customer>>,
+    done: Arc<Countdown>,
+    started: Arc<Countdown>,
+}
+
+impl Agent for Customer {
+    fn define(def: &mut Definer<Self>) {
+        def.on(
+            |me: &mut Customer, _: &mut Ctx<Customer>, SetPeer(p): SetPeer<Customer>| {
+                me.next = Some(p)
+            },
+        )
+        .on(
+            |me: &mut Customer, _: &mut Ctx<Customer>, Token(left): Token| {
+                // This delivery is one hop; `left` hops remain after it.
+                if left == 0 {
+                    me.done.hit();
+                } else if let Some(n) = &me.next {
+                    n.send(Token(left - 1));
+                }
+            },
+        );
+    }
+    fn on_start(&mut self, _: &mut Ctx<Self>) {
+        self.started.hit();
+    }
+}
+
+/// Where the ring's agents run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RingDispatcher {
+    /// All on one thread.
+    OneThread,
+    /// A thread per agent.
+    ActiveObj,
+    /// Agents spread round-robin over `groups` active groups.
+    ActiveGroup {
+        /// Number of groups (threads).
+        groups: usize,
+    },
+    /// A thread pool of `threads`.
+    ThreadPool {
+        /// Pool size.
+        threads: usize,
+    },
+    /// A work-stealing pool of `threads`.
+    WorkStealing {
+        /// Pool size.
+        threads: usize,
+    },
+}
+
+impl RingDispatcher {
+    /// Name for `params`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            RingDispatcher::OneThread => "one_thread",
+            RingDispatcher::ActiveObj => "active_obj",
+            RingDispatcher::ActiveGroup { .. } => "active_group",
+            RingDispatcher::ThreadPool { .. } => "thread_pool",
+            RingDispatcher::WorkStealing { .. } => "work_stealing",
+        }
+    }
+
+    fn make(&self, rt: &RuntimeHandle) -> Result<Dispatcher, String> {
+        match *self {
+            RingDispatcher::OneThread => rt.one_thread("ring"),
+            RingDispatcher::ActiveObj => rt.active_obj("ring"),
+            RingDispatcher::ActiveGroup { .. } => rt.active_group("ring"),
+            RingDispatcher::ThreadPool { threads } => rt.thread_pool("ring", threads),
+            RingDispatcher::WorkStealing { threads } => rt.work_stealing("ring", threads),
+        }
+        .map_err(|e| e.to_string())
+    }
+}
+
+/// `agents` in a ring, `tokens` tokens; token j starts at agent
+/// `j*agents/tokens` and is done after `agents` hops.
+pub fn customer_ring(
+    opts: &TaktOpts,
+    disp_kind: RingDispatcher,
+    agents: usize,
+    tokens: usize,
+) -> Result<Sample, String> {
+    if agents == 0 || tokens == 0 || agents > u32::MAX as usize {
+        return Err("customer_ring needs 1..2^32 agents and at least one token".into());
+    }
+    let rt = opts.runtime();
+    let disp = disp_kind.make(&rt)?;
+    let done = Countdown::new(tokens as u64);
+    let started = Countdown::new(agents as u64);
+    let t0 = Instant::now();
+    let mut coop = rt.coop("customer_ring");
+    let mut addrs: Vec<Addr<Customer>> = Vec::with_capacity(agents);
+    // Built last to first so each agent knows its successor at once.
+    for i in (0..agents).rev() {
+        let binding = match disp_kind {
+            RingDispatcher::ActiveGroup { groups } => disp.group(format!("g{}", i % groups.max(1))),
+            _ => disp.bind(),
+        };
+        let a = coop
+            .add(
+                Customer {
+                    next: addrs.last().cloned(),
+                    done: done.clone(),
+                    started: started.clone(),
+                },
+                binding,
+            )
+            .map_err(|e| e.to_string())?;
+        addrs.push(a);
+    }
+    let coop = coop.register().map_err(|e| e.to_string())?;
+    started.latch.wait()?;
+    let reg = t0.elapsed().as_secs_f64() * 1e6 / agents as f64;
+    addrs.reverse();
+    addrs[agents - 1].send(SetPeer(addrs[0].clone()));
+    let t = Instant::now();
+    for j in 0..tokens {
+        addrs[j * agents / tokens].send(Token(agents as u32 - 1));
+    }
+    done.latch.wait()?;
+    let ns = t.elapsed().as_nanos() as f64 / (agents as f64 * tokens as f64);
+    drop(addrs);
+    finish(rt, &coop)?;
+    Ok(Sample {
+        value: ns,
+        registration_us_per_agent: Some(reg),
+    })
+}
+
+// ------------------------------------------------------------------ skynet
+
+struct Sum(u64);
+
+struct Node {
+    level: u32,
+    levels: u32,
+    num: u64,
+    parent: Option<Addr<Node>>,
+    sum: u64,
+    replies: u32,
+    children: Option<CoopHandle>,
+    done: Option<Arc<(Arc<Countdown>, AtomicU64)>>,
+    disp: Dispatcher,
+}
+
+impl Agent for Node {
+    fn define(def: &mut Definer<Self>) {
+        def.on(|me: &mut Node, ctx: &mut Ctx<Node>, Sum(s): Sum| {
+            me.sum += s;
+            me.replies += 1;
+            if me.replies == 10 {
+                if let Some(c) = me.children.take() {
+                    c.deregister();
+                }
+                me.report(ctx);
+            }
+        });
+    }
+    fn on_start(&mut self, ctx: &mut Ctx<Self>) {
+        if self.level == self.levels {
+            self.sum = self.num;
+            self.report(ctx);
+            return;
+        }
+        let me = ctx.addr();
+        let rt = ctx.runtime();
+        let mut coop = rt.coop("skynet");
+        for k in 0..10 {
+            let child = Node {
+                level: self.level + 1,
+                levels: self.levels,
+                num: self.num * 10 + k,
+                parent: Some(me.clone()),
+                sum: 0,
+                replies: 0,
+                children: None,
+                done: None,
+                disp: self.disp.clone(),
+            };
+            if coop.add(child, &self.disp).is_err() {
+                return;
+            }
+        }
+        self.children = coop.register().ok();
+    }
+}
+
+impl Node {
+    fn report(&mut self, _ctx: &mut Ctx<Self>) {
+        match (&self.parent, &self.done) {
+            (Some(p), _) => p.send(Sum(self.sum)),
+            (None, Some(d)) => {
+                d.1.store(self.sum, Ordering::SeqCst);
+                d.0.hit();
+            }
+            (None, None) => {}
+        }
+    }
+}
+
+/// Skynet over `leaves` (a power of ten) leaf agents on a one_thread
+/// dispatcher; returns ms per run and the check sum.
+pub fn skynet(opts: &TaktOpts, leaves: u64) -> Result<Sample, String> {
+    let levels = (leaves as f64).log10().round() as u32;
+    if 10u64.pow(levels) != leaves || levels == 0 {
+        return Err(format!("skynet needs a power of ten leaves, got {leaves}"));
+    }
+    let rt = opts.runtime();
+    let disp = rt.one_thread("skynet").map_err(|e| e.to_string())?;
+    let done = Arc::new((Countdown::new(1), AtomicU64::new(0)));
+    let t = Instant::now();
+    let mut coop = rt.coop("skynet-root");
+    coop.add(
+        Node {
+            level: 0,
+            levels,
+            num: 0,
+            parent: None,
+            sum: 0,
+            replies: 0,
+            children: None,
+            done: Some(done.clone()),
+            disp: disp.clone(),
+        },
+        &disp,
+    )
+    .map_err(|e| e.to_string())?;
+    let root = coop.register().map_err(|e| e.to_string())?;
+    done.0.latch.wait()?;
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    let sum = done.1.load(Ordering::SeqCst);
+    let expect = leaves * (leaves - 1) / 2;
+    if sum != expect {
+        return Err(format!("skynet sum {sum}, expected {expect}"));
+    }
+    finish(rt, &root)?;
+    Ok(Sample {
+        value: ms,
+        registration_us_per_agent: None,
+    })
+}
+
+// ----------------------------------------------------- the seed's benches
+
+struct Flood {
+    n: u64,
+    mode: FloodMode,
+    processed: u64,
+    /// (ns sending, ns processing after the sends).
+    times: Arc<(AtomicU64, AtomicU64)>,
+    done: Arc<Countdown>,
+    t_sent: Option<Instant>,
+    peer: Option<Addr<Sink>>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FloodMode {
+    /// Send messages nobody handles.
+    SendOnly,
+    /// Send to self, then process them.
+    SendAndProcess,
+    /// Insend to a peer on the same thread: each runs inside the send.
+    Insend,
+}
+
+struct Item(u64);
+
+/// The insend target.
+struct Sink {
+    seen: u64,
+}
+
+impl Agent for Sink {
+    fn define(def: &mut Definer<Self>) {
+        def.on(|me: &mut Sink, _: &mut Ctx<Sink>, Item(k): Item| me.seen += k);
+    }
+}
+
+impl Agent for Flood {
+    fn define(def: &mut Definer<Self>) {
+        def.on(|me: &mut Flood, _: &mut Ctx<Flood>, Item(_): Item| {
+            me.processed += 1;
+            if me.processed == me.n {
+                let t = me.t_sent.take().expect("set before sending");
+                me.times
+                    .1
+                    .store(t.elapsed().as_nanos() as u64, Ordering::SeqCst);
+                me.done.hit();
+            }
+        })
+        .on(|me: &mut Flood, ctx: &mut Ctx<Flood>, _: Go| {
+            let t = Instant::now();
+            match me.mode {
+                FloodMode::SendOnly => {
+                    for i in 0..me.n {
+                        ctx.send_self(Unwanted(i));
+                    }
+                }
+                FloodMode::SendAndProcess => {
+                    for i in 0..me.n {
+                        ctx.send_self(Item(i));
+                    }
+                }
+                FloodMode::Insend => {
+                    let p = me.peer.as_ref().expect("insend peer");
+                    for i in 0..me.n {
+                        p.insend(Item(i));
+                    }
+                }
+            }
+            let el = t.elapsed();
+            me.times.0.store(el.as_nanos() as u64, Ordering::SeqCst);
+            me.t_sent = Some(Instant::now());
+            if me.mode != FloodMode::SendAndProcess {
+                me.done.hit();
+            }
+        });
+    }
+}
+
+struct Go;
+struct Unwanted(#[allow(dead_code)] u64);
+
+/// The seed's `send_msg`: one agent sends `n` messages nobody handles;
+/// ns per send.
+pub fn send_msg(opts: &TaktOpts, n: u64) -> Result<f64, String> {
+    flood(opts, n, FloodMode::SendOnly).map(|(s, _)| s)
+}
+
+/// The seed's `send_and_process_msg`: one agent sends `n` messages to
+/// itself, then handles them; (ns per send, ns per processed message).
+pub fn send_and_process_msg(opts: &TaktOpts, n: u64) -> Result<(f64, f64), String> {
+    flood(opts, n, FloodMode::SendAndProcess).map(|(s, p)| (s, p.unwrap_or(f64::NAN)))
+}
+
+/// The seed's `insend_and_process_msg`: `n` insend events, each handled
+/// inside its send; ns per message (send and process).
+pub fn insend_and_process_msg(opts: &TaktOpts, n: u64) -> Result<f64, String> {
+    flood(opts, n, FloodMode::Insend).map(|(s, _)| s)
+}
+
+fn flood(opts: &TaktOpts, n: u64, mode: FloodMode) -> Result<(f64, Option<f64>), String> {
+    let rt = opts.runtime();
+    let disp = rt.one_thread("flood").map_err(|e| e.to_string())?;
+    let times = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
+    let done = Countdown::new(1);
+    let mut coop = rt.coop("flood");
+    let peer = coop
+        .add(Sink { seen: 0 }, &disp)
+        .map_err(|e| e.to_string())?;
+    let a = coop
+        .add(
+            Flood {
+                n,
+                mode,
+                processed: 0,
+                times: times.clone(),
+                done: done.clone(),
+                t_sent: None,
+                peer: Some(peer),
+            },
+            &disp,
+        )
+        .map_err(|e| e.to_string())?;
+    let coop = coop.register().map_err(|e| e.to_string())?;
+    a.send(Go);
+    done.latch.wait()?;
+    let send = times.0.load(Ordering::SeqCst) as f64 / n as f64;
+    let process = (mode == FloodMode::SendAndProcess)
+        .then(|| times.1.load(Ordering::SeqCst) as f64 / n as f64);
+    finish(rt, &coop)?;
+    Ok((send, process))
+}
+
+// ------------------------------------------------- process_state_changes
+
+/// Event `I` of the 10-state agent.
+struct Ev<const I: usize>;
+
+struct Stately {
+    n: u64,
+    processed: u64,
+    done: Arc<Countdown>,
+    times: Arc<(AtomicU64, AtomicU64)>,
+    t_sent: Option<Instant>,
+}
+
+const STATES: usize = 10;
+
+fn on_ev<const I: usize>(me: &mut Stately, ctx: &mut Ctx<Stately>, _: Ev<I>) {
+    ctx.change_state(State::new(((I + 1) % STATES) as u16));
+    me.processed += 1;
+    if me.processed == me.n {
+        let t = me.t_sent.take().expect("set after sending");
+        me.times
+            .1
+            .store(t.elapsed().as_nanos() as u64, Ordering::SeqCst);
+        me.done.hit();
+    }
+}
+
+fn send_ev<const I: usize>(ctx: &Ctx<Stately>) {
+    ctx.send_self(Ev::<I>);
+}
+
+impl Agent for Stately {
+    fn define(def: &mut Definer<Self>) {
+        def.state(State::new(0)).on(on_ev::<0>);
+        def.state(State::new(1)).on(on_ev::<1>);
+        def.state(State::new(2)).on(on_ev::<2>);
+        def.state(State::new(3)).on(on_ev::<3>);
+        def.state(State::new(4)).on(on_ev::<4>);
+        def.state(State::new(5)).on(on_ev::<5>);
+        def.state(State::new(6)).on(on_ev::<6>);
+        def.state(State::new(7)).on(on_ev::<7>);
+        def.state(State::new(8)).on(on_ev::<8>);
+        def.state(State::new(9)).on(on_ev::<9>);
+        def.on(|me: &mut Stately, ctx: &mut Ctx<Stately>, _: Go| {
+            let t = Instant::now();
+            let senders: [fn(&Ctx<Stately>); STATES] = [
+                send_ev::<0>,
+                send_ev::<1>,
+                send_ev::<2>,
+                send_ev::<3>,
+                send_ev::<4>,
+                send_ev::<5>,
+                send_ev::<6>,
+                send_ev::<7>,
+                send_ev::<8>,
+                send_ev::<9>,
+            ];
+            for i in 0..me.n {
+                senders[(i % STATES as u64) as usize](ctx);
+            }
+            me.times
+                .0
+                .store(t.elapsed().as_nanos() as u64, Ordering::SeqCst);
+            me.t_sent = Some(Instant::now());
+        });
+    }
+}
+
+/// The seed's `process_state_changes`: an agent with 10 states and one
+/// event per state sends itself `n` events, then handles them, changing
+/// state at each; (ns per send, ns per processed event).
+pub fn process_state_changes(opts: &TaktOpts, n: u64) -> Result<(f64, f64), String> {
+    let rt = opts.runtime();
+    let disp = rt.one_thread("states").map_err(|e| e.to_string())?;
+    let done = Countdown::new(1);
+    let times = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
+    let mut coop = rt.coop("states");
+    let a = coop
+        .add(
+            Stately {
+                n,
+                processed: 0,
+                done: done.clone(),
+                times: times.clone(),
+                t_sent: None,
+            },
+            &disp,
+        )
+        .map_err(|e| e.to_string())?;
+    let coop = coop.register().map_err(|e| e.to_string())?;
+    a.send(Go);
+    done.latch.wait()?;
+    let send = times.0.load(Ordering::SeqCst) as f64 / n as f64;
+    let process = times.1.load(Ordering::SeqCst) as f64 / n as f64;
+    finish(rt, &coop)?;
+    Ok((send, process))
+}
+
+// ------------------------------------------------- send_agents_msg_self
+
+struct Target;
+impl Agent for Target {
+    fn define(def: &mut Definer<Self>) {
+        def.on(|_: &mut Target, _: &mut Ctx<Target>, Item(_): Item| {});
+    }
+}
+
+struct Sender {
+    targets: Vec<Addr<Target>>,
+    picks: Vec<u32>,
+    send_ns: Arc<AtomicU64>,
+    done: Arc<Countdown>,
+}
+
+impl Agent for Sender {
+    fn define(def: &mut Definer<Self>) {
+        def.on(|me: &mut Sender, _: &mut Ctx<Sender>, _: Go| {
+            let t = Instant::now();
+            for (i, &k) in me.picks.iter().enumerate() {
+                me.targets[k as usize].send(Item(i as u64));
+            }
+            me.send_ns
+                .store(t.elapsed().as_nanos() as u64, Ordering::SeqCst);
+            me.done.hit();
+        });
+    }
+}
+
+/// The seed's `send_agents_msg_self`: with `agents` agents registered,
+/// `messages` messages go to randomly chosen agents; ns per send.
+/// (Here one sender agent makes the `messages` sends; the seed had
+/// `messages` agents send one each.)
+pub fn send_agents_msg_self(
+    opts: &TaktOpts,
+    agents: usize,
+    messages: usize,
+) -> Result<f64, String> {
+    if agents == 0 {
+        return Err("send_agents_msg_self needs at least one agent".into());
+    }
+    let rt = opts.runtime();
+    let disp = rt.one_thread("agents").map_err(|e| e.to_string())?;
+    let mut coop = rt.coop("agents");
+    let mut targets = Vec::with_capacity(agents);
+    for _ in 0..agents {
+        targets.push(coop.add(Target, &disp).map_err(|e| e.to_string())?);
+    }
+    // xorshift: a fixed, reproducible random choice.
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let picks = (0..messages)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % agents as u64) as u32
+        })
+        .collect();
+    let send_ns = Arc::new(AtomicU64::new(0));
+    let done = Countdown::new(1);
+    let s = coop
+        .add(
+            Sender {
+                targets,
+                picks,
+                send_ns: send_ns.clone(),
+                done: done.clone(),
+            },
+            &disp,
+        )
+        .map_err(|e| e.to_string())?;
+    let coop = coop.register().map_err(|e| e.to_string())?;
+    s.send(Go);
+    done.latch.wait()?;
+    let ns = send_ns.load(Ordering::SeqCst) as f64 / messages.max(1) as f64;
+    finish(rt, &coop)?;
+    Ok(ns)
+}

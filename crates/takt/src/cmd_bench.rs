@@ -1,0 +1,65 @@
+//! `takt bench …`: the benchmark suites. Each suite is a subcommand of
+//! `bench` (`takt bench agents`, and more to come).
+
+use clap::{Args, Subcommand};
+use takt_lab::agents;
+use takt_lab::output::emit;
+
+use crate::args::{OutputArgs, SchedArgs, SpinArgs};
+
+/// `takt bench` subcommands.
+#[derive(Subcommand, Debug)]
+pub enum BenchCmd {
+    /// The SObjectizer-derived agent benchmarks (send_msg, customer_ring,
+    /// ping_pong, skynet, ...) on takt-agents; `--peers` adds actix, kameo,
+    /// ractor and a crossbeam floor in the same run.
+    Agents(AgentsCmd),
+}
+
+/// `takt bench agents` flags.
+#[derive(Args, Debug)]
+pub struct AgentsCmd {
+    /// Also run ping_pong, customer_ring and skynet on the peer runtimes.
+    #[arg(long)]
+    pub peers: bool,
+    /// Measured runs per row (at least 5; one warm-up run precedes them).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(5..=1000))]
+    pub runs: u32,
+    #[command(flatten)]
+    pub sched: SchedArgs,
+    #[command(flatten)]
+    pub spin: SpinArgs,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+pub fn run(cmd: BenchCmd) -> Result<(), String> {
+    match cmd {
+        BenchCmd::Agents(a) => run_agents(a),
+    }
+}
+
+fn run_agents(cmd: AgentsCmd) -> Result<(), String> {
+    let opts = agents::Options {
+        quick: cmd.out.quick,
+        peers: cmd.peers,
+        spin: cmd.spin.spin,
+        thread: cmd.sched.spec("takt-agents"),
+        runs: cmd.runs as usize,
+    };
+    let eta = agents::expected_duration(&opts);
+    eprintln!(
+        "takt bench agents{}{}: expected duration about {} s (spin {}, threads {})",
+        if opts.quick { " --quick" } else { "" },
+        if opts.peers { " --peers" } else { "" },
+        eta.as_secs(),
+        opts.spin,
+        opts.thread
+    );
+    let start = std::time::Instant::now();
+    let doc = agents::run(&opts, &mut |line| {
+        eprintln!("[{:6.1}s] {line}", start.elapsed().as_secs_f64())
+    })?;
+    eprintln!("done in {:.1} s", start.elapsed().as_secs_f64());
+    emit(&doc, cmd.out.json).map_err(|e| e.to_string())
+}
