@@ -5,6 +5,7 @@
 
 mod args;
 mod cmd_sched;
+mod cmd_sip;
 
 use clap::{Parser, Subcommand};
 
@@ -21,12 +22,15 @@ struct Cli {
 enum Command {
     /// Apply a scheduler setting to a thread and show what the kernel accepted.
     Sched(cmd_sched::SchedCmd),
+    /// The SIP proxy and its tools.
+    Sip(cmd_sip::SipCmd),
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Sched(c) => cmd_sched::run(c),
+        Command::Sip(c) => cmd_sip::run(c),
     };
     if let Err(e) = result {
         eprintln!("takt: {e}");
@@ -52,5 +56,45 @@ mod tests {
         assert!(bad.to_string().contains("needs prio"), "{bad}");
         let bad = Cli::try_parse_from(["takt", "sched", "--cpus", "x"]).unwrap_err();
         assert!(bad.to_string().contains("invalid CPU set"), "{bad}");
+    }
+
+    #[test]
+    fn sip_proxy_flags_parse_and_reject() {
+        let ok = Cli::try_parse_from([
+            "takt",
+            "sip",
+            "proxy",
+            "--listen",
+            "127.0.0.1:5060",
+            "--next-hop",
+            "127.0.0.1:5070",
+            "--mode",
+            "stateless",
+            "--model",
+            "batched",
+            "--workers",
+            "4",
+            "--cpus",
+            "0",
+            "--sched",
+            "batch",
+            "--rcvbuf",
+            "4m",
+            "--stats",
+            "off",
+            "--duration",
+            "1",
+        ]);
+        assert!(ok.is_ok(), "{ok:?}");
+        for (flag, value, msg) in [
+            ("--mode", "weird", "unknown mode"),
+            ("--model", "threads", "unknown worker model"),
+            ("--workers", "0", "0 is not in 1..=1024"),
+            ("--rcvbuf", "lots", "bad byte count"),
+            ("--listen", "nowhere", "invalid socket address"),
+        ] {
+            let e = Cli::try_parse_from(["takt", "sip", "proxy", flag, value]).unwrap_err();
+            assert!(e.to_string().contains(msg), "{flag}: {e}");
+        }
     }
 }
