@@ -36,6 +36,9 @@ impl Hasher for KeyHasher {
 
 type Map = HashMap<u64, Txn, BuildHasherDefault<KeyHasher>>;
 
+/// Records per shard allocated up front (the rest grows on demand, up to the bound).
+const PRESIZE: usize = 64;
+
 /// One shard.
 #[derive(Debug, Default)]
 pub struct Shard {
@@ -114,7 +117,8 @@ impl Table {
                 .map(|_| {
                     Mutex::new(Shard {
                         cap: per,
-                        ..Shard::default()
+                        map: Map::with_capacity_and_hasher(per.min(PRESIZE), Default::default()),
+                        timers: BinaryHeap::with_capacity(per.min(PRESIZE) * 2),
                     })
                 })
                 .collect(),
