@@ -6,7 +6,9 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use takt_sip::proxy::build::Local;
-use takt_sip::proxy::{Inbound, Mode, Proxy, ProxyConfig, Scratch, SendError, Sink, Target, Transport};
+use takt_sip::proxy::{
+    Inbound, Mode, Proxy, ProxyConfig, Scratch, SendError, Sink, Target, Transport,
+};
 use takt_sip::wire::Message;
 
 struct Check {
@@ -26,8 +28,18 @@ fn proxies() -> &'static [Proxy; 2] {
     static P: OnceLock<[Proxy; 2]> = OnceLock::new();
     P.get_or_init(|| {
         let mk = |mode| {
-            let mut c = ProxyConfig::new(mode, Local { host: "127.0.0.1".into(), port: 5060 });
-            c.next_hop = Some(Target { addr: "127.0.0.1:5070".parse().unwrap(), transport: Transport::Udp, conn: None });
+            let mut c = ProxyConfig::new(
+                mode,
+                Local {
+                    host: "127.0.0.1".into(),
+                    port: 5060,
+                },
+            );
+            c.next_hop = Some(Target {
+                addr: "127.0.0.1:5070".parse().unwrap(),
+                transport: Transport::Udp,
+                conn: None,
+            });
             c.max_transactions = 4096;
             Proxy::new(c)
         };
@@ -37,18 +49,33 @@ fn proxies() -> &'static [Proxy; 2] {
 
 fuzz_target!(|data: &[u8]| {
     // first byte: source port and clock step; the rest: the message
-    let Some((&ctl, msg)) = data.split_first() else { return };
+    let Some((&ctl, msg)) = data.split_first() else {
+        return;
+    };
     let strict = Message::parse(msg).is_ok();
     let from = Target {
         addr: std::net::SocketAddr::from(([127, 0, 0, 1], 5061 + u16::from(ctl & 7))),
-        transport: if ctl & 8 == 0 { Transport::Udp } else { Transport::Tcp },
+        transport: if ctl & 8 == 0 {
+            Transport::Udp
+        } else {
+            Transport::Tcp
+        },
         conn: None,
     };
     let now = u64::from(ctl) * 100_000_000;
     let mut s = Scratch::new();
     for p in proxies() {
         let mut sink = Check { strict };
-        p.handle(&Inbound { bytes: msg, from, now, queue_delay_ns: u64::from(ctl >> 4) * 100_000_000 }, &mut s, &mut sink);
+        p.handle(
+            &Inbound {
+                bytes: msg,
+                from,
+                now,
+                queue_delay_ns: u64::from(ctl >> 4) * 100_000_000,
+            },
+            &mut s,
+            &mut sink,
+        );
         p.tick(now, &mut Check { strict: true });
     }
 });

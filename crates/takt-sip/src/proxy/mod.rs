@@ -686,8 +686,9 @@ impl Proxy {
 
     fn on_request(&self, m: &Message<'_>, inb: &Inbound<'_>, s: &mut Scratch) -> Outcome {
         let kind = MsgKind::of(m);
+        let key = request_key(m);
         if self.cfg.mode == Mode::Stateful {
-            if let Some(o) = stateful::match_request(self, m, inb, kind, s) {
+            if let Some(o) = stateful::match_request(self, m, inb, kind, key, s) {
                 return o;
             }
         }

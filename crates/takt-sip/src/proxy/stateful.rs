@@ -48,10 +48,10 @@ pub(super) fn match_request(
     m: &Message<'_>,
     inb: &Inbound<'_>,
     kind: MsgKind,
+    key: u64,
     s: &mut Scratch,
 ) -> Option<Outcome> {
     let method = m.method()?;
-    let key = super::branch::request_key(m);
     let mut sh = p.table.shard(key);
     let t = sh.map.get_mut(&key)?;
     let now = inb.now;
@@ -139,9 +139,11 @@ pub(super) fn new_transaction(
         }
     };
     let mut t = Txn::new(invite, upstream, target, &p.cfg.timers, inb.now);
-    t.request = s.out[start..].to_vec();
+    t.request = sh.buf();
+    t.request.extend_from_slice(&s.out[start..]);
     if let Some(r) = trying {
-        t.response = s.out[r].to_vec();
+        t.response = sh.buf();
+        t.response.extend_from_slice(&s.out[r]);
     }
     if sh.insert(key, t) {
         p.table.note_len(1);

@@ -101,6 +101,7 @@ pub struct WorkerStats {
     disp: [[u64; N_DISP]; N_KIND],
     replied: BTreeMap<u16, u64>,
     parse_errors: BTreeMap<&'static str, u64>,
+    socket: usize,
     socket_drops: u64,
     batches: u64,
     batched_messages: u64,
@@ -115,6 +116,7 @@ impl WorkerStats {
             disp: [[0; N_DISP]; N_KIND],
             replied: BTreeMap::new(),
             parse_errors: BTreeMap::new(),
+            socket: usize::MAX,
             socket_drops: 0,
             batches: 0,
             batched_messages: 0,
@@ -145,6 +147,12 @@ impl WorkerStats {
     pub fn record_oversized(&mut self) {
         self.disp[kind_index(MsgKind::Malformed)][disp_index(Disposition::DroppedMalformed)] += 1;
         *self.parse_errors.entry("too_large").or_insert(0) += 1;
+    }
+
+    /// Names the socket this worker reads (workers sharing a socket share
+    /// its drop counter, which is then counted once).
+    pub fn set_socket(&mut self, id: usize) {
+        self.socket = id;
     }
 
     /// Sets the socket's cumulative drop count (from `SO_RXQ_OVFL`).
@@ -239,7 +247,7 @@ impl Registry {
         let mut disp = [[0u64; N_DISP]; N_KIND];
         let mut replied = BTreeMap::new();
         let mut parse_errors = BTreeMap::new();
-        let mut socket_drops = 0;
+        let mut drops_by_socket: BTreeMap<usize, u64> = BTreeMap::new();
         let mut batches = 0;
         let mut batched = 0;
         let mut per_worker = Vec::new();
@@ -268,7 +276,8 @@ impl Registry {
             for (e, n) in &w.parse_errors {
                 *parse_errors.entry((*e).to_string()).or_insert(0) += n;
             }
-            socket_drops += w.socket_drops;
+            let d = drops_by_socket.entry(w.socket).or_insert(0);
+            *d = (*d).max(w.socket_drops);
             batches += w.batches;
             batched += w.batched_messages;
             per_worker.push(WorkerSummary {
@@ -302,6 +311,7 @@ impl Registry {
                 },
             );
         }
+        let socket_drops = drops_by_socket.values().sum();
         let host = UdpCounters::read().since(&self.snmp_start);
         let drop_rate = if host.in_datagrams + host.rcvbuf_errors > 0 {
             host.rcvbuf_errors as f64 / (host.in_datagrams + host.rcvbuf_errors) as f64

@@ -235,11 +235,16 @@ impl Server {
                     .ok_or_else(|| io::Error::other("missing socket"))?,
             };
             let timer_sock = (i == 0).then(|| sock.try_clone()).transpose()?;
+            let stats = registry.add_worker(format!("sip-w{i}"));
+            stats
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .set_socket(if reuse { i } else { 0 });
             let w = Worker {
                 proxy: proxy.clone(),
                 sock,
                 tcp: tcp.clone(),
-                stats: registry.add_worker(format!("sip-w{i}")),
+                stats,
                 stop: stop.clone(),
                 max_message: scfg.max_message,
                 clock,
