@@ -176,6 +176,11 @@ fn forward_up(t: &mut Txn, m: &Message<'_>, s: &mut Scratch) {
 }
 
 /// Matches a response to its record. `None`: no record (forward statelessly).
+///
+/// What it sends goes out before the shard lock is released: two workers
+/// handling a 180 and a 200 of one transaction at once (the `shared`
+/// model) then forward them in the order they changed its state, so a
+/// 180 can never overtake the 200 it preceded.
 pub(super) fn match_response(
     p: &Proxy,
     m: &Message<'_>,
@@ -183,6 +188,7 @@ pub(super) fn match_response(
     kind: MsgKind,
     now: u64,
     s: &mut Scratch,
+    sink: &mut dyn Sink,
 ) -> Option<Outcome> {
     let mut sh = p.table.shard(key);
     let t = sh.map.get_mut(&key)?;
@@ -264,6 +270,11 @@ pub(super) fn match_response(
         }
     };
     finish(p, &mut sh, key);
+    let mut out = out;
+    if !s.flush(sink) {
+        out.disposition = Disposition::SendFailed;
+    }
+    drop(sh);
     Some(out)
 }
 
