@@ -14,5 +14,8 @@
 //! - [`config`]: the TOML configuration.
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+pub mod config;
 pub mod proxy;
+pub mod stats;
+pub mod transport;
 pub mod wire;

@@ -7,6 +7,7 @@ mod args;
 mod cmd_machine;
 mod cmd_bench;
 mod cmd_sched;
+mod cmd_sip;
 
 use clap::{Parser, Subcommand};
 
@@ -29,6 +30,8 @@ enum Command {
     /// Run a benchmark suite.
     #[command(subcommand)]
     Bench(cmd_bench::BenchCmd),
+    /// The SIP proxy and its tools.
+    Sip(cmd_sip::SipCmd),
 }
 
 fn main() {
@@ -37,6 +40,7 @@ fn main() {
         Command::Sched(c) => cmd_sched::run(c),
         Command::Machine(c) => cmd_machine::run(c),
         Command::Bench(c) => cmd_bench::run(c),
+        Command::Sip(c) => cmd_sip::run(c),
     };
     if let Err(e) = result {
         eprintln!("takt: {e}");
@@ -96,5 +100,45 @@ mod tests {
         let bad = Cli::try_parse_from(["takt", "bench", "agents", "--spin", "fast"]).unwrap_err();
         assert!(bad.to_string().contains("spin budget"), "{bad}");
         assert!(Cli::try_parse_from(["takt", "bench"]).is_err());
+    }
+
+    #[test]
+    fn sip_proxy_flags_parse_and_reject() {
+        let ok = Cli::try_parse_from([
+            "takt",
+            "sip",
+            "proxy",
+            "--listen",
+            "127.0.0.1:5060",
+            "--next-hop",
+            "127.0.0.1:5070",
+            "--mode",
+            "stateless",
+            "--model",
+            "batched",
+            "--workers",
+            "4",
+            "--cpus",
+            "0",
+            "--sched",
+            "batch",
+            "--rcvbuf",
+            "4m",
+            "--stats",
+            "off",
+            "--duration",
+            "1",
+        ]);
+        assert!(ok.is_ok(), "{ok:?}");
+        for (flag, value, msg) in [
+            ("--mode", "weird", "unknown mode"),
+            ("--model", "threads", "unknown worker model"),
+            ("--workers", "0", "0 is not in 1..=1024"),
+            ("--rcvbuf", "lots", "bad byte count"),
+            ("--listen", "nowhere", "invalid socket address"),
+        ] {
+            let e = Cli::try_parse_from(["takt", "sip", "proxy", flag, value]).unwrap_err();
+            assert!(e.to_string().contains(msg), "{flag}: {e}");
+        }
     }
 }

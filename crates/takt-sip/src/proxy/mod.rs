@@ -342,6 +342,16 @@ impl Scratch {
         self.out.len()
     }
 
+    /// Sends everything queued; false if a send failed.
+    fn flush(&mut self, sink: &mut dyn Sink) -> bool {
+        let mut ok = true;
+        for &(to, a, b) in &self.sends {
+            ok &= sink.send(&to, &self.out[a as usize..b as usize]).is_ok();
+        }
+        self.sends.clear();
+        ok
+    }
+
     fn queue(&mut self, to: Target, start: usize) {
         self.sends.push((to, start as u32, self.out.len() as u32));
     }
@@ -402,13 +412,11 @@ impl Proxy {
         s.clear();
         let mut outcome = match Message::parse(inb.bytes) {
             Ok(m) if m.is_request() => self.on_request(&m, inb, s),
-            Ok(m) => self.on_response(&m, inb, s),
+            Ok(m) => self.on_response(&m, inb, s, sink),
             Err(e) => self.on_malformed(inb, e, s),
         };
-        for &(to, a, b) in &s.sends {
-            if sink.send(&to, &s.out[a as usize..b as usize]).is_err() {
-                outcome.disposition = Disposition::SendFailed;
-            }
+        if !s.flush(sink) {
+            outcome.disposition = Disposition::SendFailed;
         }
         outcome
     }
@@ -686,8 +694,9 @@ impl Proxy {
 
     fn on_request(&self, m: &Message<'_>, inb: &Inbound<'_>, s: &mut Scratch) -> Outcome {
         let kind = MsgKind::of(m);
+        let key = request_key(m);
         if self.cfg.mode == Mode::Stateful {
-            if let Some(o) = stateful::match_request(self, m, inb, kind, s) {
+            if let Some(o) = stateful::match_request(self, m, inb, kind, key, s) {
                 return o;
             }
         }
@@ -753,7 +762,13 @@ impl Proxy {
         })
     }
 
-    fn on_response(&self, m: &Message<'_>, _inb: &Inbound<'_>, s: &mut Scratch) -> Outcome {
+    fn on_response(
+        &self,
+        m: &Message<'_>,
+        _inb: &Inbound<'_>,
+        s: &mut Scratch,
+        sink: &mut dyn Sink,
+    ) -> Outcome {
         let kind = MsgKind::of(m);
         let b = m.buf();
         let via = m.top_via();
@@ -762,7 +777,7 @@ impl Proxy {
             _ => return Outcome::new(kind, Disposition::DroppedNotOurs),
         };
         if self.cfg.mode == Mode::Stateful {
-            if let Some(o) = stateful::match_response(self, m, key, kind, _inb.now, s) {
+            if let Some(o) = stateful::match_response(self, m, key, kind, _inb.now, s, sink) {
                 return o;
             }
         }

@@ -48,10 +48,10 @@ pub(super) fn match_request(
     m: &Message<'_>,
     inb: &Inbound<'_>,
     kind: MsgKind,
+    key: u64,
     s: &mut Scratch,
 ) -> Option<Outcome> {
     let method = m.method()?;
-    let key = super::branch::request_key(m);
     let mut sh = p.table.shard(key);
     let t = sh.map.get_mut(&key)?;
     let now = inb.now;
@@ -139,9 +139,11 @@ pub(super) fn new_transaction(
         }
     };
     let mut t = Txn::new(invite, upstream, target, &p.cfg.timers, inb.now);
-    t.request = s.out[start..].to_vec();
+    t.request = sh.buf();
+    t.request.extend_from_slice(&s.out[start..]);
     if let Some(r) = trying {
-        t.response = s.out[r].to_vec();
+        t.response = sh.buf();
+        t.response.extend_from_slice(&s.out[r]);
     }
     if sh.insert(key, t) {
         p.table.note_len(1);
@@ -174,6 +176,11 @@ fn forward_up(t: &mut Txn, m: &Message<'_>, s: &mut Scratch) {
 }
 
 /// Matches a response to its record. `None`: no record (forward statelessly).
+///
+/// What it sends goes out before the shard lock is released: two workers
+/// handling a 180 and a 200 of one transaction at once (the `shared`
+/// model) then forward them in the order they changed its state, so a
+/// 180 can never overtake the 200 it preceded.
 pub(super) fn match_response(
     p: &Proxy,
     m: &Message<'_>,
@@ -181,6 +188,7 @@ pub(super) fn match_response(
     kind: MsgKind,
     now: u64,
     s: &mut Scratch,
+    sink: &mut dyn Sink,
 ) -> Option<Outcome> {
     let mut sh = p.table.shard(key);
     let t = sh.map.get_mut(&key)?;
@@ -262,6 +270,11 @@ pub(super) fn match_response(
         }
     };
     finish(p, &mut sh, key);
+    let mut out = out;
+    if !s.flush(sink) {
+        out.disposition = Disposition::SendFailed;
+    }
+    drop(sh);
     Some(out)
 }
 

@@ -36,6 +36,9 @@ impl Hasher for KeyHasher {
 
 type Map = HashMap<u64, Txn, BuildHasherDefault<KeyHasher>>;
 
+/// Records per shard allocated up front (the rest grows on demand, up to the bound).
+const PRESIZE: usize = 64;
+
 /// One shard.
 #[derive(Debug, Default)]
 pub struct Shard {
@@ -45,7 +48,15 @@ pub struct Shard {
     /// the record's `scheduled` are stale and skipped.
     pub timers: BinaryHeap<Reverse<(u64, u64)>>,
     cap: usize,
+    /// Message buffers of finished records, reused by new ones (no malloc
+    /// churn on the message path; bounded by [`FREE_BUFFERS`]).
+    free: Vec<Vec<u8>>,
 }
+
+/// Most spare buffers a shard keeps.
+pub const FREE_BUFFERS: usize = 256;
+/// Largest buffer kept for reuse.
+const FREE_BUFFER_MAX: usize = 4096;
 
 impl Shard {
     /// Inserts unless the shard is full; returns whether it did.
@@ -57,6 +68,21 @@ impl Shard {
         true
     }
 
+    /// An empty buffer, reused when one is spare.
+    pub fn buf(&mut self) -> Vec<u8> {
+        self.free.pop().unwrap_or_default()
+    }
+
+    fn recycle(&mut self, t: Txn) {
+        for mut b in [t.request, t.response, t.ack, t.cancel_req] {
+            if self.free.len() < FREE_BUFFERS && b.capacity() > 0 && b.capacity() <= FREE_BUFFER_MAX
+            {
+                b.clear();
+                self.free.push(b);
+            }
+        }
+    }
+
     /// Re-queues `key` when its record's earliest deadline moved earlier
     /// than what is queued (or nothing is queued).
     pub fn reschedule(&mut self, key: u64) {
@@ -64,7 +90,9 @@ impl Shard {
             return;
         };
         if t.is_done() {
-            self.map.remove(&key);
+            if let Some(t) = self.map.remove(&key) {
+                self.recycle(t);
+            }
             return;
         }
         if let Some(d) = t.next_deadline() {
@@ -114,7 +142,9 @@ impl Table {
                 .map(|_| {
                     Mutex::new(Shard {
                         cap: per,
-                        ..Shard::default()
+                        map: Map::with_capacity_and_hasher(per.min(PRESIZE), Default::default()),
+                        timers: BinaryHeap::with_capacity(per.min(PRESIZE) * 2),
+                        free: Vec::new(),
                     })
                 })
                 .collect(),

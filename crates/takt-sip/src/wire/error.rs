@@ -83,6 +83,28 @@ pub enum ParseError {
 }
 
 impl ParseError {
+    /// A stable short name of the variant (for counters).
+    pub fn name(&self) -> &'static str {
+        match self {
+            ParseError::Empty => "empty",
+            ParseError::TooLarge { .. } => "too_large",
+            ParseError::Unterminated => "unterminated",
+            ParseError::LineBreak { .. } => "line_break",
+            ParseError::RequestLine(_) => "request_line",
+            ParseError::StatusLine(_) => "status_line",
+            ParseError::Version => "version",
+            ParseError::RequestUri(_) => "request_uri",
+            ParseError::StatusCode => "status_code",
+            ParseError::HeaderSyntax { .. } => "header_syntax",
+            ParseError::TooManyHeaders { .. } => "too_many_headers",
+            ParseError::Value { .. } => "header_value",
+            ParseError::Missing(_) => "missing_header",
+            ParseError::Duplicate(_) => "duplicate_header",
+            ParseError::CSeqMismatch => "cseq_mismatch",
+            ParseError::BodyTruncated { .. } => "body_truncated",
+        }
+    }
+
     /// The status code a server answers a request failing with this error
     /// (when it can answer at all): 505 for a version, 513 for size, else 400.
     pub fn status(&self) -> u16 {

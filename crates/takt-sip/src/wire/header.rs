@@ -78,36 +78,32 @@ impl HeaderName {
                 _ => Other,
             };
         }
-        const LONG: &[(&[u8], HeaderName)] = &[
-            (b"via", Via),
-            (b"from", From),
-            (b"to", To),
-            (b"call-id", CallId),
-            (b"cseq", CSeq),
-            (b"max-forwards", MaxForwards),
-            (b"content-length", ContentLength),
-            (b"content-type", ContentType),
-            (b"contact", Contact),
-            (b"route", Route),
-            (b"record-route", RecordRoute),
-            (b"subject", Subject),
-            (b"supported", Supported),
-            (b"content-encoding", ContentEncoding),
-            (b"expires", Expires),
-            (b"date", Date),
-            (b"require", Require),
-            (b"proxy-require", ProxyRequire),
-            (b"retry-after", RetryAfter),
-            (b"event", Event),
-            (b"refer-to", ReferTo),
-            (b"allow-events", AllowEvents),
-        ];
-        for (name, h) in LONG {
-            if name.len() == n.len() && name.eq_ignore_ascii_case(n) {
-                return *h;
-            }
+        let eq = |name: &[u8]| name.eq_ignore_ascii_case(n);
+        match (n.len(), n.first().map(u8::to_ascii_lowercase)) {
+            (3, Some(b'v')) if eq(b"via") => Via,
+            (4, Some(b'f')) if eq(b"from") => From,
+            (2, Some(b't')) if eq(b"to") => To,
+            (7, Some(b'c')) if eq(b"call-id") => CallId,
+            (7, Some(b'c')) if eq(b"contact") => Contact,
+            (4, Some(b'c')) if eq(b"cseq") => CSeq,
+            (12, Some(b'm')) if eq(b"max-forwards") => MaxForwards,
+            (14, Some(b'c')) if eq(b"content-length") => ContentLength,
+            (12, Some(b'c')) if eq(b"content-type") => ContentType,
+            (5, Some(b'r')) if eq(b"route") => Route,
+            (12, Some(b'r')) if eq(b"record-route") => RecordRoute,
+            (7, Some(b's')) if eq(b"subject") => Subject,
+            (9, Some(b's')) if eq(b"supported") => Supported,
+            (16, Some(b'c')) if eq(b"content-encoding") => ContentEncoding,
+            (7, Some(b'e')) if eq(b"expires") => Expires,
+            (4, Some(b'd')) if eq(b"date") => Date,
+            (7, Some(b'r')) if eq(b"require") => Require,
+            (13, Some(b'p')) if eq(b"proxy-require") => ProxyRequire,
+            (11, Some(b'r')) if eq(b"retry-after") => RetryAfter,
+            (5, Some(b'e')) if eq(b"event") => Event,
+            (8, Some(b'r')) if eq(b"refer-to") => ReferTo,
+            (12, Some(b'a')) if eq(b"allow-events") => AllowEvents,
+            _ => Other,
         }
-        Other
     }
 
     /// The canonical long name (`"Other"` for unknown names).

@@ -3,18 +3,36 @@
 //! Every function takes the whole buffer and a position and returns a new
 //! position; nothing allocates and nothing panics on any input.
 
-/// `token` characters: alphanum and `-.!%*_+`'~`.
-pub(crate) const fn is_token(c: u8) -> bool {
-    c.is_ascii_alphanumeric()
+/// Character class bits, looked up in [`CLASS`].
+pub(crate) const TOKEN: u8 = 1;
+/// `word` (Call-ID) characters.
+pub(crate) const WORD: u8 = 2;
+/// URI `unreserved`.
+pub(crate) const UNRESERVED: u8 = 4;
+/// URI user part (`unreserved` / `user-unreserved`).
+pub(crate) const USER: u8 = 8;
+/// URI password.
+pub(crate) const PASSWORD: u8 = 16;
+/// URI parameter characters (`paramchar` without escapes).
+pub(crate) const PARAM: u8 = 32;
+/// URI header characters (`hnv-unreserved` / `unreserved` and `=`, `&`).
+pub(crate) const HEADER: u8 = 64;
+/// Host name characters (alphanum, `-`, `.`).
+pub(crate) const HOST: u8 = 128;
+
+const fn class_of(c: u8) -> u8 {
+    let alnum = c.is_ascii_alphanumeric();
+    let mark = matches!(
+        c,
+        b'-' | b'_' | b'.' | b'!' | b'~' | b'*' | b'\'' | b'(' | b')'
+    );
+    let unreserved = alnum || mark;
+    let token = alnum
         || matches!(
             c,
             b'-' | b'.' | b'!' | b'%' | b'*' | b'_' | b'+' | b'`' | b'\'' | b'~'
-        )
-}
-
-/// `word` characters (Call-ID): token plus `()<>:\"/[]?{}`.
-pub(crate) const fn is_word(c: u8) -> bool {
-    is_token(c)
+        );
+    let word = token
         || matches!(
             c,
             b'(' | b')'
@@ -29,16 +47,66 @@ pub(crate) const fn is_word(c: u8) -> bool {
                 | b'?'
                 | b'{'
                 | b'}'
-        )
+        );
+    let user = unreserved || matches!(c, b'&' | b'=' | b'+' | b'$' | b',' | b';' | b'?' | b'/');
+    let password = unreserved || matches!(c, b'&' | b'=' | b'+' | b'$' | b',');
+    let param = unreserved || matches!(c, b'[' | b']' | b'/' | b':' | b'&' | b'+' | b'$');
+    let header = unreserved
+        || matches!(
+            c,
+            b'[' | b']' | b'/' | b'?' | b':' | b'+' | b'$' | b'=' | b'&'
+        );
+    let host = alnum || c == b'-' || c == b'.';
+    (token as u8 * TOKEN)
+        | (word as u8 * WORD)
+        | (unreserved as u8 * UNRESERVED)
+        | (user as u8 * USER)
+        | (password as u8 * PASSWORD)
+        | (param as u8 * PARAM)
+        | (header as u8 * HEADER)
+        | (host as u8 * HOST)
+}
+
+const fn build_classes() -> [u8; 256] {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = class_of(i as u8);
+        i += 1;
+    }
+    t
+}
+
+/// The class bits of every byte.
+pub(crate) static CLASS: [u8; 256] = build_classes();
+
+/// Whether `c` has any of the class bits `mask`.
+#[inline(always)]
+pub(crate) fn is(c: u8, mask: u8) -> bool {
+    CLASS[c as usize] & mask != 0
+}
+
+/// `token` characters: alphanum and `-.!%*_+`'~`.
+#[inline(always)]
+pub(crate) fn is_token(c: u8) -> bool {
+    is(c, TOKEN)
+}
+
+/// `word` characters (Call-ID): token plus `()<>:\"/[]?{}`.
+#[inline(always)]
+pub(crate) fn is_word(c: u8) -> bool {
+    is(c, WORD)
 }
 
 /// Space or horizontal tab.
+#[inline(always)]
 pub(crate) const fn is_wsp(c: u8) -> bool {
     c == b' ' || c == b'\t'
 }
 
 /// Skips `SWS` (optional linear white space, including folded line breaks:
 /// CRLF followed by at least one SP/HTAB). Stops at `end`.
+#[inline]
 pub(crate) fn skip_lws(b: &[u8], mut i: usize, end: usize) -> usize {
     loop {
         while i < end && is_wsp(b[i]) {
@@ -53,6 +121,7 @@ pub(crate) fn skip_lws(b: &[u8], mut i: usize, end: usize) -> usize {
 }
 
 /// Scans a token from `i`; returns its end (== `i` when there is none).
+#[inline]
 pub(crate) fn scan_token(b: &[u8], mut i: usize, end: usize) -> usize {
     while i < end && is_token(b[i]) {
         i += 1;
@@ -162,6 +231,17 @@ pub(crate) fn find_top_level(b: &[u8], mut i: usize, end: usize, c: u8) -> Optio
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn classes_match_the_grammar() {
+        for c in 0..=255u8 {
+            let tok = c.is_ascii_alphanumeric() || b"-.!%*_+`'~".contains(&c);
+            assert_eq!(is_token(c), tok, "{c}");
+        }
+        assert!(is_word(b'{') && !is_word(b'@') && !is_word(b' '));
+        assert!(is(b';', USER) && !is(b';', PASSWORD) && !is(b'@', USER));
+        assert!(is(b'-', HOST) && !is(b'_', HOST));
+    }
 
     #[test]
     fn lws_skips_folds() {

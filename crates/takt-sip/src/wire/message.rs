@@ -459,22 +459,21 @@ impl<T> Extend<T> for Discard {
 }
 
 /// Finds the CRLF ending the line at `i`; returns the index of its CR.
+#[inline]
 fn find_eol(b: &[u8], i: usize, line: u16) -> Result<usize, ParseError> {
-    let mut j = i;
-    while j < b.len() {
-        match b[j] {
-            b'\n' => return Err(ParseError::LineBreak { line }),
-            b'\r' => {
-                return if b.get(j + 1) == Some(&b'\n') {
-                    Ok(j)
-                } else {
-                    Err(ParseError::LineBreak { line })
-                }
+    match memchr::memchr2(b'\r', b'\n', &b[i.min(b.len())..]) {
+        None => Err(ParseError::Unterminated),
+        Some(p) => {
+            let j = i + p;
+            if b[j] == b'\r' && b.get(j + 1) == Some(&b'\n') {
+                Ok(j)
+            } else if b[j] == b'\r' && j + 1 == b.len() {
+                Err(ParseError::Unterminated)
+            } else {
+                Err(ParseError::LineBreak { line })
             }
-            _ => j += 1,
         }
     }
-    Err(ParseError::Unterminated)
 }
 
 fn parse_request_line(b: &[u8], s: usize, e: usize) -> Result<StartLine, ParseError> {

@@ -2,7 +2,7 @@
 //! other schemes are checked for `scheme ":" 1*uric` only.
 
 use super::error::UriError;
-use super::lex::is_wsp;
+use super::lex::{is, HEADER, HOST, PARAM, PASSWORD, USER};
 use super::Span;
 
 /// URI scheme.
@@ -43,36 +43,9 @@ pub struct Uri {
     pub maddr: Option<Span>,
 }
 
-const fn is_unreserved(c: u8) -> bool {
-    c.is_ascii_alphanumeric()
-        || matches!(
-            c,
-            b'-' | b'_' | b'.' | b'!' | b'~' | b'*' | b'\'' | b'(' | b')'
-        )
-}
-
-const fn is_user_char(c: u8) -> bool {
-    is_unreserved(c) || matches!(c, b'&' | b'=' | b'+' | b'$' | b',' | b';' | b'?' | b'/')
-}
-
-const fn is_password_char(c: u8) -> bool {
-    is_unreserved(c) || matches!(c, b'&' | b'=' | b'+' | b'$' | b',')
-}
-
-const fn is_param_char(c: u8) -> bool {
-    is_unreserved(c) || matches!(c, b'[' | b']' | b'/' | b':' | b'&' | b'+' | b'$')
-}
-
-const fn is_header_char(c: u8) -> bool {
-    is_unreserved(c)
-        || matches!(
-            c,
-            b'[' | b']' | b'/' | b'?' | b':' | b'+' | b'$' | b'=' | b'&'
-        )
-}
-
 /// Checks `%HH` escapes and a character class over `[i, end)`.
-fn check_escaped(b: &[u8], mut i: usize, end: usize, ok: fn(u8) -> bool) -> Result<(), UriError> {
+#[inline]
+fn check_escaped(b: &[u8], mut i: usize, end: usize, mask: u8) -> Result<(), UriError> {
     while i < end {
         let c = b[i];
         if c == b'%' {
@@ -80,7 +53,7 @@ fn check_escaped(b: &[u8], mut i: usize, end: usize, ok: fn(u8) -> bool) -> Resu
                 return Err(UriError::Escape);
             }
             i += 3;
-        } else if ok(c) {
+        } else if is(c, mask) {
             i += 1;
         } else if c <= b' ' || c == 0x7f {
             return Err(UriError::Whitespace);
@@ -94,13 +67,27 @@ fn check_escaped(b: &[u8], mut i: usize, end: usize, ok: fn(u8) -> bool) -> Resu
 /// Parses the URI in `[start, end)`. `allow_headers` is false for a
 /// Request-URI (RFC 3261 §19.1.1 forbids headers there).
 pub fn parse_uri(b: &[u8], start: usize, end: usize, allow_headers: bool) -> Result<Uri, UriError> {
+    parse_uri_inner(b, start, end, allow_headers).map_err(|e| {
+        if e != UriError::Whitespace
+            && b[start.min(end)..end.min(b.len())]
+                .iter()
+                .any(|&c| c <= b' ' || c == 0x7f)
+        {
+            UriError::Whitespace
+        } else {
+            e
+        }
+    })
+}
+
+fn parse_uri_inner(
+    b: &[u8],
+    start: usize,
+    end: usize,
+    allow_headers: bool,
+) -> Result<Uri, UriError> {
     if start >= end || end > b.len() {
         return Err(UriError::Scheme);
-    }
-    for &c in &b[start..end] {
-        if is_wsp(c) || c < 0x20 || c == 0x7f {
-            return Err(UriError::Whitespace);
-        }
     }
     // scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )
     let mut i = start;
@@ -140,6 +127,9 @@ pub fn parse_uri(b: &[u8], start: usize, end: usize, allow_headers: bool) -> Res
         if i >= end {
             return Err(UriError::Host);
         }
+        if b[i..end].iter().any(|&c| c <= b' ' || c == 0x7f) {
+            return Err(UriError::Whitespace);
+        }
         return Ok(uri);
     }
     // userinfo: up to the first '@' (user and password cannot hold '@')
@@ -150,9 +140,9 @@ pub fn parse_uri(b: &[u8], start: usize, end: usize, allow_headers: bool) -> Res
         if user_end == i {
             return Err(UriError::Host);
         }
-        check_escaped(b, i, user_end, is_user_char)?;
+        check_escaped(b, i, user_end, USER)?;
         if let Some(c) = colon {
-            check_escaped(b, c + 1, at, is_password_char)?;
+            check_escaped(b, c + 1, at, PASSWORD)?;
         }
         uri.userinfo = Some(Span::new(i, at));
         i = at + 1;
@@ -171,7 +161,7 @@ pub fn parse_uri(b: &[u8], start: usize, end: usize, allow_headers: bool) -> Res
         }
         i += 1;
     } else {
-        while i < end && (b[i].is_ascii_alphanumeric() || matches!(b[i], b'-' | b'.')) {
+        while i < end && is(b[i], HOST) {
             i += 1;
         }
     }
@@ -201,12 +191,12 @@ pub fn parse_uri(b: &[u8], start: usize, end: usize, allow_headers: bool) -> Res
         if name_end == n {
             return Err(UriError::Param);
         }
-        check_escaped(b, n, name_end, is_param_char).map_err(|_| UriError::Param)?;
+        check_escaped(b, n, name_end, PARAM).map_err(|_| UriError::Param)?;
         if let Some(e) = eq {
             if e + 1 == j {
                 return Err(UriError::Param);
             }
-            check_escaped(b, e + 1, j, is_param_char).map_err(|_| UriError::Param)?;
+            check_escaped(b, e + 1, j, PARAM).map_err(|_| UriError::Param)?;
         }
         let name = &b[n..name_end];
         let value = eq.map(|e| Span::new(e + 1, j));
@@ -224,11 +214,15 @@ pub fn parse_uri(b: &[u8], start: usize, end: usize, allow_headers: bool) -> Res
         if !allow_headers {
             return Err(UriError::Headers);
         }
-        check_escaped(b, i + 1, end, is_header_char).map_err(|_| UriError::Headers)?;
+        check_escaped(b, i + 1, end, HEADER).map_err(|_| UriError::Headers)?;
         uri.headers = Some(Span::new(i + 1, end));
         i = end;
     }
     if i != end {
+        // say why precisely: a space or control character, or a bad host
+        if b[i..end].iter().any(|&c| c <= b' ' || c == 0x7f) {
+            return Err(UriError::Whitespace);
+        }
         return Err(UriError::Host);
     }
     Ok(uri)

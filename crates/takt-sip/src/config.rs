@@ -1,0 +1,412 @@
+//! The TOML configuration of `takt sip proxy` (every key optional; command
+//! line flags override the file).
+//!
+//! ```toml
+//! [proxy]
+//! mode = "stateful"            # or "stateless"
+//! listen = "127.0.0.1:5060"    # UDP and TCP; [::1]:5060 for IPv6
+//! advertise = "127.0.0.1"      # host written into Via/Record-Route (default: listen address)
+//! next_hop = "127.0.0.1:5070"  # static next hop; absent: route by Request-URI
+//! next_hop_transport = "udp"   # or "tcp"
+//! record_route = true
+//! max_transactions = 65536
+//! shards = 64
+//! udp_size_limit = 1300        # larger requests go over TCP (RFC 3261 §18.1.1)
+//!
+//! [timers]
+//! t1_ms = 500
+//! t2_ms = 4000
+//! t4_ms = 5000
+//! c_s = 181
+//!
+//! [workers]
+//! model = "shared"             # shared | reuseport | batched
+//! count = 2
+//! rcvbuf = 4194304             # bytes per socket
+//! batch = 32
+//! tcp = true
+//! max_message = 65535
+//! max_tcp_connections = 1024
+//! cpus = "0"                   # takt-sched CPU list
+//! sched = "other"              # takt-sched policy
+//!
+//! [overload]
+//! table_high_water = 0.9
+//! queue_delay_ms = 200
+//! retry_after_s = 5
+//!
+//! [stats]
+//! endpoint = "127.0.0.1:9060"  # or "unix:/run/takt-sip.sock", or "off"
+//! interval_s = 1               # stderr summary period (0: off)
+//! ```
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde::Deserialize;
+use takt_sched::ThreadSpec;
+
+use crate::proxy::build::Local;
+use crate::proxy::txn::Timers;
+use crate::proxy::{Mode, ProxyConfig, ShedPolicy, Target, Transport};
+use crate::stats::EndpointAddr;
+use crate::transport::{ServerConfig, WorkerModel};
+
+/// A configuration problem, naming the key.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("reading {path}: {source}")]
+    Read {
+        /// The path.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML for this schema.
+    #[error("parsing {path}: {message}")]
+    Parse {
+        /// The path.
+        path: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// A value is out of range or malformed.
+    #[error("{key}: {message}")]
+    Value {
+        /// The key.
+        key: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+fn bad(key: &'static str, message: impl Into<String>) -> ConfigError {
+    ConfigError::Value {
+        key,
+        message: message.into(),
+    }
+}
+
+/// `[proxy]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProxySection {
+    /// Mode.
+    pub mode: Mode,
+    /// Listen address.
+    pub listen: String,
+    /// Advertised host.
+    pub advertise: Option<String>,
+    /// Static next hop.
+    pub next_hop: Option<String>,
+    /// Its transport.
+    pub next_hop_transport: Transport,
+    /// Record-Route.
+    pub record_route: bool,
+    /// Table bound.
+    pub max_transactions: usize,
+    /// Table shards.
+    pub shards: usize,
+    /// UDP size limit.
+    pub udp_size_limit: usize,
+}
+
+impl Default for ProxySection {
+    fn default() -> Self {
+        ProxySection {
+            mode: Mode::Stateful,
+            listen: "127.0.0.1:5060".into(),
+            advertise: None,
+            next_hop: None,
+            next_hop_transport: Transport::Udp,
+            record_route: true,
+            max_transactions: 65_536,
+            shards: 64,
+            udp_size_limit: 1300,
+        }
+    }
+}
+
+/// `[timers]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TimerSection {
+    /// T1 ms.
+    pub t1_ms: u64,
+    /// T2 ms.
+    pub t2_ms: u64,
+    /// T4 ms.
+    pub t4_ms: u64,
+    /// Timer C s.
+    pub c_s: u64,
+}
+
+impl Default for TimerSection {
+    fn default() -> Self {
+        TimerSection {
+            t1_ms: 500,
+            t2_ms: 4000,
+            t4_ms: 5000,
+            c_s: 181,
+        }
+    }
+}
+
+/// `[workers]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorkerSection {
+    /// Model.
+    pub model: WorkerModel,
+    /// Count.
+    pub count: usize,
+    /// Receive buffer.
+    pub rcvbuf: Option<usize>,
+    /// recvmmsg batch.
+    pub batch: usize,
+    /// TCP on.
+    pub tcp: bool,
+    /// Largest message.
+    pub max_message: usize,
+    /// Most TCP connections.
+    pub max_tcp_connections: usize,
+    /// CPU list.
+    pub cpus: Option<String>,
+    /// Policy.
+    pub sched: Option<String>,
+}
+
+impl Default for WorkerSection {
+    fn default() -> Self {
+        WorkerSection {
+            model: WorkerModel::Shared,
+            count: 2,
+            rcvbuf: None,
+            batch: 32,
+            tcp: true,
+            max_message: 65_535,
+            max_tcp_connections: 1024,
+            cpus: None,
+            sched: None,
+        }
+    }
+}
+
+/// `[overload]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OverloadSection {
+    /// Table fraction.
+    pub table_high_water: f64,
+    /// Queue delay ms.
+    pub queue_delay_ms: u64,
+    /// Retry-After.
+    pub retry_after_s: u32,
+}
+
+impl Default for OverloadSection {
+    fn default() -> Self {
+        OverloadSection {
+            table_high_water: 0.9,
+            queue_delay_ms: 200,
+            retry_after_s: 5,
+        }
+    }
+}
+
+/// `[stats]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StatsSection {
+    /// Endpoint address or "off".
+    pub endpoint: String,
+    /// Summary period, s.
+    pub interval_s: u64,
+}
+
+impl Default for StatsSection {
+    fn default() -> Self {
+        StatsSection {
+            endpoint: "127.0.0.1:9060".into(),
+            interval_s: 1,
+        }
+    }
+}
+
+/// The whole file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// `[proxy]`
+    pub proxy: ProxySection,
+    /// `[timers]`
+    pub timers: TimerSection,
+    /// `[workers]`
+    pub workers: WorkerSection,
+    /// `[overload]`
+    pub overload: OverloadSection,
+    /// `[stats]`
+    pub stats: StatsSection,
+}
+
+impl Config {
+    /// Parses TOML text.
+    pub fn parse(text: &str, path: &str) -> Result<Config, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.into(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Reads and parses a file.
+    pub fn load(path: &str) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.into(),
+            source,
+        })?;
+        Config::parse(&text, path)
+    }
+
+    /// The statistics endpoint (None when "off").
+    pub fn endpoint(&self) -> Result<Option<EndpointAddr>, ConfigError> {
+        if self.stats.endpoint == "off" || self.stats.endpoint.is_empty() {
+            return Ok(None);
+        }
+        self.stats
+            .endpoint
+            .parse()
+            .map(Some)
+            .map_err(|e: String| bad("stats.endpoint", e))
+    }
+
+    /// Builds the proxy and server settings. `base` carries CPU set and
+    /// policy when the caller already parsed them (CLI); otherwise the
+    /// file's `workers.cpus` / `workers.sched` are used.
+    pub fn runtime(
+        &self,
+        base: Option<ThreadSpec>,
+    ) -> Result<(ProxyConfig, ServerConfig), ConfigError> {
+        let p = &self.proxy;
+        let listen: SocketAddr = p
+            .listen
+            .parse()
+            .map_err(|e| bad("proxy.listen", format!("{e}")))?;
+        let next_hop = match &p.next_hop {
+            None => None,
+            Some(s) => {
+                let addr = std::net::ToSocketAddrs::to_socket_addrs(s.as_str())
+                    .map_err(|e| bad("proxy.next_hop", format!("{s}: {e}")))?
+                    .next()
+                    .ok_or_else(|| bad("proxy.next_hop", format!("{s}: no address")))?;
+                Some(Target {
+                    addr,
+                    transport: p.next_hop_transport,
+                    conn: None,
+                })
+            }
+        };
+        if p.max_transactions == 0 {
+            return Err(bad("proxy.max_transactions", "must be at least 1"));
+        }
+        if self.workers.count == 0 {
+            return Err(bad("workers.count", "must be at least 1"));
+        }
+        if self.overload.table_high_water.is_nan() || self.overload.table_high_water <= 0.0 {
+            return Err(bad("overload.table_high_water", "must be positive"));
+        }
+        if self.workers.max_message < 1024 || self.workers.max_message > 65_535 {
+            return Err(bad("workers.max_message", "must be within 1024..=65535"));
+        }
+        let ms = 1_000_000u64;
+        let t = &self.timers;
+        if t.t1_ms == 0 || t.t2_ms < t.t1_ms {
+            return Err(bad("timers", "need 0 < t1_ms <= t2_ms"));
+        }
+        let advertise = p.advertise.clone().unwrap_or_default();
+        let mut pc = ProxyConfig::new(
+            p.mode,
+            Local {
+                host: advertise,
+                port: 0,
+            },
+        );
+        pc.next_hop = next_hop;
+        pc.record_route = p.record_route;
+        pc.max_transactions = p.max_transactions;
+        pc.shards = p.shards.max(1);
+        pc.udp_size_limit = p.udp_size_limit;
+        pc.timers = Timers {
+            t1: t.t1_ms * ms,
+            t2: t.t2_ms * ms,
+            t4: t.t4_ms * ms,
+            c: t.c_s * 1000 * ms,
+        };
+        pc.shed = ShedPolicy {
+            table_high_water: self.overload.table_high_water,
+            queue_delay_ns: self.overload.queue_delay_ms * ms,
+            retry_after_s: self.overload.retry_after_s,
+        };
+        let spec = match base {
+            Some(s) => s,
+            None => ThreadSpec::from_args(
+                "sip",
+                self.workers.cpus.as_deref(),
+                self.workers.sched.as_deref(),
+            )
+            .map_err(|e| bad("workers.cpus/sched", e.to_string()))?,
+        };
+        let mut sc = ServerConfig::new(listen);
+        sc.model = self.workers.model;
+        sc.workers = self.workers.count;
+        sc.rcvbuf = self.workers.rcvbuf;
+        sc.batch = self.workers.batch.max(1);
+        sc.tcp = self.workers.tcp;
+        sc.max_message = self.workers.max_message;
+        sc.max_tcp_connections = self.workers.max_tcp_connections;
+        sc.tick = Duration::from_millis(10);
+        sc.spec = spec;
+        Ok((pc, sc))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_file_parses_and_builds() {
+        let text = include_str!("../README.md");
+        // the README's example block is a complete file
+        let start = text.find("```toml\n").unwrap() + 8;
+        let end = start + text[start..].find("```").unwrap();
+        let c = Config::parse(&text[start..end], "README.md").unwrap();
+        let (pc, sc) = c.runtime(None).unwrap();
+        assert_eq!(pc.mode, Mode::Stateful);
+        assert_eq!(sc.model, WorkerModel::Shared);
+        assert!(pc.next_hop.is_some());
+    }
+
+    #[test]
+    fn defaults_and_errors() {
+        let c = Config::parse("", "x").unwrap();
+        let (pc, sc) = c.runtime(Some(ThreadSpec::new("t"))).unwrap();
+        assert_eq!(pc.timers.t1, 500_000_000);
+        assert_eq!(sc.workers, 2);
+        assert!(Config::parse("[proxy]\nmode = \"weird\"\n", "x").is_err());
+        assert!(Config::parse("[proxy]\nunknown = 1\n", "x").is_err());
+        let c = Config::parse("[workers]\ncount = 0\n", "x").unwrap();
+        assert!(matches!(
+            c.runtime(None),
+            Err(ConfigError::Value {
+                key: "workers.count",
+                ..
+            })
+        ));
+        let c = Config::parse("[stats]\nendpoint = \"unix:/tmp/x.sock\"\n", "x").unwrap();
+        assert_eq!(
+            c.endpoint().unwrap(),
+            Some(EndpointAddr::Unix("/tmp/x.sock".into()))
+        );
+    }
+}

@@ -1,0 +1,582 @@
+//! Per-message instrumentation, always on.
+//!
+//! For every message a worker records, after the paper's equations (1):
+//! - **K_rcv** = t_sip_in − t_arr: from the kernel's receive timestamp
+//!   (`SO_TIMESTAMPNS`, CLOCK_REALTIME) to the moment the SIP layer has the
+//!   bytes (CLOCK_REALTIME read right after `recvmsg`/`recvmmsg` returns):
+//!   stack, socket-queue wait and copy;
+//! - **T_sip**: from that moment until the message is fully handled
+//!   (TSC ticks), *minus* the time spent inside send system calls;
+//! - **K_snd**: the time inside send system calls made for this message,
+//!   a 100 Trying included.
+//!
+//! In the `batched` model one `recvmmsg` returns up to a batch of
+//! messages: each gets K_rcv against the single post-return clock read,
+//! T_sip is measured around its own handling (sends are only queued), and
+//! the one `sendmmsg` at the end of the batch is timed once and its time
+//! split over the batch's messages in proportion to how many datagrams
+//! each queued.
+//!
+//! Each worker owns a [`WorkerStats`] behind an uncontended mutex (only
+//! snapshots take it from outside): HDR histograms per message kind and
+//! component, counts by kind and outcome, parse errors by rule, and the
+//! socket's drop counter (`SO_RXQ_OVFL`). [`Registry::snapshot`] merges
+//! them with the host's UDP counters into a [`Snapshot`] (JSON) or
+//! Prometheus text ([`Snapshot::prometheus`]).
+
+mod endpoint;
+pub mod snmp;
+mod table;
+
+pub use endpoint::{serve, Endpoint, EndpointAddr};
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::proxy::{Disposition, MsgKind, Outcome};
+use snmp::UdpCounters;
+
+/// Largest time recorded (60 s); longer values saturate.
+pub const MAX_NS: u64 = 60_000_000_000;
+
+/// The measured components of one message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Sample {
+    /// K_rcv, when the kernel gave a timestamp.
+    pub k_rcv_ns: Option<u64>,
+    /// T_sip.
+    pub t_sip_ns: u64,
+    /// K_snd.
+    pub k_snd_ns: u64,
+}
+
+const N_KIND: usize = MsgKind::ALL.len();
+const N_DISP: usize = 8;
+
+fn disp_index(d: Disposition) -> usize {
+    match d {
+        Disposition::Forwarded => 0,
+        Disposition::Absorbed => 1,
+        Disposition::Replied(_) => 2,
+        Disposition::Shed => 3,
+        Disposition::DroppedMalformed => 4,
+        Disposition::DroppedNotOurs => 5,
+        Disposition::DroppedRejected => 6,
+        Disposition::SendFailed => 7,
+    }
+}
+
+const DISP_NAMES: [&str; N_DISP] = [
+    "forwarded",
+    "absorbed",
+    "replied",
+    "shed",
+    "dropped_malformed",
+    "dropped_not_ours",
+    "dropped_rejected",
+    "send_failed",
+];
+
+fn kind_index(k: MsgKind) -> usize {
+    MsgKind::ALL
+        .iter()
+        .position(|&x| x == k)
+        .unwrap_or(N_KIND - 1)
+}
+
+fn hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_NS, 3).expect("valid histogram bounds")
+}
+
+/// One worker's statistics.
+#[derive(Debug)]
+pub struct WorkerStats {
+    name: String,
+    hist: Vec<[Histogram<u64>; 3]>,
+    disp: [[u64; N_DISP]; N_KIND],
+    replied: BTreeMap<u16, u64>,
+    parse_errors: BTreeMap<&'static str, u64>,
+    socket: usize,
+    socket_drops: u64,
+    batches: u64,
+    batched_messages: u64,
+}
+
+impl WorkerStats {
+    /// Empty statistics for worker `name`.
+    pub fn new(name: impl Into<String>) -> WorkerStats {
+        WorkerStats {
+            name: name.into(),
+            hist: (0..N_KIND).map(|_| [hist(), hist(), hist()]).collect(),
+            disp: [[0; N_DISP]; N_KIND],
+            replied: BTreeMap::new(),
+            parse_errors: BTreeMap::new(),
+            socket: usize::MAX,
+            socket_drops: 0,
+            batches: 0,
+            batched_messages: 0,
+        }
+    }
+
+    /// Records one handled message.
+    pub fn record(&mut self, s: &Sample, o: &Outcome) {
+        let k = kind_index(o.kind);
+        let h = &mut self.hist[k];
+        if let Some(r) = s.k_rcv_ns {
+            h[0].saturating_record(r.max(1));
+        }
+        h[1].saturating_record(s.t_sip_ns.max(1));
+        if s.k_snd_ns > 0 {
+            h[2].saturating_record(s.k_snd_ns);
+        }
+        self.disp[k][disp_index(o.disposition)] += 1;
+        if let Disposition::Replied(c) = o.disposition {
+            *self.replied.entry(c).or_insert(0) += 1;
+        }
+        if let Some(e) = o.error {
+            *self.parse_errors.entry(e.name()).or_insert(0) += 1;
+        }
+    }
+
+    /// Records a datagram refused before parsing (larger than the buffer).
+    pub fn record_oversized(&mut self) {
+        self.disp[kind_index(MsgKind::Malformed)][disp_index(Disposition::DroppedMalformed)] += 1;
+        *self.parse_errors.entry("too_large").or_insert(0) += 1;
+    }
+
+    /// Names the socket this worker reads (workers sharing a socket share
+    /// its drop counter, which is then counted once).
+    pub fn set_socket(&mut self, id: usize) {
+        self.socket = id;
+    }
+
+    /// Sets the socket's cumulative drop count (from `SO_RXQ_OVFL`).
+    pub fn set_socket_drops(&mut self, n: u64) {
+        self.socket_drops = self.socket_drops.max(n);
+    }
+
+    /// Records one receive batch of `n` messages.
+    pub fn record_batch(&mut self, n: usize) {
+        self.batches += 1;
+        self.batched_messages += n as u64;
+    }
+}
+
+/// Static facts about the running server, shown with the statistics.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ServerInfo {
+    /// stateless / stateful.
+    pub mode: String,
+    /// shared / reuseport / batched.
+    pub model: String,
+    /// Worker threads.
+    pub workers: usize,
+    /// Listening address.
+    pub listen: String,
+    /// Receive buffer asked for, bytes (0 = system default).
+    pub rcvbuf_requested: usize,
+    /// Receive buffer the kernel reports (SO_RCVBUF; Linux doubles the request).
+    pub rcvbuf_effective: usize,
+    /// Next hop.
+    pub next_hop: String,
+    /// TCP enabled.
+    pub tcp: bool,
+}
+
+/// Where workers register their statistics.
+#[derive(Debug)]
+pub struct Registry {
+    workers: Mutex<Vec<Arc<Mutex<WorkerStats>>>>,
+    started: Instant,
+    snmp_start: UdpCounters,
+    info: Mutex<ServerInfo>,
+    transactions: AtomicUsize,
+    transaction_capacity: AtomicUsize,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry::new()
+    }
+}
+
+impl Registry {
+    /// A registry; the host UDP counters are read now as the baseline.
+    pub fn new() -> Registry {
+        Registry {
+            workers: Mutex::new(Vec::new()),
+            started: Instant::now(),
+            snmp_start: UdpCounters::read(),
+            info: Mutex::new(ServerInfo::default()),
+            transactions: AtomicUsize::new(0),
+            transaction_capacity: AtomicUsize::new(0),
+        }
+    }
+
+    /// Adds a worker's statistics.
+    pub fn add_worker(&self, name: impl Into<String>) -> Arc<Mutex<WorkerStats>> {
+        let w = Arc::new(Mutex::new(WorkerStats::new(name)));
+        self.workers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(w.clone());
+        w
+    }
+
+    /// Sets the server facts.
+    pub fn set_info(&self, info: ServerInfo) {
+        *self.info.lock().unwrap_or_else(|p| p.into_inner()) = info;
+    }
+
+    /// Publishes the transaction count (written by the timer thread).
+    pub fn set_transactions(&self, n: usize, capacity: usize) {
+        // Relaxed: a gauge read for display only.
+        self.transactions.store(n, Ordering::Relaxed);
+        self.transaction_capacity.store(capacity, Ordering::Relaxed);
+    }
+
+    /// Merges everything into a snapshot.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut hist: Vec<[Histogram<u64>; 3]> =
+            (0..N_KIND).map(|_| [hist(), hist(), hist()]).collect();
+        let mut disp = [[0u64; N_DISP]; N_KIND];
+        let mut replied = BTreeMap::new();
+        let mut parse_errors = BTreeMap::new();
+        let mut drops_by_socket: BTreeMap<usize, u64> = BTreeMap::new();
+        let mut batches = 0;
+        let mut batched = 0;
+        let mut per_worker = Vec::new();
+        for w in self
+            .workers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+        {
+            let w = w.lock().unwrap_or_else(|p| p.into_inner());
+            for (k, hs) in w.hist.iter().enumerate() {
+                for (c, h) in hs.iter().enumerate() {
+                    let _ = hist[k][c].add(h);
+                }
+            }
+            let mut total = 0;
+            for (acc, row) in disp.iter_mut().zip(&w.disp) {
+                for (a, n) in acc.iter_mut().zip(row) {
+                    *a += n;
+                    total += n;
+                }
+            }
+            for (c, n) in &w.replied {
+                *replied.entry(c.to_string()).or_insert(0) += n;
+            }
+            for (e, n) in &w.parse_errors {
+                *parse_errors.entry((*e).to_string()).or_insert(0) += n;
+            }
+            let d = drops_by_socket.entry(w.socket).or_insert(0);
+            *d = (*d).max(w.socket_drops);
+            batches += w.batches;
+            batched += w.batched_messages;
+            per_worker.push(WorkerSummary {
+                name: w.name.clone(),
+                messages: total,
+                socket_drops: w.socket_drops,
+            });
+        }
+        let mut kinds = BTreeMap::new();
+        let mut total = 0;
+        for (k, kind) in MsgKind::ALL.iter().enumerate() {
+            let count: u64 = disp[k].iter().sum();
+            if count == 0 {
+                continue;
+            }
+            total += count;
+            let outcomes = DISP_NAMES
+                .iter()
+                .zip(disp[k])
+                .filter(|(_, n)| *n > 0)
+                .map(|(name, n)| ((*name).to_string(), n))
+                .collect();
+            kinds.insert(
+                kind.name().to_string(),
+                KindStats {
+                    count,
+                    outcomes,
+                    k_rcv: Dist::of(&hist[k][0]),
+                    t_sip: Dist::of(&hist[k][1]),
+                    k_snd: Dist::of(&hist[k][2]),
+                },
+            );
+        }
+        let socket_drops = drops_by_socket.values().sum();
+        let host = UdpCounters::read().since(&self.snmp_start);
+        let drop_rate = if host.in_datagrams + host.rcvbuf_errors > 0 {
+            host.rcvbuf_errors as f64 / (host.in_datagrams + host.rcvbuf_errors) as f64
+        } else {
+            0.0
+        };
+        Snapshot {
+            uptime_s: self.started.elapsed().as_secs_f64(),
+            server: self.info.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            // Relaxed: gauges for display.
+            transactions: self.transactions.load(Ordering::Relaxed),
+            transaction_capacity: self.transaction_capacity.load(Ordering::Relaxed),
+            messages: total,
+            kinds,
+            replied,
+            parse_errors,
+            socket_drops,
+            host_udp: host,
+            host_drop_rate: drop_rate,
+            batches,
+            mean_batch: if batches > 0 {
+                batched as f64 / batches as f64
+            } else {
+                0.0
+            },
+            workers: per_worker,
+        }
+    }
+}
+
+/// A distribution summary, nanoseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Dist {
+    /// Samples.
+    pub count: u64,
+    /// Minimum.
+    pub min: u64,
+    /// Median.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// Maximum.
+    pub max: u64,
+    /// Mean.
+    pub mean: f64,
+}
+
+impl Dist {
+    fn of(h: &Histogram<u64>) -> Dist {
+        if h.is_empty() {
+            return Dist::default();
+        }
+        Dist {
+            count: h.len(),
+            min: h.min(),
+            p50: h.value_at_quantile(0.5),
+            p90: h.value_at_quantile(0.9),
+            p99: h.value_at_quantile(0.99),
+            max: h.max(),
+            mean: h.mean(),
+        }
+    }
+}
+
+/// Statistics of one message kind.
+#[derive(Debug, Clone, Serialize)]
+pub struct KindStats {
+    /// Messages.
+    pub count: u64,
+    /// By outcome.
+    pub outcomes: BTreeMap<String, u64>,
+    /// K_rcv, ns.
+    pub k_rcv: Dist,
+    /// T_sip, ns.
+    pub t_sip: Dist,
+    /// K_snd, ns.
+    pub k_snd: Dist,
+}
+
+/// One worker's totals.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkerSummary {
+    /// Thread name.
+    pub name: String,
+    /// Messages handled.
+    pub messages: u64,
+    /// Its socket's drops.
+    pub socket_drops: u64,
+}
+
+/// Everything, at one moment.
+#[derive(Debug, Clone, Serialize)]
+pub struct Snapshot {
+    /// Seconds since start.
+    pub uptime_s: f64,
+    /// Server facts.
+    pub server: ServerInfo,
+    /// Transactions held.
+    pub transactions: usize,
+    /// Table capacity.
+    pub transaction_capacity: usize,
+    /// Messages handled.
+    pub messages: u64,
+    /// By kind (only kinds seen).
+    pub kinds: BTreeMap<String, KindStats>,
+    /// Responses generated here, by status.
+    pub replied: BTreeMap<String, u64>,
+    /// Parse errors by rule.
+    pub parse_errors: BTreeMap<String, u64>,
+    /// Datagrams the proxy's sockets dropped (SO_RXQ_OVFL, summed over sockets).
+    pub socket_drops: u64,
+    /// Host UDP counters since start (all processes).
+    pub host_udp: UdpCounters,
+    /// Host RcvbufErrors / (InDatagrams + RcvbufErrors) since start.
+    pub host_drop_rate: f64,
+    /// Receive batches (batched model).
+    pub batches: u64,
+    /// Mean messages per batch.
+    pub mean_batch: f64,
+    /// Per worker.
+    pub workers: Vec<WorkerSummary>,
+}
+
+impl Snapshot {
+    /// JSON text.
+    pub fn json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|_| "{}".into())
+    }
+
+    /// Prometheus text exposition format.
+    pub fn prometheus(&self) -> String {
+        use std::fmt::Write as _;
+        let mut o = String::with_capacity(4096);
+        let _ = writeln!(
+            o,
+            "# HELP takt_sip_messages_total SIP messages handled, by kind and outcome."
+        );
+        let _ = writeln!(o, "# TYPE takt_sip_messages_total counter");
+        for (k, s) in &self.kinds {
+            for (d, n) in &s.outcomes {
+                let _ = writeln!(
+                    o,
+                    "takt_sip_messages_total{{kind=\"{k}\",outcome=\"{d}\"}} {n}"
+                );
+            }
+        }
+        let _ = writeln!(
+            o,
+            "# HELP takt_sip_time_seconds Per-message time components (K_rcv, T_sip, K_snd)."
+        );
+        let _ = writeln!(o, "# TYPE takt_sip_time_seconds summary");
+        for (k, s) in &self.kinds {
+            for (c, d) in [
+                ("k_rcv", &s.k_rcv),
+                ("t_sip", &s.t_sip),
+                ("k_snd", &s.k_snd),
+            ] {
+                if d.count == 0 {
+                    continue;
+                }
+                for (q, v) in [("0.5", d.p50), ("0.9", d.p90), ("0.99", d.p99)] {
+                    let _ = writeln!(
+                        o,
+                        "takt_sip_time_seconds{{kind=\"{k}\",component=\"{c}\",quantile=\"{q}\"}} {}",
+                        v as f64 / 1e9
+                    );
+                }
+                let _ = writeln!(
+                    o,
+                    "takt_sip_time_seconds_sum{{kind=\"{k}\",component=\"{c}\"}} {}",
+                    d.mean * d.count as f64 / 1e9
+                );
+                let _ = writeln!(
+                    o,
+                    "takt_sip_time_seconds_count{{kind=\"{k}\",component=\"{c}\"}} {}",
+                    d.count
+                );
+            }
+        }
+        let _ = writeln!(
+            o,
+            "# HELP takt_sip_replied_total Responses generated by the proxy, by status."
+        );
+        let _ = writeln!(o, "# TYPE takt_sip_replied_total counter");
+        for (c, n) in &self.replied {
+            let _ = writeln!(o, "takt_sip_replied_total{{status=\"{c}\"}} {n}");
+        }
+        let _ = writeln!(
+            o,
+            "# HELP takt_sip_parse_errors_total Messages that did not parse, by rule."
+        );
+        let _ = writeln!(o, "# TYPE takt_sip_parse_errors_total counter");
+        for (e, n) in &self.parse_errors {
+            let _ = writeln!(o, "takt_sip_parse_errors_total{{rule=\"{e}\"}} {n}");
+        }
+        for (name, help, v) in [
+            (
+                "takt_sip_socket_drops_total",
+                "Datagrams dropped by the proxy's sockets (SO_RXQ_OVFL).",
+                self.socket_drops,
+            ),
+            (
+                "takt_sip_host_udp_rcvbuf_errors_total",
+                "Host UDP RcvbufErrors since start.",
+                self.host_udp.rcvbuf_errors,
+            ),
+            (
+                "takt_sip_host_udp_in_errors_total",
+                "Host UDP InErrors since start.",
+                self.host_udp.in_errors,
+            ),
+            (
+                "takt_sip_host_udp_in_datagrams_total",
+                "Host UDP InDatagrams since start.",
+                self.host_udp.in_datagrams,
+            ),
+        ] {
+            let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}");
+        }
+        let _ = writeln!(
+            o,
+            "# HELP takt_sip_transactions Transactions held.\n# TYPE takt_sip_transactions gauge\ntakt_sip_transactions {}",
+            self.transactions
+        );
+        o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proxy::Outcome;
+
+    #[test]
+    fn records_merge_into_snapshots() {
+        let r = Registry::new();
+        let w1 = r.add_worker("w1");
+        let w2 = r.add_worker("w2");
+        let fwd = Outcome {
+            kind: MsgKind::Invite,
+            disposition: Disposition::Forwarded,
+            error: None,
+        };
+        for i in 1..=100u64 {
+            let s = Sample {
+                k_rcv_ns: Some(10_000 + i),
+                t_sip_ns: 1_000 + i,
+                k_snd_ns: 5_000,
+            };
+            w1.lock().unwrap().record(&s, &fwd);
+            w2.lock().unwrap().record(&s, &fwd);
+        }
+        w2.lock().unwrap().set_socket_drops(3);
+        let s = r.snapshot();
+        let inv = &s.kinds["invite"];
+        assert_eq!(inv.count, 200);
+        assert_eq!(inv.outcomes["forwarded"], 200);
+        assert!((1_040..=1_060).contains(&inv.t_sip.p50), "{:?}", inv.t_sip);
+        assert_eq!(s.socket_drops, 3);
+        let p = s.prometheus();
+        assert!(p.contains("takt_sip_messages_total{kind=\"invite\",outcome=\"forwarded\"} 200"));
+        assert!(p.contains("component=\"t_sip\",quantile=\"0.5\""));
+        let j: serde_json::Value = serde_json::from_str(&s.json()).unwrap();
+        assert_eq!(j["kinds"]["invite"]["count"], 200);
+    }
+}

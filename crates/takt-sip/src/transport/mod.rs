@@ -1,0 +1,331 @@
+//! Transports and worker models (RFC 3261 §18).
+//!
+//! A [`Server`] binds UDP (IPv4 or IPv6, per the listen address) and TCP
+//! on the same port and runs workers, each a takt-sched thread made from
+//! the configured [`ThreadSpec`] (CPU set, policy, nice, slice):
+//!
+//! | model | sockets | I/O | when |
+//! |---|---|---|---|
+//! | [`WorkerModel::Shared`] | one, shared by all workers | `recvmsg`/`sendto` | the paper's (OpenSIPS's) model: m processes blocking on one socket |
+//! | [`WorkerModel::Reuseport`] | one per worker, `SO_REUSEPORT` | `recvmsg`/`sendto` | no contention on the socket; the kernel hashes the 4-tuple, so one client port lands on one worker |
+//! | [`WorkerModel::Batched`] | one per worker, `SO_REUSEPORT` | `recvmmsg`/`sendmmsg` | fewer system calls per message under load |
+//!
+//! The transaction table is shared (sharded), so with any model any worker
+//! can handle any message of any transaction. TCP connections get a reader
+//! thread each. In stateful mode a timer thread runs transaction timers
+//! every [`ServerConfig::tick`].
+//!
+//! Receive buffers are configurable ([`ServerConfig::rcvbuf`]) and the size
+//! the kernel granted is reported in the statistics.
+
+mod tcp;
+pub(crate) mod udp;
+mod worker;
+
+pub use tcp::{Tcp, CONNECT_TIMEOUT};
+
+use std::io;
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use takt_sched::{TaktThread, ThreadSpec};
+
+use crate::proxy::{Mode, Proxy, ProxyConfig};
+use crate::stats::{Registry, ServerInfo, Snapshot};
+use worker::Worker;
+
+/// How workers receive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkerModel {
+    /// All workers block on one socket.
+    Shared,
+    /// A socket per worker (SO_REUSEPORT).
+    Reuseport,
+    /// A socket per worker with recvmmsg/sendmmsg.
+    Batched,
+}
+
+impl WorkerModel {
+    /// Its name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            WorkerModel::Shared => "shared",
+            WorkerModel::Reuseport => "reuseport",
+            WorkerModel::Batched => "batched",
+        }
+    }
+}
+
+impl std::str::FromStr for WorkerModel {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "shared" => Ok(WorkerModel::Shared),
+            "reuseport" => Ok(WorkerModel::Reuseport),
+            "batched" => Ok(WorkerModel::Batched),
+            _ => Err(format!(
+                "unknown worker model {s:?} (shared, reuseport, batched)"
+            )),
+        }
+    }
+}
+
+/// Server settings.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// UDP and TCP listen address.
+    pub listen: SocketAddr,
+    /// Worker model.
+    pub model: WorkerModel,
+    /// Worker threads.
+    pub workers: usize,
+    /// Receive buffer per socket, bytes (None: system default).
+    pub rcvbuf: Option<usize>,
+    /// Serve and use TCP.
+    pub tcp: bool,
+    /// Datagrams per recvmmsg (batched model).
+    pub batch: usize,
+    /// Largest message accepted; larger ones are refused and counted.
+    pub max_message: usize,
+    /// Most TCP connections.
+    pub max_tcp_connections: usize,
+    /// Timer thread period.
+    pub tick: Duration,
+    /// Thread spec the workers are made from (named `sip-w<i>`).
+    pub spec: ThreadSpec,
+}
+
+impl ServerConfig {
+    /// Defaults for `listen`.
+    pub fn new(listen: SocketAddr) -> ServerConfig {
+        ServerConfig {
+            listen,
+            model: WorkerModel::Shared,
+            workers: 2,
+            rcvbuf: None,
+            tcp: true,
+            batch: 32,
+            max_message: 65_535,
+            max_tcp_connections: 1024,
+            tick: Duration::from_millis(10),
+            spec: ThreadSpec::new("sip"),
+        }
+    }
+}
+
+/// A running proxy server.
+#[derive(Debug)]
+pub struct Server {
+    proxy: Arc<Proxy>,
+    registry: Arc<Registry>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<TaktThread<()>>,
+    tcp: Option<Arc<Tcp>>,
+    local: SocketAddr,
+}
+
+fn host_of(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v) => v.to_string(),
+        IpAddr::V6(v) => format!("[{v}]"),
+    }
+}
+
+impl Server {
+    /// Binds and starts everything. `pcfg.local` with port 0 or an empty
+    /// host is filled in from the bound address.
+    pub fn start(mut pcfg: ProxyConfig, scfg: ServerConfig) -> io::Result<Server> {
+        let clock = takt_sched::clock();
+        let reuse = scfg.model != WorkerModel::Shared;
+        let mut attempt = 0;
+        let (first, eff, listener) = loop {
+            let (s, eff) = udp::open(scfg.listen, reuse, scfg.rcvbuf)?;
+            if !scfg.tcp {
+                break (s, eff, None);
+            }
+            match tcp::listen(s.local_addr()?) {
+                Ok(l) => break (s, eff, Some(l)),
+                Err(e) if scfg.listen.port() == 0 && attempt < 20 => {
+                    attempt += 1;
+                    let _ = e;
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        let local = first.local_addr()?;
+        let mut socks = vec![first];
+        if reuse {
+            for _ in 1..scfg.workers.max(1) {
+                socks.push(udp::open(local, true, scfg.rcvbuf)?.0);
+            }
+        }
+        if pcfg.local.port == 0 {
+            pcfg.local.port = local.port();
+        }
+        if pcfg.local.host.is_empty() {
+            let ip = if local.ip().is_unspecified() {
+                // the address the route to the next hop would use
+                pcfg.next_hop
+                    .and_then(|nh| {
+                        let u = UdpSocket::bind(SocketAddr::new(local.ip(), 0)).ok()?;
+                        u.connect(nh.addr).ok()?;
+                        u.local_addr().ok().map(|a| a.ip())
+                    })
+                    .unwrap_or(if local.is_ipv4() {
+                        IpAddr::from([127, 0, 0, 1])
+                    } else {
+                        IpAddr::from([0u16, 0, 0, 0, 0, 0, 0, 1])
+                    })
+            } else {
+                local.ip()
+            };
+            pcfg.local.host = host_of(ip);
+        }
+        pcfg.tcp = scfg.tcp;
+        let registry = Arc::new(Registry::new());
+        registry.set_info(ServerInfo {
+            mode: match pcfg.mode {
+                Mode::Stateless => "stateless".into(),
+                Mode::Stateful => "stateful".into(),
+            },
+            model: scfg.model.name().into(),
+            workers: scfg.workers.max(1),
+            listen: local.to_string(),
+            rcvbuf_requested: scfg.rcvbuf.unwrap_or(0),
+            rcvbuf_effective: eff,
+            next_hop: pcfg
+                .next_hop
+                .map(|t| format!("{:?}:{}", t.transport, t.addr))
+                .unwrap_or_else(|| "request-uri".into()),
+            tcp: scfg.tcp,
+        });
+        let stateful = pcfg.mode == Mode::Stateful;
+        let proxy = Arc::new(Proxy::new(pcfg));
+        registry.set_transactions(0, proxy.transaction_capacity());
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut threads = Vec::new();
+        let tcp = match listener {
+            Some(l) => {
+                let (t, acceptor) = Tcp::start(
+                    l,
+                    proxy.clone(),
+                    registry.add_worker("tcp"),
+                    socks[0].try_clone()?,
+                    scfg.spec.clone(),
+                    stop.clone(),
+                    scfg.max_tcp_connections,
+                    scfg.max_message,
+                )?;
+                threads.push(acceptor);
+                Some(t)
+            }
+            None => None,
+        };
+        let n = scfg.workers.max(1);
+        let mut owned = socks.into_iter();
+        let shared = if reuse { None } else { owned.next() };
+        for i in 0..n {
+            let sock = match &shared {
+                Some(s) => s.try_clone()?,
+                None => owned
+                    .next()
+                    .ok_or_else(|| io::Error::other("missing socket"))?,
+            };
+            let timer_sock = (i == 0).then(|| sock.try_clone()).transpose()?;
+            let stats = registry.add_worker(format!("sip-w{i}"));
+            stats
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .set_socket(if reuse { i } else { 0 });
+            let w = Worker {
+                proxy: proxy.clone(),
+                sock,
+                tcp: tcp.clone(),
+                stats,
+                stop: stop.clone(),
+                max_message: scfg.max_message,
+                clock,
+            };
+            let model = scfg.model;
+            let batch = scfg.batch;
+            let t = scfg
+                .spec
+                .renamed(format!("sip-w{i}"))
+                .spawn(move || match model {
+                    WorkerModel::Batched => w.run_batched(batch),
+                    _ => w.run_single(),
+                })
+                .map_err(io::Error::other)?;
+            threads.push(t);
+            if let (Some(ts), true) = (timer_sock, stateful) {
+                let (p, tc, r, st, tick) = (
+                    proxy.clone(),
+                    tcp.clone(),
+                    registry.clone(),
+                    stop.clone(),
+                    scfg.tick,
+                );
+                threads.push(
+                    scfg.spec
+                        .renamed("sip-timer")
+                        .spawn(move || worker::run_timer(p, ts, tc, r, st, tick, clock))
+                        .map_err(io::Error::other)?,
+                );
+            }
+        }
+        Ok(Server {
+            proxy,
+            registry,
+            stop,
+            threads,
+            tcp,
+            local,
+        })
+    }
+
+    /// The bound address (UDP and TCP).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// The statistics registry (for an endpoint).
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// The proxy.
+    pub fn proxy(&self) -> &Arc<Proxy> {
+        &self.proxy
+    }
+
+    /// Statistics now.
+    pub fn snapshot(&self) -> Snapshot {
+        self.registry.snapshot()
+    }
+
+    /// Stops every thread and returns the final statistics.
+    pub fn stop(mut self) -> Snapshot {
+        self.shutdown();
+        self.registry.snapshot()
+    }
+
+    fn shutdown(&mut self) {
+        // Release pairs with the Acquire loads in the worker loops.
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = &self.tcp {
+            t.shutdown();
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

@@ -1,0 +1,266 @@
+//! TCP (RFC 3261 §18): a listener, a connection table keyed by id and by
+//! peer address, and one reader thread per connection (a takt-sched
+//! thread) that frames messages with Content-Length and hands them to the
+//! proxy. Responses go back over the connection the request came on;
+//! requests to a peer reuse an open connection or open one. Connections
+//! and per-connection buffers are bounded.
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use takt_sched::{clock, TaktThread, ThreadSpec};
+
+use super::worker::{now_ns, NetSink};
+use crate::proxy::{ConnId, Inbound, Proxy, Scratch, SendError, Target, Transport};
+use crate::stats::{Sample, WorkerStats};
+use crate::wire::stream::{Frame, Framer};
+
+/// How long a connect may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+const READ_TIMEOUT: Duration = Duration::from_millis(200);
+
+#[derive(Debug)]
+struct Conn {
+    peer: SocketAddr,
+    w: Mutex<TcpStream>,
+}
+
+/// The TCP transport.
+#[derive(Debug)]
+pub struct Tcp {
+    conns: Mutex<HashMap<ConnId, Arc<Conn>>>,
+    by_addr: Mutex<HashMap<SocketAddr, ConnId>>,
+    next_id: AtomicU64,
+    max_conns: usize,
+    max_message: usize,
+    proxy: Arc<Proxy>,
+    stats: Arc<Mutex<WorkerStats>>,
+    udp: UdpSocket,
+    spec: ThreadSpec,
+    stop: Arc<AtomicBool>,
+    readers: Mutex<Vec<TaktThread<()>>>,
+    local: SocketAddr,
+}
+
+impl Tcp {
+    /// Starts accepting on `listener`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn start(
+        listener: TcpListener,
+        proxy: Arc<Proxy>,
+        stats: Arc<Mutex<WorkerStats>>,
+        udp: UdpSocket,
+        spec: ThreadSpec,
+        stop: Arc<AtomicBool>,
+        max_conns: usize,
+        max_message: usize,
+    ) -> io::Result<(Arc<Tcp>, TaktThread<()>)> {
+        let tcp = Arc::new(Tcp {
+            conns: Mutex::new(HashMap::new()),
+            by_addr: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            max_conns,
+            max_message,
+            proxy,
+            stats,
+            udp,
+            spec: spec.clone(),
+            stop,
+            readers: Mutex::new(Vec::new()),
+            local: listener.local_addr()?,
+        });
+        let t = tcp.clone();
+        let acceptor = spec
+            .renamed("sip-tcp-accept")
+            .spawn(move || {
+                for s in listener.incoming() {
+                    // Acquire pairs with the Release store in `shutdown`.
+                    if t.stop.load(Ordering::Acquire) {
+                        break;
+                    }
+                    if let Ok(s) = s {
+                        let _ = t.adopt(s);
+                    }
+                }
+            })
+            .map_err(io::Error::other)?;
+        Ok((tcp, acceptor))
+    }
+
+    fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+        m.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Registers a connection and starts its reader.
+    fn adopt(self: &Arc<Self>, s: TcpStream) -> io::Result<Arc<Conn>> {
+        if Self::lock(&self.conns).len() >= self.max_conns {
+            let _ = s.shutdown(Shutdown::Both);
+            return Err(io::Error::other("too many TCP connections"));
+        }
+        let peer = s.peer_addr()?;
+        let _ = s.set_nodelay(true);
+        s.set_read_timeout(Some(READ_TIMEOUT))?;
+        // Relaxed: a unique id is all that is needed.
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let conn = Arc::new(Conn {
+            peer,
+            w: Mutex::new(s.try_clone()?),
+        });
+        Self::lock(&self.conns).insert(id, conn.clone());
+        Self::lock(&self.by_addr).insert(peer, id);
+        let me = self.clone();
+        let th = self
+            .spec
+            .renamed(format!("sip-tcp-{id}"))
+            .spawn(move || me.read_loop(id, peer, s))
+            .map_err(io::Error::other)?;
+        let mut r = Self::lock(&self.readers);
+        r.retain(|t| !t.is_finished());
+        r.push(th);
+        Ok(conn)
+    }
+
+    fn forget(&self, id: ConnId, peer: SocketAddr) {
+        Self::lock(&self.conns).remove(&id);
+        let mut a = Self::lock(&self.by_addr);
+        if a.get(&peer) == Some(&id) {
+            a.remove(&peer);
+        }
+    }
+
+    fn read_loop(self: Arc<Self>, id: ConnId, peer: SocketAddr, mut s: TcpStream) {
+        let framer = Framer::new(self.max_message);
+        let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
+        let mut chunk = vec![0u8; 16 * 1024];
+        let mut scratch = Scratch::new();
+        let c = clock();
+        let from = Target {
+            addr: peer,
+            transport: Transport::Tcp,
+            conn: Some(id),
+        };
+        'conn: loop {
+            // Acquire pairs with the Release store in `shutdown`.
+            if self.stop.load(Ordering::Acquire) {
+                break;
+            }
+            match s.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    continue
+                }
+                Err(_) => break,
+            }
+            loop {
+                match framer.frame(&buf) {
+                    Ok(Frame::Incomplete) => break,
+                    Ok(Frame::Message { skip, len }) => {
+                        let t0 = c.now();
+                        let mut sink = NetSink::new(&self.udp, None, Some(&self), c);
+                        let o = self.proxy.handle(
+                            &Inbound {
+                                bytes: &buf[skip..skip + len],
+                                from,
+                                now: c.ticks_to_ns(t0),
+                                queue_delay_ns: 0,
+                            },
+                            &mut scratch,
+                            &mut sink,
+                        );
+                        let total = c.ticks_to_ns(c.now().saturating_sub(t0));
+                        let snd = c.ticks_to_ns(sink.send_ticks);
+                        let sample = Sample {
+                            k_rcv_ns: None,
+                            t_sip_ns: total.saturating_sub(snd),
+                            k_snd_ns: snd,
+                        };
+                        Self::lock(&self.stats).record(&sample, &o);
+                        buf.drain(..skip + len);
+                    }
+                    Err(_) => {
+                        // unframeable (no/bad Content-Length, too large): the stream is lost
+                        Self::lock(&self.stats).record_oversized();
+                        break 'conn;
+                    }
+                }
+            }
+        }
+        let _ = s.shutdown(Shutdown::Both);
+        self.forget(id, peer);
+    }
+
+    /// Sends over the connection named by `to.conn`, or one to `to.addr`,
+    /// opening it if needed.
+    pub(crate) fn send(self: &Arc<Self>, to: &Target, bytes: &[u8]) -> Result<(), SendError> {
+        let existing = {
+            let conns = Self::lock(&self.conns);
+            to.conn.and_then(|id| conns.get(&id).cloned()).or_else(|| {
+                Self::lock(&self.by_addr)
+                    .get(&to.addr)
+                    .and_then(|id| conns.get(id).cloned())
+            })
+        };
+        let conn = match existing {
+            Some(c) => c,
+            None => {
+                let s = TcpStream::connect_timeout(&to.addr, CONNECT_TIMEOUT)
+                    .map_err(|_| SendError::Unreachable)?;
+                self.adopt(s).map_err(|_| SendError::Unreachable)?
+            }
+        };
+        let mut w = Self::lock(&conn.w);
+        w.write_all(bytes).map_err(|_| SendError::Unreachable)
+    }
+
+    /// Open connections.
+    pub fn connections(&self) -> usize {
+        Self::lock(&self.conns).len()
+    }
+
+    /// Stops the acceptor and every reader.
+    pub(crate) fn shutdown(&self) {
+        // Release pairs with the Acquire loads in the loops.
+        self.stop.store(true, Ordering::Release);
+        let _ = TcpStream::connect_timeout(&self.local, Duration::from_millis(200));
+        for c in Self::lock(&self.conns).values() {
+            let _ = Self::lock(&c.w).shutdown(Shutdown::Both);
+            let _ = c.peer;
+        }
+        let readers = std::mem::take(&mut *Self::lock(&self.readers));
+        for r in readers {
+            let _ = r.join();
+        }
+    }
+}
+
+/// Binds a TCP listener next to a UDP socket (same address and port).
+pub(crate) fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
+    let s = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        None,
+    )?;
+    s.set_reuse_address(true)?;
+    s.bind(&addr.into())?;
+    s.listen(1024)?;
+    Ok(s.into())
+}
+
+#[allow(dead_code)]
+fn _assert_send_sync() {
+    fn f<T: Send + Sync>() {}
+    f::<Tcp>();
+    let _ = now_ns;
+}

@@ -1,0 +1,392 @@
+//! UDP sockets with kernel receive timestamps (`SO_TIMESTAMPNS`) and drop
+//! counters (`SO_RXQ_OVFL`), single (`recvmsg`) and batched
+//! (`recvmmsg`/`sendmmsg`) I/O.
+
+use std::io;
+use std::mem::{size_of, zeroed, MaybeUninit};
+use std::net::{SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+use socket2::{Domain, Protocol, Socket, Type};
+
+/// Room for the control messages we ask for (timestamp + drop counter).
+pub(crate) const CMSG_SPACE: usize = 128;
+
+/// How long a blocked receive waits before the worker re-checks for shutdown.
+pub(crate) const RECV_TIMEOUT: Duration = Duration::from_millis(100);
+
+fn setsockopt_int(fd: i32, level: i32, name: i32, v: i32) -> io::Result<()> {
+    // SAFETY: `v` lives for the call and its size is passed; fd is a valid socket.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&v as *const i32).cast(),
+            size_of::<i32>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Opens a UDP socket bound to `addr` with timestamps and drop counting on.
+/// `rcvbuf` asks for a receive buffer size (SO_RCVBUFFORCE when permitted,
+/// else SO_RCVBUF, which `rmem_max` caps). Returns the socket and the
+/// buffer size the kernel reports.
+pub(crate) fn open(
+    addr: SocketAddr,
+    reuseport: bool,
+    rcvbuf: Option<usize>,
+) -> io::Result<(UdpSocket, usize)> {
+    let s = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    if reuseport {
+        s.set_reuse_port(true)?;
+    }
+    if let Some(n) = rcvbuf {
+        let n = i32::try_from(n).unwrap_or(i32::MAX);
+        if setsockopt_int(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, n).is_err() {
+            s.set_recv_buffer_size(n as usize)?;
+        }
+    }
+    s.bind(&addr.into())?;
+    setsockopt_int(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)?;
+    setsockopt_int(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RXQ_OVFL, 1)?;
+    s.set_read_timeout(Some(RECV_TIMEOUT))?;
+    let eff = s.recv_buffer_size()?;
+    Ok((s.into(), eff))
+}
+
+/// CLOCK_REALTIME in nanoseconds (the clock of SO_TIMESTAMPNS).
+pub(crate) fn realtime_ns() -> u64 {
+    let mut ts: libc::timespec = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer for the call.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// What came with a datagram.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RxMeta {
+    pub(crate) len: usize,
+    pub(crate) src: SocketAddr,
+    /// Kernel receive time, CLOCK_REALTIME ns.
+    pub(crate) t_arr_ns: Option<u64>,
+    /// The socket's cumulative drop count.
+    pub(crate) drops: Option<u32>,
+    /// The datagram did not fit the buffer.
+    pub(crate) truncated: bool,
+}
+
+pub(crate) fn sockaddr_from(ss: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    match i32::from(ss.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: the family says the storage holds a sockaddr_in.
+            let a: &libc::sockaddr_in = unsafe { &*(ss as *const libc::sockaddr_storage).cast() };
+            Some(SocketAddr::V4(SocketAddrV4::new(
+                u32::from_be(a.sin_addr.s_addr).into(),
+                u16::from_be(a.sin_port),
+            )))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says the storage holds a sockaddr_in6.
+            let a: &libc::sockaddr_in6 = unsafe { &*(ss as *const libc::sockaddr_storage).cast() };
+            Some(SocketAddr::V6(SocketAddrV6::new(
+                a.sin6_addr.s6_addr.into(),
+                u16::from_be(a.sin6_port),
+                a.sin6_flowinfo,
+                a.sin6_scope_id,
+            )))
+        }
+        _ => None,
+    }
+}
+
+/// Writes `addr` into `ss`; returns the length to pass to the kernel.
+pub(crate) fn sockaddr_to(addr: &SocketAddr, ss: &mut libc::sockaddr_storage) -> libc::socklen_t {
+    let s2: socket2::SockAddr = (*addr).into();
+    let len = s2.len();
+    // SAFETY: SockAddr holds `len` valid bytes of a sockaddr, and
+    // sockaddr_storage is large enough for any of them.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            s2.as_ptr().cast::<u8>(),
+            (ss as *mut libc::sockaddr_storage).cast::<u8>(),
+            len as usize,
+        );
+    }
+    len
+}
+
+/// Reads the control messages of `msg`.
+fn parse_cmsgs(msg: &libc::msghdr) -> (Option<u64>, Option<u32>) {
+    let mut ts = None;
+    let mut drops = None;
+    // SAFETY: the CMSG_* macros walk the control buffer described by `msg`,
+    // which the kernel filled in and whose length it set in msg_controllen.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(msg);
+        while !c.is_null() {
+            let h = &*c;
+            if h.cmsg_level == libc::SOL_SOCKET && h.cmsg_type == libc::SCM_TIMESTAMPNS {
+                let t: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                ts = Some(t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64);
+            } else if h.cmsg_level == libc::SOL_SOCKET && h.cmsg_type == libc::SO_RXQ_OVFL {
+                drops = Some(std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<u32>()));
+            }
+            c = libc::CMSG_NXTHDR(msg, c);
+        }
+    }
+    (ts, drops)
+}
+
+/// Receives one datagram (blocking up to [`RECV_TIMEOUT`]).
+pub(crate) fn recv_one(
+    sock: &UdpSocket,
+    buf: &mut [u8],
+    cmsg: &mut [u8; CMSG_SPACE],
+) -> io::Result<RxMeta> {
+    // SAFETY: all-zero is a valid sockaddr_storage and msghdr.
+    let mut ss: libc::sockaddr_storage = unsafe { zeroed() };
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: all-zero is a valid msghdr; every pointer set below outlives the call.
+    let mut msg: libc::msghdr = unsafe { zeroed() };
+    msg.msg_name = (&mut ss as *mut libc::sockaddr_storage).cast();
+    msg.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cmsg.as_mut_ptr().cast();
+    msg.msg_controllen = CMSG_SPACE as _;
+    // SAFETY: msg describes valid buffers for the kernel to fill.
+    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let (t_arr_ns, drops) = parse_cmsgs(&msg);
+    Ok(RxMeta {
+        len: n as usize,
+        src: sockaddr_from(&ss).ok_or_else(|| io::Error::other("unknown address family"))?,
+        t_arr_ns,
+        drops,
+        truncated: msg.msg_flags & libc::MSG_TRUNC != 0,
+    })
+}
+
+/// Buffers for `recvmmsg`/`sendmmsg` of up to `n` datagrams of `slot` bytes.
+pub(crate) struct Batch {
+    pub(crate) n: usize,
+    slot: usize,
+    data: Vec<u8>,
+    names: Vec<libc::sockaddr_storage>,
+    iovs: Vec<libc::iovec>,
+    cmsgs: Vec<[u8; CMSG_SPACE]>,
+    hdrs: Vec<libc::mmsghdr>,
+    /// Receive results.
+    pub(crate) meta: Vec<RxMeta>,
+    // send side
+    out_data: Vec<u8>,
+    out: Vec<(SocketAddr, usize, usize)>,
+}
+
+impl std::fmt::Debug for Batch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Batch")
+            .field("n", &self.n)
+            .field("slot", &self.slot)
+            .finish()
+    }
+}
+
+// SAFETY: the raw pointers inside iovec/mmsghdr only ever point into this
+// struct's own vectors and are rebuilt before each system call.
+unsafe impl Send for Batch {}
+
+impl Batch {
+    pub(crate) fn new(n: usize, slot: usize) -> Batch {
+        let n = n.max(1);
+        Batch {
+            n,
+            slot,
+            data: vec![0; n * slot],
+            // SAFETY: all-zero is a valid sockaddr_storage / mmsghdr.
+            names: vec![unsafe { zeroed() }; n],
+            iovs: Vec::with_capacity(n),
+            cmsgs: vec![[0; CMSG_SPACE]; n],
+            hdrs: Vec::with_capacity(n),
+            meta: Vec::with_capacity(n),
+            out_data: Vec::with_capacity(n * 1024),
+            out: Vec::with_capacity(n * 2),
+        }
+    }
+
+    /// The bytes of received datagram `i`.
+    pub(crate) fn datagram(&self, i: usize) -> &[u8] {
+        let m = &self.meta[i];
+        &self.data[i * self.slot..i * self.slot + m.len.min(self.slot)]
+    }
+
+    /// Receives up to `n` datagrams: blocks for the first (up to
+    /// [`RECV_TIMEOUT`]), then takes what is queued (MSG_WAITFORONE).
+    pub(crate) fn recv(&mut self, sock: &UdpSocket) -> io::Result<usize> {
+        self.iovs.clear();
+        self.hdrs.clear();
+        self.meta.clear();
+        let base = self.data.as_mut_ptr();
+        for i in 0..self.n {
+            self.iovs.push(libc::iovec {
+                // SAFETY: i * slot is inside `data` (n * slot bytes).
+                iov_base: unsafe { base.add(i * self.slot) }.cast(),
+                iov_len: self.slot,
+            });
+        }
+        for i in 0..self.n {
+            // SAFETY: all-zero is a valid mmsghdr; pointers set below point into self.
+            let mut h: libc::mmsghdr = unsafe { zeroed() };
+            h.msg_hdr.msg_name = (&mut self.names[i] as *mut libc::sockaddr_storage).cast();
+            h.msg_hdr.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            h.msg_hdr.msg_iov = &mut self.iovs[i];
+            h.msg_hdr.msg_iovlen = 1;
+            h.msg_hdr.msg_control = self.cmsgs[i].as_mut_ptr().cast();
+            h.msg_hdr.msg_controllen = CMSG_SPACE as _;
+            self.hdrs.push(h);
+        }
+        // SAFETY: hdrs describes n valid receive buffers owned by self.
+        let r = unsafe {
+            libc::recvmmsg(
+                sock.as_raw_fd(),
+                self.hdrs.as_mut_ptr(),
+                self.n as u32,
+                libc::MSG_WAITFORONE,
+                std::ptr::null_mut(),
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        for i in 0..r as usize {
+            let h = &self.hdrs[i];
+            let (t_arr_ns, drops) = parse_cmsgs(&h.msg_hdr);
+            let Some(src) = sockaddr_from(&self.names[i]) else {
+                continue;
+            };
+            self.meta.push(RxMeta {
+                len: h.msg_len as usize,
+                src,
+                t_arr_ns,
+                drops,
+                truncated: h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0,
+            });
+        }
+        Ok(self.meta.len())
+    }
+
+    /// Queues a datagram for [`Batch::flush`].
+    pub(crate) fn queue(&mut self, to: SocketAddr, bytes: &[u8]) {
+        let s = self.out_data.len();
+        self.out_data.extend_from_slice(bytes);
+        self.out.push((to, s, self.out_data.len()));
+    }
+
+    /// Datagrams queued.
+    pub(crate) fn queued(&self) -> usize {
+        self.out.len()
+    }
+
+    /// Sends everything queued with `sendmmsg` (several calls if the kernel
+    /// takes fewer); returns datagrams the kernel refused.
+    pub(crate) fn flush(&mut self, sock: &UdpSocket) -> usize {
+        let mut failed = 0;
+        let mut done = 0;
+        while done < self.out.len() {
+            let k = (self.out.len() - done).min(self.n.max(64));
+            let mut names: Vec<MaybeUninit<libc::sockaddr_storage>> = Vec::new();
+            names.resize_with(k, MaybeUninit::zeroed);
+            self.iovs.clear();
+            self.hdrs.clear();
+            let base = self.out_data.as_mut_ptr();
+            for (j, slot) in names.iter_mut().enumerate() {
+                let (to, s, e) = self.out[done + j];
+                self.iovs.push(libc::iovec {
+                    // SAFETY: s..e lies inside out_data.
+                    iov_base: unsafe { base.add(s) }.cast(),
+                    iov_len: e - s,
+                });
+                // SAFETY: zeroed storage is a valid sockaddr_storage.
+                let ss = unsafe { slot.assume_init_mut() };
+                let len = sockaddr_to(&to, ss);
+                // SAFETY: all-zero is a valid mmsghdr.
+                let mut h: libc::mmsghdr = unsafe { zeroed() };
+                h.msg_hdr.msg_name = (ss as *mut libc::sockaddr_storage).cast();
+                h.msg_hdr.msg_namelen = len;
+                h.msg_hdr.msg_iovlen = 1;
+                self.hdrs.push(h);
+            }
+            for (h, iov) in self.hdrs.iter_mut().zip(self.iovs.iter_mut()) {
+                h.msg_hdr.msg_iov = iov;
+            }
+            // SAFETY: hdrs describes k datagrams in out_data with valid addresses.
+            let r =
+                unsafe { libc::sendmmsg(sock.as_raw_fd(), self.hdrs.as_mut_ptr(), k as u32, 0) };
+            if r <= 0 {
+                // skip the datagram the kernel refuses and go on
+                failed += 1;
+                done += 1;
+            } else {
+                done += r as usize;
+            }
+        }
+        self.out.clear();
+        self.out_data.clear();
+        failed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_and_batches_over_loopback() {
+        let (rx, eff) = open("127.0.0.1:0".parse().unwrap(), false, Some(1 << 20)).unwrap();
+        assert!(eff > 0);
+        let to = rx.local_addr().unwrap();
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        tx.send_to(b"hello", to).unwrap();
+        let mut buf = [0u8; 64];
+        let mut c = [0u8; CMSG_SPACE];
+        let m = recv_one(&rx, &mut buf, &mut c).unwrap();
+        assert_eq!(&buf[..m.len], b"hello");
+        assert_eq!(m.src, tx.local_addr().unwrap());
+        let t = m.t_arr_ns.expect("kernel timestamp");
+        assert!(realtime_ns() >= t);
+        // the kernel only attaches SO_RXQ_OVFL once the socket has dropped something
+        assert!(matches!(m.drops, None | Some(0)));
+        // batched: send 5 with sendmmsg, receive them with recvmmsg
+        let mut b = Batch::new(8, 2048);
+        for i in 0..5u8 {
+            b.queue(to, &[b'x', i]);
+        }
+        assert_eq!(b.queued(), 5);
+        assert_eq!(b.flush(&tx), 0);
+        let mut got = 0;
+        let mut r = Batch::new(8, 2048);
+        while got < 5 {
+            got += r.recv(&rx).unwrap();
+        }
+        assert_eq!(r.datagram(0)[0], b'x');
+        // truncation is reported
+        tx.send_to(&[7u8; 100], to).unwrap();
+        let m = recv_one(&rx, &mut buf, &mut c).unwrap();
+        assert!(m.truncated);
+    }
+}

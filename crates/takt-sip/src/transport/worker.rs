@@ -1,0 +1,253 @@
+//! Worker loops: one function per worker model, each run on a takt-sched
+//! thread, and the timed sink they hand the proxy.
+
+use std::net::UdpSocket;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use takt_sched::Clock;
+
+use super::tcp::Tcp;
+use super::udp::{self, Batch, CMSG_SPACE};
+use crate::proxy::{Inbound, Proxy, Scratch, SendError, Sink, Target, Transport};
+use crate::stats::{Registry, Sample, WorkerStats};
+
+/// The proxy's clock: TSC-derived nanoseconds.
+pub(crate) fn now_ns(c: &Clock) -> u64 {
+    c.ticks_to_ns(c.now())
+}
+
+/// A sink that sends over UDP (immediately, or queued into a batch) and
+/// TCP, and adds up the TSC ticks spent inside send system calls.
+pub(crate) struct NetSink<'a> {
+    udp: &'a UdpSocket,
+    batch: Option<&'a mut Batch>,
+    tcp: Option<&'a Arc<Tcp>>,
+    clock: &'a Clock,
+    /// Ticks inside send calls.
+    pub(crate) send_ticks: u64,
+    /// Datagrams queued into the batch.
+    pub(crate) queued: usize,
+}
+
+impl<'a> NetSink<'a> {
+    pub(crate) fn new(
+        udp: &'a UdpSocket,
+        batch: Option<&'a mut Batch>,
+        tcp: Option<&'a Arc<Tcp>>,
+        clock: &'a Clock,
+    ) -> Self {
+        NetSink {
+            udp,
+            batch,
+            tcp,
+            clock,
+            send_ticks: 0,
+            queued: 0,
+        }
+    }
+}
+
+impl Sink for NetSink<'_> {
+    fn send(&mut self, to: &Target, bytes: &[u8]) -> Result<(), SendError> {
+        match to.transport {
+            Transport::Tcp => {
+                let tcp = self.tcp.ok_or(SendError::NoTransport)?;
+                let t0 = self.clock.now();
+                let r = tcp.send(to, bytes);
+                self.send_ticks += self.clock.now().saturating_sub(t0);
+                r
+            }
+            Transport::Udp => {
+                if let Some(b) = self.batch.as_mut() {
+                    b.queue(to.addr, bytes);
+                    self.queued += 1;
+                    return Ok(());
+                }
+                let t0 = self.clock.now();
+                let r = self.udp.send_to(bytes, to.addr);
+                self.send_ticks += self.clock.now().saturating_sub(t0);
+                r.map(drop).map_err(|_| SendError::Unreachable)
+            }
+        }
+    }
+}
+
+/// Everything a worker needs.
+pub(crate) struct Worker {
+    pub(crate) proxy: Arc<Proxy>,
+    pub(crate) sock: UdpSocket,
+    pub(crate) tcp: Option<Arc<Tcp>>,
+    pub(crate) stats: Arc<Mutex<WorkerStats>>,
+    pub(crate) stop: Arc<AtomicBool>,
+    pub(crate) max_message: usize,
+    pub(crate) clock: &'static Clock,
+}
+
+fn transient(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock
+            | std::io::ErrorKind::TimedOut
+            | std::io::ErrorKind::Interrupted
+    )
+}
+
+impl Worker {
+    fn stopped(&self) -> bool {
+        // Acquire pairs with the Release store in Server::stop.
+        self.stop.load(Ordering::Acquire)
+    }
+
+    /// `shared` and `reuseport`: one `recvmsg`, handle, send, repeat.
+    pub(crate) fn run_single(self) {
+        let c = self.clock;
+        let mut buf = vec![0u8; self.max_message + 1];
+        let mut cmsg = [0u8; CMSG_SPACE];
+        let mut scratch = Scratch::new();
+        while !self.stopped() {
+            let meta = match udp::recv_one(&self.sock, &mut buf, &mut cmsg) {
+                Ok(m) => m,
+                Err(e) if transient(&e) => continue,
+                Err(_) => continue,
+            };
+            let t_in_real = udp::realtime_ns();
+            let t0 = c.now();
+            if meta.truncated || meta.len > self.max_message {
+                let mut st = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+                st.record_oversized();
+                continue;
+            }
+            let k_rcv = meta.t_arr_ns.map(|a| t_in_real.saturating_sub(a));
+            let mut sink = NetSink::new(&self.sock, None, self.tcp.as_ref(), c);
+            let o = self.proxy.handle(
+                &Inbound {
+                    bytes: &buf[..meta.len],
+                    from: Target {
+                        addr: meta.src,
+                        transport: Transport::Udp,
+                        conn: None,
+                    },
+                    now: c.ticks_to_ns(t0),
+                    queue_delay_ns: k_rcv.unwrap_or(0),
+                },
+                &mut scratch,
+                &mut sink,
+            );
+            let total = c.ticks_to_ns(c.now().saturating_sub(t0));
+            let snd = c.ticks_to_ns(sink.send_ticks);
+            let sample = Sample {
+                k_rcv_ns: k_rcv,
+                t_sip_ns: total.saturating_sub(snd),
+                k_snd_ns: snd,
+            };
+            let mut st = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+            st.record(&sample, &o);
+            if let Some(d) = meta.drops {
+                st.set_socket_drops(u64::from(d));
+            }
+        }
+    }
+
+    /// `batched`: `recvmmsg` up to `batch` datagrams, handle each (UDP
+    /// sends are queued), one `sendmmsg`; K_snd is split over the batch's
+    /// messages by the datagrams each queued.
+    pub(crate) fn run_batched(self, batch: usize) {
+        let c = self.clock;
+        let mut rx = Batch::new(batch, self.max_message + 1);
+        let mut tx = Batch::new(batch, 1);
+        let mut scratch = Scratch::new();
+        let mut per_msg: Vec<(Sample, crate::proxy::Outcome, usize)> = Vec::with_capacity(batch);
+        while !self.stopped() {
+            let n = match rx.recv(&self.sock) {
+                Ok(n) => n,
+                Err(e) if transient(&e) => continue,
+                Err(_) => continue,
+            };
+            let t_in_real = udp::realtime_ns();
+            per_msg.clear();
+            let mut oversized = 0;
+            let mut drops = None;
+            for i in 0..n {
+                let meta = rx.meta[i];
+                if meta.drops.is_some() {
+                    drops = meta.drops;
+                }
+                if meta.truncated || meta.len > self.max_message {
+                    oversized += 1;
+                    continue;
+                }
+                let t0 = c.now();
+                let k_rcv = meta.t_arr_ns.map(|a| t_in_real.saturating_sub(a));
+                let mut sink = NetSink::new(&self.sock, Some(&mut tx), self.tcp.as_ref(), c);
+                let o = self.proxy.handle(
+                    &Inbound {
+                        bytes: rx.datagram(i),
+                        from: Target {
+                            addr: meta.src,
+                            transport: Transport::Udp,
+                            conn: None,
+                        },
+                        now: c.ticks_to_ns(t0),
+                        queue_delay_ns: k_rcv.unwrap_or(0),
+                    },
+                    &mut scratch,
+                    &mut sink,
+                );
+                let total = c.ticks_to_ns(c.now().saturating_sub(t0));
+                let tcp_snd = c.ticks_to_ns(sink.send_ticks);
+                let queued = sink.queued;
+                per_msg.push((
+                    Sample {
+                        k_rcv_ns: k_rcv,
+                        t_sip_ns: total.saturating_sub(tcp_snd),
+                        k_snd_ns: tcp_snd,
+                    },
+                    o,
+                    queued,
+                ));
+            }
+            let total_queued = tx.queued();
+            let t0 = c.now();
+            if total_queued > 0 {
+                tx.flush(&self.sock);
+            }
+            let snd = c.ticks_to_ns(c.now().saturating_sub(t0));
+            let mut st = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+            st.record_batch(n);
+            for _ in 0..oversized {
+                st.record_oversized();
+            }
+            for (s, o, q) in &mut per_msg {
+                if total_queued > 0 {
+                    s.k_snd_ns += snd * *q as u64 / total_queued as u64;
+                }
+                st.record(s, o);
+            }
+            if let Some(d) = drops {
+                st.set_socket_drops(u64::from(d));
+            }
+        }
+    }
+}
+
+/// The transaction timer thread: runs due timers every `tick` and
+/// publishes the table size.
+pub(crate) fn run_timer(
+    proxy: Arc<Proxy>,
+    sock: UdpSocket,
+    tcp: Option<Arc<Tcp>>,
+    reg: Arc<Registry>,
+    stop: Arc<AtomicBool>,
+    tick: Duration,
+    clock: &'static Clock,
+) {
+    // Acquire pairs with the Release store in Server::stop.
+    while !stop.load(Ordering::Acquire) {
+        std::thread::sleep(tick);
+        let mut sink = NetSink::new(&sock, None, tcp.as_ref(), clock);
+        proxy.tick(now_ns(clock), &mut sink);
+        reg.set_transactions(proxy.transactions(), proxy.transaction_capacity());
+    }
+}

@@ -1,0 +1,297 @@
+//! The server over real sockets: IPv6 UDP, the 1300-byte switch to TCP
+//! (RFC 3261 §18.1.1), TCP framing of pipelined messages, oversized
+//! datagrams, the statistics endpoint.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::time::{Duration, Instant};
+
+use takt_sched::ThreadSpec;
+use takt_sip::proxy::build::Local;
+use takt_sip::proxy::{Mode, ProxyConfig, Target, Transport};
+use takt_sip::stats::{serve, EndpointAddr};
+use takt_sip::transport::{Server, ServerConfig, WorkerModel};
+use takt_sip::wire::{HeaderName, Message};
+
+fn server(
+    listen: &str,
+    next: SocketAddr,
+    mode: Mode,
+    model: WorkerModel,
+    max_message: usize,
+) -> Server {
+    let mut pc = ProxyConfig::new(
+        mode,
+        Local {
+            host: String::new(),
+            port: 0,
+        },
+    );
+    pc.next_hop = Some(Target {
+        addr: next,
+        transport: Transport::Udp,
+        conn: None,
+    });
+    let mut sc = ServerConfig::new(listen.parse().unwrap());
+    sc.model = model;
+    sc.workers = 2;
+    sc.max_message = max_message;
+    sc.spec = ThreadSpec::new("transport-test");
+    Server::start(pc, sc).unwrap()
+}
+
+fn request(
+    method: &str,
+    via_host: &str,
+    port: u16,
+    branch: &str,
+    extra: &str,
+    body: &str,
+) -> Vec<u8> {
+    format!(
+        "{method} sip:bob@example.com SIP/2.0\r\nVia: SIP/2.0/UDP {via_host}:{port};branch={branch};rport\r\n\
+From: <sip:alice@example.com>;tag=a1\r\nTo: <sip:bob@example.com>\r\nCall-ID: {branch}@test\r\n\
+CSeq: 1 {method}\r\nMax-Forwards: 70\r\n{extra}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+fn answer(req: &[u8], code: u16) -> Vec<u8> {
+    let m = Message::parse(req).unwrap();
+    let b = m.buf();
+    let mut o = format!("SIP/2.0 {code} OK\r\n").into_bytes();
+    for h in m.headers() {
+        if matches!(
+            h.name,
+            HeaderName::Via
+                | HeaderName::From
+                | HeaderName::To
+                | HeaderName::CallId
+                | HeaderName::CSeq
+        ) {
+            o.extend_from_slice(h.line.of(b));
+        }
+    }
+    o.extend_from_slice(b"Content-Length: 0\r\n\r\n");
+    o
+}
+
+fn recv(s: &UdpSocket) -> Vec<u8> {
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut buf = vec![0u8; 65536];
+    let (n, _) = s.recv_from(&mut buf).expect("a datagram within 5 s");
+    buf.truncate(n);
+    buf
+}
+
+fn read_message(s: &mut TcpStream) -> Vec<u8> {
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let f = takt_sip::wire::stream::Framer::new(65535);
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Ok(takt_sip::wire::stream::Frame::Message { skip, len }) = f.frame(&buf) {
+            return buf[skip..skip + len].to_vec();
+        }
+        let n = s.read(&mut chunk).expect("message within 5 s");
+        assert!(n > 0, "connection closed");
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+#[test]
+fn ipv6_udp_round_trip() {
+    let Ok(uas) = UdpSocket::bind("[::1]:0") else {
+        eprintln!("skipping: no IPv6 loopback");
+        return;
+    };
+    let srv = server(
+        "[::1]:0",
+        uas.local_addr().unwrap(),
+        Mode::Stateful,
+        WorkerModel::Reuseport,
+        65535,
+    );
+    let client = UdpSocket::bind("[::1]:0").unwrap();
+    let cport = client.local_addr().unwrap().port();
+    client
+        .send_to(
+            &request("OPTIONS", "[::1]", cport, "z9hG4bK-v6", "", ""),
+            srv.local_addr(),
+        )
+        .unwrap();
+    let fwd = recv(&uas);
+    let m = Message::parse(&fwd).unwrap();
+    assert_eq!(m.top_via().host.of(&fwd), b"[::1]");
+    assert_eq!(m.top_via().port, Some(srv.local_addr().port()));
+    uas.send_to(&answer(&fwd, 200), srv.local_addr()).unwrap();
+    let up = recv(&client);
+    assert_eq!(Message::parse(&up).unwrap().status(), Some(200));
+    let snap = srv.stop();
+    assert_eq!(snap.kinds["options"].outcomes["forwarded"], 1);
+}
+
+#[test]
+fn large_requests_go_over_tcp_and_responses_come_back() {
+    // the next hop listens on UDP and TCP at the same port
+    let uas = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = uas.local_addr().unwrap().port();
+    let uas_tcp = TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let srv = server(
+        "127.0.0.1:0",
+        uas.local_addr().unwrap(),
+        Mode::Stateful,
+        WorkerModel::Shared,
+        65535,
+    );
+    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let cport = client.local_addr().unwrap().port();
+    let body = "x".repeat(1400);
+    client
+        .send_to(
+            &request(
+                "MESSAGE",
+                "127.0.0.1",
+                cport,
+                "z9hG4bK-big",
+                "Content-Type: text/plain\r\n",
+                &body,
+            ),
+            srv.local_addr(),
+        )
+        .unwrap();
+    let (mut conn, _) = uas_tcp.accept().unwrap();
+    let fwd = read_message(&mut conn);
+    let m = Message::parse_stream(&fwd).unwrap();
+    assert_eq!(m.top_via().transport.of(&fwd), b"TCP");
+    assert_eq!(m.body().len(), 1400);
+    conn.write_all(&answer(&fwd, 200)).unwrap();
+    let up = recv(&client);
+    assert_eq!(Message::parse(&up).unwrap().status(), Some(200));
+    srv.stop();
+}
+
+#[test]
+fn tcp_clients_may_pipeline_and_keep_alive() {
+    let uas = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let srv = server(
+        "127.0.0.1:0",
+        uas.local_addr().unwrap(),
+        Mode::Stateless,
+        WorkerModel::Batched,
+        65535,
+    );
+    let mut c = TcpStream::connect(srv.local_addr()).unwrap();
+    let mut two = b"\r\n\r\n".to_vec();
+    // a TCP client says TCP in its Via and asks for rport (RFC 3581)
+    let tcp_req = |br: &str, body: &str| {
+        String::from_utf8(request("OPTIONS", "127.0.0.1", 1, br, "", body))
+            .unwrap()
+            .replace("SIP/2.0/UDP", "SIP/2.0/TCP")
+            .into_bytes()
+    };
+    two.extend(tcp_req("z9hG4bK-p1", ""));
+    two.extend(tcp_req("z9hG4bK-p2", "abc"));
+    c.write_all(&two).unwrap();
+    let a = recv(&uas);
+    let b = recv(&uas);
+    let branches: Vec<Vec<u8>> = [&a, &b]
+        .iter()
+        .map(|x| {
+            let m = Message::parse(x).unwrap();
+            m.vias()[1].branch.unwrap().of(x).to_vec()
+        })
+        .collect();
+    assert!(
+        branches.contains(&b"z9hG4bK-p1".to_vec()) && branches.contains(&b"z9hG4bK-p2".to_vec())
+    );
+    // the answer goes back over the client's connection
+    uas.send_to(&answer(&a, 200), srv.local_addr()).unwrap();
+    let back = read_message(&mut c);
+    assert_eq!(Message::parse(&back).unwrap().status(), Some(200));
+    srv.stop();
+}
+
+#[test]
+fn oversized_and_garbage_datagrams_are_counted_not_fatal() {
+    let uas = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let srv = server(
+        "127.0.0.1:0",
+        uas.local_addr().unwrap(),
+        Mode::Stateful,
+        WorkerModel::Shared,
+        2048,
+    );
+    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+    client.send_to(&vec![b'A'; 3000], srv.local_addr()).unwrap();
+    client
+        .send_to(b"\x00\xffnot sip at all", srv.local_addr())
+        .unwrap();
+    // still alive: a good request goes through
+    let cport = client.local_addr().unwrap().port();
+    client
+        .send_to(
+            &request("OPTIONS", "127.0.0.1", cport, "z9hG4bK-ok", "", ""),
+            srv.local_addr(),
+        )
+        .unwrap();
+    recv(&uas);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let s = srv.snapshot();
+        let too_large = s.parse_errors.get("too_large").copied().unwrap_or(0);
+        let malformed = s.kinds.get("malformed").map_or(0, |k| k.count);
+        if too_large == 1 && malformed == 2 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{}", s.table());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    srv.stop();
+}
+
+#[test]
+fn stats_endpoint_serves_live_numbers() {
+    let uas = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let srv = server(
+        "127.0.0.1:0",
+        uas.local_addr().unwrap(),
+        Mode::Stateless,
+        WorkerModel::Shared,
+        65535,
+    );
+    let ep = serve(
+        "127.0.0.1:0".parse().unwrap(),
+        srv.registry().clone(),
+        &ThreadSpec::new("stats"),
+    )
+    .unwrap();
+    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let cport = client.local_addr().unwrap().port();
+    client
+        .send_to(
+            &request("OPTIONS", "127.0.0.1", cport, "z9hG4bK-s", "", ""),
+            srv.local_addr(),
+        )
+        .unwrap();
+    recv(&uas);
+    let EndpointAddr::Tcp(a) = ep.addr().clone() else {
+        unreachable!()
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut s = TcpStream::connect(a).unwrap();
+        s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+        let mut body = String::new();
+        s.read_to_string(&mut body).unwrap();
+        if body.contains("takt_sip_messages_total{kind=\"options\",outcome=\"forwarded\"} 1") {
+            assert!(body.contains("component=\"k_rcv\""));
+            break;
+        }
+        assert!(Instant::now() < deadline, "{body}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(ep);
+    srv.stop();
+}

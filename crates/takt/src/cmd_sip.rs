@@ -1,0 +1,260 @@
+//! `takt sip proxy`: runs the SIP proxy with a periodic one-line summary
+//! on stderr and the full statistics table at exit (Ctrl-C or SIGTERM ends
+//! it cleanly; `--duration` ends it after a fixed time).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Subcommand};
+use takt_sip::config::Config;
+use takt_sip::proxy::{Mode, Transport};
+use takt_sip::stats::{serve, EndpointAddr};
+use takt_sip::transport::{Server, WorkerModel};
+
+use crate::args::SchedArgs;
+
+/// `takt sip`
+#[derive(Args, Debug)]
+pub struct SipCmd {
+    #[command(subcommand)]
+    cmd: SipSub,
+}
+
+#[derive(Subcommand, Debug)]
+enum SipSub {
+    /// Run the SIP proxy (RFC 3261) until Ctrl-C.
+    Proxy(Box<ProxyArgs>),
+}
+
+/// `takt sip proxy` flags; each overrides the configuration file.
+#[derive(Args, Debug)]
+pub struct ProxyArgs {
+    /// TOML configuration file (see crates/takt-sip/README.md).
+    #[arg(long, value_name = "FILE")]
+    config: Option<String>,
+    /// UDP and TCP listen address, e.g. 127.0.0.1:5060 or [::1]:5060.
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<SocketAddr>,
+    /// Static next hop (host:port); without it requests go to their Request-URI.
+    #[arg(long, value_name = "HOST:PORT")]
+    next_hop: Option<String>,
+    /// Transport to the next hop.
+    #[arg(long, value_name = "udp|tcp", value_parser = parse_transport)]
+    next_hop_transport: Option<Transport>,
+    /// Host written into Via and Record-Route (default: the listen address).
+    #[arg(long, value_name = "HOST")]
+    advertise: Option<String>,
+    /// Proxy mode.
+    #[arg(long, value_name = "stateless|stateful", value_parser = parse_mode)]
+    mode: Option<Mode>,
+    /// Worker model.
+    #[arg(long, value_name = "shared|reuseport|batched", value_parser = parse_model)]
+    model: Option<WorkerModel>,
+    /// Worker threads.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    workers: Option<u32>,
+    #[command(flatten)]
+    sched: SchedArgs,
+    /// Receive buffer per socket, bytes (suffixes k, m), e.g. 4m.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    rcvbuf: Option<usize>,
+    /// Datagrams per recvmmsg in the batched model.
+    #[arg(long, value_name = "N")]
+    batch: Option<usize>,
+    /// Do not serve or use TCP.
+    #[arg(long)]
+    no_tcp: bool,
+    /// Do not add Record-Route.
+    #[arg(long)]
+    no_record_route: bool,
+    /// Transaction table bound.
+    #[arg(long, value_name = "N")]
+    max_transactions: Option<usize>,
+    /// Statistics endpoint: ip:port (loopback by default), unix:/path, or off.
+    #[arg(long, value_name = "ADDR")]
+    stats: Option<String>,
+    /// Seconds between summary lines on stderr (0: none).
+    #[arg(long, value_name = "SECS")]
+    interval: Option<u64>,
+    /// Stop after this many seconds.
+    #[arg(long, value_name = "SECS")]
+    duration: Option<f64>,
+    /// Print the final statistics as one JSON document on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_transport(s: &str) -> Result<Transport, String> {
+    match s {
+        "udp" => Ok(Transport::Udp),
+        "tcp" => Ok(Transport::Tcp),
+        _ => Err(format!("unknown transport {s:?} (udp, tcp)")),
+    }
+}
+
+fn parse_mode(s: &str) -> Result<Mode, String> {
+    match s {
+        "stateless" => Ok(Mode::Stateless),
+        "stateful" => Ok(Mode::Stateful),
+        _ => Err(format!("unknown mode {s:?} (stateless, stateful)")),
+    }
+}
+
+fn parse_model(s: &str) -> Result<WorkerModel, String> {
+    s.parse()
+}
+
+fn parse_bytes(s: &str) -> Result<usize, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let (num, mul) = if let Some(n) = t.strip_suffix('k') {
+        (n, 1024)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 1024 * 1024)
+    } else {
+        (t.as_str(), 1)
+    };
+    num.parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(mul))
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("bad byte count {s:?} (e.g. 212992, 256k, 4m)"))
+}
+
+pub fn run(c: SipCmd) -> Result<(), String> {
+    match c.cmd {
+        SipSub::Proxy(a) => proxy(*a),
+    }
+}
+
+fn apply_flags(cfg: &mut Config, a: &ProxyArgs) {
+    if let Some(l) = a.listen {
+        cfg.proxy.listen = l.to_string();
+    }
+    if let Some(n) = &a.next_hop {
+        cfg.proxy.next_hop = Some(n.clone());
+    }
+    if let Some(t) = a.next_hop_transport {
+        cfg.proxy.next_hop_transport = t;
+    }
+    if let Some(h) = &a.advertise {
+        cfg.proxy.advertise = Some(h.clone());
+    }
+    if let Some(m) = a.mode {
+        cfg.proxy.mode = m;
+    }
+    if let Some(m) = a.model {
+        cfg.workers.model = m;
+    }
+    if let Some(w) = a.workers {
+        cfg.workers.count = w as usize;
+    }
+    if let Some(r) = a.rcvbuf {
+        cfg.workers.rcvbuf = Some(r);
+    }
+    if let Some(b) = a.batch {
+        cfg.workers.batch = b;
+    }
+    if a.no_tcp {
+        cfg.workers.tcp = false;
+    }
+    if a.no_record_route {
+        cfg.proxy.record_route = false;
+    }
+    if let Some(m) = a.max_transactions {
+        cfg.proxy.max_transactions = m;
+    }
+    if let Some(s) = &a.stats {
+        cfg.stats.endpoint = s.clone();
+    }
+    if let Some(i) = a.interval {
+        cfg.stats.interval_s = i;
+    }
+}
+
+fn proxy(a: ProxyArgs) -> Result<(), String> {
+    let mut cfg = match &a.config {
+        Some(p) => Config::load(p).map_err(|e| e.to_string())?,
+        None => Config::default(),
+    };
+    apply_flags(&mut cfg, &a);
+    let base = (a.sched.cpus.is_some() || a.sched.sched.is_some()).then(|| a.sched.spec("sip"));
+    let (pcfg, scfg) = cfg.runtime(base).map_err(|e| e.to_string())?;
+    let endpoint_addr = cfg.endpoint().map_err(|e| e.to_string())?;
+    if let Some(EndpointAddr::Tcp(sa)) = &endpoint_addr {
+        if !sa.ip().is_loopback() {
+            eprintln!("warning: statistics endpoint {sa} is reachable from the network");
+        }
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    // Release pairs with the Acquire loads in the loop below.
+    ctrlc::set_handler(move || s2.store(true, Ordering::Release))
+        .map_err(|e| format!("installing the Ctrl-C handler: {e}"))?;
+    let spec = scfg.spec.clone();
+    let server = Server::start(pcfg, scfg).map_err(|e| format!("starting the proxy: {e}"))?;
+    let endpoint = match endpoint_addr {
+        Some(addr) => Some(
+            serve(addr, server.registry().clone(), &spec.renamed("sip-stats"))
+                .map_err(|e| format!("starting the statistics endpoint: {e}"))?,
+        ),
+        None => None,
+    };
+    let info = server.snapshot().server;
+    eprintln!(
+        "takt sip proxy: {} {} x{} on {} (udp{}), next hop {}, rcvbuf {} B{}",
+        info.mode,
+        info.model,
+        info.workers,
+        server.local_addr(),
+        if info.tcp { "+tcp" } else { "" },
+        info.next_hop,
+        info.rcvbuf_effective,
+        endpoint
+            .as_ref()
+            .map(|e| format!(", stats at {:?}", e.addr()))
+            .unwrap_or_default()
+    );
+    let start = Instant::now();
+    let interval = Duration::from_secs(cfg.stats.interval_s);
+    let mut last_print = Instant::now();
+    let mut prev = None;
+    // Acquire pairs with the Release store in the signal handler.
+    while !stop.load(Ordering::Acquire) {
+        std::thread::sleep(Duration::from_millis(50));
+        if a.duration
+            .is_some_and(|d| start.elapsed().as_secs_f64() >= d)
+        {
+            break;
+        }
+        if !interval.is_zero() && last_print.elapsed() >= interval {
+            last_print = Instant::now();
+            let snap = server.snapshot();
+            eprintln!("{}", snap.summary_line(prev.as_ref()));
+            prev = Some(snap);
+        }
+    }
+    drop(endpoint);
+    let snap = server.stop();
+    if a.json {
+        println!("{}", snap.json());
+    } else {
+        print!("{}", snap.table());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_sizes() {
+        assert_eq!(parse_bytes("4m"), Ok(4 << 20));
+        assert_eq!(parse_bytes("256K"), Ok(256 << 10));
+        assert_eq!(parse_bytes("212992"), Ok(212_992));
+        assert!(parse_bytes("0").is_err());
+        assert!(parse_bytes("x").is_err());
+    }
+}
