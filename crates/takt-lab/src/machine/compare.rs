@@ -5,10 +5,10 @@
 //! | quantity (takt row) | tool | known difference |
 //! |---|---|---|
 //! | `ctxsw_process` same CPU | `perf bench sched pipe` under `taskset -c CPU` | perf reports a round trip (two switches); its ops move 4-byte ints through pipes, ours one byte |
-//! | `syscall_getpid` | `perf bench syscall basic` | perf times `getppid` through libc's `syscall()` wrapper (a few ns of errno handling), in a loop timed by `gettimeofday` |
-//! | `mem_bandwidth` read/write, 1 thread | `sysbench memory` with the block set to the same buffer size | sysbench's buffer is plain `malloc` memory (4 KiB pages: more TLB misses than our huge-page buffer) and its loop reads/writes one `size_t` at a time |
+//! | `syscall_getppid` | `perf bench syscall basic` | perf times `getppid` through libc's `syscall()` wrapper (a few ns of errno handling), as a mean over a loop timed by `gettimeofday` (interruptions included; ours is a median of batches) |
+//! | `mem_bandwidth` read/write, 1 thread, 4 KiB pages | `sysbench memory` with the block set to the same buffer size | its loop reads/writes one `size_t` at a time and it reports a mean over whole blocks; ours is vectorized and a median over 16 MiB chunks |
 //! | `tcp_bandwidth` loopback | `iperf3` (server `-s -1`, client `-J`) | iperf3 counts received bytes over its own test interval after connection set-up; we count from the first write, slow start included |
-//! | `disk_read` O_DIRECT sequential 1 MiB, random 4 KiB | `fio --direct=1 --ioengine=psync` | fio preallocates/lays out its own file and reports completion latency (`clat`), ours is the whole `pread` as the caller sees it |
+//! | `disk_read` O_DIRECT sequential 1 MiB, random 4 KiB | `fio --direct=1 --ioengine=psync` on a file prepared like ours | fio reports completion latency (`clat`, a mean), ours the whole `pread` as the caller sees it (a median) |
 //!
 //! A missing tool is reported as "not installed: apt-get install PACKAGE";
 //! nothing is installed by takt.
@@ -181,7 +181,7 @@ fn perf(ctx: &mut Ctx) {
             "ctxsw was not measured in this run",
         );
     }
-    if let Some(takt) = find(ctx, "syscall_getpid", &[]) {
+    if let Some(takt) = find(ctx, "syscall_getppid", &[]) {
         ctx.progress("compare: perf bench syscall basic");
         let loops = if ctx.cfg.mode == Mode::Quick {
             "1000000"
@@ -207,7 +207,7 @@ fn perf(ctx: &mut Ctx) {
             "perf-bench",
             s,
             "taskset -c CPU perf bench syscall basic -l N; usecs/op x 1000",
-            "perf calls getppid through libc syscall() (errno wrapper), we call getpid with the raw instruction",
+            "both call getppid; perf through libc syscall() (errno wrapper, a few ns) and timed with gettimeofday around the whole loop (a mean, interruptions included)",
         );
     } else {
         ctx.skip(
@@ -222,7 +222,11 @@ fn sysbench(ctx: &mut Ctx) {
         return;
     }
     for op in ["read", "write"] {
-        let Some(takt) = find(ctx, "mem_bandwidth", &[("op", op), ("threads", "1")]) else {
+        let Some(takt) = find(
+            ctx,
+            "mem_bandwidth",
+            &[("op", op), ("threads", "1"), ("huge_pages", "false")],
+        ) else {
             ctx.skip(
                 &format!("compare sysbench memory {op}"),
                 "bandwidth was not measured in this run",
@@ -268,7 +272,7 @@ fn sysbench(ctx: &mut Ctx) {
             "sysbench",
             s,
             "taskset -c 0 sysbench memory --memory-block-size=<our buffer> --memory-oper=OP --threads=1; MiB/sec in GB/s",
-            "sysbench uses malloc'd 4 KiB pages and a size_t loop; ours huge pages and vectorized loops",
+            "same 4 KiB pages; sysbench loops over one size_t at a time and reports a mean over whole blocks (interruptions included), ours vectorized loops and a median of 16 MiB chunks",
         );
     }
 }

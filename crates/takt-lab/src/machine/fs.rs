@@ -110,7 +110,9 @@ fn append(f: &mut File, bytes: u64) -> std::io::Result<()> {
     Ok(())
 }
 
-fn create(path: &Path, bytes: u64) -> std::io::Result<(File, Guard)> {
+/// Creates `path` with `bytes` of data, fsynced and dropped from the page
+/// cache, registered for removal.
+pub(crate) fn create(path: &Path, bytes: u64) -> std::io::Result<(File, Guard)> {
     let mut f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)

@@ -205,7 +205,7 @@ fn measure_target(ctx: &mut Ctx, peer: &str, addr: SocketAddr, model: Model) {
     }
     ctx.progress(&format!("net {peer}: tcp bandwidth"));
     let (window, n) = match ctx.cfg.mode {
-        super::Mode::Quick => (Duration::from_millis(300), 5),
+        super::Mode::Quick => (Duration::from_secs(1), 5),
         super::Mode::Default => (Duration::from_secs(1), 7),
         super::Mode::Full => (Duration::from_secs(2), 10),
     };
