@@ -12,6 +12,12 @@
 //!
 //! A missing tool is reported as "not installed: apt-get install PACKAGE";
 //! nothing is installed by takt.
+//!
+//! On a loaded machine, tools that report a mean over a long loop (`perf
+//! bench`, `sysbench`) include the time their process spent preempted by
+//! others, while takt's rows are medians of short batches: the ratios
+//! then drift below 1 for latencies and above 1 for bandwidths. Judge
+//! agreement on a quiet machine.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -120,6 +126,7 @@ fn find(ctx: &Ctx, name: &str, kv: &[(&str, &str)]) -> Option<ResultRow> {
                     r.params.get(*k).is_some_and(|x| {
                         x.as_str() == Some(v)
                             || x.as_u64().is_some_and(|n| v.parse::<u64>() == Ok(n))
+                            || x.as_bool().is_some_and(|b| v.parse::<bool>() == Ok(b))
                     })
                 })
         })
