@@ -26,6 +26,8 @@ pub enum Item {
     Netns(String),
     /// A child process: SIGKILL, then reaped.
     Child(i32),
+    /// A command that undoes something (e.g. `sudo -n ip netns del NAME`).
+    Command(Vec<String>),
 }
 
 impl Item {
@@ -42,6 +44,15 @@ impl Item {
                     .args(["netns", "del", name])
                     .stderr(std::process::Stdio::null())
                     .status();
+            }
+            Item::Command(argv) => {
+                if let Some((prog, args)) = argv.split_first() {
+                    let _ = Command::new(prog)
+                        .args(args)
+                        .stdin(std::process::Stdio::null())
+                        .stderr(std::process::Stdio::null())
+                        .status();
+                }
             }
             Item::Child(pid) => {
                 // SAFETY: kill and waitpid on a pid we created; a pid already

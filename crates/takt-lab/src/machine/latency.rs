@@ -27,8 +27,10 @@
 //! latency and the next level's (log-interpolated): a random chase starts
 //! missing before the working set reaches the cache size (page tables,
 //! code and other tenants share the cache), and is half missing past it.
-//! The check against sysfs passes when the sysfs size is within a factor
-//! of two of that capacity. In a VM the shared L3 is also used by other
+//! Each cache plateau is named after the sysfs level whose size is nearest
+//! its capacity (within a factor of four; otherwise it is an unnamed
+//! `plateauN`, e.g. the TLB reach with 4 KiB pages), and the check against
+//! sysfs passes when that size is within a factor of two of the capacity. In a VM the shared L3 is also used by other
 //! guests, so its effective capacity can be far below the sysfs size:
 //! the check then reports the disagreement rather than hiding it.
 
@@ -121,7 +123,7 @@ impl CacheLevel {
 }
 
 /// Finds cache levels on a curve sorted by size (see the module docs);
-/// `sysfs` gives the data-cache sizes of L1, L2, ... for the check.
+/// `sysfs` gives the data-cache sizes of L1, L2, ... for naming and the check.
 pub fn detect_levels(points: &[CurvePoint], sysfs: &[u64]) -> Vec<CacheLevel> {
     if points.len() < 2 {
         return Vec::new();
@@ -167,6 +169,7 @@ pub fn detect_levels(points: &[CurvePoint], sysfs: &[u64]) -> Vec<CacheLevel> {
             crate::stats::median(&ns)
         })
         .collect();
+    let mut used = vec![false; sysfs.len()];
     kept.iter()
         .enumerate()
         .map(|(k, &(a, b))| {
@@ -174,21 +177,35 @@ pub fn detect_levels(points: &[CurvePoint], sysfs: &[u64]) -> Vec<CacheLevel> {
             let next = (!last)
                 .then(|| points.get(b + 1).map(|p| p.bytes))
                 .flatten();
-            let capacity_bytes = (!last).then(|| {
-                let mid = (medians[k] * medians[k + 1]).sqrt();
-                crossing(&points[a..], mid)
+            let capacity_bytes = (!last)
+                .then(|| crossing(&points[a..], (medians[k] * medians[k + 1]).sqrt()))
+                .flatten();
+            // Name a cache plateau after the sysfs level whose size is
+            // nearest its capacity (log distance); a plateau with no sysfs
+            // level within a factor of four (e.g. the TLB reach on 4 KiB
+            // pages) is reported as an unnamed plateau.
+            let nearest = capacity_bytes.and_then(|c| {
+                sysfs
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| !used[*i])
+                    .map(|(i, &s)| (i, s, (s as f64 / c as f64).ln().abs()))
+                    .filter(|&(_, _, d)| d <= 4f64.ln())
+                    .min_by(|x, y| x.2.total_cmp(&y.2))
             });
-            let capacity_bytes = capacity_bytes.flatten();
-            let sysfs_bytes = if last { None } else { sysfs.get(k).copied() };
+            if let Some((i, _, _)) = nearest {
+                used[i] = true;
+            }
+            let sysfs_bytes = nearest.map(|(_, s, _)| s);
             let consistent = sysfs_bytes.zip(capacity_bytes).map(|(s, c)| {
                 let r = s as f64 / c as f64;
                 (0.5..=2.0).contains(&r)
             });
             CacheLevel {
-                name: if last {
-                    "memory".into()
-                } else {
-                    format!("L{}", k + 1)
+                name: match (last, nearest) {
+                    (true, _) => "memory".into(),
+                    (false, Some((i, _, _))) => format!("L{}", i + 1),
+                    (false, None) => format!("plateau{}", k + 1),
                 },
                 ns: medians[k],
                 first_bytes: points[a].bytes,
@@ -482,6 +499,10 @@ fn level_estimate(desc: &Description, name: &str, ghz: f64, thp: bool) -> Estima
                 format!("documented L3 latency ~{c} cycles at {ghz:.2} GHz (plus TLB misses beyond the TLB reach)"),
             )
         }
+        n if n.starts_with("plateau") => Estimate::new(
+            f64::NAN,
+            "no model: a plateau no sysfs cache explains (TLB reach of 4 KiB pages, or an effective cache size)",
+        ),
         _ => {
             let walk = match (vm, thp) {
                 (true, false) => 35.0,
@@ -657,9 +678,34 @@ mod tests {
 
     #[test]
     fn wrong_sysfs_size_is_flagged() {
-        let levels = detect_levels(&synthetic(2), &[48 << 10, 8 << 20, 32 << 20]);
+        // L2 claimed to be 3 MiB: nearest to the 1 MiB plateau but more
+        // than a factor of two away.
+        let levels = detect_levels(&synthetic(2), &[48 << 10, 3 << 20, 32 << 20]);
+        assert_eq!(levels[1].name, "L2");
         assert_eq!(levels[1].consistent, Some(false));
         assert!(levels[1].describe().contains("DISAGREES"));
+    }
+
+    #[test]
+    fn a_missing_plateau_does_not_shift_names() {
+        // No L2 plateau: 1.2 ns up to 48 KiB, then 15 ns to 32 MiB, memory.
+        let pts: Vec<CurvePoint> = sizes(2, 64)
+            .into_iter()
+            .map(|b| CurvePoint {
+                bytes: b,
+                ns: if b <= 48 << 10 {
+                    1.2
+                } else if b <= 32 << 20 {
+                    15.0
+                } else {
+                    110.0
+                },
+                thp: true,
+            })
+            .collect();
+        let levels = detect_levels(&pts, &[48 << 10, 1 << 20, 32 << 20]);
+        let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["L1", "L3", "memory"]);
     }
 
     #[test]

@@ -62,7 +62,7 @@ pub mod compare;
 mod create;
 mod ctxsw;
 pub mod describe;
-mod fs;
+pub mod fs;
 pub mod latency;
 mod loops;
 mod net;
@@ -362,7 +362,6 @@ pub struct Series {
 
 /// State shared by the families during one run.
 #[derive(Debug)]
-#[allow(dead_code)] // curves and push_row are used by families still being written
 pub(crate) struct Ctx {
     pub(crate) cfg: Config,
     pub(crate) doc: DocumentBuilder,
@@ -381,7 +380,6 @@ pub(crate) struct Ctx {
     started: Instant,
 }
 
-#[allow(dead_code)]
 impl Ctx {
     pub(crate) fn progress(&self, msg: &str) {
         if self.cfg.progress {

@@ -176,8 +176,10 @@ impl Sampled {
         let p99 = quantile(&cleaned.kept, 0.99);
         let mut detail = Map::new();
         detail.insert("method".into(), json!(self.method));
-        if let Some(e) = &self.estimate {
+        if let Some(e) = self.estimate.as_ref().filter(|e| e.value.is_finite()) {
             detail.insert("estimate".into(), json!(e.value));
+            detail.insert("estimate_model".into(), json!(e.model));
+        } else if let Some(e) = &self.estimate {
             detail.insert("estimate_model".into(), json!(e.model));
         }
         detail.insert("p99".into(), json!(p99));

@@ -21,15 +21,21 @@ const BATCH: u64 = 200;
 /// `getpid` via the `syscall` instruction.
 #[inline(always)]
 fn raw_getpid() -> i64 {
+    raw_syscall0(libc::SYS_getpid)
+}
+
+/// A system call without arguments via the `syscall` instruction.
+#[inline(always)]
+fn raw_syscall0(nr: i64) -> i64 {
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     {
         let ret: i64;
-        // SAFETY: syscall 39 (getpid) takes no arguments and has no memory
-        // effects; the kernel clobbers rcx and r11.
+        // SAFETY: callers pass argument-less calls without memory effects
+        // (getpid, getppid); the kernel clobbers rcx and r11.
         unsafe {
             core::arch::asm!(
                 "syscall",
-                inlateout("rax") libc::SYS_getpid => ret,
+                inlateout("rax") nr => ret,
                 lateout("rcx") _,
                 lateout("r11") _,
                 options(nostack, preserves_flags),
@@ -39,8 +45,8 @@ fn raw_getpid() -> i64 {
     }
     #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
     {
-        // SAFETY: getpid has no preconditions.
-        unsafe { libc::getpid() as i64 }
+        // SAFETY: argument-less system call numbers only (see above).
+        unsafe { libc::syscall(nr) as i64 }
     }
 }
 
@@ -91,6 +97,22 @@ pub(crate) fn run(ctx: &mut Ctx) {
         )
         .estimate(est(10.0, "getpid body"))
         .published(54.7408)
+        .with_samples(s, cpu),
+    );
+
+    let (s, cpu) = collect(5, 30, 3000, budget, || {
+        batch(&mut || {
+            std::hint::black_box(raw_syscall0(libc::SYS_getppid));
+        })
+    });
+    ctx.push(
+        Sampled::new(
+            "syscall_getppid",
+            "ns",
+            Better::Lower,
+            "getppid through the raw `syscall` instruction, 200 per fenced-TSC sample (what `perf bench syscall basic` calls)",
+        )
+        .estimate(est(40.0, "getppid body (RCU read of the parent, pid-namespace lookup)"))
         .with_samples(s, cpu),
     );
 
