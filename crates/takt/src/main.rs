@@ -4,6 +4,8 @@
 //! command, 2 for bad usage) and treats a closed stdout as success.
 
 mod args;
+mod cmd_bench;
+mod cmd_bench_sme;
 mod cmd_sched;
 
 use clap::{Parser, Subcommand};
@@ -21,12 +23,16 @@ struct Cli {
 enum Command {
     /// Apply a scheduler setting to a thread and show what the kernel accepted.
     Sched(cmd_sched::SchedCmd),
+    /// Run a benchmark suite.
+    #[command(subcommand)]
+    Bench(cmd_bench::BenchCmd),
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Sched(c) => cmd_sched::run(c),
+        Command::Bench(c) => cmd_bench::run(c),
     };
     if let Err(e) = result {
         eprintln!("takt: {e}");
@@ -52,5 +58,37 @@ mod tests {
         assert!(bad.to_string().contains("needs prio"), "{bad}");
         let bad = Cli::try_parse_from(["takt", "sched", "--cpus", "x"]).unwrap_err();
         assert!(bad.to_string().contains("invalid CPU set"), "{bad}");
+    }
+
+    #[test]
+    fn bench_sme_flags_parse_and_reject() {
+        let ok = Cli::try_parse_from([
+            "takt",
+            "bench",
+            "sme",
+            "--quick",
+            "--json",
+            "--cpus",
+            "0-1",
+            "--sched",
+            "other",
+            "--spin",
+            "50us",
+            "--threads",
+            "2",
+            "--only",
+            "sync_ring",
+            "--only",
+            "uneven",
+        ]);
+        assert!(ok.is_ok(), "{ok:?}");
+        for bad in [
+            &["takt", "bench", "sme", "--only", "nope"][..],
+            &["takt", "bench", "sme", "--runs", "3"],
+            &["takt", "bench", "sme", "--threads", "0"],
+            &["takt", "bench", "sme", "--spin", "fast"],
+        ] {
+            assert!(Cli::try_parse_from(bad).is_err(), "{bad:?} accepted");
+        }
     }
 }
