@@ -11,6 +11,7 @@
 //! - [`output`]: the human table and `--json` output;
 //! - `agents_peers` (feature `peers`, on by default): the agent benchmarks on
 //!   actix, kameo, ractor and a crossbeam-channel floor.
+//! - [`sme`]: `takt bench sme`, the C++SME thesis benchmarks.
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod agents;
@@ -21,4 +22,5 @@ pub mod machine;
 pub mod output;
 pub mod result;
 pub mod sampler;
+pub mod sme;
 pub mod stats;

@@ -59,11 +59,46 @@ pub struct Io<'a> {
     pub(crate) debug: bool,
     /// Per signal of the read buffer: non-zero when undefined (debug mode).
     pub(crate) undef_read: *const u8,
-    pub(crate) halted: bool,
-    /// The first fault this thread saw this run.
-    pub(crate) fault: Option<Fault>,
+    /// Where halts and faults go: the worker's [`Sink`]. Kept behind a
+    /// pointer so the stepping loop can work on a register copy of `Io`.
+    pub(crate) sink: *mut Sink,
     pub(crate) cycle: u64,
     pub(crate) _life: PhantomData<&'a mut ()>,
+}
+
+/// What a worker's processes reported during a cycle.
+#[derive(Debug, Default)]
+pub(crate) struct Sink {
+    pub(crate) halted: bool,
+    /// The earliest fault (by cycle, then process) this worker saw.
+    pub(crate) fault: Option<Fault>,
+    /// The process (packed id) whose `step` unwound.
+    pub(crate) panicked: Option<u32>,
+}
+
+/// Notes which process was stepping when a panic unwinds through the
+/// stepping loop. Its `cur` lives in a register: nothing is stored per step.
+struct PanicSite {
+    cur: u32,
+    sink: *mut Sink,
+}
+
+impl Drop for PanicSite {
+    fn drop(&mut self) {
+        // Only reached while unwinding: the normal path forgets the guard.
+        // SAFETY: `sink` points to the stepping worker's own sink.
+        unsafe { (*self.sink).panicked = Some(self.cur) };
+    }
+}
+
+impl Sink {
+    pub(crate) fn record(&mut self, fault: Fault) {
+        // Keep the earliest by (cycle, process): which one a thread meets
+        // first depends on the executor, the earliest does not.
+        if self.fault.as_ref().is_none_or(|f| fault.key() < f.key()) {
+            self.fault = Some(fault);
+        }
+    }
 }
 
 // SAFETY: an `Io` is created by a worker for its own use; its pointers refer
@@ -80,7 +115,7 @@ impl std::fmt::Debug for Io<'_> {
     }
 }
 
-impl Io<'_> {
+impl<'a> Io<'a> {
     /// Last cycle's committed value of `sig`.
     ///
     /// In debug mode a read of an undefined value is reported as an error
@@ -95,8 +130,17 @@ impl Io<'_> {
         if sig.net != self.net {
             foreign_handle(sig.net, self.net);
         }
-        if self.debug {
-            self.check_defined(sig.id);
+        // SAFETY: in debug mode `undef_read` covers every signal of this
+        // network and is not written during the cycle.
+        if self.debug && unsafe { *self.undef_read.add(sig.id as usize) } != 0 {
+            report(
+                self.sink,
+                Fault::UndefinedRead {
+                    cycle: self.cycle,
+                    process: self.cur,
+                    signal: sig.id,
+                },
+            );
         }
         // SAFETY: the handle belongs to this network (checked above), so
         // `off` is the offset of a properly aligned `T` inside the read
@@ -118,7 +162,15 @@ impl Io<'_> {
             foreign_handle(sig.net, self.net);
         }
         if sig.writer != self.cur {
-            self.not_owner(sig.id, sig.writer);
+            report(
+                self.sink,
+                Fault::NotOwner {
+                    cycle: self.cycle,
+                    process: self.cur,
+                    signal: sig.id,
+                    owner: sig.writer,
+                },
+            );
             return;
         }
         // SAFETY: the writer of this signal is the process this thread is
@@ -128,7 +180,14 @@ impl Io<'_> {
         unsafe {
             let stamp = self.stamps.add(sig.id as usize);
             if *stamp == self.gen {
-                self.double_write(sig.id);
+                report(
+                    self.sink,
+                    Fault::DoubleWrite {
+                        cycle: self.cycle,
+                        process: self.cur,
+                        signal: sig.id,
+                    },
+                );
                 return;
             }
             *stamp = self.gen;
@@ -140,7 +199,8 @@ impl Io<'_> {
     /// Asks the network to stop at the end of this cycle.
     #[inline]
     pub fn halt(&mut self) {
-        self.halted = true;
+        // SAFETY: `sink` points to the stepping worker's own sink.
+        unsafe { (*self.sink).halted = true };
     }
 
     /// The cycle being executed (0-based, counted over the network's life).
@@ -149,47 +209,46 @@ impl Io<'_> {
         self.cycle
     }
 
-    #[cold]
-    fn check_defined(&mut self, id: u32) {
-        // SAFETY: `undef_read` covers every signal of this network in debug
-        // mode and is not written during the cycle.
-        if unsafe { *self.undef_read.add(id as usize) } != 0 {
-            self.record(Fault::UndefinedRead {
-                cycle: self.cycle,
-                process: self.cur,
-                signal: id,
-            });
+    pub(crate) fn record(&self, fault: Fault) {
+        // SAFETY: `sink` points to the stepping worker's own sink.
+        unsafe { (*self.sink).record(fault) }
+    }
+
+    /// A copy for a stepping loop: the compiler can keep its fields in
+    /// registers while processes step (nothing takes its address but the
+    /// inlined `step`s). Copy `cur`/`writes` back with [`Io::join`].
+    #[inline(always)]
+    pub(crate) fn fork(&self) -> Io<'a> {
+        Io {
+            net: self.net,
+            read: self.read,
+            write: self.write,
+            stamps: self.stamps,
+            gen: self.gen,
+            writes: self.writes,
+            cur: self.cur,
+            debug: self.debug,
+            undef_read: self.undef_read,
+            sink: self.sink,
+            cycle: self.cycle,
+            _life: PhantomData,
         }
     }
 
-    #[cold]
-    #[inline(never)]
-    fn not_owner(&mut self, id: u32, writer: u32) {
-        self.record(Fault::NotOwner {
-            cycle: self.cycle,
-            process: self.cur,
-            signal: id,
-            owner: writer,
-        });
+    #[inline(always)]
+    pub(crate) fn join(&mut self, fork: &Io<'_>) {
+        self.writes = fork.writes;
+        self.cur = fork.cur;
     }
+}
 
-    #[cold]
-    #[inline(never)]
-    fn double_write(&mut self, id: u32) {
-        self.record(Fault::DoubleWrite {
-            cycle: self.cycle,
-            process: self.cur,
-            signal: id,
-        });
-    }
-
-    pub(crate) fn record(&mut self, fault: Fault) {
-        // Keep the earliest by (cycle, process): which one a thread meets
-        // first depends on the executor, the earliest does not.
-        if self.fault.as_ref().is_none_or(|f| fault.key() < f.key()) {
-            self.fault = Some(fault);
-        }
-    }
+/// Records a fault in a worker's sink. A free function taking no `Io`, so
+/// the stepping loop's copy of `Io` never has its address taken.
+#[cold]
+#[inline(never)]
+fn report(sink: *mut Sink, fault: Fault) {
+    // SAFETY: `sink` points to the stepping worker's own sink.
+    unsafe { (*sink).record(fault) }
 }
 
 #[cold]
@@ -246,11 +305,19 @@ impl<P: Process> Kind<P> {
 impl<P: Process> KindStore for Kind<P> {
     #[inline(never)]
     unsafe fn step_range(&self, start: usize, end: usize, packed_base: u32, io: &mut Io<'_>) {
+        let mut local = io.fork();
+        let mut site = PanicSite {
+            cur: packed_base + start as u32,
+            sink: io.sink,
+        };
         for (cur, cell) in (packed_base + start as u32..).zip(&self.states[start..end]) {
-            io.cur = cur;
+            local.cur = cur;
+            site.cur = cur;
             // SAFETY: the caller guarantees exclusive access to this range.
-            unsafe { (*cell.get()).step(io) };
+            unsafe { (*cell.get()).step(&mut local) };
         }
+        std::mem::forget(site);
+        io.join(&local);
     }
 
     unsafe fn step_range_timed(

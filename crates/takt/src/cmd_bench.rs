@@ -1,11 +1,12 @@
 //! `takt bench …`: the benchmark suites. Each suite is a subcommand of
-//! `bench` (`takt bench agents`, and more to come).
+//! `bench` (`takt bench agents`, `takt bench sme`).
 
 use clap::{Args, Subcommand};
 use takt_lab::agents;
 use takt_lab::output::emit;
 
 use crate::args::{OutputArgs, SchedArgs, SpinArgs};
+use crate::cmd_bench_sme;
 
 /// `takt bench` subcommands.
 #[derive(Subcommand, Debug)]
@@ -14,6 +15,9 @@ pub enum BenchCmd {
     /// ping_pong, skynet, ...) on takt-agents; `--peers` adds actix, kameo,
     /// ractor and a crossbeam floor in the same run.
     Agents(AgentsCmd),
+    /// The C++SME thesis benchmarks (sync_ring, compute_ring, weak_scaling,
+    /// uneven, sync_cost) over every SME executor and thread count.
+    Sme(cmd_bench_sme::SmeCmd),
 }
 
 /// `takt bench agents` flags.
@@ -36,6 +40,7 @@ pub struct AgentsCmd {
 pub fn run(cmd: BenchCmd) -> Result<(), String> {
     match cmd {
         BenchCmd::Agents(a) => run_agents(a),
+        BenchCmd::Sme(c) => cmd_bench_sme::run(c),
     }
 }
 

@@ -4,8 +4,9 @@
 //! command, 2 for bad usage) and treats a closed stdout as success.
 
 mod args;
-mod cmd_machine;
 mod cmd_bench;
+mod cmd_bench_sme;
+mod cmd_machine;
 mod cmd_sched;
 mod cmd_sip;
 

@@ -22,7 +22,7 @@ use super::partition::{balanced_ranges, chunks_of, even_ranges, max_load, Chunk}
 use super::{Executor, ExecutorKind, RunReport, MAX_THREADS};
 use crate::error::{Fault, RunError};
 use crate::network::{Network, RawNet};
-use crate::process::{Io, KindStore};
+use crate::process::{Io, KindStore, Sink};
 use crate::trace::Trace;
 
 /// Keeps hot shared words on their own cache lines (128: Zen/Intel pairs).
@@ -327,6 +327,7 @@ impl Shared {
         if t == 0 {
             self.started.store(clock.now(), Ordering::Relaxed);
         }
+        let mut sink = Sink::default();
         let mut io = Io {
             net: self.raw.id,
             read: std::ptr::null(),
@@ -337,8 +338,7 @@ impl Shared {
             cur: 0,
             debug: self.raw.debug,
             undef_read: std::ptr::null(),
-            halted: false,
-            fault: None,
+            sink: &mut sink,
             cycle: 0,
             _life: std::marker::PhantomData,
         };
@@ -354,21 +354,25 @@ impl Shared {
                 Ok(n) => out.processes = n,
                 Err(payload) => {
                     let message = panic_message(payload.as_ref());
+                    // SAFETY: `sink` is this worker's; no process is stepping.
+                    let site = unsafe { (*io.sink).panicked.take() };
                     io.record(Fault::Panicked {
                         cycle,
-                        process: io.cur,
+                        process: site.unwrap_or(io.cur),
                         message,
                     });
                 }
             }
-            if io.halted {
-                io.halted = false;
+            // SAFETY: `sink` is this worker's; no process is stepping.
+            let sink = unsafe { &mut *io.sink };
+            if sink.halted {
+                sink.halted = false;
                 self.halted.store(true, Ordering::Relaxed);
                 // Relaxed: read by the others after the cycle barrier, which
                 // orders it (the barrier's release/acquire).
                 self.stop_at.fetch_min(cycle, Ordering::Relaxed);
             }
-            if let Some(f) = io.fault.take() {
+            if let Some(f) = sink.fault.take() {
                 self.add_fault(f);
                 self.stop_at.fetch_min(cycle, Ordering::Relaxed);
             }

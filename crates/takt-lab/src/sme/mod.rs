@@ -1,0 +1,510 @@
+//! `takt bench sme`: the C++SME thesis's benchmarks over every takt-sme
+//! executor and thread count.
+//!
+//! All four benchmarks run on the thesis's ring network (its Figure 4.1):
+//!
+//! | name | processes × cycles (thesis) | work per step |
+//! |---|---|---|
+//! | `sync_ring` | 20000 and 50000 × 100000 | Listing 1: read, add one, write |
+//! | `compute_ring` | 200 × 2000 and 2000 × 200 | Listing 2: 10000 divisions of a double by 3 |
+//! | `weak_scaling` | 250, 500, 1000 × 500·threads (cycles:processes 2:1, 1:1, 1:2) | Listing 2 |
+//! | `uneven` | 200 × 2000 and 2000 × 200, first half 2500 divisions, second half 10000 | Listing 2 |
+//!
+//! plus `sync_cost` (the per-cycle price of synchronizing, on a two-process
+//! ring) and the `floor` rows: the same ring as a plain loop over an array.
+//!
+//! Each configuration is measured after one warm-up run over five runs; a
+//! sample is the run's wall time (worker start to finish, thread creation
+//! excluded) divided by processes × cycles. `--quick` keeps the networks and
+//! the work per step but scales cycles (and, for weak scaling, processes)
+//! down; the document's notes say by how much.
+
+mod networks;
+mod published;
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use takt_sched::{SpinBudget, ThreadSpec};
+use takt_sme::{Executor, ExecutorKind};
+
+use crate::params;
+use crate::result::{Better, Document, DocumentBuilder, ResultRow};
+use crate::sampler::{measure, Repetitions};
+pub use networks::{compute_ring, divide, floor_ring, sync_ring, Ring};
+
+/// Divisions per step in the compute-dominated benchmarks (Listing 2).
+pub const DIVISIONS: u32 = 10_000;
+/// The light half of `uneven` (a fourth of the heavy half).
+pub const LIGHT_DIVISIONS: u32 = 2_500;
+
+/// The benchmarks of the suite, by name.
+pub const BENCHMARKS: [&str; 5] = [
+    "sync_ring",
+    "compute_ring",
+    "weak_scaling",
+    "uneven",
+    "sync_cost",
+];
+
+/// How to run the suite.
+#[derive(Clone, Debug)]
+pub struct SmeBench {
+    /// The reduced run (targets are judged on it).
+    pub quick: bool,
+    /// Thread counts run: 1..=max_threads.
+    pub max_threads: usize,
+    /// Spec the executor threads are made from (`--cpus`, `--sched`).
+    pub spec: ThreadSpec,
+    /// Barrier spin budget (`--spin`).
+    pub spin: SpinBudget,
+    /// Warm-up and measured runs per configuration.
+    pub reps: Repetitions,
+    /// Benchmarks to run (empty: all).
+    pub only: Vec<String>,
+}
+
+/// One configuration's shape.
+#[derive(Clone, Copy, Debug)]
+struct Shape {
+    processes: usize,
+    cycles: u64,
+}
+
+/// The parameter sets of a run.
+#[derive(Clone, Debug)]
+struct Plan {
+    sync: Vec<Shape>,
+    compute: Vec<Shape>,
+    /// (processes, cycles per thread, ratio label).
+    weak: Vec<(usize, u64, &'static str)>,
+    uneven: Vec<Shape>,
+    sync_cost_cycles: u64,
+}
+
+impl Plan {
+    fn full() -> Plan {
+        Plan {
+            sync: vec![
+                Shape {
+                    processes: 20_000,
+                    cycles: 100_000,
+                },
+                Shape {
+                    processes: 50_000,
+                    cycles: 100_000,
+                },
+            ],
+            compute: vec![
+                Shape {
+                    processes: 200,
+                    cycles: 2_000,
+                },
+                Shape {
+                    processes: 2_000,
+                    cycles: 200,
+                },
+            ],
+            weak: vec![(250, 500, "2:1"), (500, 500, "1:1"), (1000, 500, "1:2")],
+            uneven: vec![
+                Shape {
+                    processes: 200,
+                    cycles: 2_000,
+                },
+                Shape {
+                    processes: 2_000,
+                    cycles: 200,
+                },
+            ],
+            sync_cost_cycles: 1_000_000,
+        }
+    }
+
+    fn quick() -> Plan {
+        Plan {
+            sync: vec![
+                Shape {
+                    processes: 20_000,
+                    cycles: 1_000,
+                },
+                Shape {
+                    processes: 50_000,
+                    cycles: 400,
+                },
+            ],
+            compute: vec![
+                Shape {
+                    processes: 200,
+                    cycles: 20,
+                },
+                Shape {
+                    processes: 2_000,
+                    cycles: 2,
+                },
+            ],
+            weak: vec![(10, 20, "2:1"), (20, 20, "1:1"), (40, 20, "1:2")],
+            uneven: vec![Shape {
+                processes: 200,
+                cycles: 20,
+            }],
+            sync_cost_cycles: 50_000,
+        }
+    }
+
+    const QUICK_NOTE: &'static str = "--quick: same networks and work per step as the thesis, fewer cycles: \
+        sync_ring 20000 processes × 1000 cycles and 50000 × 400 (thesis: 100000), \
+        compute_ring 200 × 20 and 2000 × 2 (thesis: 2000 and 200), \
+        weak_scaling 10/20/40 processes × 20·threads cycles (thesis: 250/500/1000 × 500·threads, same ratios), \
+        uneven 200 × 20 only (thesis: 200 × 2000 and 2000 × 200), sync_cost 50000 cycles";
+}
+
+/// Per-thread-count executors: sequential once, every parallel flavour at
+/// every thread count.
+fn executors(max_threads: usize) -> Vec<(ExecutorKind, usize)> {
+    let mut v = vec![(ExecutorKind::Sequential, 1)];
+    for kind in &ExecutorKind::ALL[1..] {
+        for t in 1..=max_threads {
+            v.push((*kind, t));
+        }
+    }
+    v
+}
+
+impl SmeBench {
+    fn wants(&self, name: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|o| o == name)
+    }
+
+    fn executor(&self, kind: ExecutorKind, threads: usize) -> Executor {
+        Executor::new(kind, threads)
+            .with_spec(self.spec.clone())
+            .with_spin(self.spin)
+    }
+
+    fn plan(&self) -> Plan {
+        if self.quick {
+            Plan::quick()
+        } else {
+            Plan::full()
+        }
+    }
+
+    /// A rough duration of the whole run, from a quick calibration of one
+    /// compute step and an assumed ~3 ns per synchronization-ring step.
+    pub fn estimate(&self) -> Duration {
+        let clock = takt_sched::clock();
+        let t0 = clock.now();
+        std::hint::black_box(divide(DIVISIONS));
+        let step_ns = (clock.ticks_to_ns(clock.now() - t0) as f64).max(20_000.0);
+        let plan = self.plan();
+        let runs = (self.reps.warmup + self.reps.runs) as f64;
+        let execs = executors(self.max_threads);
+        // Wall per configuration ≈ work / threads (+1 for the floor row).
+        let spread: f64 = execs.iter().map(|&(_, t)| 1.0 / t as f64).sum::<f64>() + 1.0;
+        let mut secs = 0.0;
+        if self.wants("sync_ring") {
+            for s in &plan.sync {
+                secs += s.processes as f64 * s.cycles as f64 * 3e-9 * spread * runs;
+            }
+        }
+        if self.wants("compute_ring") {
+            for s in &plan.compute {
+                secs += s.processes as f64 * s.cycles as f64 * step_ns * 1e-9 * spread * runs;
+            }
+        }
+        if self.wants("weak_scaling") {
+            for &(p, c, _) in &plan.weak {
+                secs += p as f64 * c as f64 * step_ns * 1e-9 * execs.len() as f64 * runs;
+            }
+        }
+        if self.wants("uneven") {
+            for s in &plan.uneven {
+                secs += s.processes as f64 * s.cycles as f64 * step_ns * 0.625e-9 * spread * runs;
+            }
+        }
+        Duration::from_secs_f64(secs)
+    }
+
+    /// Runs the suite; `progress` receives one line per configuration.
+    pub fn run(&self, mut progress: impl FnMut(&str)) -> Result<Document, String> {
+        let plan = self.plan();
+        let mut doc = DocumentBuilder::start("sme");
+        if self.quick {
+            doc.note(Plan::QUICK_NOTE);
+        }
+        doc.note(format!(
+            "executor threads from spec `{}`, barrier spin {}; {} warm-up + {} measured runs each; \
+             published: the thesis's Appendix A medians (C++SME, g++ 4.9; sync_ring on a Xeon E3-1245 V2, \
+             the others on an Opteron 6272), its static model = takt static, its work list = takt worklist; \
+             published speedups are its 1-thread time over its 2-thread time",
+            self.spec, self.spin, self.reps.warmup, self.reps.runs
+        ));
+        if self.wants("sync_ring") {
+            for s in &plan.sync {
+                self.ring_bench(&mut doc, "sync_ring", *s, None, &mut progress)?;
+            }
+        }
+        if self.wants("compute_ring") {
+            for s in &plan.compute {
+                self.ring_bench(
+                    &mut doc,
+                    "compute_ring",
+                    *s,
+                    Some(&|_| DIVISIONS),
+                    &mut progress,
+                )?;
+            }
+        }
+        if self.wants("weak_scaling") {
+            for &(p, c, ratio) in &plan.weak {
+                self.weak_bench(&mut doc, p, c, ratio, &mut progress)?;
+            }
+        }
+        if self.wants("uneven") {
+            for s in &plan.uneven {
+                let half = s.processes / 2;
+                let div = move |i: usize| if i < half { LIGHT_DIVISIONS } else { DIVISIONS };
+                self.ring_bench(&mut doc, "uneven", *s, Some(&div), &mut progress)?;
+            }
+        }
+        if self.wants("sync_cost") {
+            self.sync_cost(&mut doc, plan.sync_cost_cycles, &mut progress)?;
+        }
+        Ok(doc.finish())
+    }
+
+    /// Runs `kind` × `threads` on a fresh ring `reps` times; ns per step
+    /// samples and cpu seconds per run.
+    fn measure_ring(
+        &self,
+        make: &dyn Fn() -> Ring,
+        kind: ExecutorKind,
+        threads: usize,
+        cycles: u64,
+    ) -> Result<(Vec<f64>, f64), String> {
+        let mut ring = make();
+        let exec = self.executor(kind, threads);
+        let steps = ring.net.processes() as f64 * cycles as f64;
+        let mut failure = None;
+        let m = measure(self.reps, || match ring.net.run(&exec, cycles) {
+            Ok(r) => r.elapsed.as_nanos() as f64 / steps,
+            Err(e) => {
+                failure.get_or_insert(e.to_string());
+                f64::NAN
+            }
+        });
+        if let Some(e) = failure {
+            return Err(format!("{kind} x{threads}: {e}"));
+        }
+        // Every run advanced the ring by `cycles`: process 0 holds the count.
+        let expected = (self.reps.warmup + m.samples.len()) as u64 * cycles;
+        if ring.net.value(ring.first) != expected as i64 {
+            return Err(format!(
+                "{kind} x{threads}: ring value {} after {expected} cycles",
+                ring.net.value(ring.first)
+            ));
+        }
+        Ok((m.samples, m.cpu_s))
+    }
+
+    fn ring_bench(
+        &self,
+        doc: &mut DocumentBuilder,
+        name: &str,
+        shape: Shape,
+        divisions: Option<&dyn Fn(usize) -> u32>,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<(), String> {
+        let Shape { processes, cycles } = shape;
+        let make = || match divisions {
+            None => sync_ring(processes),
+            Some(d) => compute_ring(processes, d),
+        };
+        let base = |kind: &str, threads: usize| -> Map<String, Value> {
+            let mut p = params![("processes", processes), ("cycles", cycles)];
+            if kind != "floor" {
+                p.insert("executor".into(), kind.into());
+            }
+            p.insert("threads".into(), threads.into());
+            p
+        };
+        let mut sequential: Option<Vec<f64>> = None;
+        for (kind, threads) in executors(self.max_threads) {
+            progress(&format!(
+                "{name}: {processes} processes × {cycles} cycles, {kind} × {threads}"
+            ));
+            let (samples, cpu_s) = self.measure_ring(&make, kind, threads, cycles)?;
+            let ns = ResultRow::new(
+                name,
+                "takt",
+                base(kind.name(), threads),
+                "ns/step",
+                Better::Lower,
+                samples.clone(),
+                cpu_s,
+            );
+            let ns = match published::ns_per_step(name, kind, threads, processes) {
+                Some(v) => ns.with_published(v),
+                None => ns,
+            };
+            doc.push(ns);
+            let per_s: Vec<f64> = samples
+                .iter()
+                .map(|ns| 1e9 / (ns * processes as f64))
+                .collect();
+            doc.push(ResultRow::new(
+                name,
+                "takt",
+                base(kind.name(), threads),
+                "cycles/s",
+                Better::Higher,
+                per_s,
+                cpu_s,
+            ));
+            match &sequential {
+                None => sequential = Some(samples),
+                Some(seq) => {
+                    let seq_median = crate::stats::median(seq);
+                    let speedup: Vec<f64> = samples.iter().map(|s| seq_median / s).collect();
+                    let row = ResultRow::new(
+                        name,
+                        "takt",
+                        base(kind.name(), threads),
+                        "speedup",
+                        Better::Higher,
+                        speedup,
+                        cpu_s,
+                    )
+                    .with_note("sequential median / this run");
+                    let row = match published::speedup(name, kind, threads, processes) {
+                        Some(v) => row.with_published(v),
+                        None => row,
+                    };
+                    doc.push(row);
+                }
+            }
+        }
+        // The floor: same ring, plain loop, one thread.
+        progress(&format!(
+            "{name}: {processes} processes × {cycles} cycles, floor"
+        ));
+        let div: &dyn Fn(usize) -> u32 = divisions.unwrap_or(&|_| 0);
+        let m = measure(self.reps, || floor_ring(processes, cycles, div));
+        doc.push(
+            ResultRow::new(
+                name,
+                "floor",
+                base("floor", 1),
+                "ns/step",
+                Better::Lower,
+                m.samples,
+                m.cpu_s,
+            )
+            .with_note("the same ring as a plain loop over an array, no framework"),
+        );
+        Ok(())
+    }
+
+    fn weak_bench(
+        &self,
+        doc: &mut DocumentBuilder,
+        processes: usize,
+        cycles_per_thread: u64,
+        ratio: &str,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<(), String> {
+        let make = || compute_ring(processes, |_| DIVISIONS);
+        let mut one_thread: Option<f64> = None;
+        for (kind, threads) in executors(self.max_threads) {
+            let cycles = cycles_per_thread * threads as u64;
+            progress(&format!(
+                "weak_scaling {ratio}: {processes} processes × {cycles} cycles, {kind} × {threads}"
+            ));
+            let (samples, cpu_s) = self.measure_ring(&make, kind, threads, cycles)?;
+            let p = params![
+                ("ratio", ratio),
+                ("processes", processes),
+                ("cycles", cycles),
+                ("executor", kind.name()),
+                ("threads", threads)
+            ];
+            let row = ResultRow::new(
+                "weak_scaling",
+                "takt",
+                p.clone(),
+                "ns/step",
+                Better::Lower,
+                samples.clone(),
+                cpu_s,
+            );
+            let row = match published::weak_ns_per_step(kind, threads, ratio) {
+                Some(v) => row.with_published(v),
+                None => row,
+            };
+            doc.push(row);
+            // Run time per sample; the sequential run is the reference.
+            let steps = processes as f64 * cycles as f64;
+            let times: Vec<f64> = samples.iter().map(|s| s * steps).collect();
+            match one_thread {
+                None => one_thread = Some(crate::stats::median(&times)),
+                Some(t1) => {
+                    let eff: Vec<f64> = times.iter().map(|t| t1 / t).collect();
+                    let row = ResultRow::new(
+                        "weak_scaling",
+                        "takt",
+                        p,
+                        "efficiency",
+                        Better::Higher,
+                        eff,
+                        cpu_s,
+                    )
+                    .with_note("sequential time at 1× the cycles / this time at threads× the cycles (ideal 1)");
+                    let row = match published::weak_efficiency(kind, threads, ratio) {
+                        Some(v) => row.with_published(v),
+                        None => row,
+                    };
+                    doc.push(row);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn sync_cost(
+        &self,
+        doc: &mut DocumentBuilder,
+        cycles: u64,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<(), String> {
+        // A ring with one trivial process per thread: each cycle is almost
+        // nothing but the barrier.
+        for (kind, threads) in executors(self.max_threads) {
+            let processes = threads.max(2);
+            progress(&format!("sync_cost: {kind} × {threads}, {cycles} cycles"));
+            let make = || sync_ring(processes);
+            let (samples, cpu_s) = self.measure_ring(&make, kind, threads, cycles)?;
+            let us: Vec<f64> = samples
+                .iter()
+                .map(|ns| ns * processes as f64 / 1e3)
+                .collect();
+            doc.push(
+                ResultRow::new(
+                    "sync_cost",
+                    "takt",
+                    params![
+                        ("processes", processes),
+                        ("cycles", cycles),
+                        ("executor", kind.name()),
+                        ("threads", threads)
+                    ],
+                    "us/cycle",
+                    Better::Lower,
+                    us,
+                    cpu_s,
+                )
+                .with_note("wall time per cycle of a ring with ~1 trivial process per thread: the price of one cycle's synchronization"),
+            );
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,65 @@
+//! `takt bench sme`: the C++SME thesis benchmarks (see `takt_lab::sme`).
+
+use clap::Args;
+use takt_lab::output::emit;
+use takt_lab::sampler::Repetitions;
+use takt_lab::sme::{SmeBench, BENCHMARKS};
+
+use crate::args::{OutputArgs, SchedArgs, SpinArgs};
+
+/// `takt bench sme` flags.
+#[derive(Args, Debug)]
+pub struct SmeCmd {
+    #[command(flatten)]
+    sched: SchedArgs,
+    #[command(flatten)]
+    spin: SpinArgs,
+    #[command(flatten)]
+    output: OutputArgs,
+    /// Largest thread count (default: the CPUs of `--cpus`, else all online).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: Option<u16>,
+    /// Run only these benchmarks (repeatable).
+    #[arg(long, value_name = "NAME", value_parser = clap::builder::PossibleValuesParser::new(BENCHMARKS))]
+    only: Vec<String>,
+    /// Measured runs per configuration (at least 5), after one warm-up.
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u16).range(5..=1000))]
+    runs: u16,
+}
+
+pub fn run(cmd: SmeCmd) -> Result<(), String> {
+    let max_threads = match cmd.threads {
+        Some(t) => t as usize,
+        None => match &cmd.sched.cpus {
+            Some(c) => c.len().max(1),
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        },
+    };
+    let bench = SmeBench {
+        quick: cmd.output.quick,
+        max_threads,
+        spec: cmd.sched.spec("sme"),
+        spin: cmd.spin.spin,
+        reps: Repetitions {
+            warmup: 1,
+            runs: cmd.runs as usize,
+        },
+        only: cmd.only,
+    };
+    let secs = bench.estimate().as_secs_f64();
+    eprintln!(
+        "takt bench sme: {} parameters, threads 1..={max_threads}, expected duration about {}",
+        if bench.quick {
+            "--quick"
+        } else {
+            "the thesis's full"
+        },
+        if secs < 120.0 {
+            format!("{secs:.0} s")
+        } else {
+            format!("{:.0} min", secs / 60.0)
+        }
+    );
+    let doc = bench.run(|line| eprintln!("  {line}"))?;
+    emit(&doc, cmd.output.json).map_err(|e| e.to_string())
+}
