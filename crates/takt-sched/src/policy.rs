@@ -113,11 +113,11 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
 /// Writes a duration in the largest unit that keeps it an integer: `3ms`, `200us`, `150ns`.
 pub fn format_duration(d: Duration) -> String {
     let ns = d.as_nanos();
-    if ns != 0 && ns % 1_000_000_000 == 0 {
+    if ns != 0 && ns.is_multiple_of(1_000_000_000) {
         format!("{}s", ns / 1_000_000_000)
-    } else if ns != 0 && ns % 1_000_000 == 0 {
+    } else if ns != 0 && ns.is_multiple_of(1_000_000) {
         format!("{}ms", ns / 1_000_000)
-    } else if ns != 0 && ns % 1_000 == 0 {
+    } else if ns != 0 && ns.is_multiple_of(1_000) {
         format!("{}us", ns / 1_000)
     } else {
         format!("{ns}ns")

@@ -523,7 +523,7 @@ struct RingTimes {
 fn skynet_depth(leaves: u64) -> Option<u32> {
     let mut n = leaves;
     let mut depth = 0;
-    while n > 1 && n % 10 == 0 {
+    while n > 1 && n.is_multiple_of(10) {
         n /= 10;
         depth += 1;
     }

@@ -92,7 +92,7 @@ pub struct CacheLevel {
 }
 
 fn human(bytes: u64) -> String {
-    if bytes >= 1 << 30 && bytes % (1 << 30) == 0 {
+    if bytes >= 1 << 30 && bytes.is_multiple_of(1 << 30) {
         format!("{} GiB", bytes >> 30)
     } else if bytes >= 1 << 20 {
         format!("{:.3} MiB", bytes as f64 / (1u64 << 20) as f64).replace(".000", "")

@@ -92,7 +92,7 @@ impl Balanced {
         let since = cycle - start;
         // Relaxed: written by worker 0 before the re-balance barrier.
         let interval = self.interval.load(Ordering::Relaxed);
-        since == 0 || (interval > 0 && since % interval == 0)
+        since == 0 || (interval > 0 && since.is_multiple_of(interval))
     }
 }
 

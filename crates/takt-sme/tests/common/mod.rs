@@ -70,7 +70,7 @@ impl Process for Source {
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
         let v = (self.state >> 33) as u32;
-        if v % 3 != 0 {
+        if !v.is_multiple_of(3) {
             io.write(&self.out, v);
             io.write(&self.valid, true);
         }
