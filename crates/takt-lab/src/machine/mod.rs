@@ -377,6 +377,8 @@ pub(crate) struct Ctx {
     pub(crate) contention_series: Vec<Series>,
     /// File-cache sweep (MiB → ns per 4 KiB block).
     pub(crate) filecache_series: Vec<Series>,
+    /// Core clock measured for estimates when `timer` did not run.
+    core_mhz: std::sync::OnceLock<f64>,
     started: Instant,
 }
 
@@ -432,11 +434,12 @@ impl Ctx {
         self.cfg.mode.scale(d)
     }
 
-    /// Core clock in GHz (measured by `timer`, else the TSC frequency).
+    /// Core clock in GHz: the `timer` family's row, else a quick
+    /// measurement taken once for the estimates.
     pub(crate) fn core_ghz(&self) -> f64 {
         self.measured("core_frequency", None)
-            .map(|mhz| mhz / 1000.0)
-            .unwrap_or(self.desc.tsc_mhz / 1000.0)
+            .unwrap_or_else(|| *self.core_mhz.get_or_init(timer::quick_core_mhz))
+            / 1000.0
     }
 }
 
@@ -461,6 +464,7 @@ pub fn run(cfg: Config) -> Result<MachineDocument, MachineError> {
         latency_curve: Vec::new(),
         contention_series: Vec::new(),
         filecache_series: Vec::new(),
+        core_mhz: std::sync::OnceLock::new(),
         started: Instant::now(),
         cfg,
     };
