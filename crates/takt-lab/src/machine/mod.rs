@@ -301,6 +301,10 @@ pub struct Comparison {
     pub ratio: f64,
     /// Whether the ratio is within ±15%.
     pub within_15pct: bool,
+    /// takt's best-side 5% quantile (p5 of a latency, p95 of a bandwidth)
+    /// divided by the tool's best run: both sides' least-disturbed figures,
+    /// for machines where other load inflates the tool's means.
+    pub ratio_best: f64,
     /// What the two measure differently.
     pub difference: String,
 }
@@ -551,11 +555,12 @@ pub fn render(doc: &MachineDocument) -> String {
         out.push_str("\n--compare (takt / reference tool, same run):\n");
         for c in &doc.comparisons {
             out.push_str(&format!(
-                "  {:<28} {:<11} ratio {:.3} {}  ({})\n",
+                "  {:<28} {:<11} ratio {:.3} {}  best-vs-best {:.3}  ({})\n",
                 c.name,
                 c.tool,
                 c.ratio,
                 if c.within_15pct { "ok " } else { "OFF" },
+                c.ratio_best,
                 c.difference
             ));
         }
