@@ -8,7 +8,10 @@
 //! - [`stats`]: median, spread, Student-t confidence intervals;
 //! - [`sampler`]: warm-up, repetitions and the CPU price of each run;
 //! - [`env`]: the machine block (CPU, kernel, commit, steal time, load);
-//! - [`output`]: the human table and `--json` output.
+//! - [`output`]: the human table and `--json` output;
+//! - [`machine`]: `takt machine`, the machine characterization suite (the
+//!   CSE 221 measurements: timers, calls, syscalls, processes, context
+//!   switches, memory, page faults, network, file system).
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod env;

@@ -531,7 +531,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
     let _pin = pin_current(0);
     let line = ctx.desc.line_size() as u64;
     let per_octave = match ctx.cfg.mode {
-        super::Mode::Quick => 2,
+        super::Mode::Quick => 3,
         super::Mode::Default => 4,
         super::Mode::Full => 6,
     };
