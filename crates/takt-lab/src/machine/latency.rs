@@ -21,19 +21,23 @@
 //! neighbours against single disturbed points, a step to the next size that
 //! raises the latency by more than [`RISE`] is part of a transition; runs
 //! of points between transitions are plateaus, and a plateau also ends when
-//! it drifts more than [`DRIFT`] above its first point. Plateaus spanning at
-//! least an octave of sizes are levels: L1, L2, ... and the last is memory. A level's
-//! capacity is where the curve rises through the geometric mean of its
-//! latency and the next level's (log-interpolated): a random chase starts
-//! missing before the working set reaches the cache size (page tables,
-//! code and other tenants share the cache), and is half missing past it.
+//! it drifts more than [`DRIFT`] above its first point. Plateaus spanning
+//! at least an octave of sizes are levels: L1, L2, ... and the last is
+//! memory. A level's capacity is where the curve first rises through
+//! [`DRIFT`] times its latency (or the geometric mean with the next
+//! level's, if lower; log-interpolated): a random chase starts missing
+//! before the working set reaches the cache size (page tables, code and
+//! other tenants share the cache), and is half missing past it.
+//!
 //! Cache plateaus are named in order after the sysfs levels, skipping a
 //! level when the capacity is nearer (in log size) to a later one; plateaus
 //! past the last sysfs level (e.g. the TLB reach with 4 KiB pages) are
 //! unnamed `plateauN`. The check against sysfs passes when the level's
-//! sysfs size is within a factor of two of the detected capacity. In a VM the shared L3 is also used by other
-//! guests, so its effective capacity can be far below the sysfs size:
-//! the check then reports the disagreement rather than hiding it.
+//! sysfs size is within a factor of two of the detected capacity. In a VM
+//! the L3 is shared with other guests, so its effective capacity can be far
+//! below the sysfs size (on the development VMs it varies between ~1.5 and
+//! ~8 MiB from run to run against 32 MiB in sysfs): the check then reports
+//! the disagreement rather than hiding it.
 
 use std::time::Duration;
 
@@ -81,8 +85,9 @@ pub struct CacheLevel {
     pub last_bytes: u64,
     /// First size past the plateau (`None` for memory).
     pub next_bytes: Option<u64>,
-    /// Capacity estimate: where the curve crosses the geometric mean of this
-    /// level's and the next level's latency (log-interpolated); `None` for memory.
+    /// Capacity estimate: where the curve first rises through `DRIFT` x this
+    /// level's latency (or the geometric mean with the next level's, if
+    /// lower; log-interpolated); `None` for memory.
     pub capacity_bytes: Option<u64>,
     /// The sysfs size of this level (data or unified cache).
     pub sysfs_bytes: Option<u64>,
@@ -178,8 +183,15 @@ pub fn detect_levels(points: &[CurvePoint], sysfs: &[u64]) -> Vec<CacheLevel> {
             let next = (!last)
                 .then(|| points.get(b + 1).map(|p| p.bytes))
                 .flatten();
+            // Where the curve leaves the plateau: the first rise through
+            // DRIFT x its latency (or the midpoint to the next level, if
+            // that is lower). Local to the plateau's edge, so a next
+            // level lost in noise does not move it.
             let capacity_bytes = (!last)
-                .then(|| crossing(&points[a..], (medians[k] * medians[k + 1]).sqrt()))
+                .then(|| {
+                    let to = (DRIFT * medians[k]).min((medians[k] * medians[k + 1]).sqrt());
+                    crossing(&points[a..], to)
+                })
                 .flatten();
             // Name cache plateaus in order after the sysfs levels, skipping
             // a level when the plateau's capacity is nearer (in log size) to
