@@ -9,6 +9,9 @@
 //! - [`sampler`]: warm-up, repetitions and the CPU price of each run;
 //! - [`env`]: the machine block (CPU, kernel, commit, steal time, load);
 //! - [`output`]: the human table and `--json` output;
+//! - [`machine`]: `takt machine`, the machine characterization suite (the
+//!   CSE 221 measurements: timers, calls, syscalls, processes, context
+//!   switches, memory, page faults, network, file system).
 //! - `agents_peers` (feature `peers`, on by default): the agent benchmarks on
 //!   actix, kameo, ractor and a crossbeam-channel floor.
 //! - [`sme`]: `takt bench sme`, the C++SME thesis benchmarks.

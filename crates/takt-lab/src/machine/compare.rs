@@ -17,7 +17,9 @@
 //! bench`, `sysbench`) include the time their process spent preempted by
 //! others, while takt's rows are medians of short batches: the ratios
 //! then drift below 1 for latencies and above 1 for bandwidths. Judge
-//! agreement on a quiet machine.
+//! agreement on a quiet machine; each comparison also carries `ratio_best`,
+//! takt's best-side 5% quantile over the tool's best run, the two
+//! least-disturbed figures.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -105,7 +107,16 @@ fn pair(ctx: &mut Ctx, takt: &ResultRow, tool: &str, samples: Vec<f64>, method: 
     s.params = takt.params.clone();
     let row = s.into_row();
     let ratio = takt.summary.median / row.summary.median;
+    let (takt_best, tool_best) = match takt.better {
+        crate::result::Better::Lower => {
+            (crate::stats::quantile(&takt.samples, 0.05), row.summary.min)
+        }
+        crate::result::Better::Higher => {
+            (crate::stats::quantile(&takt.samples, 0.95), row.summary.max)
+        }
+    };
     ctx.comparisons.push(Comparison {
+        ratio_best: takt_best / tool_best,
         name: format!("{} {}", takt.name, crate::output::fmt_params(takt)),
         tool: tool.into(),
         ratio,

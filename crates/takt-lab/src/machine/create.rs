@@ -106,7 +106,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
             Better::Lower,
             "fenced TSC, fork(), the child's first instruction reads the TSC and pipes it back; parent pinned",
         )
-        .param("rss_pages", pages)
+        .extra("rss_pages", pages)
         .estimate(Estimate::new(fork_us, model.clone()))
         .published(48.154)
         .with_samples(s.into_iter().filter(|v| v.is_finite()).collect(), cpu),
@@ -119,7 +119,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
             Better::Lower,
             "fork(); the child _exit(0)s; the parent waitpid()s; parent pinned",
         )
-        .param("rss_pages", pages)
+        .extra("rss_pages", pages)
         .estimate(Estimate::new(
             2.0 * fork_us + 10.0,
             format!("fork ({model}) + exit tearing the same page tables down + a wake-up ~10 us"),

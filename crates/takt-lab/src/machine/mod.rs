@@ -301,6 +301,10 @@ pub struct Comparison {
     pub ratio: f64,
     /// Whether the ratio is within ±15%.
     pub within_15pct: bool,
+    /// takt's best-side 5% quantile (p5 of a latency, p95 of a bandwidth)
+    /// divided by the tool's best run: both sides' least-disturbed figures,
+    /// for machines where other load inflates the tool's means.
+    pub ratio_best: f64,
     /// What the two measure differently.
     pub difference: String,
 }
@@ -377,6 +381,8 @@ pub(crate) struct Ctx {
     pub(crate) contention_series: Vec<Series>,
     /// File-cache sweep (MiB → ns per 4 KiB block).
     pub(crate) filecache_series: Vec<Series>,
+    /// Core clock measured for estimates when `timer` did not run.
+    core_mhz: std::sync::OnceLock<f64>,
     started: Instant,
 }
 
@@ -432,11 +438,12 @@ impl Ctx {
         self.cfg.mode.scale(d)
     }
 
-    /// Core clock in GHz (measured by `timer`, else the TSC frequency).
+    /// Core clock in GHz: the `timer` family's row, else a quick
+    /// measurement taken once for the estimates.
     pub(crate) fn core_ghz(&self) -> f64 {
         self.measured("core_frequency", None)
-            .map(|mhz| mhz / 1000.0)
-            .unwrap_or(self.desc.tsc_mhz / 1000.0)
+            .unwrap_or_else(|| *self.core_mhz.get_or_init(timer::quick_core_mhz))
+            / 1000.0
     }
 }
 
@@ -461,6 +468,7 @@ pub fn run(cfg: Config) -> Result<MachineDocument, MachineError> {
         latency_curve: Vec::new(),
         contention_series: Vec::new(),
         filecache_series: Vec::new(),
+        core_mhz: std::sync::OnceLock::new(),
         started: Instant::now(),
         cfg,
     };
@@ -547,11 +555,12 @@ pub fn render(doc: &MachineDocument) -> String {
         out.push_str("\n--compare (takt / reference tool, same run):\n");
         for c in &doc.comparisons {
             out.push_str(&format!(
-                "  {:<28} {:<11} ratio {:.3} {}  ({})\n",
+                "  {:<28} {:<11} ratio {:.3} {}  best-vs-best {:.3}  ({})\n",
                 c.name,
                 c.tool,
                 c.ratio,
                 if c.within_15pct { "ok " } else { "OFF" },
+                c.ratio_best,
                 c.difference
             ));
         }

@@ -109,18 +109,29 @@ fn pair_sample(pairs: u64, mut pair: impl FnMut() -> u64) -> f64 {
     c.ticks_to_ns(sum) as f64 / pairs as f64
 }
 
+/// One sample of the core clock in MHz: 2e5 dependent adds over their time.
+fn core_mhz_sample(iters: u64) -> f64 {
+    let t0 = super::stats::start();
+    std::hint::black_box(add_chain(std::hint::black_box(iters)));
+    let t1 = takt_sched::tsc_end();
+    (iters * ADDS_PER_ITER) as f64 / ticks_ns(t0, t1) * 1000.0
+}
+
+/// A quick core-clock measurement (median of 15 samples, pinned) for the
+/// estimates of families run without `timer`.
+pub(crate) fn quick_core_mhz() -> f64 {
+    let _pin = pin_current(0);
+    let (s, _) = collect(3, 15, 15, Duration::ZERO, || core_mhz_sample(2_000));
+    crate::stats::median(&s)
+}
+
 pub(crate) fn run(ctx: &mut Ctx) {
     let pin = pin_current(0);
     let budget = ctx.budget(Duration::from_millis(800));
 
     // Core frequency first: every cycle estimate below needs it.
     let iters = 2_000u64;
-    let (samples, cpu) = collect(3, 15, 400, budget, || {
-        let t0 = super::stats::start();
-        std::hint::black_box(add_chain(std::hint::black_box(iters)));
-        let t1 = takt_sched::tsc_end();
-        (iters * ADDS_PER_ITER) as f64 / ticks_ns(t0, t1) * 1000.0
-    });
+    let (samples, cpu) = collect(3, 15, 400, budget, || core_mhz_sample(iters));
     let reported = ctx.desc.cpu.reported_mhz;
     ctx.push(
         Sampled::new(
