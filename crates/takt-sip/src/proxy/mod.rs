@@ -158,7 +158,7 @@ impl ProxyConfig {
             next_hop: None,
             record_route: true,
             timers: Timers::default(),
-            max_transactions: 65_536,
+            max_transactions: 262_144,
             shards: 64,
             shed: ShedPolicy::default(),
             udp_size_limit: 1300,

@@ -191,6 +191,7 @@ pub(super) fn match_response(
     sink: &mut dyn Sink,
 ) -> Option<Outcome> {
     let mut sh = p.table.shard(key);
+    let mut spare: smallvec::SmallVec<[Vec<u8>; 2]> = smallvec::SmallVec::new();
     let t = sh.map.get_mut(&key)?;
     let tm = p.cfg.timers;
     let code = m.status().unwrap_or(0);
@@ -236,6 +237,10 @@ pub(super) fn match_response(
             t.t_server_end = now + 64 * tm.t1;
         }
         forward_up(t, m, s);
+        // Accepted absorbs INVITE retransmissions silently and passes every
+        // 2xx on: the stored request and response are not needed any more
+        spare.push(std::mem::take(&mut t.request));
+        spare.push(std::mem::take(&mut t.response));
         forwarded
     } else {
         match t.client {
@@ -256,6 +261,8 @@ pub(super) fn match_response(
                     forward_up(t, m, s);
                     t.server_final_sent(&tm, now);
                 }
+                // no retransmission, CANCEL or 408 will need the request now
+                spare.push(std::mem::take(&mut t.request));
                 forwarded
             }
             ClientState::Completed => {
@@ -269,6 +276,9 @@ pub(super) fn match_response(
             ClientState::Terminated => absorbed,
         }
     };
+    for b in spare {
+        sh.give(b);
+    }
     finish(p, &mut sh, key);
     let mut out = out;
     if !s.flush(sink) {

@@ -73,13 +73,17 @@ impl Shard {
         self.free.pop().unwrap_or_default()
     }
 
+    /// Takes back a buffer a record no longer needs.
+    pub fn give(&mut self, mut b: Vec<u8>) {
+        if self.free.len() < FREE_BUFFERS && b.capacity() > 0 && b.capacity() <= FREE_BUFFER_MAX {
+            b.clear();
+            self.free.push(b);
+        }
+    }
+
     fn recycle(&mut self, t: Txn) {
-        for mut b in [t.request, t.response, t.ack, t.cancel_req] {
-            if self.free.len() < FREE_BUFFERS && b.capacity() > 0 && b.capacity() <= FREE_BUFFER_MAX
-            {
-                b.clear();
-                self.free.push(b);
-            }
+        for b in [t.request, t.response, t.ack, t.cancel_req] {
+            self.give(b);
         }
     }
 
