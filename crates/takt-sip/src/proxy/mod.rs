@@ -402,6 +402,12 @@ impl Proxy {
         self.table.len()
     }
 
+    /// Transactions held, from a counter kept on insert and removal
+    /// (cheap: no lock taken).
+    pub fn transactions_hint(&self) -> usize {
+        self.table.len_hint()
+    }
+
     /// Capacity of the transaction table.
     pub fn transaction_capacity(&self) -> usize {
         self.table.capacity()

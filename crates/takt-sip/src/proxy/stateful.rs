@@ -35,6 +35,7 @@ fn send_cancel(p: &Proxy, t: &mut Txn, now: u64, s: &mut Scratch) {
 fn finish(p: &Proxy, sh: &mut Shard, key: u64) {
     let before = sh.map.len();
     sh.reschedule(key);
+    p.table.publish(key, sh);
     let after = sh.map.len();
     if after < before {
         p.table.note_len(-((before - after) as isize));
@@ -395,6 +396,9 @@ pub(super) fn tick(p: &Proxy, now: u64, sink: &mut dyn Sink) -> usize {
     let mut sends = Vec::new();
     let mut fired = 0;
     for i in 0..p.table.shard_count() {
+        if !p.table.may_be_due(i, now) {
+            continue;
+        }
         let mut sh = p.table.shard_at(i);
         while let Some(key) = sh.pop_due(now) {
             if let Some(t) = sh.map.get_mut(&key) {
@@ -403,6 +407,7 @@ pub(super) fn tick(p: &Proxy, now: u64, sink: &mut dyn Sink) -> usize {
             }
             finish(p, &mut sh, key);
         }
+        p.table.publish_at(i, &sh);
         drop(sh);
         for (to, b) in sends.drain(..) {
             let _ = sink.send(&to, &b);

@@ -258,6 +258,6 @@ pub(crate) fn run_timer(
         std::thread::sleep(tick);
         let mut sink = NetSink::new(&sock, None, tcp.as_ref(), clock);
         proxy.tick(now_ns(clock), &mut sink);
-        reg.set_transactions(proxy.transactions(), proxy.transaction_capacity());
+        reg.set_transactions(proxy.transactions_hint(), proxy.transaction_capacity());
     }
 }
