@@ -92,6 +92,21 @@ pub(super) fn match_request(
                 let start = s.mark();
                 s.out.extend_from_slice(&t.response);
                 s.queue(t.upstream, start);
+            } else if t.invite && t.server == ServerState::Proceeding {
+                // nothing but our 100 Trying was sent: make it again from
+                // the retransmission rather than keeping a copy per call
+                let start = s.mark();
+                local_response(
+                    &mut s.out,
+                    m,
+                    100,
+                    "Trying",
+                    LocalOpts {
+                        stamp: Stamp::for_request(m, inb.from.addr),
+                        ..LocalOpts::default()
+                    },
+                );
+                s.queue(t.upstream, start);
             }
             Outcome::new(kind, Disposition::Absorbed)
         }
@@ -115,7 +130,6 @@ pub(super) fn new_transaction(
     let invite = m.method() == Some(Method::Invite);
     let upstream = p.response_target(m, inb);
     let mut sh = p.table.shard(key);
-    let mut trying = None;
     if invite {
         let st = s.mark();
         local_response(
@@ -129,7 +143,6 @@ pub(super) fn new_transaction(
             },
         );
         s.queue(upstream, st);
-        trying = Some(st..s.out.len());
     }
     let (start, target) = match p.forward(m, inb, plan, key, lh, s) {
         Ok(x) => x,
@@ -142,10 +155,6 @@ pub(super) fn new_transaction(
     let mut t = Txn::new(invite, upstream, target, &p.cfg.timers, inb.now);
     t.request = sh.buf();
     t.request.extend_from_slice(&s.out[start..]);
-    if let Some(r) = trying {
-        t.response = sh.buf();
-        t.response.extend_from_slice(&s.out[r]);
-    }
     if sh.insert(key, t) {
         p.table.note_len(1);
         finish(p, &mut sh, key);
