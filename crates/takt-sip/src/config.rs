@@ -9,7 +9,7 @@
 //! next_hop = "127.0.0.1:5070"  # static next hop; absent: route by Request-URI
 //! next_hop_transport = "udp"   # or "tcp"
 //! record_route = true
-//! max_transactions = 65536
+//! max_transactions = 262144
 //! shards = 64
 //! udp_size_limit = 1300        # larger requests go over TCP (RFC 3261 §18.1.1)
 //!
@@ -121,7 +121,7 @@ impl Default for ProxySection {
             next_hop: None,
             next_hop_transport: Transport::Udp,
             record_route: true,
-            max_transactions: 65_536,
+            max_transactions: 262_144,
             shards: 64,
             udp_size_limit: 1300,
         }

@@ -158,7 +158,7 @@ impl ProxyConfig {
             next_hop: None,
             record_route: true,
             timers: Timers::default(),
-            max_transactions: 65_536,
+            max_transactions: 262_144,
             shards: 64,
             shed: ShedPolicy::default(),
             udp_size_limit: 1300,
@@ -400,6 +400,12 @@ impl Proxy {
     /// Transactions held now.
     pub fn transactions(&self) -> usize {
         self.table.len()
+    }
+
+    /// Transactions held, from a counter kept on insert and removal
+    /// (cheap: no lock taken).
+    pub fn transactions_hint(&self) -> usize {
+        self.table.len_hint()
     }
 
     /// Capacity of the transaction table.

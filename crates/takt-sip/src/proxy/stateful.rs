@@ -35,6 +35,7 @@ fn send_cancel(p: &Proxy, t: &mut Txn, now: u64, s: &mut Scratch) {
 fn finish(p: &Proxy, sh: &mut Shard, key: u64) {
     let before = sh.map.len();
     sh.reschedule(key);
+    p.table.publish(key, sh);
     let after = sh.map.len();
     if after < before {
         p.table.note_len(-((before - after) as isize));
@@ -91,6 +92,21 @@ pub(super) fn match_request(
                 let start = s.mark();
                 s.out.extend_from_slice(&t.response);
                 s.queue(t.upstream, start);
+            } else if t.invite && t.server == ServerState::Proceeding {
+                // nothing but our 100 Trying was sent: make it again from
+                // the retransmission rather than keeping a copy per call
+                let start = s.mark();
+                local_response(
+                    &mut s.out,
+                    m,
+                    100,
+                    "Trying",
+                    LocalOpts {
+                        stamp: Stamp::for_request(m, inb.from.addr),
+                        ..LocalOpts::default()
+                    },
+                );
+                s.queue(t.upstream, start);
             }
             Outcome::new(kind, Disposition::Absorbed)
         }
@@ -114,7 +130,6 @@ pub(super) fn new_transaction(
     let invite = m.method() == Some(Method::Invite);
     let upstream = p.response_target(m, inb);
     let mut sh = p.table.shard(key);
-    let mut trying = None;
     if invite {
         let st = s.mark();
         local_response(
@@ -128,7 +143,6 @@ pub(super) fn new_transaction(
             },
         );
         s.queue(upstream, st);
-        trying = Some(st..s.out.len());
     }
     let (start, target) = match p.forward(m, inb, plan, key, lh, s) {
         Ok(x) => x,
@@ -141,10 +155,6 @@ pub(super) fn new_transaction(
     let mut t = Txn::new(invite, upstream, target, &p.cfg.timers, inb.now);
     t.request = sh.buf();
     t.request.extend_from_slice(&s.out[start..]);
-    if let Some(r) = trying {
-        t.response = sh.buf();
-        t.response.extend_from_slice(&s.out[r]);
-    }
     if sh.insert(key, t) {
         p.table.note_len(1);
         finish(p, &mut sh, key);
@@ -191,6 +201,7 @@ pub(super) fn match_response(
     sink: &mut dyn Sink,
 ) -> Option<Outcome> {
     let mut sh = p.table.shard(key);
+    let mut spare: smallvec::SmallVec<[Vec<u8>; 2]> = smallvec::SmallVec::new();
     let t = sh.map.get_mut(&key)?;
     let tm = p.cfg.timers;
     let code = m.status().unwrap_or(0);
@@ -236,6 +247,10 @@ pub(super) fn match_response(
             t.t_server_end = now + 64 * tm.t1;
         }
         forward_up(t, m, s);
+        // Accepted absorbs INVITE retransmissions silently and passes every
+        // 2xx on: the stored request and response are not needed any more
+        spare.push(std::mem::take(&mut t.request));
+        spare.push(std::mem::take(&mut t.response));
         forwarded
     } else {
         match t.client {
@@ -256,6 +271,8 @@ pub(super) fn match_response(
                     forward_up(t, m, s);
                     t.server_final_sent(&tm, now);
                 }
+                // no retransmission, CANCEL or 408 will need the request now
+                spare.push(std::mem::take(&mut t.request));
                 forwarded
             }
             ClientState::Completed => {
@@ -269,6 +286,9 @@ pub(super) fn match_response(
             ClientState::Terminated => absorbed,
         }
     };
+    for b in spare {
+        sh.give(b);
+    }
     finish(p, &mut sh, key);
     let mut out = out;
     if !s.flush(sink) {
@@ -385,6 +405,9 @@ pub(super) fn tick(p: &Proxy, now: u64, sink: &mut dyn Sink) -> usize {
     let mut sends = Vec::new();
     let mut fired = 0;
     for i in 0..p.table.shard_count() {
+        if !p.table.may_be_due(i, now) {
+            continue;
+        }
         let mut sh = p.table.shard_at(i);
         while let Some(key) = sh.pop_due(now) {
             if let Some(t) = sh.map.get_mut(&key) {
@@ -393,6 +416,7 @@ pub(super) fn tick(p: &Proxy, now: u64, sink: &mut dyn Sink) -> usize {
             }
             finish(p, &mut sh, key);
         }
+        p.table.publish_at(i, &sh);
         drop(sh);
         for (to, b) in sends.drain(..) {
             let _ = sink.send(&to, &b);

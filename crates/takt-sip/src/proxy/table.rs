@@ -11,7 +11,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use super::txn::Txn;
@@ -73,13 +73,17 @@ impl Shard {
         self.free.pop().unwrap_or_default()
     }
 
+    /// Takes back a buffer a record no longer needs.
+    pub fn give(&mut self, mut b: Vec<u8>) {
+        if self.free.len() < FREE_BUFFERS && b.capacity() > 0 && b.capacity() <= FREE_BUFFER_MAX {
+            b.clear();
+            self.free.push(b);
+        }
+    }
+
     fn recycle(&mut self, t: Txn) {
-        for mut b in [t.request, t.response, t.ack, t.cancel_req] {
-            if self.free.len() < FREE_BUFFERS && b.capacity() > 0 && b.capacity() <= FREE_BUFFER_MAX
-            {
-                b.clear();
-                self.free.push(b);
-            }
+        for b in [t.request, t.response, t.ack, t.cancel_req] {
+            self.give(b);
         }
     }
 
@@ -126,6 +130,10 @@ impl Shard {
 #[derive(Debug)]
 pub struct Table {
     shards: Box<[Mutex<Shard>]>,
+    /// Per shard, the earliest queued deadline (u64::MAX: none), published
+    /// under the shard's lock so the timer thread locks only shards with
+    /// something due instead of all of them every tick.
+    next_due: Box<[AtomicU64]>,
     mask: u64,
     capacity: usize,
     /// Records inserted minus removed, approximately (read for shedding).
@@ -148,6 +156,7 @@ impl Table {
                     })
                 })
                 .collect(),
+            next_due: (0..n).map(|_| AtomicU64::new(u64::MAX)).collect(),
             mask: (n - 1) as u64,
             capacity: per * n,
             len_hint: AtomicUsize::new(0),
@@ -158,6 +167,27 @@ impl Table {
     pub fn shard(&self, key: u64) -> MutexGuard<'_, Shard> {
         let s = &self.shards[(key & self.mask) as usize];
         s.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Publishes the earliest deadline of `sh`, the shard of `key` (call
+    /// with its lock held, after changing its timers).
+    pub fn publish(&self, key: u64, sh: &Shard) {
+        self.publish_at((key & self.mask) as usize, sh);
+    }
+
+    /// Publishes the earliest deadline of shard `i` (lock held).
+    pub fn publish_at(&self, i: usize, sh: &Shard) {
+        let d = sh.timers.peek().map_or(u64::MAX, |r| r.0 .0);
+        // Relaxed: a hint. A stale value makes the timer thread lock a shard
+        // for nothing, or run a deadline one tick late; the heap under the
+        // lock stays the truth.
+        self.next_due[i].store(d, Ordering::Relaxed);
+    }
+
+    /// Whether shard `i` may have a deadline due at `now`.
+    pub fn may_be_due(&self, i: usize, now: u64) -> bool {
+        // Relaxed: see `publish_at`.
+        self.next_due[i].load(Ordering::Relaxed) <= now
     }
 
     /// Number of shards.

@@ -36,6 +36,15 @@ impl std::str::FromStr for EndpointAddr {
     }
 }
 
+impl std::fmt::Display for EndpointAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EndpointAddr::Tcp(a) => write!(f, "http://{a}"),
+            EndpointAddr::Unix(p) => write!(f, "unix:{}", p.display()),
+        }
+    }
+}
+
 /// A running endpoint; dropping it stops the thread.
 #[derive(Debug)]
 pub struct Endpoint {

@@ -198,7 +198,14 @@ impl Server {
             rcvbuf_effective: eff,
             next_hop: pcfg
                 .next_hop
-                .map(|t| format!("{:?}:{}", t.transport, t.addr))
+                .map(|t| {
+                    let proto = if t.transport == crate::proxy::Transport::Tcp {
+                        "tcp"
+                    } else {
+                        "udp"
+                    };
+                    format!("{proto}:{}", t.addr)
+                })
                 .unwrap_or_else(|| "request-uri".into()),
             tcp: scfg.tcp,
         });

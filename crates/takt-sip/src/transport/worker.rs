@@ -85,6 +85,9 @@ pub(crate) struct Worker {
     pub(crate) clock: &'static Clock,
 }
 
+/// Pause after a receive error that is not a timeout or an interruption.
+const ERROR_BACKOFF: Duration = Duration::from_millis(1);
+
 fn transient(e: &std::io::Error) -> bool {
     matches!(
         e.kind(),
@@ -110,7 +113,11 @@ impl Worker {
             let meta = match udp::recv_one(&self.sock, &mut buf, &mut cmsg) {
                 Ok(m) => m,
                 Err(e) if transient(&e) => continue,
-                Err(_) => continue,
+                Err(_) => {
+                    // e.g. ICMP port unreachable reported on the socket; never spin
+                    std::thread::sleep(ERROR_BACKOFF);
+                    continue;
+                }
             };
             let t_in_real = udp::realtime_ns();
             let t0 = c.now();
@@ -163,7 +170,10 @@ impl Worker {
             let n = match rx.recv(&self.sock) {
                 Ok(n) => n,
                 Err(e) if transient(&e) => continue,
-                Err(_) => continue,
+                Err(_) => {
+                    std::thread::sleep(ERROR_BACKOFF);
+                    continue;
+                }
             };
             let t_in_real = udp::realtime_ns();
             per_msg.clear();
@@ -248,6 +258,6 @@ pub(crate) fn run_timer(
         std::thread::sleep(tick);
         let mut sink = NetSink::new(&sock, None, tcp.as_ref(), clock);
         proxy.tick(now_ns(clock), &mut sink);
-        reg.set_transactions(proxy.transactions(), proxy.transaction_capacity());
+        reg.set_transactions(proxy.transactions_hint(), proxy.transaction_capacity());
     }
 }
