@@ -67,15 +67,18 @@ pub fn monotonic_ns() -> u64 {
     }
 }
 
-/// Reads the TSC, ordered after all earlier instructions (`lfence; rdtsc`):
-/// the opening timestamp of a timed region.
+/// Reads the TSC after all earlier instructions completed, before any later
+/// one starts (`lfence; rdtsc; lfence`): the opening timestamp of a timed
+/// region.
 #[inline(always)]
 pub fn tsc_start() -> u64 {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: lfence and rdtsc have no memory effects; x86_64 always has both.
     unsafe {
         core::arch::x86_64::_mm_lfence();
-        core::arch::x86_64::_rdtsc()
+        let t = core::arch::x86_64::_rdtsc();
+        core::arch::x86_64::_mm_lfence();
+        t
     }
     #[cfg(not(target_arch = "x86_64"))]
     monotonic_ns()
