@@ -232,22 +232,12 @@ pub fn collect(
     (out, cpu.as_secs_f64() / n)
 }
 
-/// The opening timestamp of a timed region: `lfence; rdtsc; lfence`.
-///
-/// [`takt_sched::tsc_start`] (`lfence; rdtsc`) keeps earlier instructions
-/// out of the region but lets later ones start before the counter is read;
-/// RDTSC's own latency (~36 cycles on Zen) then hides the first few dozen
-/// cycles of the timed code. Loop and call costs are that small, so the
-/// suite closes the front door too.
+/// The opening timestamp of a timed region: `lfence; rdtsc; lfence`
+/// ([`takt_sched::tsc_start`]), so neither earlier nor later instructions
+/// overlap the counter read.
 #[inline(always)]
 pub fn start() -> u64 {
-    let t = takt_sched::tsc_start();
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: lfence has no memory effects and is always available on x86_64.
-    unsafe {
-        core::arch::x86_64::_mm_lfence()
-    };
-    t
+    takt_sched::tsc_start()
 }
 
 /// Nanoseconds between two TSC readings.
