@@ -723,16 +723,19 @@ fn prefetch_body<A: Agent>(cell: *const AgentCell<A>) {
 pub(crate) fn post_start<A: Agent>(cell: &Arc<AgentCell<A>>) {
     // The event carries its own reference.
     let raw = Arc::into_raw(cell.clone());
-    post_signal(&cell.hdr, start::<A>, raw as usize | REF_TAG);
+    post_signal(&cell.hdr, start::<A>, raw as usize | REF_TAG, true);
 }
 
 /// Queues a signal event (start, finish) carrying a strong reference.
-pub(crate) fn post_signal(h: &Header, call: EventFn, tagged_target: usize) {
+/// With `local_ok` false the event goes through the remote queue even on
+/// the agent's own thread, so it runs after everything already sent to
+/// the agent from any thread (a finish event must).
+pub(crate) fn post_signal(h: &Header, call: EventFn, tagged_target: usize, local_ok: bool) {
     let e = Envelope::signal(call, tagged_target);
     match &h.sink {
         Sink::Thread(ws) => match worker::local_core(ws) {
-            Some(core) => core.push_local(e, h.prio),
-            None => ws.push_remote(e),
+            Some(core) if local_ok => core.push_local(e, h.prio),
+            _ => ws.push_remote(e),
         },
         Sink::Pool(p) => {
             p.queue.push(e);

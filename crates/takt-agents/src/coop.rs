@@ -134,7 +134,7 @@ impl CoopShared {
             let h: *const Header = a.into_raw();
             // SAFETY: `h` is live; the count we give up travels with the event.
             let hdr = unsafe { &*h };
-            post_signal(hdr, hdr.vt.finish, h as usize | REF_TAG);
+            post_signal(hdr, hdr.vt.finish, h as usize | REF_TAG, false);
         }
         self.release_one();
     }
