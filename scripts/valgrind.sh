@@ -3,7 +3,7 @@
 # available on the installed nightly). Any memcheck error fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-crates=(takt-sched)
+crates=(takt-sched takt-agents)
 for c in "${crates[@]}"; do
   mapfile -t exes < <(cargo test --locked -p "$c" --no-run --message-format=json 2>/dev/null \
     | python3 -c 'import json,sys

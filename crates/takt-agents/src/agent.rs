@@ -36,7 +36,7 @@ use crate::dispatcher::pool::PoolShared;
 use crate::envelope::{take, Envelope, EventFn, Op, Payload, REF_TAG};
 use crate::limits::Limits;
 use crate::queue::MpscQueue;
-use crate::state::Behaviour;
+use crate::state::{Behaviour, Handler};
 use crate::stats::{agent_snapshot, LazyCold};
 use crate::worker::{self, WorkerShared};
 use crate::{trace, Ctx, Definer, State};
@@ -355,6 +355,12 @@ impl<A: Agent> AgentCell<A> {
             trace::deliver(h, std::any::type_name::<M>());
         }
         match self.behaviour().lookup(h.state.get(), TypeId::of::<M>()) {
+            Some(e) if e.plain => {
+                // SAFETY: a plain entry for `M` (TypeId match) holds a
+                // `Handler<A, M>`.
+                let f = unsafe { std::mem::transmute::<*const (), Handler<A, M>>(e.f) };
+                self.run(|agent, ctx| f(agent, ctx, msg));
+            }
             Some(e) => {
                 let mut msg = ManuallyDrop::new(msg);
                 let (f, invoke) = (e.f, e.invoke);

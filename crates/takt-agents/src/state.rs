@@ -78,7 +78,10 @@ pub(crate) type Invoke<A> = unsafe fn(*const (), &mut A, &mut Ctx<'_, A>, *mut u
 
 pub(crate) struct Entry<A: Agent> {
     pub(crate) type_id: TypeId,
+    /// The user's function: a `Handler<A, M>` when `plain`.
     pub(crate) f: *const (),
+    /// A plain handler, called directly (no `invoke` trampoline).
+    pub(crate) plain: bool,
     pub(crate) invoke: Invoke<A>,
 }
 
@@ -325,6 +328,7 @@ impl<A: Agent> StateBuilder<'_, A> {
         self.entry(Entry {
             type_id: TypeId::of::<M>(),
             f: h as *const (),
+            plain: true,
             invoke: invoke_plain::<A, M>,
         });
         self
@@ -335,6 +339,7 @@ impl<A: Agent> StateBuilder<'_, A> {
         self.entry(Entry {
             type_id: TypeId::of::<Ask<Q, R>>(),
             f: h as *const (),
+            plain: false,
             invoke: invoke_ask::<A, Q, R>,
         });
         self

@@ -48,8 +48,10 @@ fn idle_runtime_uses_under_one_percent_cpu() {
     std::thread::sleep(Duration::from_secs(1));
     let cpu = takt_sched::process_cpu_time() - c0;
     let wall = t0.elapsed();
+    // Under valgrind (scripts/valgrind.sh) CPU time measures the emulator.
+    let under_valgrind = std::env::var_os("TAKT_UNDER_VALGRIND").is_some();
     assert!(
-        cpu.as_secs_f64() < 0.01 * wall.as_secs_f64(),
+        under_valgrind || cpu.as_secs_f64() < 0.01 * wall.as_secs_f64(),
         "idle runtime used {cpu:?} CPU in {wall:?}"
     );
     every.cancel();
