@@ -147,11 +147,12 @@ pub(crate) struct AgentVTable {
 
 /// The type-independent part of a cell; first field of `AgentCell<A>`.
 ///
-/// Layout: the cell is 64-byte aligned, and the fields the send path and
-/// the dispatch path touch for every message (`sink` through `coop`) fill
-/// its first cache line; the second holds the rest and the start of the
-/// agent value. A send therefore touches one line of its target, and
-/// prefetches the second for the dispatch that follows.
+/// Layout: the fields the send path and the dispatch path touch for every
+/// message (`sink` through `behaviour`, 56 bytes after the reference
+/// counts) come first, so they span at most two cache lines; the agent
+/// value follows the cold fields. A send prefetches the line after the hot
+/// fields for the dispatch that follows. (The cell is not over-aligned:
+/// an aligned allocation costs more at registration than it saves.)
 #[repr(C)]
 pub(crate) struct Header {
     pub(crate) sink: Sink,
@@ -192,7 +193,7 @@ impl Header {
 }
 
 /// An agent and its header.
-#[repr(C, align(64))]
+#[repr(C)]
 pub(crate) struct AgentCell<A: Agent> {
     pub(crate) hdr: Header,
     pub(crate) agent: UnsafeCell<A>,
@@ -709,8 +710,9 @@ pub(crate) unsafe fn send_raw<A: Agent, M: Message>(cell: *const AgentCell<A>, m
     }
 }
 
-/// Asks for the cell's second cache line (agent value), which the
-/// dispatch of the message just queued will read.
+/// Asks for the cache line 64 bytes into the cell (the cold fields and the
+/// start of the agent value), which the dispatch of the message just
+/// queued will read.
 #[inline(always)]
 fn prefetch_body<A: Agent>(cell: *const AgentCell<A>) {
     #[cfg(target_arch = "x86_64")]
@@ -729,19 +731,24 @@ fn prefetch_body<A: Agent>(cell: *const AgentCell<A>) {
 pub(crate) fn post_start<A: Agent>(cell: &Arc<AgentCell<A>>) {
     // The event carries its own reference.
     let raw = Arc::into_raw(cell.clone());
-    post_signal(&cell.hdr, start::<A>, raw as usize | REF_TAG, true);
+    post_signal(&cell.hdr, start::<A>, raw as usize | REF_TAG, false);
 }
 
 /// Queues a signal event (start, finish) carrying a strong reference.
-/// With `local_ok` false the event goes through the remote queue even on
-/// the agent's own thread, so it runs after everything already sent to
-/// the agent from any thread (a finish event must).
-pub(crate) fn post_signal(h: &Header, call: EventFn, tagged_target: usize, local_ok: bool) {
+/// With `after_all` the event runs after everything already sent to the
+/// agent from any thread (a finish event must): on the agent's own thread
+/// the ready remote events are first moved into the local queue.
+pub(crate) fn post_signal(h: &Header, call: EventFn, tagged_target: usize, after_all: bool) {
     let e = Envelope::signal(call, tagged_target);
     match &h.sink {
         Sink::Thread(ws) => match worker::local_core(ws) {
-            Some(core) if local_ok => core.push_local(e, h.prio),
-            _ => ws.push_remote(e),
+            Some(core) => {
+                if after_all {
+                    core.absorb_remote(ws);
+                }
+                core.push_local(e, h.prio)
+            }
+            None => ws.push_remote(e),
         },
         Sink::Pool(p) => {
             p.queue.push(e);
