@@ -256,15 +256,25 @@ pub(crate) unsafe fn deliver<A: Agent, M: Message>(op: Op, target: usize, payloa
     // SAFETY: the payload holds an `M` not yet taken.
     let msg: M = unsafe { take(payload) };
     if let Some(l) = &cell.hdr.limits {
-        l.release::<M>();
+        release_limit::<M>(l);
     }
     match op {
-        Op::Discard => {
-            cell.hdr.count_undelivered();
-            drop(msg);
-        }
         Op::Deliver => cell.handle(msg),
+        Op::Discard => discard(&cell.hdr, msg),
     }
+}
+
+#[cold]
+#[inline(never)]
+fn release_limit<M: Message>(l: &Limits) {
+    l.release::<M>();
+}
+
+#[cold]
+#[inline(never)]
+fn discard<M: Message>(h: &Header, msg: M) {
+    h.count_undelivered();
+    drop(msg);
 }
 
 /// Start event: enters the initial state, then `on_start`.
@@ -343,17 +353,15 @@ impl<A: Agent> AgentCell<A> {
     }
 
     /// Handles `msg` now, on the calling thread (which runs the agent).
+    ///
+    /// The hot path (alive, no tracing, a plain handler) is kept small so
+    /// the event function stays cheap; everything else is out of line.
     #[inline(always)]
     pub(crate) fn handle<M: Message>(&self, msg: M) {
         let h = &self.hdr;
         h.dequeued.bump();
-        if !h.alive.load(Ordering::Relaxed) {
-            h.cold.get().dead_dequeued.fetch_add(1, Ordering::Relaxed);
-            h.count_undelivered();
-            return;
-        }
-        if trace::active() {
-            trace::deliver(h, std::any::type_name::<M>());
+        if !h.alive.load(Ordering::Relaxed) || trace::active() {
+            return self.handle_slow(msg);
         }
         match self.behaviour().lookup(h.state.get(), TypeId::of::<M>()) {
             Some(e) if e.plain => {
@@ -362,6 +370,36 @@ impl<A: Agent> AgentCell<A> {
                 let f = unsafe { std::mem::transmute::<*const (), Handler<A, M>>(e.f) };
                 self.run(|agent, ctx| f(agent, ctx, msg));
             }
+            _ => self.handle_other(msg),
+        }
+    }
+
+    /// A finished agent, or tracing on.
+    #[cold]
+    #[inline(never)]
+    fn handle_slow<M: Message>(&self, msg: M) {
+        let h = &self.hdr;
+        if !h.alive.load(Ordering::Relaxed) {
+            h.cold.get().dead_dequeued.fetch_add(1, Ordering::Relaxed);
+            h.count_undelivered();
+            return;
+        }
+        trace::deliver(h, std::any::type_name::<M>());
+        match self.behaviour().lookup(h.state.get(), TypeId::of::<M>()) {
+            Some(e) if e.plain => {
+                // SAFETY: as in `handle`.
+                let f = unsafe { std::mem::transmute::<*const (), Handler<A, M>>(e.f) };
+                self.run(|agent, ctx| f(agent, ctx, msg));
+            }
+            _ => self.handle_other(msg),
+        }
+    }
+
+    /// A request handler, or no handler at all.
+    #[inline(never)]
+    fn handle_other<M: Message>(&self, msg: M) {
+        let h = &self.hdr;
+        match self.behaviour().lookup(h.state.get(), TypeId::of::<M>()) {
             Some(e) => {
                 let mut msg = ManuallyDrop::new(msg);
                 let (f, invoke) = (e.f, e.invoke);
@@ -385,13 +423,11 @@ impl<A: Agent> AgentCell<A> {
     #[inline(always)]
     pub(crate) fn run(&self, f: impl FnOnce(&mut A, &mut Ctx<'_, A>)) {
         let h = &self.hdr;
+        if h.timing {
+            return self.run_timed(f);
+        }
         let guard = RunGuard(h);
         h.running.set(true);
-        let t0 = if h.timing {
-            takt_sched::clock().now()
-        } else {
-            0
-        };
         // SAFETY: exclusive execution (module invariant) and `running`
         // keeps insend from re-entering this agent.
         let agent = unsafe { &mut *self.agent.get() };
@@ -400,10 +436,27 @@ impl<A: Agent> AgentCell<A> {
         if let Some(next) = ctx.take_next() {
             self.transition(agent, &mut ctx, next);
         }
-        if h.timing {
-            let dt = takt_sched::clock().now().saturating_sub(t0);
-            h.cold.get().handler_ticks.fetch_add(dt, Ordering::Relaxed);
+        h.running.set(false);
+        std::mem::forget(guard);
+    }
+
+    /// `run` with the time in the handler measured.
+    #[cold]
+    #[inline(never)]
+    fn run_timed(&self, f: impl FnOnce(&mut A, &mut Ctx<'_, A>)) {
+        let h = &self.hdr;
+        let guard = RunGuard(h);
+        h.running.set(true);
+        let t0 = takt_sched::clock().now();
+        // SAFETY: as in `run`.
+        let agent = unsafe { &mut *self.agent.get() };
+        let mut ctx = Ctx::new(self);
+        f(agent, &mut ctx);
+        if let Some(next) = ctx.take_next() {
+            self.transition(agent, &mut ctx, next);
         }
+        let dt = takt_sched::clock().now().saturating_sub(t0);
+        h.cold.get().handler_ticks.fetch_add(dt, Ordering::Relaxed);
         h.running.set(false);
         std::mem::forget(guard);
     }
