@@ -12,6 +12,11 @@
 //! | [`Ractor`](Peer::Ractor) | `ractor` 0.16 | tokio current-thread runtime | tokio multi-thread runtime, 2 workers |
 //! | [`Crossbeam`](Peer::Crossbeam) | `crossbeam-channel` 0.5 | loops on the calling thread | two threads made by [`takt_sched::ThreadSpec`] |
 //!
+//! The `peers` cargo feature of takt-lab (and of the `takt` binary) compiles
+//! this module in and is on by default; `--no-default-features` leaves actix,
+//! kameo, ractor and tokio out of lean builds. kameo 0.22 needs Rust 1.88, so
+//! the default build does too; a lean build keeps the workspace's minimum.
+//!
 //! [`run_once`] builds the peer's runtime, runs **one** measured repetition of
 //! one [`PeerBench`] and tears everything down again (every actor stopped and
 //! accounted for, every runtime and thread it made gone) before it returns. The
@@ -60,7 +65,7 @@
 //! actors that started and stopped, and the result (`ping_pong`'s final count,
 //! every ring token's hop count, skynet's sum). A mismatch is a
 //! [`PeerError::Check`], a run that does not finish within a generous deadline
-//! (a minute plus 20 µs per message or actor) is a [`PeerError::Timeout`]: a
+//! (two minutes plus 50 µs per message or actor) is a [`PeerError::Timeout`]: a
 //! wrong number is never returned silently.
 //!
 //! ## How each peer is set up, and where the setups differ
@@ -205,9 +210,12 @@ pub enum PeerBench {
 }
 
 impl PeerBench {
-    /// The largest skynet accepted: 10^7 leaves is 11,111,111 actors, several
-    /// GB on the heavier peers; 10^8 would not fit this class of machine.
-    pub const MAX_SKYNET_LEAVES: u64 = 10_000_000;
+    /// The largest skynet accepted. Every node of the tree is alive at once
+    /// before the leaves report (tokio and actix run spawned actors in FIFO
+    /// order), so 10^6 leaves already peak at about 7 GB of resident memory on
+    /// kameo and ractor (0.9 GB on actix), measured on takt's 24 GB machines;
+    /// 10^7 would need ten times that.
+    pub const MAX_SKYNET_LEAVES: u64 = 1_000_000;
 
     /// The benchmark's stable name, as in takt's own rows.
     pub fn name(&self) -> &'static str {
@@ -281,8 +289,10 @@ impl PeerBench {
         Ok(())
     }
 
-    /// How long a run may take before it is declared hung: one minute plus
-    /// 20 µs per message or actor — far beyond any healthy run.
+    /// How long a run may take before it is declared hung: two minutes plus
+    /// 50 µs per message or actor — far beyond any healthy run, even a first
+    /// one on a loaded machine (a first kameo skynet of 10^6 leaves took 45 s
+    /// on a busy 2-core machine, against a 231 s deadline).
     fn deadline(&self) -> Duration {
         let work = match *self {
             PeerBench::PingPong { messages, .. } => messages,
@@ -291,8 +301,8 @@ impl PeerBench {
             }
             PeerBench::Skynet { leaves } => skynet_nodes(leaves).saturating_mul(2),
         };
-        Duration::from_secs(60)
-            + Duration::from_micros(20).saturating_mul(work.min(u32::MAX as u64) as u32)
+        Duration::from_secs(120)
+            + Duration::from_micros(50).saturating_mul(work.min(u32::MAX as u64) as u32)
     }
 }
 
@@ -376,6 +386,10 @@ pub enum PeerError {
 /// runtime, sets up the actors, measures, checks the work was done, and tears
 /// everything down before returning.
 ///
+/// Call it from a plain thread: the framework peers build their own runtime,
+/// which tokio forbids inside another one (that case is a
+/// [`PeerError::Setup`], not a panic).
+///
 /// # Errors
 /// [`PeerError::InvalidParams`] before anything is built; otherwise
 /// [`Setup`](PeerError::Setup), [`Failed`](PeerError::Failed),
@@ -388,6 +402,12 @@ pub fn run_once(peer: Peer, bench: &PeerBench) -> Result<PeerSample, PeerError> 
         bench: bench.name(),
         deadline: bench.deadline(),
     };
+    if peer != Peer::Crossbeam && tokio::runtime::Handle::try_current().is_ok() {
+        return Err(run.setup(
+            "called from inside a tokio runtime; each run builds its own runtime, \
+             so call run_once from a plain thread",
+        ));
+    }
     match *bench {
         PeerBench::PingPong {
             messages,
