@@ -10,8 +10,8 @@
 //! - `wake_flag`: a `wake` after setting the `also` flag ends a wait.
 #![cfg(loom)]
 
-use takt_sched::sync::{thread, Arc, AtomicBool, AtomicUsize, Ordering};
 use takt_agents::queue::{MpscQueue, WakeQueue};
+use takt_sched::sync::{thread, Arc, AtomicBool, AtomicUsize, Ordering};
 use takt_sched::SpinBudget;
 
 fn builder() -> loom::model::Builder {

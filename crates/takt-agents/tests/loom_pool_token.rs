@@ -9,8 +9,8 @@
 //! agent at any time, every event is run, and the count ends at 0.
 #![cfg(loom)]
 
-use takt_sched::sync::{thread, Arc, AtomicU64, AtomicUsize, Mutex, Ordering};
 use takt_agents::queue::MpscQueue;
+use takt_sched::sync::{thread, Arc, AtomicU64, AtomicUsize, Mutex, Ordering};
 
 struct Agent {
     queue: MpscQueue<u32>,
