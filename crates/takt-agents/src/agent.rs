@@ -36,7 +36,7 @@ use crate::dispatcher::pool::PoolShared;
 use crate::envelope::{take, Envelope, EventFn, Op, Payload, REF_TAG};
 use crate::limits::Limits;
 use crate::queue::MpscQueue;
-use crate::state::Behaviour;
+use crate::state::{Behaviour, Handler};
 use crate::stats::{agent_snapshot, LazyCold};
 use crate::worker::{self, WorkerShared};
 use crate::{trace, Ctx, Definer, State};
@@ -147,11 +147,12 @@ pub(crate) struct AgentVTable {
 
 /// The type-independent part of a cell; first field of `AgentCell<A>`.
 ///
-/// Layout: the cell is 64-byte aligned, and the fields the send path and
-/// the dispatch path touch for every message (`sink` through `coop`) fill
-/// its first cache line; the second holds the rest and the start of the
-/// agent value. A send therefore touches one line of its target, and
-/// prefetches the second for the dispatch that follows.
+/// Layout: the fields the send path and the dispatch path touch for every
+/// message (`sink` through `behaviour`, 56 bytes after the reference
+/// counts) come first, so they span at most two cache lines; the agent
+/// value follows the cold fields. A send prefetches the line after the hot
+/// fields for the dispatch that follows. (The cell is not over-aligned:
+/// an aligned allocation costs more at registration than it saves.)
 #[repr(C)]
 pub(crate) struct Header {
     pub(crate) sink: Sink,
@@ -192,7 +193,7 @@ impl Header {
 }
 
 /// An agent and its header.
-#[repr(C, align(64))]
+#[repr(C)]
 pub(crate) struct AgentCell<A: Agent> {
     pub(crate) hdr: Header,
     pub(crate) agent: UnsafeCell<A>,
@@ -255,15 +256,25 @@ pub(crate) unsafe fn deliver<A: Agent, M: Message>(op: Op, target: usize, payloa
     // SAFETY: the payload holds an `M` not yet taken.
     let msg: M = unsafe { take(payload) };
     if let Some(l) = &cell.hdr.limits {
-        l.release::<M>();
+        release_limit::<M>(l);
     }
     match op {
-        Op::Discard => {
-            cell.hdr.count_undelivered();
-            drop(msg);
-        }
         Op::Deliver => cell.handle(msg),
+        Op::Discard => discard(&cell.hdr, msg),
     }
+}
+
+#[cold]
+#[inline(never)]
+fn release_limit<M: Message>(l: &Limits) {
+    l.release::<M>();
+}
+
+#[cold]
+#[inline(never)]
+fn discard<M: Message>(h: &Header, msg: M) {
+    h.count_undelivered();
+    drop(msg);
 }
 
 /// Start event: enters the initial state, then `on_start`.
@@ -342,18 +353,52 @@ impl<A: Agent> AgentCell<A> {
     }
 
     /// Handles `msg` now, on the calling thread (which runs the agent).
+    ///
+    /// The hot path (alive, no tracing, a plain handler) is kept small so
+    /// the event function stays cheap; everything else is out of line.
     #[inline(always)]
     pub(crate) fn handle<M: Message>(&self, msg: M) {
         let h = &self.hdr;
         h.dequeued.bump();
+        if !h.alive.load(Ordering::Relaxed) || trace::active() {
+            return self.handle_slow(msg);
+        }
+        match self.behaviour().lookup(h.state.get(), TypeId::of::<M>()) {
+            Some(e) if e.plain => {
+                // SAFETY: a plain entry for `M` (TypeId match) holds a
+                // `Handler<A, M>`.
+                let f = unsafe { std::mem::transmute::<*const (), Handler<A, M>>(e.f) };
+                self.run(|agent, ctx| f(agent, ctx, msg));
+            }
+            _ => self.handle_other(msg),
+        }
+    }
+
+    /// A finished agent, or tracing on.
+    #[cold]
+    #[inline(never)]
+    fn handle_slow<M: Message>(&self, msg: M) {
+        let h = &self.hdr;
         if !h.alive.load(Ordering::Relaxed) {
             h.cold.get().dead_dequeued.fetch_add(1, Ordering::Relaxed);
             h.count_undelivered();
             return;
         }
-        if trace::active() {
-            trace::deliver(h, std::any::type_name::<M>());
+        trace::deliver(h, std::any::type_name::<M>());
+        match self.behaviour().lookup(h.state.get(), TypeId::of::<M>()) {
+            Some(e) if e.plain => {
+                // SAFETY: as in `handle`.
+                let f = unsafe { std::mem::transmute::<*const (), Handler<A, M>>(e.f) };
+                self.run(|agent, ctx| f(agent, ctx, msg));
+            }
+            _ => self.handle_other(msg),
         }
+    }
+
+    /// A request handler, or no handler at all.
+    #[inline(never)]
+    fn handle_other<M: Message>(&self, msg: M) {
+        let h = &self.hdr;
         match self.behaviour().lookup(h.state.get(), TypeId::of::<M>()) {
             Some(e) => {
                 let mut msg = ManuallyDrop::new(msg);
@@ -378,13 +423,11 @@ impl<A: Agent> AgentCell<A> {
     #[inline(always)]
     pub(crate) fn run(&self, f: impl FnOnce(&mut A, &mut Ctx<'_, A>)) {
         let h = &self.hdr;
+        if h.timing {
+            return self.run_timed(f);
+        }
         let guard = RunGuard(h);
         h.running.set(true);
-        let t0 = if h.timing {
-            takt_sched::clock().now()
-        } else {
-            0
-        };
         // SAFETY: exclusive execution (module invariant) and `running`
         // keeps insend from re-entering this agent.
         let agent = unsafe { &mut *self.agent.get() };
@@ -393,10 +436,27 @@ impl<A: Agent> AgentCell<A> {
         if let Some(next) = ctx.take_next() {
             self.transition(agent, &mut ctx, next);
         }
-        if h.timing {
-            let dt = takt_sched::clock().now().saturating_sub(t0);
-            h.cold.get().handler_ticks.fetch_add(dt, Ordering::Relaxed);
+        h.running.set(false);
+        std::mem::forget(guard);
+    }
+
+    /// `run` with the time in the handler measured.
+    #[cold]
+    #[inline(never)]
+    fn run_timed(&self, f: impl FnOnce(&mut A, &mut Ctx<'_, A>)) {
+        let h = &self.hdr;
+        let guard = RunGuard(h);
+        h.running.set(true);
+        let t0 = takt_sched::clock().now();
+        // SAFETY: as in `run`.
+        let agent = unsafe { &mut *self.agent.get() };
+        let mut ctx = Ctx::new(self);
+        f(agent, &mut ctx);
+        if let Some(next) = ctx.take_next() {
+            self.transition(agent, &mut ctx, next);
         }
+        let dt = takt_sched::clock().now().saturating_sub(t0);
+        h.cold.get().handler_ticks.fetch_add(dt, Ordering::Relaxed);
         h.running.set(false);
         std::mem::forget(guard);
     }
@@ -703,8 +763,9 @@ pub(crate) unsafe fn send_raw<A: Agent, M: Message>(cell: *const AgentCell<A>, m
     }
 }
 
-/// Asks for the cell's second cache line (agent value), which the
-/// dispatch of the message just queued will read.
+/// Asks for the cache line 64 bytes into the cell (the cold fields and the
+/// start of the agent value), which the dispatch of the message just
+/// queued will read.
 #[inline(always)]
 fn prefetch_body<A: Agent>(cell: *const AgentCell<A>) {
     #[cfg(target_arch = "x86_64")]
@@ -723,15 +784,23 @@ fn prefetch_body<A: Agent>(cell: *const AgentCell<A>) {
 pub(crate) fn post_start<A: Agent>(cell: &Arc<AgentCell<A>>) {
     // The event carries its own reference.
     let raw = Arc::into_raw(cell.clone());
-    post_signal(&cell.hdr, start::<A>, raw as usize | REF_TAG);
+    post_signal(&cell.hdr, start::<A>, raw as usize | REF_TAG, false);
 }
 
 /// Queues a signal event (start, finish) carrying a strong reference.
-pub(crate) fn post_signal(h: &Header, call: EventFn, tagged_target: usize) {
+/// With `after_all` the event runs after everything already sent to the
+/// agent from any thread (a finish event must): on the agent's own thread
+/// the ready remote events are first moved into the local queue.
+pub(crate) fn post_signal(h: &Header, call: EventFn, tagged_target: usize, after_all: bool) {
     let e = Envelope::signal(call, tagged_target);
     match &h.sink {
         Sink::Thread(ws) => match worker::local_core(ws) {
-            Some(core) => core.push_local(e, h.prio),
+            Some(core) => {
+                if after_all {
+                    core.absorb_remote(ws);
+                }
+                core.push_local(e, h.prio)
+            }
             None => ws.push_remote(e),
         },
         Sink::Pool(p) => {

@@ -134,7 +134,7 @@ impl CoopShared {
             let h: *const Header = a.into_raw();
             // SAFETY: `h` is live; the count we give up travels with the event.
             let hdr = unsafe { &*h };
-            post_signal(hdr, hdr.vt.finish, h as usize | REF_TAG);
+            post_signal(hdr, hdr.vt.finish, h as usize | REF_TAG, true);
         }
         self.release_one();
     }
@@ -239,7 +239,7 @@ impl CoopBuilder {
     pub(crate) fn new(rt: Arc<RtShared>, name: String, parent: Option<Arc<CoopShared>>) -> Self {
         CoopBuilder {
             shared: CoopShared::new(rt, name, parent),
-            agents: Vec::new(),
+            agents: Vec::with_capacity(16),
             registered: false,
             last: None,
         }

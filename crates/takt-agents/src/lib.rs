@@ -10,35 +10,36 @@
 //! ```
 //! use takt_agents::{Addr, Agent, Config, Ctx, Definer, Runtime};
 //!
-//! struct Ping(u32);
-//! struct Player { peer: Option<Addr<Player>>, left: u32 }
+//! struct Ball(u32);
+//! struct Meet(Addr<Player>);
+//! struct Player { peer: Option<Addr<Player>> }
 //!
 //! impl Agent for Player {
 //!     fn define(def: &mut Definer<Self>) {
-//!         def.on(|me: &mut Player, ctx: &mut Ctx<Player>, Ping(n): Ping| {
-//!             if n == 0 || me.left == 0 {
-//!                 ctx.deregister_coop();
-//!             } else {
-//!                 me.left -= 1;
-//!                 me.peer.as_ref().unwrap().send(Ping(n - 1));
-//!             }
-//!         });
+//!         def.on(|me: &mut Player, _: &mut Ctx<Player>, Meet(p): Meet| me.peer = Some(p))
+//!             .on(|me: &mut Player, ctx: &mut Ctx<Player>, Ball(n): Ball| {
+//!                 match (&me.peer, n) {
+//!                     (_, 0) => ctx.deregister_coop(), // game over
+//!                     (Some(p), _) => p.send(Ball(n - 1)),
+//!                     (None, _) => {}
+//!                 }
+//!             });
 //!     }
 //! }
 //!
 //! let rt = Runtime::new(Config::default());
 //! let disp = rt.one_thread("main").unwrap();
 //! let mut coop = rt.coop("game");
-//! let a = coop.add(Player { peer: None, left: 100 }, &disp).unwrap();
-//! let b = coop.add(Player { peer: Some(a.clone()), left: 100 }, &disp).unwrap();
+//! let a = coop.add(Player { peer: None }, &disp).unwrap();
+//! let b = coop.add(Player { peer: None }, &disp).unwrap();
 //! let game = coop.register().unwrap();
-//! // Close the loop from outside, then serve.
-//! # struct SetPeer;
-//! b.send(Ping(0)); // b has no work: it deregisters the game at once
+//! a.send(Meet(b.clone()));
+//! b.send(Meet(a.clone()));
+//! a.send(Ball(1000)); // 1001 deliveries between a and b, then done
 //! assert!(game.wait_timeout(std::time::Duration::from_secs(10)));
+//! assert_eq!(a.stats().handled + b.stats().handled, 1001 + 2);
 //! let report = rt.shutdown();
 //! assert_eq!(report.coops_timed_out, 0);
-//! # let _ = a;
 //! ```
 //!
 //! ## The pieces
@@ -72,6 +73,11 @@
 //! wake the consumer only when it announced it sleeps. See `worker.rs` and
 //! `agent.rs` for the invariants.
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+
+/// The README's example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 mod agent;
 mod ask;

@@ -78,7 +78,10 @@ pub(crate) type Invoke<A> = unsafe fn(*const (), &mut A, &mut Ctx<'_, A>, *mut u
 
 pub(crate) struct Entry<A: Agent> {
     pub(crate) type_id: TypeId,
+    /// The user's function: a `Handler<A, M>` when `plain`.
     pub(crate) f: *const (),
+    /// A plain handler, called directly (no `invoke` trampoline).
+    pub(crate) plain: bool,
     pub(crate) invoke: Invoke<A>,
 }
 
@@ -325,6 +328,7 @@ impl<A: Agent> StateBuilder<'_, A> {
         self.entry(Entry {
             type_id: TypeId::of::<M>(),
             f: h as *const (),
+            plain: true,
             invoke: invoke_plain::<A, M>,
         });
         self
@@ -335,6 +339,7 @@ impl<A: Agent> StateBuilder<'_, A> {
         self.entry(Entry {
             type_id: TypeId::of::<Ask<Q, R>>(),
             f: h as *const (),
+            plain: false,
             invoke: invoke_ask::<A, Q, R>,
         });
         self
@@ -402,9 +407,16 @@ impl<A: Agent> Behaviour<A> {
     /// The handler for `type_id` in state `state` (own or inherited).
     #[inline(always)]
     pub(crate) fn lookup(&self, state: u16, type_id: TypeId) -> Option<&Entry<A>> {
-        // `state` is always a defined state: set only from checked values.
-        let table = &self.states[state as usize].table;
-        table.iter().find(|e| e.type_id == type_id)
+        // `state` is always a defined state: set only from checked values
+        // (`has_state`), so the index is in bounds.
+        debug_assert!((state as usize) < self.states.len());
+        // SAFETY: see above.
+        let table = &unsafe { self.states.get_unchecked(state as usize) }.table;
+        // Most states handle few types and the first is the likeliest.
+        match table.first() {
+            Some(e) if e.type_id == type_id => Some(e),
+            _ => table.iter().skip(1).find(|e| e.type_id == type_id),
+        }
     }
 
     /// Whether `s` is a state of this type.

@@ -195,6 +195,24 @@ impl WorkerCore {
         unsafe { (*self.local.get()).push(e, prio) }
     }
 
+    /// Moves every ready remote event into the local queue, so an event
+    /// pushed locally next runs after everything already sent from other
+    /// threads too. Only called on the worker's thread (`local_core`).
+    pub(crate) fn absorb_remote(&self, sh: &WorkerShared) {
+        debug_assert!(std::ptr::eq(self.shared, sh));
+        // SAFETY: this thread is the worker of `sh`, the remote queue's
+        // only consumer.
+        while let Some(e) = unsafe { sh.remote.pop() } {
+            let prio = if sh.prio {
+                // SAFETY: the event holds a reference to its target.
+                unsafe { header_at(e.target()).prio }
+            } else {
+                0
+            };
+            self.push_local(e, prio);
+        }
+    }
+
     #[inline(always)]
     fn pop_local(&self) -> Option<Envelope> {
         // SAFETY: as in `push_local`; the borrow ends before the event runs.

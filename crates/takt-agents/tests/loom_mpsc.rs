@@ -10,9 +10,8 @@
 //! - `wake_flag`: a `wake` after setting the `also` flag ends a wait.
 #![cfg(loom)]
 
-use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use loom::sync::Arc;
 use takt_agents::queue::{MpscQueue, WakeQueue};
+use takt_sched::sync::{thread, Arc, AtomicBool, AtomicUsize, Ordering};
 use takt_sched::SpinBudget;
 
 fn builder() -> loom::model::Builder {
@@ -29,7 +28,7 @@ fn fifo_two_producers() {
         let producers: Vec<_> = (0..2u32)
             .map(|p| {
                 let (q, side) = (q.clone(), side.clone());
-                loom::thread::spawn(move || {
+                thread::spawn(move || {
                     if p == 0 {
                         side.store(7, Ordering::Relaxed);
                     }
@@ -52,7 +51,7 @@ fn fifo_two_producers() {
                     next[p as usize] += 1;
                     got += 1;
                 }
-                None => loom::thread::yield_now(),
+                None => thread::yield_now(),
             }
         }
         for p in producers {
@@ -70,7 +69,7 @@ fn no_lost_wakeup() {
         let producers: Vec<_> = (0..2u32)
             .map(|p| {
                 let q = q.clone();
-                loom::thread::spawn(move || {
+                thread::spawn(move || {
                     q.push(p);
                 })
             })
@@ -97,7 +96,7 @@ fn wake_flag() {
         let q: Arc<WakeQueue<u32>> = Arc::new(WakeQueue::new());
         let stop = Arc::new(AtomicBool::new(false));
         let (q2, s2) = (q.clone(), stop.clone());
-        let t = loom::thread::spawn(move || {
+        let t = thread::spawn(move || {
             s2.store(true, Ordering::SeqCst);
             q2.wake();
         });

@@ -9,9 +9,8 @@
 //! agent at any time, every event is run, and the count ends at 0.
 #![cfg(loom)]
 
-use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use loom::sync::{Arc, Mutex};
 use takt_agents::queue::MpscQueue;
+use takt_sched::sync::{thread, Arc, AtomicU64, AtomicUsize, Mutex, Ordering};
 
 struct Agent {
     queue: MpscQueue<u32>,
@@ -77,12 +76,12 @@ fn one_runner_and_nothing_stranded() {
             run_queue: Mutex::new(0),
         });
         let a1 = a.clone();
-        let sender = loom::thread::spawn(move || {
+        let sender = thread::spawn(move || {
             a1.send(1);
             a1.send(2);
         });
         let a2 = a.clone();
-        let runner = loom::thread::spawn(move || {
+        let runner = thread::spawn(move || {
             a2.try_run();
         });
         a.send(3);

@@ -342,8 +342,7 @@ impl Agent for Node {
             return;
         }
         let me = ctx.addr();
-        let rt = ctx.runtime();
-        let mut coop = rt.coop("skynet");
+        let mut coop = ctx.coop().child("skynet");
         for k in 0..10 {
             let child = Node {
                 level: self.level + 1,

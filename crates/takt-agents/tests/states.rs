@@ -1,0 +1,136 @@
+//! State semantics: flat and nested states, on_enter/on_exit order,
+//! parent handlers, unhandled counting, bad state changes.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use common::*;
+use takt_agents::{Agent, Ctx, Definer, State};
+
+const ON: State = State::new(1);
+const ON_LOW: State = State::new(2);
+const ON_HIGH: State = State::new(3);
+const OFF: State = State::new(4);
+
+/// A lamp: OFF ⟶ ON(LOW|HIGH), with a parent handler in ON.
+struct Lamp {
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+struct Toggle;
+struct Brighter;
+struct Probe;
+struct Bogus;
+struct Chain;
+
+fn note(me: &mut Lamp, s: &str) {
+    me.log.lock().unwrap().push(s.to_string());
+}
+
+impl Agent for Lamp {
+    fn define(def: &mut Definer<Self>) {
+        def.initial(OFF);
+        def.state(OFF)
+            .name("off")
+            .on_enter(|m: &mut Lamp, _: &mut Ctx<Lamp>| note(m, "enter off"))
+            .on_exit(|m: &mut Lamp, _: &mut Ctx<Lamp>| note(m, "exit off"))
+            .on(|_: &mut Lamp, c: &mut Ctx<Lamp>, _: Toggle| c.change_state(ON_LOW))
+            .on(|_: &mut Lamp, c: &mut Ctx<Lamp>, _: Bogus| c.change_state(State::new(999)))
+            .on(|_: &mut Lamp, c: &mut Ctx<Lamp>, _: Chain| c.change_state(ON_HIGH));
+        def.state(ON)
+            .name("on")
+            .on_enter(|m: &mut Lamp, _: &mut Ctx<Lamp>| note(m, "enter on"))
+            .on_exit(|m: &mut Lamp, _: &mut Ctx<Lamp>| note(m, "exit on"))
+            // Handled by the parent for both substates.
+            .on(|_: &mut Lamp, c: &mut Ctx<Lamp>, _: Toggle| c.change_state(OFF))
+            .on(|m: &mut Lamp, c: &mut Ctx<Lamp>, _: Probe| {
+                let s = format!("probe in {}", c.state_name());
+                note(m, &s)
+            });
+        def.state(ON_LOW)
+            .name("low")
+            .parent(ON)
+            .on_enter(|m: &mut Lamp, _: &mut Ctx<Lamp>| note(m, "enter low"))
+            .on_exit(|m: &mut Lamp, _: &mut Ctx<Lamp>| note(m, "exit low"))
+            .on(|_: &mut Lamp, c: &mut Ctx<Lamp>, _: Brighter| c.change_state(ON_HIGH));
+        def.state(ON_HIGH)
+            .name("high")
+            .parent(ON)
+            .on_enter(|m: &mut Lamp, _: &mut Ctx<Lamp>| {
+                note(m, "enter high");
+            })
+            .on_exit(|m: &mut Lamp, _: &mut Ctx<Lamp>| note(m, "exit high"))
+            // Overrides the parent's Probe handler.
+            .on(|m: &mut Lamp, _: &mut Ctx<Lamp>, _: Probe| note(m, "high probe"));
+    }
+
+    fn on_start(&mut self, ctx: &mut Ctx<Self>) {
+        let s = format!("start in {}", ctx.state_name());
+        note(self, &s);
+    }
+}
+
+#[test]
+fn nested_states_hooks_and_fallback() {
+    let rt = runtime();
+    let d = rt.one_thread("d").unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut coop = rt.coop("lamp");
+    let lamp = coop.add(Lamp { log: log.clone() }, &d).unwrap();
+    let coop = coop.register().unwrap();
+    lamp.send(Probe); // unhandled in OFF
+    lamp.send(Toggle); // OFF -> LOW (enters ON then LOW)
+    lamp.send(Probe); // parent handler
+    lamp.send(Brighter); // LOW -> HIGH: exits LOW only, enters HIGH only
+    lamp.send(Probe); // HIGH's own handler
+    lamp.send(Brighter); // unhandled in HIGH (and in ON)
+    lamp.send(Toggle); // parent's: HIGH -> OFF, exits HIGH then ON
+    lamp.send(Bogus); // refused, counted
+    lamp.send(Chain); // OFF -> HIGH directly: enters ON then HIGH
+    assert!(eventually(
+        || log.lock().unwrap().len() >= 15 && lamp.stats().queued == 0
+    ));
+    let expect = [
+        "enter off",
+        "start in off",
+        "exit off",
+        "enter on",
+        "enter low",
+        "probe in low",
+        "exit low",
+        "enter high",
+        "high probe",
+        "exit high",
+        "exit on",
+        "enter off",
+        "exit off",
+        "enter on",
+        "enter high",
+    ];
+    let got = log.lock().unwrap().clone();
+    assert_eq!(got[..expect.len()], expect, "{got:#?}");
+    let st = lamp.stats();
+    assert_eq!(st.unhandled, 2);
+    assert_eq!(st.bad_state_changes, 1);
+    assert_eq!(st.handled, 7);
+    coop.deregister();
+    assert!(coop.wait_timeout(LONG));
+}
+
+struct Broken;
+impl Agent for Broken {
+    fn define(def: &mut Definer<Self>) {
+        def.state(State::new(1)).parent(State::new(2));
+        def.state(State::new(2)).parent(State::new(1));
+    }
+}
+
+#[test]
+fn inconsistent_definitions_are_refused() {
+    let rt = runtime();
+    let d = rt.one_thread("d").unwrap();
+    let mut coop = rt.coop("bad");
+    let e = coop.add(Broken, &d).unwrap_err();
+    assert!(e.to_string().contains("its own ancestor"), "{e}");
+}
