@@ -92,7 +92,7 @@ pub mod trace;
 
 pub use builder::{Bus, NetworkBuilder, Ports, ProcessId};
 pub use error::{BuildError, RunError};
-pub use exec::{Executor, ExecutorKind, RunReport, MAX_THREADS};
+pub use exec::{Executor, ExecutorKind, RunReport, DEFAULT_REBALANCE_EVERY, MAX_THREADS};
 pub use network::Network;
 pub use process::{Io, Process};
 pub use signal::{In, Initial, Out, Policy, Signal, SignalDef, SignalInfo, VcdKind};

@@ -440,3 +440,27 @@ fn balanced_recuts_when_costs_drift() {
         assert_eq!(a.value(*x), b.value(*y));
     }
 }
+
+#[test]
+fn every_process_steps_once_per_cycle_split_across_workers() {
+    for e in executors() {
+        let (mut net, _) = ring(10);
+        let r = net.run(&e, 3).unwrap();
+        assert_eq!(r.last_cycle_processes.len(), e.threads());
+        assert_eq!(
+            r.last_cycle_processes.iter().sum::<u32>(),
+            10,
+            "{} x{}",
+            e.kind(),
+            e.threads()
+        );
+        if e.kind() == ExecutorKind::Static {
+            // Even contiguous partitions.
+            let (lo, hi) = (10 / e.threads() as u32, 10u32.div_ceil(e.threads() as u32));
+            assert!(
+                r.last_cycle_processes.iter().all(|&n| n == lo || n == hi),
+                "{r:?}"
+            );
+        }
+    }
+}

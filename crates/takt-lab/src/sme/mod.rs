@@ -508,3 +508,32 @@ impl SmeBench {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn published_figures_convert_to_ns_per_step() {
+        let ns = published::ns_per_step("sync_ring", ExecutorKind::Static, 1, 20_000).unwrap();
+        assert!((ns - 34.1).abs() < 0.1, "{ns}");
+        let s = published::speedup("sync_ring", ExecutorKind::Worklist, 2, 20_000).unwrap();
+        assert!((s - 0.741).abs() < 0.01, "{s}");
+        assert!(published::ns_per_step("sync_ring", ExecutorKind::Balanced, 1, 20_000).is_none());
+        let e = published::weak_efficiency(ExecutorKind::Static, 2, "1:2").unwrap();
+        assert!((e - 1.089).abs() < 0.01, "{e}");
+    }
+
+    #[test]
+    fn rings_run_and_the_floor_agrees() {
+        for (kind, threads) in executors(2) {
+            let mut ring = compute_ring(6, |i| if i < 3 { 10 } else { 40 });
+            ring.net
+                .run(&Executor::new(kind, threads), 25)
+                .expect("the ring runs");
+            assert_eq!(ring.net.value(ring.first), 25);
+        }
+        let ns = floor_ring(16, 100, |_| 0);
+        assert!(ns.is_finite() && ns > 0.0);
+    }
+}

@@ -98,8 +98,12 @@ pub struct Executor {
     spin: SpinBudget,
     chunk: Option<u32>,
     rebalance_every: u64,
+    adaptive: bool,
     drift: f64,
 }
+
+/// `balanced`: the shortest default interval between cost checks, in cycles.
+pub const DEFAULT_REBALANCE_EVERY: u64 = 1024;
 
 /// Most worker threads an executor may use.
 pub const MAX_THREADS: usize = 1024;
@@ -117,7 +121,8 @@ impl Executor {
             spec: ThreadSpec::new("sme"),
             spin: SpinBudget::DEFAULT,
             chunk: None,
-            rebalance_every: 1024,
+            rebalance_every: DEFAULT_REBALANCE_EVERY,
+            adaptive: true,
             drift: 1.05,
         }
     }
@@ -147,11 +152,16 @@ impl Executor {
         self
     }
 
-    /// `balanced`: re-measure costs every `cycles` cycles (0: only the trial
-    /// cycle), and re-cut when the current partition's slowest thread is
-    /// `drift` times (default 1.05) the best cut's.
+    /// `balanced`: re-measure costs exactly every `cycles` cycles (0: only
+    /// the trial cycle), and re-cut when the current partition's slowest
+    /// thread is `drift` times (default 1.05) the best cut's.
+    ///
+    /// By default the executor checks every [`DEFAULT_REBALANCE_EVERY`]
+    /// cycles or less often, lengthening the interval so that measuring
+    /// (one timed cycle) and re-cutting stay near 1% of the run time.
     pub fn with_rebalance(mut self, cycles: u64, drift: f64) -> Self {
         self.rebalance_every = cycles;
+        self.adaptive = false;
         self.drift = drift.max(1.0);
         self
     }

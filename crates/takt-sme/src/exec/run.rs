@@ -73,9 +73,17 @@ struct Balanced {
     /// Per process (execution index): ticks of its last measured step.
     /// Written by the worker stepping it in a measuring cycle.
     costs: UnsafeCell<Vec<u64>>,
-    /// Cycles between measurements (0 = trial only); set after the trial.
-    interval: AtomicU64,
+    /// The next measuring cycle (`u64::MAX`: none); set by worker 0 between
+    /// the two barriers of a measuring cycle, read by every worker at the
+    /// start of each cycle (so all read the same value for a cycle).
+    next_check: AtomicU64,
+    /// Worker 0 only: clock tick at the end of the last check.
+    last_check_end: AtomicU64,
+    /// Worker 0 only: cycle of the last check.
+    last_check_cycle: AtomicU64,
     every: u64,
+    /// Lengthen `every` to keep checks cheap (see `Executor::with_rebalance`).
+    adaptive: bool,
     drift: f64,
     rebalances: AtomicU32,
 }
@@ -89,10 +97,19 @@ impl Balanced {
         if threads < 2 {
             return false;
         }
-        let since = cycle - start;
         // Relaxed: written by worker 0 before the re-balance barrier.
-        let interval = self.interval.load(Ordering::Relaxed);
-        since == 0 || (interval > 0 && since.is_multiple_of(interval))
+        cycle == start || cycle == self.next_check.load(Ordering::Relaxed)
+    }
+
+    /// Cycles until the next check, keeping measuring and re-cutting near
+    /// 1/`REBALANCE_OVERHEAD_FACTOR` of the run: `check` ticks spent per
+    /// check, `cycle` ticks per ordinary cycle.
+    fn interval(&self, check: u64, cycle: u64) -> u64 {
+        if !self.adaptive {
+            return self.every;
+        }
+        self.every
+            .max(REBALANCE_OVERHEAD_FACTOR.saturating_mul(check) / cycle.max(1))
     }
 }
 
@@ -178,7 +195,7 @@ impl Shared {
     }
 
     /// One cycle's stepping for worker `t`; returns processes stepped.
-    fn step_cycle(&self, t: usize, cycle: u64, p: usize, io: &mut Io<'_>) -> u32 {
+    fn step_cycle(&self, t: usize, cycle: u64, p: usize, timed: bool, io: &mut Io<'_>) -> u32 {
         let mut stepped = 0;
         let par = (cycle & 1) as usize;
         // SAFETY (all `run_chunk` calls): every chunk index is handed to
@@ -187,6 +204,7 @@ impl Shared {
         match &self.plan {
             Plan::Fixed { parts } => {
                 for ch in &parts[t] {
+                    // SAFETY: fixed partitions are disjoint.
                     unsafe { self.run_chunk(ch, io, p, None) };
                     stepped += ch.end - ch.start;
                 }
@@ -194,6 +212,7 @@ impl Shared {
             Plan::Worklist { chunks, cursors } => {
                 while let Some(i) = cursors[par].claim(chunks.len()) {
                     let ch = &chunks[i];
+                    // SAFETY: the cursor hands `i` out once this cycle.
                     unsafe { self.run_chunk(ch, io, p, None) };
                     stepped += ch.end - ch.start;
                 }
@@ -210,6 +229,7 @@ impl Shared {
             } => {
                 while let Some(i) = deques[t][par].pop_front() {
                     let ch = &chunks[i as usize];
+                    // SAFETY: the deque hands `i` out once this cycle.
                     unsafe { self.run_chunk(ch, io, p, None) };
                     stepped += ch.end - ch.start;
                 }
@@ -217,6 +237,7 @@ impl Shared {
                     let victim = &deques[(t + k) % self.threads][par];
                     while let Some(i) = victim.steal_back() {
                         let ch = &chunks[i as usize];
+                        // SAFETY: the deque hands `i` out once this cycle.
                         unsafe { self.run_chunk(ch, io, p, None) };
                         stepped += ch.end - ch.start;
                     }
@@ -225,12 +246,15 @@ impl Shared {
                 deques[t][par ^ 1].reset(homes[t].start, homes[t].end);
             }
             Plan::Balanced(b) => {
-                let timed = b.measuring(self.start, cycle, self.threads);
                 // SAFETY: `parts` changes only between the two barriers of a
                 // re-balance, while no worker steps.
                 let parts = unsafe { &*b.parts.get() };
+                // SAFETY: in a measuring cycle each worker writes only the
+                // entries of its own processes; worker 0 reads them after
+                // the barrier.
                 let costs = timed.then(|| unsafe { (*b.costs.get()).as_mut_ptr() });
                 for ch in &parts[t] {
+                    // SAFETY: the partitions are disjoint.
                     unsafe { self.run_chunk(ch, io, p, costs) };
                     stepped += ch.end - ch.start;
                 }
@@ -245,9 +269,6 @@ impl Shared {
         let Plan::Balanced(b) = &self.plan else {
             return;
         };
-        if !b.measuring(self.start, cycle, self.threads) {
-            return;
-        }
         if t == 0 {
             let clock = clock();
             let t0 = clock.now();
@@ -271,19 +292,39 @@ impl Shared {
                         .collect();
                     *ranges = best;
                 }
-                if trial && b.every > 0 {
-                    // Measuring costs a timed cycle plus this re-cut; keep it
-                    // near 1% of the run.
+                // Relaxed (all three): worker 0's own bookkeeping, and
+                // `next_check` is published by the barrier below.
+                let end = clock.now();
+                let recut = end.saturating_sub(t0);
+                let next = if b.every == 0 {
+                    u64::MAX
+                } else if trial {
+                    // A measured cycle's per-thread time bounds an ordinary
+                    // one from above; the check costs the re-cut plus a
+                    // timed cycle (at most about one more cycle).
                     let cycle_ticks = costs.iter().sum::<u64>() / self.threads as u64;
-                    let overhead = clock.now().saturating_sub(t0) + cycle_ticks;
-                    let interval = b
-                        .every
-                        .max(REBALANCE_OVERHEAD_FACTOR * overhead / cycle_ticks.max(1));
-                    b.interval.store(interval, Ordering::Relaxed);
-                }
+                    cycle + b.interval(recut + cycle_ticks, cycle_ticks)
+                } else {
+                    // Wall ticks per cycle since the last check (that check
+                    // and this timed cycle included: an over-estimate).
+                    let since = cycle - b.last_check_cycle.load(Ordering::Relaxed);
+                    let wall = t0.saturating_sub(b.last_check_end.load(Ordering::Relaxed));
+                    cycle + b.interval(recut, wall / since.max(1))
+                };
+                b.next_check.store(next, Ordering::Relaxed);
+                b.last_check_end.store(end, Ordering::Relaxed);
+                b.last_check_cycle.store(cycle, Ordering::Relaxed);
             }
         }
         self.barrier.wait();
+    }
+
+    /// Whether `cycle` is a `balanced` measuring cycle.
+    fn measuring(&self, cycle: u64) -> bool {
+        match &self.plan {
+            Plan::Balanced(b) => b.measuring(self.start, cycle, self.threads),
+            _ => false,
+        }
     }
 
     fn add_fault(&self, f: Fault) {
@@ -350,7 +391,12 @@ impl Shared {
             io.undef_read = self.raw.undef[p ^ 1];
             io.gen = cycle + 1;
             io.cycle = cycle;
-            match catch_unwind(AssertUnwindSafe(|| self.step_cycle(t, cycle, p, &mut io))) {
+            // Decided before stepping: `next_check` only changes after the
+            // barrier of a measuring cycle, so every worker sees the same.
+            let measuring = self.measuring(cycle);
+            match catch_unwind(AssertUnwindSafe(|| {
+                self.step_cycle(t, cycle, p, measuring, &mut io)
+            })) {
                 Ok(n) => out.processes = n,
                 Err(payload) => {
                     let message = panic_message(payload.as_ref());
@@ -386,7 +432,9 @@ impl Shared {
             if self.stop_at.load(Ordering::Relaxed) <= cycle {
                 break;
             }
-            self.rebalance(t, cycle);
+            if measuring {
+                self.rebalance(t, cycle);
+            }
             cycle += 1;
         }
         out.end_tick = clock.now();
@@ -458,8 +506,11 @@ fn plan(net: &Network, exec: &Executor) -> Plan {
                 ),
                 ranges: UnsafeCell::new(ranges),
                 costs: UnsafeCell::new(vec![0; n as usize]),
-                interval: AtomicU64::new(exec.rebalance_every),
+                next_check: AtomicU64::new(u64::MAX),
+                last_check_end: AtomicU64::new(0),
+                last_check_cycle: AtomicU64::new(0),
                 every: exec.rebalance_every,
+                adaptive: exec.adaptive,
                 drift: exec.drift,
                 rebalances: AtomicU32::new(0),
             })
