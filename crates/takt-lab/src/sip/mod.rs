@@ -166,6 +166,11 @@ pub enum LoadError {
     /// SIPp misbehaved (fatal exit, no statistics, hung).
     #[error("sipp: {0}")]
     Sipp(String),
+    /// SIPp could not bind its port (taken between choosing and binding
+    /// it, e.g. by another program's ephemeral socket); the run is retried
+    /// on other ports.
+    #[error("sipp: {0}")]
+    Bind(String),
     /// [`LoadPlan::stop`] was set.
     #[error("interrupted")]
     Interrupted,
@@ -245,12 +250,34 @@ impl RunResult {
     }
 }
 
+/// SIPp's exit status for a socket it could not bind (-2).
+const SIPP_EXIT_BIND: i32 = 254;
+
+/// Attempts at a run whose SIPp could not bind its port.
+const BIND_ATTEMPTS: usize = 3;
+
+/// [`run_once`], retried on other ports when SIPp could not bind.
+fn run_fresh_ports(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult, LoadError> {
+    let mut attempt = 1;
+    loop {
+        match run_once(plan, case, calls) {
+            Err(LoadError::Bind(_)) if attempt < BIND_ATTEMPTS => attempt += 1,
+            other => return other,
+        }
+    }
+}
+
 /// One run: a fresh proxy and SIPp pair, `calls` calls at the plan's rate.
 pub fn run_once(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult, LoadError> {
     plan.check_stop()?;
     let dir = ScratchDir::new().map_err(io("creating a scratch directory for sipp"))?;
     let uas_port = free_port().map_err(io("finding a port for the UAS"))?;
-    let uac_port = free_port().map_err(io("finding a port for the UAC"))?;
+    let uac_port = loop {
+        let p = free_port().map_err(io("finding a port for the UAC"))?;
+        if p != uas_port {
+            break p;
+        }
+    };
 
     let mut pc = ProxyConfig::new(
         case.mode,
@@ -275,8 +302,13 @@ pub fn run_once(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult
 
     let mut uas = Kid::spawn(sipp::uas(&plan.sipp, uas_port, dir.path()), "uas")
         .map_err(io("starting sipp"))?;
-    sipp::wait_bound(&mut uas, uas_port, Duration::from_secs(10))
-        .map_err(io("waiting for the sipp UAS"))?;
+    sipp::wait_bound(&mut uas, uas_port, Duration::from_secs(10)).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::TimedOut {
+            LoadError::Sipp(e.to_string())
+        } else {
+            LoadError::Bind(e.to_string())
+        }
+    })?;
 
     let nominal = Duration::from_secs_f64(calls as f64 / f64::from(plan.cps.max(1)));
     let sipp_timeout = nominal + Duration::from_secs(30);
@@ -322,6 +354,11 @@ pub fn run_once(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult
     })?;
     let totals = parse_stat_csv(&stat).map_err(LoadError::Sipp)?;
     let code = status.code();
+    if code == Some(SIPP_EXIT_BIND) && totals.attempted == 0 {
+        return Err(LoadError::Bind(format!(
+            "uac could not bind 127.0.0.1:{uac_port} ({status})"
+        )));
+    }
     if !matches!(code, Some(0) | Some(1)) && totals.attempted == 0 {
         return Err(LoadError::Sipp(format!(
             "uac failed before placing a call ({status})"
@@ -339,11 +376,11 @@ pub fn run_case(
     let label = case_label(case);
     if plan.warmup_calls > 0 {
         progress(&format!("{label}: warm-up, {} calls", plan.warmup_calls));
-        run_once(plan, case, plan.warmup_calls)?;
+        run_fresh_ports(plan, case, plan.warmup_calls)?;
     }
     let mut out = Vec::with_capacity(plan.runs);
     for i in 0..plan.runs.max(1) {
-        let r = run_once(plan, case, plan.calls)?;
+        let r = run_fresh_ports(plan, case, plan.calls)?;
         let t = |k: &str| {
             r.kinds
                 .get(k)
