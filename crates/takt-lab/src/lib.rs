@@ -15,6 +15,7 @@
 //! - `agents_peers` (feature `peers`, on by default): the agent benchmarks on
 //!   actix, kameo, ractor and a crossbeam-channel floor.
 //! - [`sme`]: `takt bench sme`, the C++SME thesis benchmarks.
+//! - [`sip`]: `takt sip load`, SIPp against the in-process SIP proxy.
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod agents;
@@ -25,5 +26,6 @@ pub mod machine;
 pub mod output;
 pub mod result;
 pub mod sampler;
+pub mod sip;
 pub mod sme;
 pub mod stats;

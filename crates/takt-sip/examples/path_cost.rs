@@ -2,7 +2,12 @@
 //! (INVITE, 100, 180, 200, ACK, BYE, 200) through `Proxy::handle` with a
 //! sink that only counts bytes. Prints ns per message by kind.
 //!
-//! `cargo run --release -p takt-sip --example path_cost -- [stateless|stateful] [calls]`
+//! `cargo run --release -p takt-sip --example path_cost -- [stateless|stateful] [calls] [cold]`
+//!
+//! With `cold`, a 16 MiB buffer is written between messages (outside the
+//! timed region), evicting the caches the way other processes do between
+//! two messages of a live proxy at 1,000 cps: the live T_sip's cache misses,
+//! reproducible and without sockets.
 
 use std::time::Instant;
 
@@ -89,6 +94,12 @@ fn main() {
         _ => Mode::Stateful,
     };
     let calls: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(20_000);
+    let cold = args.next().as_deref() == Some("cold");
+    let mut evict = if cold {
+        vec![0u64; 2 << 20]
+    } else {
+        Vec::new()
+    };
     let mut c = ProxyConfig::new(
         mode,
         Local {
@@ -156,6 +167,10 @@ fn main() {
     let mut per: std::collections::BTreeMap<&str, Vec<u64>> = Default::default();
     let clock = takt_sched::clock();
     for (i, (k, b, from)) in msgs.iter().enumerate() {
+        for (j, w) in evict.iter_mut().enumerate().step_by(8) {
+            *w = w.wrapping_add(j as u64);
+        }
+        std::hint::black_box(&evict);
         let t0 = clock.now();
         let _ = p.handle(
             &Inbound {

@@ -1,6 +1,9 @@
 //! `takt sip proxy`: runs the SIP proxy with a periodic one-line summary
 //! on stderr and the full statistics table at exit (Ctrl-C or SIGTERM ends
 //! it cleanly; `--duration` ends it after a fixed time).
+//!
+//! `takt sip load`: SIPp's UAC and UAS against the proxy run in-process,
+//! per-message T_sip / K_rcv / K_snd by message type (takt-lab's `sip`).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,7 +16,7 @@ use takt_sip::proxy::{Mode, Transport};
 use takt_sip::stats::{serve, EndpointAddr};
 use takt_sip::transport::{Server, WorkerModel};
 
-use crate::args::SchedArgs;
+use crate::args::{OutputArgs, SchedArgs};
 
 /// `takt sip`
 #[derive(Args, Debug)]
@@ -26,6 +29,42 @@ pub struct SipCmd {
 enum SipSub {
     /// Run the SIP proxy (RFC 3261) until Ctrl-C.
     Proxy(Box<ProxyArgs>),
+    /// SIPp (uac -> proxy -> uas) at a fixed call rate against the proxy
+    /// run in-process: T_sip, K_rcv, K_snd per message type.
+    Load(Box<LoadArgs>),
+}
+
+/// `takt sip load` flags.
+#[derive(Args, Debug)]
+pub struct LoadArgs {
+    /// Proxy modes (comma-separated; default both).
+    #[arg(long, value_name = "stateless,stateful", value_parser = parse_mode, value_delimiter = ',')]
+    mode: Vec<Mode>,
+    /// Worker models (comma-separated; default all three).
+    #[arg(long, value_name = "shared,reuseport,batched", value_parser = parse_model, value_delimiter = ',')]
+    model: Vec<WorkerModel>,
+    /// Proxy worker threads.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    workers: u32,
+    /// Calls per second SIPp places.
+    #[arg(long, value_name = "CPS", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    cps: u32,
+    /// Calls per measured run (default 5000; 1000 with --quick).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    calls: Option<u64>,
+    /// Measured runs per configuration.
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    runs: u32,
+    /// Calls in the discarded warm-up run (default 1000; 300 with --quick; 0: none).
+    #[arg(long, value_name = "N")]
+    warmup_calls: Option<u64>,
+    #[command(flatten)]
+    sched: SchedArgs,
+    /// Receive buffer per proxy socket, bytes (suffixes k, m).
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    rcvbuf: Option<usize>,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 /// `takt sip proxy` flags; each overrides the configuration file.
@@ -125,7 +164,66 @@ fn parse_bytes(s: &str) -> Result<usize, String> {
 pub fn run(c: SipCmd) -> Result<(), String> {
     match c.cmd {
         SipSub::Proxy(a) => proxy(*a),
+        SipSub::Load(a) => load(*a),
     }
+}
+
+fn load(a: LoadArgs) -> Result<(), String> {
+    let sipp = takt_lab::sip::find_sipp()
+        .ok_or("sipp is not installed (Debian package sip-tester; scripts/setup.sh installs it)")?;
+    let mut plan = takt_lab::sip::LoadPlan::new(sipp);
+    if a.out.quick {
+        plan = plan.quick();
+    }
+    let modes = if a.mode.is_empty() {
+        vec![Mode::Stateless, Mode::Stateful]
+    } else {
+        a.mode.clone()
+    };
+    let models = if a.model.is_empty() {
+        vec![
+            WorkerModel::Shared,
+            WorkerModel::Reuseport,
+            WorkerModel::Batched,
+        ]
+    } else {
+        a.model.clone()
+    };
+    plan.cases = modes
+        .iter()
+        .flat_map(|&mode| {
+            models.iter().map(move |&model| takt_lab::sip::LoadCase {
+                mode,
+                model,
+                workers: a.workers as usize,
+            })
+        })
+        .collect();
+    plan.cps = a.cps;
+    if let Some(c) = a.calls {
+        plan.calls = c;
+    }
+    if let Some(w) = a.warmup_calls {
+        plan.warmup_calls = w;
+    }
+    plan.runs = a.runs as usize;
+    plan.rcvbuf = a.rcvbuf;
+    plan.spec = a.sched.spec("sip");
+    let stop = plan.stop.clone();
+    // Release pairs with the Acquire load in LoadPlan's checks.
+    ctrlc::set_handler(move || stop.store(true, Ordering::Release))
+        .map_err(|e| format!("installing the Ctrl-C handler: {e}"))?;
+    eprintln!(
+        "takt sip load: {} configuration(s) x ({} runs of {} calls at {} cps), expected ~{:.0} s",
+        plan.cases.len(),
+        plan.runs,
+        plan.calls,
+        plan.cps,
+        plan.expected().as_secs_f64()
+    );
+    let doc =
+        takt_lab::sip::run(&plan, &mut |line| eprintln!("{line}")).map_err(|e| e.to_string())?;
+    takt_lab::output::emit(&doc, a.out.json).map_err(|e| format!("writing the results: {e}"))
 }
 
 fn apply_flags(cfg: &mut Config, a: &ProxyArgs) {

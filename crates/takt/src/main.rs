@@ -142,4 +142,44 @@ mod tests {
             assert!(e.to_string().contains(msg), "{flag}: {e}");
         }
     }
+
+    #[test]
+    fn sip_load_flags_parse_and_reject() {
+        let ok = Cli::try_parse_from([
+            "takt",
+            "sip",
+            "load",
+            "--mode",
+            "stateless,stateful",
+            "--model",
+            "shared",
+            "--workers",
+            "4",
+            "--cps",
+            "500",
+            "--calls",
+            "100",
+            "--runs",
+            "5",
+            "--warmup-calls",
+            "0",
+            "--cpus",
+            "0",
+            "--sched",
+            "batch",
+            "--json",
+            "--quick",
+        ]);
+        assert!(ok.is_ok(), "{ok:?}");
+        for (flag, value, msg) in [
+            ("--mode", "weird", "unknown mode"),
+            ("--model", "shared,threads", "unknown worker model"),
+            ("--cps", "0", "0 is not in 1..=100000"),
+            ("--calls", "0", "0 is not in 1.."),
+            ("--runs", "0", "0 is not in 1..=1000"),
+        ] {
+            let e = Cli::try_parse_from(["takt", "sip", "load", flag, value]).unwrap_err();
+            assert!(e.to_string().contains(msg), "{flag}: {e}");
+        }
+    }
 }

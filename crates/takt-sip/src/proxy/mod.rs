@@ -23,7 +23,8 @@
 //! ## Overload
 //! New INVITEs (no To tag) are shed with 503 + Retry-After when the
 //! message waited longer than [`ShedPolicy::queue_delay_ns`] in the socket
-//! queue or the table is fuller than [`ShedPolicy::table_high_water`];
+//! queue or the transaction's shard of the table (the bound applies per
+//! shard) is fuller than [`ShedPolicy::table_high_water`];
 //! in-dialog requests and responses are never shed. When the table is full,
 //! non-INVITE requests are forwarded statelessly instead.
 
@@ -106,7 +107,8 @@ pub enum Mode {
 /// When to shed new INVITEs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ShedPolicy {
-    /// Shed when the transaction table is fuller than this fraction.
+    /// Shed when the new transaction's shard of the table (where the bound
+    /// applies) is fuller than this fraction.
     pub table_high_water: f64,
     /// Shed when a message waited longer than this in the socket queue (K_rcv), ns.
     pub queue_delay_ns: u64,
@@ -674,7 +676,7 @@ impl Proxy {
         Outcome::new(kind, Disposition::Replied(r.code))
     }
 
-    fn should_shed(&self, m: &Message<'_>, inb: &Inbound<'_>) -> bool {
+    fn should_shed(&self, m: &Message<'_>, inb: &Inbound<'_>, key: u64) -> bool {
         if m.method() != Some(Method::Invite) || m.to_tag().is_some() {
             return false;
         }
@@ -682,8 +684,7 @@ impl Proxy {
         if inb.queue_delay_ns > p.queue_delay_ns {
             return true;
         }
-        self.cfg.mode == Mode::Stateful
-            && (self.table.len_hint() as f64) > p.table_high_water * self.table.capacity() as f64
+        self.cfg.mode == Mode::Stateful && self.table.fill_of(key) > p.table_high_water
     }
 
     fn shed(&self, m: &Message<'_>, inb: &Inbound<'_>, s: &mut Scratch) -> Outcome {
@@ -714,7 +715,7 @@ impl Proxy {
         if let Err(r) = self.check(m, lh) {
             return self.refuse(m, inb, kind, r, s);
         }
-        if self.should_shed(m, inb) {
+        if self.should_shed(m, inb, key) {
             return self.shed(m, inb, s);
         }
         let plan = match self.plan(m) {
@@ -734,7 +735,6 @@ impl Proxy {
                 );
             }
         };
-        let key = request_key(m);
         if self.cfg.mode == Mode::Stateful
             && !matches!(m.method(), Some(Method::Ack | Method::Cancel))
         {

@@ -33,13 +33,8 @@ fn send_cancel(p: &Proxy, t: &mut Txn, now: u64, s: &mut Scratch) {
 }
 
 fn finish(p: &Proxy, sh: &mut Shard, key: u64) {
-    let before = sh.map.len();
     sh.reschedule(key);
     p.table.publish(key, sh);
-    let after = sh.map.len();
-    if after < before {
-        p.table.note_len(-((before - after) as isize));
-    }
 }
 
 /// Matches a request to an existing record (retransmission, ACK, CANCEL).
@@ -54,7 +49,7 @@ pub(super) fn match_request(
 ) -> Option<Outcome> {
     let method = m.method()?;
     let mut sh = p.table.shard(key);
-    let t = sh.map.get_mut(&key)?;
+    let t = sh.get_mut(key)?;
     let now = inb.now;
     let tm = p.cfg.timers;
     let out = match method {
@@ -152,11 +147,8 @@ pub(super) fn new_transaction(
             return p.refuse(m, inb, kind, r, s);
         }
     };
-    let mut t = Txn::new(invite, upstream, target, &p.cfg.timers, inb.now);
-    t.request = sh.buf();
-    t.request.extend_from_slice(&s.out[start..]);
-    if sh.insert(key, t) {
-        p.table.note_len(1);
+    let t = Txn::new(invite, upstream, target, &p.cfg.timers, inb.now);
+    if sh.insert(key, t, &s.out[start..]) {
         finish(p, &mut sh, key);
         Outcome::new(kind, Disposition::Forwarded)
     } else if invite {
@@ -202,7 +194,7 @@ pub(super) fn match_response(
 ) -> Option<Outcome> {
     let mut sh = p.table.shard(key);
     let mut spare: smallvec::SmallVec<[Vec<u8>; 2]> = smallvec::SmallVec::new();
-    let t = sh.map.get_mut(&key)?;
+    let t = sh.get_mut(key)?;
     let tm = p.cfg.timers;
     let code = m.status().unwrap_or(0);
     let absorbed = Outcome::new(kind, Disposition::Absorbed);
@@ -410,7 +402,7 @@ pub(super) fn tick(p: &Proxy, now: u64, sink: &mut dyn Sink) -> usize {
         }
         let mut sh = p.table.shard_at(i);
         while let Some(key) = sh.pop_due(now) {
-            if let Some(t) = sh.map.get_mut(&key) {
+            if let Some(t) = sh.get_mut(key) {
                 fire(p, t, now, &mut sends);
                 fired += 1;
             }

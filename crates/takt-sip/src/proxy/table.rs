@@ -1,8 +1,11 @@
-//! The transaction table: shards of `Mutex<HashMap>` with a timer heap
-//! each, shared by every worker. A message locks exactly one shard (the
-//! one its key hashes to), so workers handling different transactions do
-//! not contend, and any worker can handle any message of any transaction —
-//! which SO_REUSEPORT's 4-tuple hashing requires.
+//! The transaction table: shards, each a mutex over a slab of records, an
+//! index by key and a timer heap, shared by every worker. A message locks
+//! exactly one shard (the one its key hashes to), so workers handling
+//! different transactions do not contend, and any worker can handle any
+//! message of any transaction — which SO_REUSEPORT's 4-tuple hashing
+//! requires. Each shard sits on its own cache lines with the hints other
+//! threads read without its lock (earliest deadline, size), so workers on
+//! different shards never write a common line.
 //!
 //! The table is bounded: an insert into a full shard fails and the caller
 //! degrades (sheds a new INVITE with 503, forwards other requests
@@ -34,22 +37,33 @@ impl Hasher for KeyHasher {
     }
 }
 
-type Map = HashMap<u64, Txn, BuildHasherDefault<KeyHasher>>;
+type Index = HashMap<u64, u32, BuildHasherDefault<KeyHasher>>;
 
 /// Records per shard allocated up front (the rest grows on demand, up to the bound).
 const PRESIZE: usize = 64;
 
-/// One shard.
+/// One shard: a slab of records with an index by key, and a timer heap.
+///
+/// Records live in `slots`, a slab whose freed slots are reused last in,
+/// first out: a new transaction lands in the slot a finished one left
+/// most recently (still in cache), with that slot's message buffers
+/// still attached, so creating a record allocates nothing and touches
+/// little cold memory. The index maps a key to its slot and stays small
+/// (16 bytes an entry), so looking a message's transaction up misses the
+/// cache less than probing a map of whole records would. The slab never
+/// grows past the shard's bound.
 #[derive(Debug, Default)]
 pub struct Shard {
-    /// Records by key.
-    pub map: Map,
+    index: Index,
+    slots: Vec<Txn>,
+    /// Free slots of `slots`, most recently freed last.
+    vacant: Vec<u32>,
     /// (deadline, key), earliest first; entries whose deadline differs from
     /// the record's `scheduled` are stale and skipped.
     pub timers: BinaryHeap<Reverse<(u64, u64)>>,
     cap: usize,
-    /// Message buffers of finished records, reused by new ones (no malloc
-    /// churn on the message path; bounded by [`FREE_BUFFERS`]).
+    /// Message buffers records gave back early (e.g. after a 2xx), reused
+    /// by new ones; bounded by [`FREE_BUFFERS`].
     free: Vec<Vec<u8>>,
 }
 
@@ -58,13 +72,81 @@ pub const FREE_BUFFERS: usize = 256;
 /// Largest buffer kept for reuse.
 const FREE_BUFFER_MAX: usize = 4096;
 
+fn keep(b: &mut Vec<u8>) {
+    if b.capacity() > FREE_BUFFER_MAX {
+        *b = Vec::new();
+    } else {
+        b.clear();
+    }
+}
+
 impl Shard {
-    /// Inserts unless the shard is full; returns whether it did.
-    pub fn insert(&mut self, key: u64, txn: Txn) -> bool {
-        if self.map.len() >= self.cap && !self.map.contains_key(&key) {
+    fn with_bound(cap: usize) -> Shard {
+        let pre = cap.min(PRESIZE);
+        Shard {
+            index: Index::with_capacity_and_hasher(pre, Default::default()),
+            slots: Vec::with_capacity(pre),
+            vacant: Vec::with_capacity(pre),
+            timers: BinaryHeap::with_capacity(pre * 2),
+            cap,
+            free: Vec::new(),
+        }
+    }
+
+    /// Records held.
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Whether no record is held.
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// The record of `key`.
+    pub fn get_mut(&mut self, key: u64) -> Option<&mut Txn> {
+        let i = *self.index.get(&key)?;
+        Some(&mut self.slots[i as usize])
+    }
+
+    /// Inserts a record whose forwarded request is `request` unless the
+    /// shard is full; returns false only then. A record already held under
+    /// `key` (two workers racing on one retransmitted request) is kept as
+    /// it is. The new record's buffers are the reused slot's (or spare
+    /// ones): `txn`'s own are dropped.
+    pub fn insert(&mut self, key: u64, txn: Txn, request: &[u8]) -> bool {
+        if self.index.contains_key(&key) {
+            return true;
+        }
+        if self.index.len() >= self.cap {
             return false;
         }
-        self.map.entry(key).or_insert(txn);
+        let i = match self.vacant.pop() {
+            Some(i) => {
+                let slot = &mut self.slots[i as usize];
+                let bufs = [
+                    std::mem::take(&mut slot.request),
+                    std::mem::take(&mut slot.response),
+                    std::mem::take(&mut slot.ack),
+                    std::mem::take(&mut slot.cancel_req),
+                ];
+                *slot = txn;
+                let [a, b, c, d] = bufs;
+                (slot.request, slot.response, slot.ack, slot.cancel_req) = (a, b, c, d);
+                i
+            }
+            None => {
+                self.slots.push(txn);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        if self.slots[i as usize].request.capacity() < request.len() {
+            if let Some(b) = self.free.pop() {
+                self.slots[i as usize].request = b;
+            }
+        }
+        self.slots[i as usize].request.extend_from_slice(request);
+        self.index.insert(key, i);
         true
     }
 
@@ -81,22 +163,30 @@ impl Shard {
         }
     }
 
-    fn recycle(&mut self, t: Txn) {
-        for b in [t.request, t.response, t.ack, t.cancel_req] {
-            self.give(b);
+    fn remove(&mut self, key: u64) {
+        if let Some(i) = self.index.remove(&key) {
+            let t = &mut self.slots[i as usize];
+            for b in [
+                &mut t.request,
+                &mut t.response,
+                &mut t.ack,
+                &mut t.cancel_req,
+            ] {
+                keep(b);
+            }
+            t.scheduled = 0;
+            self.vacant.push(i);
         }
     }
 
     /// Re-queues `key` when its record's earliest deadline moved earlier
-    /// than what is queued (or nothing is queued).
+    /// than what is queued (or nothing is queued); removes a finished record.
     pub fn reschedule(&mut self, key: u64) {
-        let Some(t) = self.map.get_mut(&key) else {
+        let Some(t) = self.get_mut(key) else {
             return;
         };
         if t.is_done() {
-            if let Some(t) = self.map.remove(&key) {
-                self.recycle(t);
-            }
+            self.remove(key);
             return;
         }
         if let Some(d) = t.next_deadline() {
@@ -114,7 +204,7 @@ impl Shard {
                 return None;
             }
             self.timers.pop();
-            match self.map.get_mut(&key) {
+            match self.get_mut(key) {
                 Some(t) if t.scheduled == d => {
                     t.scheduled = 0;
                     return Some(key);
@@ -126,18 +216,29 @@ impl Shard {
     }
 }
 
+/// One shard with what other threads read of it without its lock, alone
+/// on its own cache lines: workers locking different shards never write
+/// the same line, and publishing a shard's deadline and size writes the
+/// line its lock holder already owns.
+#[derive(Debug)]
+#[repr(align(128))]
+struct Slot {
+    shard: Mutex<Shard>,
+    /// The shard's earliest queued deadline (u64::MAX: none), published
+    /// under its lock so the timer thread locks only shards with something
+    /// due instead of all of them every tick.
+    next_due: AtomicU64,
+    /// The shard's record count, published under its lock.
+    len: AtomicUsize,
+}
+
 /// The sharded table.
 #[derive(Debug)]
 pub struct Table {
-    shards: Box<[Mutex<Shard>]>,
-    /// Per shard, the earliest queued deadline (u64::MAX: none), published
-    /// under the shard's lock so the timer thread locks only shards with
-    /// something due instead of all of them every tick.
-    next_due: Box<[AtomicU64]>,
+    slots: Box<[Slot]>,
     mask: u64,
     capacity: usize,
-    /// Records inserted minus removed, approximately (read for shedding).
-    len_hint: AtomicUsize,
+    per_shard: usize,
 }
 
 impl Table {
@@ -146,58 +247,64 @@ impl Table {
         let n = shards.max(1).next_power_of_two();
         let per = capacity.div_ceil(n).max(1);
         Table {
-            shards: (0..n)
-                .map(|_| {
-                    Mutex::new(Shard {
-                        cap: per,
-                        map: Map::with_capacity_and_hasher(per.min(PRESIZE), Default::default()),
-                        timers: BinaryHeap::with_capacity(per.min(PRESIZE) * 2),
-                        free: Vec::new(),
-                    })
+            slots: (0..n)
+                .map(|_| Slot {
+                    shard: Mutex::new(Shard::with_bound(per)),
+                    next_due: AtomicU64::new(u64::MAX),
+                    len: AtomicUsize::new(0),
                 })
                 .collect(),
-            next_due: (0..n).map(|_| AtomicU64::new(u64::MAX)).collect(),
             mask: (n - 1) as u64,
             capacity: per * n,
-            len_hint: AtomicUsize::new(0),
+            per_shard: per,
         }
+    }
+
+    fn index(&self, key: u64) -> usize {
+        (key & self.mask) as usize
     }
 
     /// Locks the shard of `key`.
     pub fn shard(&self, key: u64) -> MutexGuard<'_, Shard> {
-        let s = &self.shards[(key & self.mask) as usize];
-        s.lock().unwrap_or_else(|p| p.into_inner())
+        self.shard_at(self.index(key))
     }
 
-    /// Publishes the earliest deadline of `sh`, the shard of `key` (call
-    /// with its lock held, after changing its timers).
+    /// Publishes the earliest deadline and the size of `sh`, the shard of
+    /// `key` (call with its lock held, after changing it).
     pub fn publish(&self, key: u64, sh: &Shard) {
-        self.publish_at((key & self.mask) as usize, sh);
+        self.publish_at(self.index(key), sh);
     }
 
-    /// Publishes the earliest deadline of shard `i` (lock held).
+    /// Publishes the earliest deadline and the size of shard `i` (lock held).
     pub fn publish_at(&self, i: usize, sh: &Shard) {
+        let slot = &self.slots[i];
         let d = sh.timers.peek().map_or(u64::MAX, |r| r.0 .0);
-        // Relaxed: a hint. A stale value makes the timer thread lock a shard
-        // for nothing, or run a deadline one tick late; the heap under the
-        // lock stays the truth.
-        self.next_due[i].store(d, Ordering::Relaxed);
+        // Relaxed (both): hints read by `may_be_due`, `fill_of` and
+        // `len_hint` without the lock. A stale deadline makes the timer
+        // thread lock a shard for nothing, or run a deadline one tick late;
+        // a stale size shifts a shedding decision by one message. The data
+        // under the lock stays the truth.
+        slot.next_due.store(d, Ordering::Relaxed);
+        slot.len.store(sh.len(), Ordering::Relaxed);
     }
 
     /// Whether shard `i` may have a deadline due at `now`.
     pub fn may_be_due(&self, i: usize, now: u64) -> bool {
         // Relaxed: see `publish_at`.
-        self.next_due[i].load(Ordering::Relaxed) <= now
+        self.slots[i].next_due.load(Ordering::Relaxed) <= now
     }
 
     /// Number of shards.
     pub fn shard_count(&self) -> usize {
-        self.shards.len()
+        self.slots.len()
     }
 
     /// Locks shard `i`.
     pub fn shard_at(&self, i: usize) -> MutexGuard<'_, Shard> {
-        self.shards[i].lock().unwrap_or_else(|p| p.into_inner())
+        self.slots[i]
+            .shard
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     /// Most records.
@@ -207,9 +314,7 @@ impl Table {
 
     /// Records held (sums the shards).
     pub fn len(&self) -> usize {
-        (0..self.shards.len())
-            .map(|i| self.shard_at(i).map.len())
-            .sum()
+        (0..self.slots.len()).map(|i| self.shard_at(i).len()).sum()
     }
 
     /// Whether no record is held.
@@ -217,24 +322,23 @@ impl Table {
         self.len() == 0
     }
 
-    /// Cheap occupancy estimate, maintained by [`Table::note_len`].
+    /// Cheap occupancy estimate: the sum of the sizes the shards
+    /// published (no lock taken; one load per shard).
     pub fn len_hint(&self) -> usize {
-        // Relaxed: a statistic for shedding decisions, no ordering needed.
-        self.len_hint.load(Ordering::Relaxed)
+        // Relaxed: see `publish_at`.
+        self.slots
+            .iter()
+            .map(|s| s.len.load(Ordering::Relaxed))
+            .sum()
     }
 
-    /// Adjusts the occupancy estimate by `delta`.
-    pub fn note_len(&self, delta: isize) {
-        // Relaxed: see `len_hint`.
-        if delta >= 0 {
-            self.len_hint.fetch_add(delta as usize, Ordering::Relaxed);
-        } else {
-            let d = delta.unsigned_abs();
-            let _ = self
-                .len_hint
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
-                    Some(v.saturating_sub(d))
-                });
-        }
+    /// How full the shard of `key` is (its published size over its bound,
+    /// 0..=1): the bound applies per shard, so this is what decides
+    /// whether a new record will fit. One load, of the line the caller is
+    /// about to lock anyway.
+    pub fn fill_of(&self, key: u64) -> f64 {
+        // Relaxed: see `publish_at`.
+        let n = self.slots[self.index(key)].len.load(Ordering::Relaxed);
+        n as f64 / self.per_shard as f64
     }
 }

@@ -1,0 +1,586 @@
+//! # `takt sip load`: SIPp against the takt proxy, per-message costs
+//!
+//! The benchmark of the issue's target, *median T_sip per message type at
+//! a fixed call rate*, measured the way the seed paper measures its proxy
+//! (Krishnamurthy & Rouskas, equations (1)): real SIPp call generators on
+//! loopback, `sipp -sn uac` at a fixed rate (`-r`) for a bounded number of
+//! calls (`-m`) → the takt proxy → `sipp -sn uas`, every call
+//! INVITE / 100 / 180 / 200 / ACK / BYE / 200.
+//!
+//! The proxy runs **in this process** (a [`takt_sip::transport::Server`]
+//! on takt-sched threads made from the plan's [`ThreadSpec`]), so its
+//! per-message HDR histograms (K_rcv, T_sip, K_snd by message kind) are
+//! read directly at the end of each run, and the process's CPU time over a
+//! run is the proxy's (SIPp runs in child processes).
+//!
+//! One *run* is independent of the others: a fresh proxy, a fresh SIPp
+//! pair on free loopback ports, `calls` calls at `cps`. A case (mode ×
+//! worker model × workers) is one discarded warm-up run followed by
+//! `runs` measured runs; each result row's samples are the per-run
+//! medians, summarized as median / min / max / ci95 across runs.
+//!
+//! ```no_run
+//! use takt_lab::sip::{LoadCase, LoadPlan};
+//! use takt_sip::proxy::Mode;
+//! use takt_sip::transport::WorkerModel;
+//!
+//! let mut plan = LoadPlan::new(takt_lab::sip::find_sipp().expect("sipp installed"));
+//! plan.cases = vec![LoadCase { mode: Mode::Stateful, model: WorkerModel::Shared, workers: 2 }];
+//! let doc = takt_lab::sip::run(&plan, &mut |line| eprintln!("{line}")).unwrap();
+//! takt_lab::output::emit(&doc, true).unwrap();
+//! ```
+//!
+//! Every SIPp child is killed and reaped on every path out of a run
+//! (error, interruption through [`LoadPlan::stop`], panic), and its
+//! scratch directory removed.
+
+mod sipp;
+
+pub use sipp::{find_sipp, free_port, parse_stat_csv, UacTotals};
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+use takt_sched::ThreadSpec;
+use takt_sip::proxy::build::Local;
+use takt_sip::proxy::{Mode, ProxyConfig, Target, Transport};
+use takt_sip::stats::Snapshot;
+use takt_sip::transport::{Server, ServerConfig, WorkerModel};
+
+use crate::result::{Better, Document, DocumentBuilder, ResultRow};
+use sipp::{Kid, ScratchDir};
+
+/// One configuration of the proxy under load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadCase {
+    /// Stateless or transaction-stateful.
+    pub mode: Mode,
+    /// Worker model.
+    pub model: WorkerModel,
+    /// Worker threads.
+    pub workers: usize,
+}
+
+/// What `takt sip load` runs.
+#[derive(Debug, Clone)]
+pub struct LoadPlan {
+    /// The configurations, run in order.
+    pub cases: Vec<LoadCase>,
+    /// Calls per second SIPp's UAC places (`-r`).
+    pub cps: u32,
+    /// Calls per measured run (`-m`).
+    pub calls: u64,
+    /// Calls in the discarded warm-up run of each case (0: none).
+    pub warmup_calls: u64,
+    /// Measured runs per case (at least 1; CONVENTIONS asks for 5).
+    pub runs: usize,
+    /// The proxy's threads are made from this spec (CPU set, policy).
+    pub spec: ThreadSpec,
+    /// Receive buffer per proxy socket (None: the system default).
+    pub rcvbuf: Option<usize>,
+    /// The `sipp` binary.
+    pub sipp: PathBuf,
+    /// Set from outside (Ctrl-C) to abandon the run; children are killed.
+    pub stop: Arc<AtomicBool>,
+}
+
+impl LoadPlan {
+    /// The documented default: both modes × the three worker models with
+    /// 2 workers, 1,000 cps, 5 measured runs of 5,000 calls after a
+    /// 1,000-call warm-up.
+    pub fn new(sipp: PathBuf) -> LoadPlan {
+        let mut cases = Vec::new();
+        for mode in [Mode::Stateless, Mode::Stateful] {
+            for model in [
+                WorkerModel::Shared,
+                WorkerModel::Reuseport,
+                WorkerModel::Batched,
+            ] {
+                cases.push(LoadCase {
+                    mode,
+                    model,
+                    workers: 2,
+                });
+            }
+        }
+        LoadPlan {
+            cases,
+            cps: 1000,
+            calls: 5000,
+            warmup_calls: 1000,
+            runs: 5,
+            spec: ThreadSpec::new("sip"),
+            rcvbuf: None,
+            sipp,
+            stop: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// The `--quick` reduction: the same cases, 1,000 calls per run
+    /// (1 s at 1,000 cps) after a 300-call warm-up.
+    pub fn quick(mut self) -> LoadPlan {
+        self.calls = 1000;
+        self.warmup_calls = 300;
+        self
+    }
+
+    /// Rough wall time of the whole plan (SIPp start and drain included).
+    pub fn expected(&self) -> Duration {
+        let per_call = 1.0 / f64::from(self.cps.max(1));
+        let run = |calls: u64| calls as f64 * per_call + 0.6;
+        let warm = if self.warmup_calls > 0 {
+            run(self.warmup_calls)
+        } else {
+            0.0
+        };
+        let case = warm + self.runs.max(1) as f64 * run(self.calls);
+        Duration::from_secs_f64(case * self.cases.len() as f64)
+    }
+
+    fn check_stop(&self) -> Result<(), LoadError> {
+        // Acquire pairs with the Release store of whoever interrupts.
+        if self.stop.load(Ordering::Acquire) {
+            Err(LoadError::Interrupted)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Why a load run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The proxy or a socket could not be set up.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// SIPp misbehaved (fatal exit, no statistics, hung).
+    #[error("sipp: {0}")]
+    Sipp(String),
+    /// SIPp could not bind its port (taken between choosing and binding
+    /// it, e.g. by another program's ephemeral socket); the run is retried
+    /// on other ports.
+    #[error("sipp: {0}")]
+    Bind(String),
+    /// [`LoadPlan::stop`] was set.
+    #[error("interrupted")]
+    Interrupted,
+}
+
+fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> LoadError {
+    let context = context.into();
+    move |source| LoadError::Io { context, source }
+}
+
+/// Medians of one message kind in one run, microseconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KindRun {
+    /// Messages of this kind the proxy handled.
+    pub count: u64,
+    /// Median T_sip.
+    pub t_sip_us: f64,
+    /// Median K_rcv (None: no kernel timestamps).
+    pub k_rcv_us: Option<f64>,
+    /// Median K_snd (None: this kind caused no send).
+    pub k_snd_us: Option<f64>,
+}
+
+/// What one run measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunResult {
+    /// By message kind (`invite`, `ack`, `bye`, `1xx`, `2xx`, ...).
+    pub kinds: BTreeMap<String, KindRun>,
+    /// The UAC's call totals.
+    pub uac: UacTotals,
+    /// SIPp UAC exit code (0: every call succeeded).
+    pub uac_exit: Option<i32>,
+    /// Datagrams the proxy's sockets dropped (`SO_RXQ_OVFL`).
+    pub socket_drops: u64,
+    /// Host-wide UDP receive-buffer errors during the run (SIPp's sockets too).
+    pub host_rcvbuf_errors: u64,
+    /// Process CPU time (the proxy's threads) from the UAC's start to its exit, s.
+    pub cpu_s: f64,
+    /// Wall time from the UAC's start to its exit, s.
+    pub wall_s: f64,
+}
+
+impl RunResult {
+    fn from_snapshot(
+        snap: &Snapshot,
+        uac: UacTotals,
+        exit: Option<i32>,
+        cpu: f64,
+        wall: f64,
+    ) -> Self {
+        let us = |ns: u64| ns as f64 / 1000.0;
+        let kinds = snap
+            .kinds
+            .iter()
+            .filter(|(_, k)| k.count > 0 && k.t_sip.count > 0)
+            .map(|(name, k)| {
+                (
+                    name.clone(),
+                    KindRun {
+                        count: k.count,
+                        t_sip_us: us(k.t_sip.p50),
+                        k_rcv_us: (k.k_rcv.count > 0).then(|| us(k.k_rcv.p50)),
+                        k_snd_us: (k.k_snd.count > 0).then(|| us(k.k_snd.p50)),
+                    },
+                )
+            })
+            .collect();
+        RunResult {
+            kinds,
+            uac,
+            uac_exit: exit,
+            socket_drops: snap.socket_drops,
+            host_rcvbuf_errors: snap.host_udp.rcvbuf_errors,
+            cpu_s: cpu,
+            wall_s: wall,
+        }
+    }
+}
+
+/// SIPp's exit status for a socket it could not bind (-2).
+const SIPP_EXIT_BIND: i32 = 254;
+
+/// Attempts at a run whose SIPp could not bind its port.
+const BIND_ATTEMPTS: usize = 3;
+
+/// [`run_once`], retried on other ports when SIPp could not bind.
+fn run_fresh_ports(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult, LoadError> {
+    let mut attempt = 1;
+    loop {
+        match run_once(plan, case, calls) {
+            Err(LoadError::Bind(_)) if attempt < BIND_ATTEMPTS => attempt += 1,
+            other => return other,
+        }
+    }
+}
+
+/// One run: a fresh proxy and SIPp pair, `calls` calls at the plan's rate.
+pub fn run_once(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult, LoadError> {
+    plan.check_stop()?;
+    let dir = ScratchDir::new().map_err(io("creating a scratch directory for sipp"))?;
+    let uas_port = free_port().map_err(io("finding a port for the UAS"))?;
+    let uac_port = loop {
+        let p = free_port().map_err(io("finding a port for the UAC"))?;
+        if p != uas_port {
+            break p;
+        }
+    };
+
+    let mut pc = ProxyConfig::new(
+        case.mode,
+        Local {
+            host: "127.0.0.1".into(),
+            port: 0,
+        },
+    );
+    pc.next_hop = Some(Target {
+        addr: SocketAddr::from(([127, 0, 0, 1], uas_port)),
+        transport: Transport::Udp,
+        conn: None,
+    });
+    let mut sc = ServerConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)));
+    sc.model = case.model;
+    sc.workers = case.workers;
+    sc.rcvbuf = plan.rcvbuf;
+    sc.tcp = false;
+    sc.spec = plan.spec.clone();
+    let server = Server::start(pc, sc).map_err(io("starting the proxy"))?;
+    let proxy = server.local_addr();
+
+    let mut uas = Kid::spawn(sipp::uas(&plan.sipp, uas_port, dir.path()), "uas")
+        .map_err(io("starting sipp"))?;
+    sipp::wait_bound(&mut uas, uas_port, Duration::from_secs(10)).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::TimedOut {
+            LoadError::Sipp(e.to_string())
+        } else {
+            LoadError::Bind(e.to_string())
+        }
+    })?;
+
+    let nominal = Duration::from_secs_f64(calls as f64 / f64::from(plan.cps.max(1)));
+    let sipp_timeout = nominal + Duration::from_secs(30);
+    let cpu0 = takt_sched::process_cpu_time();
+    let t0 = Instant::now();
+    let mut uac = Kid::spawn(
+        sipp::uac(
+            &plan.sipp,
+            uac_port,
+            proxy,
+            plan.cps,
+            calls,
+            sipp_timeout,
+            dir.path(),
+        ),
+        "uac",
+    )
+    .map_err(io("starting sipp"))?;
+    let deadline = t0 + sipp_timeout + Duration::from_secs(10);
+    let status = loop {
+        plan.check_stop()?;
+        let step = (Instant::now() + Duration::from_millis(100)).min(deadline);
+        if let Some(st) = uac.wait_until(step).map_err(io("waiting for sipp uac"))? {
+            break st;
+        }
+        if Instant::now() >= deadline {
+            return Err(LoadError::Sipp(format!(
+                "uac did not finish {calls} calls within {} s",
+                (deadline - t0).as_secs()
+            )));
+        }
+    };
+    let wall = t0.elapsed().as_secs_f64();
+    let cpu = takt_sched::process_cpu_time()
+        .saturating_sub(cpu0)
+        .as_secs_f64();
+    let snap = server.stop();
+    drop(uas);
+    let stat = std::fs::read_to_string(dir.path().join("uac.csv")).map_err(|e| {
+        LoadError::Sipp(format!(
+            "uac exited ({status}) without a statistics file: {e}"
+        ))
+    })?;
+    let totals = parse_stat_csv(&stat).map_err(LoadError::Sipp)?;
+    let code = status.code();
+    if code == Some(SIPP_EXIT_BIND) && totals.attempted == 0 {
+        return Err(LoadError::Bind(format!(
+            "uac could not bind 127.0.0.1:{uac_port} ({status})"
+        )));
+    }
+    if !matches!(code, Some(0) | Some(1)) && totals.attempted == 0 {
+        return Err(LoadError::Sipp(format!(
+            "uac failed before placing a call ({status})"
+        )));
+    }
+    Ok(RunResult::from_snapshot(&snap, totals, code, cpu, wall))
+}
+
+/// A case: the warm-up run (discarded) and the measured runs.
+pub fn run_case(
+    plan: &LoadPlan,
+    case: LoadCase,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Vec<RunResult>, LoadError> {
+    let label = case_label(case);
+    if plan.warmup_calls > 0 {
+        progress(&format!("{label}: warm-up, {} calls", plan.warmup_calls));
+        run_fresh_ports(plan, case, plan.warmup_calls)?;
+    }
+    let mut out = Vec::with_capacity(plan.runs);
+    for i in 0..plan.runs.max(1) {
+        let r = run_fresh_ports(plan, case, plan.calls)?;
+        let t = |k: &str| {
+            r.kinds
+                .get(k)
+                .map(|x| format!("{:.2}", x.t_sip_us))
+                .unwrap_or_else(|| "-".into())
+        };
+        progress(&format!(
+            "{label}: run {}/{}: {}/{} calls ok, {} failed, T_sip µs invite {} ack {} bye {} 1xx {} 2xx {}, cpu {:.2} s",
+            i + 1,
+            plan.runs.max(1),
+            r.uac.succeeded,
+            r.uac.attempted,
+            r.uac.failed,
+            t("invite"),
+            t("ack"),
+            t("bye"),
+            t("1xx"),
+            t("2xx"),
+            r.cpu_s
+        ));
+        out.push(r);
+    }
+    Ok(out)
+}
+
+fn mode_name(m: Mode) -> &'static str {
+    match m {
+        Mode::Stateless => "stateless",
+        Mode::Stateful => "stateful",
+    }
+}
+
+fn case_label(c: LoadCase) -> String {
+    format!("{} {} x{}", mode_name(c.mode), c.model.name(), c.workers)
+}
+
+/// The paper's Table I (OpenSIPS, baseline "server" mode): T_sip and
+/// K_rcv in µs by server threads, at the lower of the two loads it gives
+/// (mean over all message types; the paper does not split by type).
+fn published(workers: usize) -> Option<(f64, f64, u32)> {
+    match workers {
+        2 => Some((76.9, 1309.16, 2200)),
+        4 => Some((130.81, 1473.32, 2000)),
+        6 => Some((167.97, 1042.66, 1800)),
+        8 => Some((213.47, 893.26, 1600)),
+        16 => Some((303.00, 809.76, 1200)),
+        _ => None,
+    }
+}
+
+/// The result rows of one case.
+pub fn rows(plan: &LoadPlan, case: LoadCase, runs: &[RunResult]) -> Vec<ResultRow> {
+    let mut base = Map::new();
+    base.insert("mode".into(), mode_name(case.mode).into());
+    base.insert("model".into(), case.model.name().into());
+    base.insert("workers".into(), case.workers.into());
+    base.insert("cps".into(), plan.cps.into());
+    base.insert("calls".into(), plan.calls.into());
+    let cpus = plan
+        .spec
+        .cpus()
+        .map(|c| c.to_string())
+        .unwrap_or_else(|| "any".into());
+    let sched = plan
+        .spec
+        .policy()
+        .map(|p| p.to_string())
+        .unwrap_or_else(|| "other".into());
+    base.insert("cpus".into(), cpus.into());
+    base.insert("sched".into(), sched.into());
+    let cpu_s = runs.iter().map(|r| r.cpu_s).sum::<f64>() / runs.len().max(1) as f64;
+    let load_note = format!(
+        "cpu_s: the proxy's CPU time per run of {} calls at {} cps",
+        plan.calls, plan.cps
+    );
+    let row = |name: &str, extra: Option<&str>, unit: &str, better, samples: Vec<f64>| {
+        let mut p = base.clone();
+        if let Some(k) = extra {
+            p.insert("message".into(), Value::from(k));
+        }
+        ResultRow::new(name, "takt", p, unit, better, samples, cpu_s)
+    };
+    let mut out = Vec::new();
+    let mut kinds: Vec<&String> = runs.iter().flat_map(|r| r.kinds.keys()).collect();
+    kinds.sort_by_key(|k| {
+        takt_sip::proxy::MsgKind::ALL
+            .iter()
+            .position(|m| m.name() == k.as_str())
+            .unwrap_or(usize::MAX)
+    });
+    kinds.dedup();
+    let paper = published(case.workers);
+    for kind in kinds {
+        let of = |f: &dyn Fn(&KindRun) -> Option<f64>| -> Vec<f64> {
+            runs.iter()
+                .filter_map(|r| r.kinds.get(kind).and_then(f))
+                .collect()
+        };
+        let t = of(&|k| Some(k.t_sip_us));
+        if !t.is_empty() {
+            let mut r =
+                row("t_sip", Some(kind), "us", Better::Lower, t).with_note(load_note.clone());
+            if let Some((t_sip, _, at)) = paper {
+                r = r.with_published(t_sip).with_note(format!(
+                    "{load_note}; published: the paper's Table I, OpenSIPS with {} threads at {at} cps, mean over all messages",
+                    case.workers
+                ));
+            }
+            out.push(r);
+        }
+        let k = of(&|k| k.k_rcv_us);
+        if !k.is_empty() {
+            let mut r = row("k_rcv", Some(kind), "us", Better::Lower, k);
+            if let Some((_, k_rcv, at)) = paper {
+                r = r.with_published(k_rcv).with_note(format!(
+                    "published: the paper's Table I, OpenSIPS with {} threads at {at} cps (near its 1% drop point), mean over all messages",
+                    case.workers
+                ));
+            }
+            out.push(r);
+        }
+        let s = of(&|k| k.k_snd_us);
+        if !s.is_empty() {
+            out.push(row("k_snd", Some(kind), "us", Better::Lower, s));
+        }
+    }
+    let per = |f: &dyn Fn(&RunResult) -> f64| -> Vec<f64> { runs.iter().map(f).collect() };
+    out.push(row(
+        "calls_attempted",
+        None,
+        "calls",
+        Better::Higher,
+        per(&|r| r.uac.attempted as f64),
+    ));
+    out.push(row(
+        "calls_succeeded",
+        None,
+        "calls",
+        Better::Higher,
+        per(&|r| r.uac.succeeded as f64),
+    ));
+    out.push(row(
+        "calls_failed",
+        None,
+        "calls",
+        Better::Lower,
+        per(&|r| r.uac.failed as f64),
+    ));
+    out.push(
+        row(
+            "drops",
+            None,
+            "datagrams",
+            Better::Lower,
+            per(&|r| r.socket_drops as f64),
+        )
+        .with_note("datagrams the proxy's sockets dropped (SO_RXQ_OVFL) per run"),
+    );
+    out.push(
+        row(
+            "host_udp_rcvbuf_errors",
+            None,
+            "datagrams",
+            Better::Lower,
+            per(&|r| r.host_rcvbuf_errors as f64),
+        )
+        .with_note("host-wide UDP RcvbufErrors per run (SIPp's sockets included)"),
+    );
+    out.push(
+        row(
+            "cpu_per_call",
+            None,
+            "us",
+            Better::Lower,
+            per(&|r| r.cpu_s * 1e6 / r.uac.attempted.max(1) as f64),
+        )
+        .with_note(format!(
+            "the proxy's CPU time per call at {} cps (per-wake-up costs dominate at low load)",
+            plan.cps
+        )),
+    );
+    out
+}
+
+/// Runs every case of the plan and closes the document (suite `sip_load`).
+pub fn run(plan: &LoadPlan, progress: &mut dyn FnMut(&str)) -> Result<Document, LoadError> {
+    let mut doc = DocumentBuilder::start("sip_load");
+    for &case in &plan.cases {
+        let runs = run_case(plan, case, progress)?;
+        for r in rows(plan, case, &runs) {
+            doc.push(r);
+        }
+    }
+    doc.note(format!(
+        "sipp -sn uac -> takt proxy (in-process) -> sipp -sn uas on 127.0.0.1 over UDP, {} cps, {} calls per run, {} runs after a {}-call warm-up, a fresh proxy and SIPp pair per run; samples are per-run medians",
+        plan.cps,
+        plan.calls,
+        plan.runs.max(1),
+        plan.warmup_calls
+    ));
+    doc.note("T_sip: SIP-layer processing from the bytes in user space until the message is handled, excluding time inside send calls; K_rcv: kernel receive timestamp to user space; K_snd: time inside send calls (batched model: each sendmmsg split over its batch by datagrams queued)");
+    Ok(doc.finish())
+}

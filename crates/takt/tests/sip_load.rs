@@ -1,0 +1,92 @@
+//! `takt sip load --json` end to end, tiny and slow (so it passes on a
+//! loaded 2-core machine): real SIPp against the in-process proxy, one
+//! result document on stdout, every call succeeded.
+//!
+//! Needs `sipp` (Debian package `sip-tester`, installed by
+//! scripts/setup.sh): fails when it is missing and `CI` is set, and is
+//! skipped with a message otherwise.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn have_sipp() -> bool {
+    if takt_lab::sip::find_sipp().is_some() {
+        return true;
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("sipp is not installed (Debian package sip-tester); scripts/setup.sh installs it");
+    }
+    eprintln!("skipping: sipp is not installed (apt-get install sip-tester)");
+    false
+}
+
+#[test]
+fn load_json_document() {
+    if std::env::var_os("TAKT_UNDER_VALGRIND").is_some() {
+        eprintln!("skipping under valgrind (SIPp's timers need a native-speed proxy)");
+        return;
+    }
+    if !have_sipp() {
+        return;
+    }
+    const CALLS: u64 = 20;
+    let out = Command::new(env!("CARGO_BIN_EXE_takt"))
+        .args(["sip", "load", "--json", "--quick", "--mode", "stateful"])
+        .args(["--model", "shared,batched", "--cps", "40", "--runs", "5"])
+        .args(["--calls", &CALLS.to_string(), "--warmup-calls", "0"])
+        .output()
+        .expect("takt runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "takt sip load failed:\n{stderr}");
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is one JSON document ({e}):\n{stderr}"));
+    assert_eq!(doc["suite"], "sip_load");
+    assert!(doc["machine"]["cpus"].as_u64().unwrap() >= 1);
+    let rows = doc["results"].as_array().unwrap();
+    let find = |name: &str, model: &str, message: Option<&str>| -> &Value {
+        rows.iter()
+            .find(|r| {
+                r["name"] == name
+                    && r["params"]["model"] == model
+                    && message.is_none_or(|m| r["params"]["message"] == m)
+            })
+            .unwrap_or_else(|| panic!("no row {name} {model} {message:?}"))
+    };
+    for model in ["shared", "batched"] {
+        for msg in ["invite", "ack", "bye", "1xx", "2xx"] {
+            let r = find("t_sip", model, Some(msg));
+            assert_eq!(r["impl"], "takt");
+            assert_eq!(r["unit"], "us");
+            assert_eq!(r["better"], "lower");
+            assert_eq!(r["runs"], 5, "{r}");
+            assert_eq!(r["samples"].as_array().unwrap().len(), 5);
+            let med = r["median"].as_f64().unwrap();
+            assert!(med > 0.0 && med.is_finite(), "{r}");
+            assert!(r["min"].as_f64().unwrap() <= med && med <= r["max"].as_f64().unwrap());
+            assert!(r["ci95"].as_array().unwrap().len() == 2);
+            assert!(r["cpu_s"].as_f64().unwrap() > 0.0, "{r}");
+            assert_eq!(r["params"]["mode"], "stateful");
+            assert_eq!(r["params"]["workers"], 2);
+            assert_eq!(r["params"]["cps"], 40);
+            assert!(r["params"]["cpus"].is_string() && r["params"]["sched"].is_string());
+            // the paper's Table I figure for 2 threads
+            assert_eq!(r["published"], 76.9);
+            find("k_rcv", model, Some(msg));
+        }
+        find("k_snd", model, Some("invite"));
+        let ok = find("calls_succeeded", model, None);
+        assert_eq!(
+            ok["min"].as_f64(),
+            Some(CALLS as f64),
+            "every call of every run succeeded: {ok}"
+        );
+        assert_eq!(find("calls_failed", model, None)["max"].as_f64(), Some(0.0));
+        assert_eq!(
+            find("calls_attempted", model, None)["median"].as_f64(),
+            Some(CALLS as f64)
+        );
+        find("drops", model, None);
+        find("cpu_per_call", model, None);
+    }
+}
