@@ -160,6 +160,9 @@ pub(crate) struct Header {
     /// senders on the owner's thread and by the owner; Relaxed suffices as
     /// both run on that thread, remote senders never rely on it).
     pub(crate) alive: AtomicBool,
+    /// Owner: alive, no limits and no handler timing — the one flag the
+    /// dispatch fast path tests (cleared with `alive` when it finishes).
+    pub(crate) plain: OwnerCell<bool>,
     /// Owner: a handler of this agent is on the stack (insend reentrancy).
     pub(crate) running: OwnerCell<bool>,
     /// Owner: the current state.
@@ -255,6 +258,19 @@ pub(crate) unsafe fn deliver<A: Agent, M: Message>(op: Op, target: usize, payloa
     let cell = unsafe { &*((target & !REF_TAG) as *const AgentCell<A>) };
     // SAFETY: the payload holds an `M` not yet taken.
     let msg: M = unsafe { take(payload) };
+    // `plain` is owner state: read only for a delivery, which runs on the
+    // thread that runs the agent (a discard may run elsewhere).
+    if op == Op::Deliver && cell.hdr.plain.get() && !trace::active() {
+        cell.handle_plain(msg)
+    } else {
+        deliver_other(cell, op, msg)
+    }
+}
+
+/// Everything but a plain delivery: limits, a finished agent, tracing,
+/// handler timing, a discard.
+#[inline(never)]
+fn deliver_other<A: Agent, M: Message>(cell: &AgentCell<A>, op: Op, msg: M) {
     if let Some(l) = &cell.hdr.limits {
         release_limit::<M>(l);
     }
@@ -311,6 +327,7 @@ unsafe fn finish<A: Agent>(op: Op, target: usize, _payload: *mut Payload) {
         }
     }
     let was_alive = h.alive.swap(false, Ordering::Relaxed);
+    h.plain.set(false);
     if let (Op::Deliver, Sink::Thread(ws)) = (op, &h.sink) {
         if let Some(core) = worker::local_core(ws) {
             // SAFETY: we hold a reference; the new one travels with the event.
@@ -374,6 +391,22 @@ impl<A: Agent> AgentCell<A> {
         }
     }
 
+    /// `handle` for an agent whose `plain` flag is set (alive, no limits,
+    /// no timing) with tracing off.
+    #[inline(always)]
+    fn handle_plain<M: Message>(&self, msg: M) {
+        let h = &self.hdr;
+        h.dequeued.bump();
+        match self.behaviour().lookup(h.state.get(), TypeId::of::<M>()) {
+            Some(e) if e.plain => {
+                // SAFETY: as in `handle`.
+                let f = unsafe { std::mem::transmute::<*const (), Handler<A, M>>(e.f) };
+                self.run_untimed(|agent, ctx| f(agent, ctx, msg));
+            }
+            _ => self.handle_other(msg),
+        }
+    }
+
     /// A finished agent, or tracing on.
     #[cold]
     #[inline(never)]
@@ -426,6 +459,13 @@ impl<A: Agent> AgentCell<A> {
         if h.timing {
             return self.run_timed(f);
         }
+        self.run_untimed(f)
+    }
+
+    /// `run` without handler timing.
+    #[inline(always)]
+    fn run_untimed(&self, f: impl FnOnce(&mut A, &mut Ctx<'_, A>)) {
+        let h = &self.hdr;
         let guard = RunGuard(h);
         h.running.set(true);
         // SAFETY: exclusive execution (module invariant) and `running`

@@ -293,6 +293,7 @@ impl CoopBuilder {
             hdr: Header {
                 sink: resolved.sink,
                 alive: AtomicBool::new(true),
+                plain: OwnerCell::new(!rt.config.handler_timing && limits.is_none()),
                 running: OwnerCell::new(false),
                 state: OwnerCell::new(behaviour.initial),
                 prio: resolved.prio,

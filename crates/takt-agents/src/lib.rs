@@ -89,6 +89,7 @@ mod limits;
 mod mbox;
 mod panic;
 pub mod queue;
+mod ring;
 mod runtime;
 pub mod state;
 mod stats;

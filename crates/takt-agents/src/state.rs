@@ -10,7 +10,10 @@
 //! Compilation flattens the hierarchy: a state's table holds its own
 //! handlers followed by the handlers of its ancestors that it does not
 //! override, so a message with no handler in a substate reaches its
-//! parent's handler with a single table scan. A message with no handler in
+//! parent's handler with a single table scan. On top of the table each
+//! state has a small direct-mapped index (see [`Slots`]): the dispatch of a
+//! message looks at one slot chosen by bits of its type's id, so the cost
+//! does not grow with the handler's position in the table. A message with no handler in
 //! the current state or any ancestor is counted as *unhandled* and dropped.
 //!
 //! ```
@@ -35,6 +38,7 @@
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::sync::RwLock;
 
 use crate::ask::{invoke_ask, Ask};
@@ -256,6 +260,7 @@ impl<A: Agent> Definer<A> {
                 defined: true,
                 parent: st.parent,
                 depth: chain.len() as u16,
+                slots: Slots::build(&table),
                 table: table.into_boxed_slice(),
                 on_enter: st.on_enter,
                 on_exit: st.on_exit,
@@ -374,11 +379,20 @@ pub(crate) struct Compiled<A: Agent> {
     pub(crate) parent: Option<u16>,
     pub(crate) depth: u16,
     pub(crate) table: Box<[Entry<A>]>,
+    /// Direct-mapped index over `table`.
+    pub(crate) slots: Slots<A>,
     pub(crate) on_enter: Option<Hook<A>>,
     pub(crate) on_exit: Option<Hook<A>>,
 }
 
 impl<A: Agent> Compiled<A> {
+    /// The table scan behind a slot miss: a type without a handler here,
+    /// or (rarely) one whose slot another type took.
+    #[inline(never)]
+    fn scan(&self, type_id: TypeId) -> Option<&Entry<A>> {
+        self.table.iter().find(|e| e.type_id == type_id)
+    }
+
     fn undefined() -> Self {
         Compiled {
             name: "",
@@ -386,6 +400,7 @@ impl<A: Agent> Compiled<A> {
             parent: None,
             depth: 0,
             table: Box::new([]),
+            slots: Slots::build(&[]),
             on_enter: None,
             on_exit: None,
         }
@@ -411,11 +426,10 @@ impl<A: Agent> Behaviour<A> {
         // (`has_state`), so the index is in bounds.
         debug_assert!((state as usize) < self.states.len());
         // SAFETY: see above.
-        let table = &unsafe { self.states.get_unchecked(state as usize) }.table;
-        // Most states handle few types and the first is the likeliest.
-        match table.first() {
-            Some(e) if e.type_id == type_id => Some(e),
-            _ => table.iter().skip(1).find(|e| e.type_id == type_id),
+        let st = unsafe { self.states.get_unchecked(state as usize) };
+        match st.slots.get(type_id) {
+            Some(e) => Some(e),
+            None => st.scan(type_id),
         }
     }
 
@@ -461,4 +475,201 @@ pub(crate) fn behaviour_of<A: Agent>() -> Result<&'static Behaviour<A>, DefineEr
         .downcast_ref::<Result<Behaviour<A>, DefineError>>()
         .expect("cache entries are keyed by their type");
     r.as_ref().map_err(Clone::clone)
+}
+
+/// A type never sent as a message (it is private to this module): the
+/// type id of vacant slots, so a vacant slot never matches.
+struct Vacant;
+
+/// 64 bits of a type id, for slot selection. `TypeId`'s `Hash` feeds the
+/// hasher a constant, so for a known type this folds to a constant.
+#[inline(always)]
+fn type_key(t: TypeId) -> u64 {
+    let mut h = KeyHasher(0);
+    t.hash(&mut h);
+    h.finish()
+}
+
+/// Collects what `TypeId::hash` writes (a multiply mixes it).
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    #[inline(always)]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    #[inline(always)]
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(26) ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    #[inline(always)]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A direct-mapped index over a state's handler table: `slots.len()` is a
+/// power of two, `mask = slots.len() - 1`, and the entry for a type with
+/// key `k` (`type_key`) is at `(k >> shift) & mask` unless another type
+/// took that slot. `get` compares the full type id, so a hit is always the
+/// right entry; a miss falls back to the table scan, so a collision costs
+/// speed, never correctness. `build` picks the size (up to 4× the table,
+/// at most 256) and shift with the fewest collisions, usually none.
+pub(crate) struct Slots<A: Agent> {
+    slots: Box<[Entry<A>]>,
+    mask: usize,
+    shift: u32,
+}
+
+impl<A: Agent> Slots<A> {
+    fn vacant() -> Entry<A> {
+        Entry {
+            type_id: TypeId::of::<Vacant>(),
+            f: std::ptr::null(),
+            plain: false,
+            // Never called: no message has type `Vacant`.
+            invoke: invoke_plain::<A, ()>,
+        }
+    }
+
+    fn build(table: &[Entry<A>]) -> Self {
+        let keys: Vec<u64> = table.iter().map(|e| type_key(e.type_id)).collect();
+        let mut best: Option<(usize, usize, u32)> = None; // (collisions, size, shift)
+        let mut size = table.len().next_power_of_two().max(1);
+        let limit = (table.len() * 4).next_power_of_two().clamp(1, 256);
+        'search: while size <= limit {
+            let mask = size - 1;
+            for shift in 0..=(64 - size.trailing_zeros()).min(63) {
+                let mut used = vec![false; size];
+                let mut collisions = 0;
+                for &k in &keys {
+                    let i = ((k >> shift) as usize) & mask;
+                    if used[i] {
+                        collisions += 1;
+                    }
+                    used[i] = true;
+                }
+                if best.is_none_or(|(c, _, _)| collisions < c) {
+                    best = Some((collisions, size, shift));
+                }
+                if collisions == 0 {
+                    break 'search;
+                }
+            }
+            size *= 2;
+        }
+        let (_, size, shift) = best.unwrap_or((0, 1, 0));
+        let mask = size - 1;
+        let mut slots: Vec<Entry<A>> = (0..size).map(|_| Self::vacant()).collect();
+        // First come first served: on a collision the earlier table entry
+        // (own handlers before inherited ones) keeps the slot.
+        for (e, &k) in table.iter().zip(&keys) {
+            let i = ((k >> shift) as usize) & mask;
+            if slots[i].type_id == TypeId::of::<Vacant>() {
+                slots[i] = e.clone();
+            }
+        }
+        Slots {
+            slots: slots.into_boxed_slice(),
+            mask,
+            shift,
+        }
+    }
+
+    /// The entry for `type_id` if it sits in its slot.
+    #[inline(always)]
+    fn get(&self, type_id: TypeId) -> Option<&Entry<A>> {
+        let i = ((type_key(type_id) >> self.shift) as usize) & self.mask;
+        debug_assert!(i < self.slots.len());
+        // SAFETY: `slots.len() == mask + 1`, so `i <= mask` is in bounds.
+        let e = unsafe { self.slots.get_unchecked(i) };
+        (e.type_id == type_id).then_some(e)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    struct Many;
+    impl Agent for Many {
+        fn define(_: &mut Definer<Self>) {}
+    }
+
+    macro_rules! handlers {
+        ($def:expr, $($t:ty),*) => {
+            $( $def.on(|_: &mut Many, _: &mut Ctx<Many>, _: $t| {}); )*
+        };
+    }
+
+    /// Every registered type is found through its slot or the scan, with
+    /// the entry registered for it; an unregistered type is not found.
+    #[test]
+    fn lookup_finds_every_type_and_only_those() {
+        let mut def = Definer::<Many>::new();
+        handlers!(
+            def,
+            u8,
+            u16,
+            u32,
+            u64,
+            i8,
+            i16,
+            i32,
+            i64,
+            char,
+            bool,
+            (),
+            (u8, u8),
+            (u16, u8),
+            (u32, u8),
+            [u8; 1],
+            [u8; 2],
+            [u8; 3],
+            Option<u8>,
+            Option<u16>
+        );
+        // Inherited handlers in a substate, one overridden.
+        def.state(State::new(1)).parent(State::DEFAULT).on(
+            |_: &mut Many, _: &mut Ctx<Many>, x: u8| {
+                std::hint::black_box(x.wrapping_add(7));
+            },
+        );
+        let b = def.compile().expect("well-defined");
+        for s in [0u16, 1] {
+            let table = &b.states[s as usize].table;
+            assert_eq!(table.len(), 19);
+            for e in table.iter() {
+                let found = b.lookup(s, e.type_id).expect("registered type");
+                assert_eq!(found.f, e.f);
+            }
+            assert!(b.lookup(s, TypeId::of::<String>()).is_none());
+            assert!(b.lookup(s, TypeId::of::<Vacant>()).is_none() || table.is_empty());
+        }
+        // The substate's own u8 handler wins over the inherited one.
+        let own = b.states[1].table[0].f;
+        assert_eq!(b.lookup(1, TypeId::of::<u8>()).unwrap().f, own);
+        assert_ne!(b.lookup(0, TypeId::of::<u8>()).unwrap().f, own);
+    }
+
+    /// A collision only costs the scan: with a one-slot index every type
+    /// but the slot's owner is found by scanning.
+    #[test]
+    fn colliding_slots_fall_back_to_the_scan() {
+        let mut def = Definer::<Many>::new();
+        handlers!(def, u8, u16, u32);
+        let mut b = def.compile().expect("well-defined");
+        let st = &mut b.states[0];
+        st.slots = Slots {
+            slots: vec![st.table[1].clone()].into_boxed_slice(),
+            mask: 0,
+            shift: 0,
+        };
+        for e in b.states[0].table.iter() {
+            assert_eq!(b.lookup(0, e.type_id).expect("found").f, e.f);
+        }
+        assert!(b.lookup(0, TypeId::of::<i8>()).is_none());
+    }
 }

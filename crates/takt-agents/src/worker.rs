@@ -2,7 +2,8 @@
 //! (one_thread, active_obj, active_group, priority).
 //!
 //! ## Two queues
-//! - the *local* queue: a plain `VecDeque` (or one per priority) touched
+//! - the *local* queue: a plain FIFO ring (`ring.rs`; one per priority
+//!   for the priority dispatcher) touched
 //!   only by the worker thread. A send from a handler running on this
 //!   thread to an agent of this thread appends here: no atomic operation,
 //!   no reference count, no wake-up.
@@ -21,7 +22,6 @@
 //! event (and no agent reference it holds) is stranded.
 
 use std::cell::{Cell, UnsafeCell};
-use std::collections::VecDeque;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
@@ -34,6 +34,7 @@ use crate::agent::{header_at, OwnerCounter};
 use crate::envelope::Envelope;
 use crate::panic::PanicPolicy;
 use crate::queue::WakeQueue;
+use crate::ring::Ring;
 use crate::stats::WorkerCounters;
 
 /// Events run between two looks at the remote queue (fairness between
@@ -119,45 +120,74 @@ impl WorkerShared {
     }
 }
 
-/// The local queue: FIFO, or one FIFO per priority.
-enum LocalQueue {
-    Fifo(VecDeque<Envelope>),
-    Prio {
-        queues: Box<[VecDeque<Envelope>; PRIORITIES]>,
-        /// Bit p set iff `queues[p]` is non-empty.
-        mask: u32,
-    },
+/// The local queue: one FIFO, or (priority dispatcher) one FIFO per
+/// priority. The plain FIFO is the fast path: a worker without priorities
+/// pays one predictable null check per push and pop for the choice.
+struct LocalQueue {
+    fifo: Ring<Envelope>,
+    prio: Option<Box<PrioQueues>>,
+}
+
+struct PrioQueues {
+    queues: [Ring<Envelope>; PRIORITIES],
+    /// Bit p set iff `queues[p]` is non-empty.
+    mask: u32,
 }
 
 impl LocalQueue {
-    #[inline(always)]
-    fn push(&mut self, e: Envelope, prio: u8) {
-        match self {
-            LocalQueue::Fifo(q) => q.push_back(e),
-            LocalQueue::Prio { queues, mask } => {
-                let p = (prio as usize).min(PRIORITIES - 1);
-                queues[p].push_back(e);
-                *mask |= 1 << p;
+    fn new(prio: bool) -> Self {
+        if prio {
+            LocalQueue {
+                fifo: Ring::with_capacity(1),
+                prio: Some(Box::new(PrioQueues {
+                    queues: std::array::from_fn(|_| Ring::with_capacity(64)),
+                    mask: 0,
+                })),
+            }
+        } else {
+            LocalQueue {
+                fifo: Ring::with_capacity(1024),
+                prio: None,
             }
         }
     }
 
     #[inline(always)]
-    fn pop(&mut self) -> Option<Envelope> {
-        match self {
-            LocalQueue::Fifo(q) => q.pop_front(),
-            LocalQueue::Prio { queues, mask } => {
-                if *mask == 0 {
-                    return None;
-                }
-                let p = 31 - mask.leading_zeros() as usize;
-                let e = queues[p].pop_front();
-                if queues[p].is_empty() {
-                    *mask &= !(1 << p);
-                }
-                e
-            }
+    fn push(&mut self, e: Envelope, prio: u8) {
+        match &mut self.prio {
+            None => self.fifo.push_back(e),
+            Some(q) => q.push(e, prio),
         }
+    }
+
+    #[inline(always)]
+    fn pop(&mut self) -> Option<Envelope> {
+        match &mut self.prio {
+            None => self.fifo.pop_front(),
+            Some(q) => q.pop(),
+        }
+    }
+}
+
+impl PrioQueues {
+    #[inline(never)]
+    fn push(&mut self, e: Envelope, prio: u8) {
+        let p = (prio as usize).min(PRIORITIES - 1);
+        self.queues[p].push_back(e);
+        self.mask |= 1 << p;
+    }
+
+    #[inline(never)]
+    fn pop(&mut self) -> Option<Envelope> {
+        if self.mask == 0 {
+            return None;
+        }
+        let p = 31 - self.mask.leading_zeros() as usize;
+        let e = self.queues[p].pop_front();
+        if self.queues[p].is_empty() {
+            self.mask &= !(1 << p);
+        }
+        e
     }
 }
 
@@ -272,14 +302,7 @@ impl WorkerCore {
 pub(crate) fn run_worker(shared: Arc<WorkerShared>) {
     let core = WorkerCore {
         shared: Arc::as_ptr(&shared),
-        local: UnsafeCell::new(if shared.prio {
-            LocalQueue::Prio {
-                queues: Box::new(std::array::from_fn(|_| VecDeque::new())),
-                mask: 0,
-            }
-        } else {
-            LocalQueue::Fifo(VecDeque::with_capacity(1024))
-        }),
+        local: UnsafeCell::new(LocalQueue::new(shared.prio)),
     };
     CURRENT.with(|c| c.set(&core));
     loop {

@@ -247,9 +247,9 @@ fn pool_loop(pool: &PoolShared, slot: &Slot, me: usize, local: &Local) {
             return;
         }
         // Idle: spin, then announce and sleep.
-        let found = crate::queue::spin_then_yield(pool.budget, || {
-            pool.has_work() || pool.stop.load(Ordering::Relaxed)
-        });
+        let found = pool
+            .budget
+            .spin_until(|| pool.has_work() || pool.stop.load(Ordering::Relaxed));
         if !found {
             slot.sleepy.store(true, Ordering::SeqCst);
             pool.sleeping.fetch_add(1, Ordering::SeqCst);
