@@ -226,6 +226,19 @@ impl SmeBench {
                 secs += s.processes as f64 * s.cycles as f64 * step_ns * 0.625e-9 * spread * runs;
             }
         }
+        // The minimum warm-up of every executor configuration of each shape.
+        let shapes = [
+            ("sync_ring", plan.sync.len()),
+            ("compute_ring", plan.compute.len()),
+            ("weak_scaling", plan.weak.len()),
+            ("uneven", plan.uneven.len()),
+        ];
+        let warm: usize = shapes
+            .iter()
+            .filter(|(name, _)| self.wants(name))
+            .map(|(_, n)| n)
+            .sum();
+        secs += MIN_WARMUP.as_secs_f64() * (warm * execs.len()) as f64;
         Duration::from_secs_f64(secs)
     }
 
