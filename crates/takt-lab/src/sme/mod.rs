@@ -232,6 +232,7 @@ impl SmeBench {
             ("compute_ring", plan.compute.len()),
             ("weak_scaling", plan.weak.len()),
             ("uneven", plan.uneven.len()),
+            ("sync_cost", 1),
         ];
         let warm: usize = shapes
             .iter()
