@@ -13,7 +13,8 @@
 //! plus `sync_cost` (the per-cycle price of synchronizing, on a two-process
 //! ring) and the `floor` rows: the same ring as a plain loop over an array.
 //!
-//! Each configuration is measured after one warm-up run over five runs; a
+//! Each configuration is measured after one warm-up run (and, for short
+//! runs, at least 100 ms of warm-up runs) over five runs; a
 //! sample is the run's wall time (worker start to finish, thread creation
 //! excluded) divided by processes × cycles. `--quick` keeps the networks and
 //! the work per step but scales cycles (and, for weak scaling, processes)
@@ -22,7 +23,7 @@
 mod networks;
 mod published;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 use takt_sched::{SpinBudget, ThreadSpec};
@@ -31,6 +32,9 @@ use takt_sme::{Executor, ExecutorKind};
 use crate::params;
 use crate::result::{Better, Document, DocumentBuilder, ResultRow};
 use crate::sampler::{measure, Repetitions};
+
+/// Least warm-up time per ring configuration (see `SmeBench::measure_ring`).
+const MIN_WARMUP: Duration = Duration::from_millis(100);
 pub use networks::{compute_ring, divide, floor_ring, sync_ring, Ring};
 
 /// Divisions per step in the compute-dominated benchmarks (Listing 2).
@@ -222,6 +226,20 @@ impl SmeBench {
                 secs += s.processes as f64 * s.cycles as f64 * step_ns * 0.625e-9 * spread * runs;
             }
         }
+        // The minimum warm-up of every executor configuration of each shape.
+        let shapes = [
+            ("sync_ring", plan.sync.len()),
+            ("compute_ring", plan.compute.len()),
+            ("weak_scaling", plan.weak.len()),
+            ("uneven", plan.uneven.len()),
+            ("sync_cost", 1),
+        ];
+        let warm: usize = shapes
+            .iter()
+            .filter(|(name, _)| self.wants(name))
+            .map(|(_, n)| n)
+            .sum();
+        secs += MIN_WARMUP.as_secs_f64() * (warm * execs.len()) as f64;
         Duration::from_secs_f64(secs)
     }
 
@@ -285,6 +303,18 @@ impl SmeBench {
         let mut ring = make();
         let exec = self.executor(kind, threads);
         let steps = ring.net.processes() as f64 * cycles as f64;
+        // Short runs also warm up for a minimum time: one quick run is not
+        // enough for the caches, the TLB and a CPU clock ramping up after
+        // idle, and the first configuration measured (the `sequential`
+        // baseline) would otherwise carry the slow start.
+        let mut warm_runs = 0u64;
+        let warm_start = Instant::now();
+        while warm_start.elapsed() < MIN_WARMUP {
+            ring.net
+                .run(&exec, cycles)
+                .map_err(|e| format!("{kind} x{threads}: {e}"))?;
+            warm_runs += 1;
+        }
         let mut failure = None;
         let m = measure(self.reps, || match ring.net.run(&exec, cycles) {
             Ok(r) => r.elapsed.as_nanos() as f64 / steps,
@@ -297,7 +327,7 @@ impl SmeBench {
             return Err(format!("{kind} x{threads}: {e}"));
         }
         // Every run advanced the ring by `cycles`: process 0 holds the count.
-        let expected = (self.reps.warmup + m.samples.len()) as u64 * cycles;
+        let expected = ((self.reps.warmup + m.samples.len()) as u64 + warm_runs) * cycles;
         if ring.net.value(ring.first) != expected as i64 {
             return Err(format!(
                 "{kind} x{threads}: ring value {} after {expected} cycles",

@@ -14,7 +14,9 @@
 //!
 //! Every executor thread is created by [`takt_sched::ThreadSpec::spawn`]
 //! (so `--cpus` and `--sched` apply to all of them; worker `i` is pinned to
-//! the `i`-th CPU of the spec's set) and waits at a
+//! the `i`-th CPU of the spec's set; with no set given, several workers are
+//! pinned to distinct CPUs of the process's affinity when it has one per
+//! worker) and waits at a
 //! [`takt_sched::SpinBarrier`] once per cycle: spin for the budget, then
 //! sleep on a futex — no mutex or condition variable on the per-cycle path.
 

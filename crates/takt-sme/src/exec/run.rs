@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use takt_sched::{clock, SpinBarrier};
+use takt_sched::{clock, CpuSet, SpinBarrier, ThreadSpec};
 
 use super::claim::{Cursor, RangeDeque};
 use super::partition::{balanced_ranges, chunks_of, even_ranges, max_load, Chunk};
@@ -149,6 +149,8 @@ struct Shared {
     halted: AtomicBool,
     fault: Mutex<Option<Fault>>,
     trace: Mutex<Option<Trace>>,
+    /// Whether `trace` holds a trace: lets worker 0 skip the lock per cycle.
+    tracing: bool,
     trace_error: Mutex<Option<std::io::Error>>,
     kind_base: Vec<u32>,
     gate: Gate,
@@ -425,7 +427,7 @@ impl Shared {
             if self.threads > 1 && self.barrier.wait().slept {
                 out.sleeps += 1;
             }
-            if t == 0 {
+            if t == 0 && self.tracing {
                 self.record_trace(cycle, p);
             }
             out.done = cycle + 1;
@@ -518,6 +520,22 @@ fn plan(net: &Network, exec: &Executor) -> Plan {
     }
 }
 
+/// The spec the workers are made from. With no CPU set given and more
+/// than one worker, the workers are spread over distinct CPUs of the
+/// process's own affinity when it has at least one per worker: unpinned,
+/// the OS may stack two spinning workers on one CPU for a while, and every
+/// cycle then waits for a time slice. With fewer CPUs than workers the
+/// spec is left as given (pinning would force sharing).
+fn default_placement(exec: &Executor) -> ThreadSpec {
+    if exec.threads < 2 || exec.spec.cpus().is_some() {
+        return exec.spec.clone();
+    }
+    match CpuSet::current_affinity() {
+        Ok(set) if set.len() >= exec.threads => exec.spec.clone().with_cpus(set),
+        _ => exec.spec.clone(),
+    }
+}
+
 /// Runs `net` for up to `cycles` cycles with `exec`.
 pub(crate) fn run(net: &mut Network, exec: &Executor, cycles: u64) -> Result<RunReport, RunError> {
     if net.poisoned {
@@ -558,6 +576,7 @@ pub(crate) fn run(net: &mut Network, exec: &Executor, cycles: u64) -> Result<Run
         stop_at: Padded(AtomicU64::new(u64::MAX)),
         halted: AtomicBool::new(false),
         fault: Mutex::new(None),
+        tracing: trace.is_some(),
         trace: Mutex::new(trace),
         trace_error: Mutex::new(None),
         kind_base: net.kind_base.clone(),
@@ -566,9 +585,9 @@ pub(crate) fn run(net: &mut Network, exec: &Executor, cycles: u64) -> Result<Run
     });
     let mut handles = Vec::with_capacity(threads);
     let mut spawn_error = None;
+    let base = default_placement(exec);
     for i in 0..threads {
-        let spec = exec
-            .spec
+        let spec = base
             .renamed(format!("{}-{i}", exec.spec.name()))
             .pinned_nth(i);
         let sh = shared.clone();
