@@ -134,10 +134,17 @@ fn ipv6_udp_round_trip() {
 
 #[test]
 fn large_requests_go_over_tcp_and_responses_come_back() {
-    // the next hop listens on UDP and TCP at the same port
-    let uas = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let port = uas.local_addr().unwrap().port();
-    let uas_tcp = TcpListener::bind(("127.0.0.1", port)).unwrap();
+    // The next hop listens on UDP and TCP at the same port. The kernel
+    // picks a free UDP port; the same number may be taken for TCP by a test
+    // running in parallel, so try a few.
+    let (uas, uas_tcp) = (0..50)
+        .find_map(|_| {
+            let udp = UdpSocket::bind("127.0.0.1:0").ok()?;
+            let port = udp.local_addr().ok()?.port();
+            let tcp = TcpListener::bind(("127.0.0.1", port)).ok()?;
+            Some((udp, tcp))
+        })
+        .expect("a port free for both UDP and TCP on 127.0.0.1");
     let srv = server(
         "127.0.0.1:0",
         uas.local_addr().unwrap(),
