@@ -126,35 +126,60 @@ impl Worker {
                 st.record_oversized();
                 continue;
             }
-            let k_rcv = meta.t_arr_ns.map(|a| t_in_real.saturating_sub(a));
             let mut sink = NetSink::new(&self.sock, None, self.tcp.as_ref(), c);
-            let o = self.proxy.handle(
-                &Inbound {
-                    bytes: &buf[..meta.len],
-                    from: Target {
-                        addr: meta.src,
-                        transport: Transport::Udp,
-                        conn: None,
-                    },
-                    now: c.ticks_to_ns(t0),
-                    queue_delay_ns: k_rcv.unwrap_or(0),
-                },
+            let (sample, o) = self.handle_datagram(
+                &buf[..meta.len],
+                &meta,
+                t_in_real,
+                t0,
                 &mut scratch,
                 &mut sink,
             );
-            let total = c.ticks_to_ns(c.now().saturating_sub(t0));
-            let snd = c.ticks_to_ns(sink.send_ticks);
-            let sample = Sample {
-                k_rcv_ns: k_rcv,
-                t_sip_ns: total.saturating_sub(snd),
-                k_snd_ns: snd,
-            };
             let mut st = self.stats.lock().unwrap_or_else(|p| p.into_inner());
             st.record(&sample, &o);
             if let Some(d) = meta.drops {
                 st.set_socket_drops(u64::from(d));
             }
         }
+    }
+
+    /// Hands one received datagram to the proxy and times it: K_rcv from the
+    /// kernel timestamp to `t_in_real`, T_sip from `t0` (TSC ticks) to now
+    /// minus the time `sink` spent inside send calls, which is K_snd.
+    #[inline]
+    fn handle_datagram(
+        &self,
+        bytes: &[u8],
+        meta: &udp::RxMeta,
+        t_in_real: u64,
+        t0: u64,
+        scratch: &mut Scratch,
+        sink: &mut NetSink<'_>,
+    ) -> (Sample, crate::proxy::Outcome) {
+        let c = self.clock;
+        let k_rcv = meta.t_arr_ns.map(|a| t_in_real.saturating_sub(a));
+        let o = self.proxy.handle(
+            &Inbound {
+                bytes,
+                from: Target {
+                    addr: meta.src,
+                    transport: Transport::Udp,
+                    conn: None,
+                },
+                now: c.ticks_to_ns(t0),
+                queue_delay_ns: k_rcv.unwrap_or(0),
+            },
+            scratch,
+            sink,
+        );
+        let total = c.ticks_to_ns(c.now().saturating_sub(t0));
+        let snd = c.ticks_to_ns(sink.send_ticks);
+        let sample = Sample {
+            k_rcv_ns: k_rcv,
+            t_sip_ns: total.saturating_sub(snd),
+            k_snd_ns: snd,
+        };
+        (sample, o)
     }
 
     /// `batched`: `recvmmsg` up to `batch` datagrams, handle each (UDP
@@ -189,34 +214,18 @@ impl Worker {
                     continue;
                 }
                 let t0 = c.now();
-                let k_rcv = meta.t_arr_ns.map(|a| t_in_real.saturating_sub(a));
                 let mut sink = NetSink::new(&self.sock, Some(&mut tx), self.tcp.as_ref(), c);
-                let o = self.proxy.handle(
-                    &Inbound {
-                        bytes: rx.datagram(i),
-                        from: Target {
-                            addr: meta.src,
-                            transport: Transport::Udp,
-                            conn: None,
-                        },
-                        now: c.ticks_to_ns(t0),
-                        queue_delay_ns: k_rcv.unwrap_or(0),
-                    },
+                // K_snd so far covers only TCP sends; the UDP datagrams this
+                // message queued get their share of the sendmmsg below.
+                let (sample, o) = self.handle_datagram(
+                    rx.datagram(i),
+                    &meta,
+                    t_in_real,
+                    t0,
                     &mut scratch,
                     &mut sink,
                 );
-                let total = c.ticks_to_ns(c.now().saturating_sub(t0));
-                let tcp_snd = c.ticks_to_ns(sink.send_ticks);
-                let queued = sink.queued;
-                per_msg.push((
-                    Sample {
-                        k_rcv_ns: k_rcv,
-                        t_sip_ns: total.saturating_sub(tcp_snd),
-                        k_snd_ns: tcp_snd,
-                    },
-                    o,
-                    queued,
-                ));
+                per_msg.push((sample, o, sink.queued));
             }
             let total_queued = tx.queued();
             let t0 = c.now();
