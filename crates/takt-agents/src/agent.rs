@@ -160,6 +160,13 @@ pub(crate) struct Header {
     /// senders on the owner's thread and by the owner; Relaxed suffices as
     /// both run on that thread, remote senders never rely on it).
     pub(crate) alive: AtomicBool,
+    /// Alive, bound to a thread sink without priorities, no limits: a
+    /// send from the agent's own thread may append straight to the
+    /// worker's FIFO ring (the one flag the local send fast path tests).
+    /// Written by the owner (cleared with `alive` when it finishes); read
+    /// by any sender with Relaxed: only a sender on the owner's thread acts
+    /// on it, and that sender is sequenced with the owner's store.
+    pub(crate) fast_send: AtomicBool,
     /// Owner: alive, no limits and no handler timing — the one flag the
     /// dispatch fast path tests (cleared with `alive` when it finishes).
     pub(crate) plain: OwnerCell<bool>,
@@ -167,17 +174,22 @@ pub(crate) struct Header {
     pub(crate) running: OwnerCell<bool>,
     /// Owner: the current state.
     pub(crate) state: OwnerCell<u16>,
-    /// Priority (priority dispatcher), 0 = lowest.
+    /// Owner: the plain handler last looked up in the current state, so a
+    /// run of messages of one type skips the handler table. Reset on every
+    /// state change (`enter_chain`), the only event that changes what a
+    /// lookup returns.
+    pub(crate) cache: OwnerCell<HandlerCache>,
+    /// Default message priority (priority dispatcher), 0 = lowest.
     pub(crate) prio: u8,
     /// Measure time in handlers (Config::handler_timing).
     pub(crate) timing: bool,
     /// The agent's thread stops with it (active_obj).
     pub(crate) owns_worker: bool,
-    pub(crate) limits: Option<Box<Limits>>,
     /// Owner: messages queued from the agent's own thread.
     pub(crate) enq_local: AtomicU64,
     /// Owner: events taken from the queue (handled, unhandled or dead).
     pub(crate) dequeued: AtomicU64,
+    pub(crate) limits: Option<Box<Limits>>,
     /// The type's `&'static Behaviour<A>`, erased.
     pub(crate) behaviour: *const (),
     pub(crate) coop: Arc<CoopShared>,
@@ -192,6 +204,29 @@ impl Header {
     pub(crate) fn count_undelivered(&self) {
         self.cold.get().undelivered.fetch_add(1, Ordering::Relaxed);
         self.coop.rt.undelivered.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A one-entry cache of the handler table: the message type last
+/// delivered in the current state and its plain handler (a
+/// `Handler<A, M>` for that type, erased).
+#[derive(Clone, Copy)]
+pub(crate) struct HandlerCache {
+    pub(crate) ty: TypeId,
+    pub(crate) f: *const (),
+}
+
+/// No message has this type, so an empty cache never matches.
+enum NoMessage {}
+
+impl HandlerCache {
+    /// A cache that matches no message type.
+    #[inline]
+    pub(crate) fn empty() -> HandlerCache {
+        HandlerCache {
+            ty: TypeId::of::<NoMessage>(),
+            f: std::ptr::null(),
+        }
     }
 }
 
@@ -261,7 +296,17 @@ pub(crate) unsafe fn deliver<A: Agent, M: Message>(op: Op, target: usize, payloa
     // `plain` is owner state: read only for a delivery, which runs on the
     // thread that runs the agent (a discard may run elsewhere).
     if op == Op::Deliver && cell.hdr.plain.get() && !trace::active() {
-        cell.handle_plain(msg)
+        let h = &cell.hdr;
+        let c = h.cache.get();
+        if c.ty == TypeId::of::<M>() {
+            h.dequeued.bump();
+            // SAFETY: the cache holds a plain `Handler<A, M>` for the type
+            // it names (filled by `handle_plain` from a TypeId match).
+            let f = unsafe { std::mem::transmute::<*const (), Handler<A, M>>(c.f) };
+            cell.run_untimed(|agent, ctx| f(agent, ctx, msg));
+        } else {
+            cell.handle_plain(msg)
+        }
     } else {
         deliver_other(cell, op, msg)
     }
@@ -328,6 +373,7 @@ unsafe fn finish<A: Agent>(op: Op, target: usize, _payload: *mut Payload) {
     }
     let was_alive = h.alive.swap(false, Ordering::Relaxed);
     h.plain.set(false);
+    h.fast_send.store(false, Ordering::Relaxed);
     if let (Op::Deliver, Sink::Thread(ws)) = (op, &h.sink) {
         if let Some(core) = worker::local_core(ws) {
             // SAFETY: we hold a reference; the new one travels with the event.
@@ -392,13 +438,18 @@ impl<A: Agent> AgentCell<A> {
     }
 
     /// `handle` for an agent whose `plain` flag is set (alive, no limits,
-    /// no timing) with tracing off.
-    #[inline(always)]
+    /// no timing) with tracing off, after a miss of the handler cache: the
+    /// plain handler found is cached for the next message of this type.
+    #[inline(never)]
     fn handle_plain<M: Message>(&self, msg: M) {
         let h = &self.hdr;
         h.dequeued.bump();
         match self.behaviour().lookup(h.state.get(), TypeId::of::<M>()) {
             Some(e) if e.plain => {
+                h.cache.set(HandlerCache {
+                    ty: TypeId::of::<M>(),
+                    f: e.f,
+                });
                 // SAFETY: as in `handle`.
                 let f = unsafe { std::mem::transmute::<*const (), Handler<A, M>>(e.f) };
                 self.run_untimed(|agent, ctx| f(agent, ctx, msg));
@@ -517,6 +568,7 @@ impl<A: Agent> AgentCell<A> {
             s = self.parent(cur);
         }
         self.hdr.state.set(to);
+        self.hdr.cache.set(HandlerCache::empty());
         for &st in path[..n].iter().rev() {
             if let Some(h) = self.behaviour().states[st as usize].on_enter {
                 h(agent, ctx);
@@ -724,6 +776,19 @@ impl<A: Agent> Addr<A> {
         unsafe { send_raw::<A, M>(Arc::as_ptr(&self.cell), msg) }
     }
 
+    /// Queues `msg` with message priority `prio` (0–7, higher runs first;
+    /// larger values count as 7). On a priority dispatcher events run
+    /// strictly by message priority, FIFO within one priority; [`send`]
+    /// uses the priority of the agent's binding
+    /// ([`Dispatcher::priority`](crate::Dispatcher::priority), 0 by
+    /// default). Other dispatchers keep one FIFO and ignore the priority.
+    ///
+    /// [`send`]: Self::send
+    pub fn send_with_priority<M: Message>(&self, msg: M, prio: u8) {
+        // SAFETY: `self` holds a strong reference for the whole call.
+        unsafe { send_slow::<A, M>(Arc::as_ptr(&self.cell), msg, prio.min(7)) }
+    }
+
     /// Runs the agent's handler for `msg` inside this call when the binding
     /// allows it: the caller is on the agent's dispatcher thread, and the
     /// agent is alive and not already in a handler. Otherwise queues it.
@@ -747,11 +812,47 @@ impl<A: Agent> Addr<A> {
 
 /// The send path.
 ///
+/// The fast path — the agent's `fast_send` flag (alive, no limits, a
+/// thread sink without priorities), tracing off, the caller on the
+/// agent's own worker thread — writes the envelope straight into the
+/// worker's FIFO ring: no atomic read-modify-write, no reference count,
+/// no branch on limits or priorities. Everything else is [`send_slow`].
+///
 /// # Safety
 /// `cell` must stay alive for the call (the caller holds a reference, or
 /// is the agent itself).
 #[inline(always)]
 pub(crate) unsafe fn send_raw<A: Agent, M: Message>(cell: *const AgentCell<A>, msg: M) {
+    // SAFETY: caller's contract.
+    let c = unsafe { &*cell };
+    let h = &c.hdr;
+    if h.fast_send.load(Ordering::Relaxed) && !trace::active() {
+        let Sink::Thread(ws) = &h.sink else {
+            // SAFETY: `fast_send` is only ever set for thread sinks
+            // (`coop.rs`), and the sink never changes.
+            unsafe { std::hint::unreachable_unchecked() }
+        };
+        if let Some(core) = worker::local_core(ws) {
+            h.enq_local.bump();
+            prefetch_body(cell);
+            // `fast_send` implies a worker without priorities: the FIFO
+            // ring is its local queue.
+            core.push_fifo(deliver::<A, M> as EventFn, cell as usize, msg);
+            return;
+        }
+    }
+    // SAFETY: caller's contract.
+    unsafe { send_slow::<A, M>(cell, msg, h.prio) }
+}
+
+/// Every send but the local fast path: limits, tracing, a finished agent,
+/// priorities, sends from other threads, pool sinks. `prio` is the
+/// message's priority (used by the priority dispatcher only).
+///
+/// # Safety
+/// As for [`send_raw`].
+#[inline(never)]
+pub(crate) unsafe fn send_slow<A: Agent, M: Message>(cell: *const AgentCell<A>, msg: M, prio: u8) {
     // SAFETY: caller's contract.
     let c = unsafe { &*cell };
     let h = &c.hdr;
@@ -777,13 +878,16 @@ pub(crate) unsafe fn send_raw<A: Agent, M: Message>(cell: *const AgentCell<A>, m
                 }
                 h.enq_local.bump();
                 prefetch_body(cell);
-                core.push_local(Envelope::new(deliver::<A, M>, cell as usize, msg), h.prio);
+                core.push_local(Envelope::new(deliver::<A, M>, cell as usize, msg), prio);
             } else {
                 // SAFETY: the caller's reference keeps the cell alive; the
                 // new count travels with the envelope.
                 unsafe { Arc::increment_strong_count(cell) };
                 h.cold.get().enq_remote.fetch_add(1, Ordering::Relaxed);
-                ws.push_remote(Envelope::new(deliver::<A, M>, cell as usize | REF_TAG, msg));
+                ws.push_remote(
+                    Envelope::new(deliver::<A, M>, cell as usize | REF_TAG, msg),
+                    prio,
+                );
             }
         }
         Sink::Pool(p) => {
@@ -841,7 +945,7 @@ pub(crate) fn post_signal(h: &Header, call: EventFn, tagged_target: usize, after
                 }
                 core.push_local(e, h.prio)
             }
-            None => ws.push_remote(e),
+            None => ws.push_remote(e, h.prio),
         },
         Sink::Pool(p) => {
             p.queue.push(e);
@@ -856,16 +960,6 @@ pub(crate) fn post_signal(h: &Header, call: EventFn, tagged_target: usize, after
             }
         }
     }
-}
-
-/// A cell's header through a raw target address (priority lookups).
-///
-/// # Safety
-/// `target` must be an untagged address of a live cell.
-#[inline(always)]
-pub(crate) unsafe fn header_at<'a>(target: usize) -> &'a Header {
-    // SAFETY: caller's contract; header is the first field (repr(C)).
-    unsafe { &*(target as *const Header) }
 }
 
 /// Counter with a single writer: increments are a load and a store.

@@ -40,7 +40,9 @@ use std::time::{Duration, Instant};
 
 use takt_sched::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-use crate::agent::{post_signal, post_start, AgentCell, AgentRef, Header, OwnerCell};
+use crate::agent::{
+    post_signal, post_start, AgentCell, AgentRef, HandlerCache, Header, OwnerCell, Sink,
+};
 use crate::dispatcher::Binding;
 use crate::envelope::REF_TAG;
 use crate::limits::Limits;
@@ -289,13 +291,17 @@ impl CoopBuilder {
             return Err(RegError::Closed("the runtime is shutting down"));
         }
         let resolved = binding.resolve()?;
+        let fast_send =
+            limits.is_none() && matches!(&resolved.sink, Sink::Thread(ws) if !ws.has_priorities());
         let cell = Arc::new(AgentCell {
             hdr: Header {
                 sink: resolved.sink,
                 alive: AtomicBool::new(true),
+                fast_send: AtomicBool::new(fast_send),
                 plain: OwnerCell::new(!rt.config.handler_timing && limits.is_none()),
                 running: OwnerCell::new(false),
                 state: OwnerCell::new(behaviour.initial),
+                cache: OwnerCell::new(HandlerCache::empty()),
                 prio: resolved.prio,
                 timing: rt.config.handler_timing,
                 owns_worker: resolved.owns_worker,

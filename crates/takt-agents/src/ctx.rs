@@ -7,11 +7,17 @@ use crate::agent::{send_raw, AgentCell};
 use crate::coop::CoopHandle;
 use crate::{Addr, Agent, AgentId, Message, RuntimeHandle, State};
 
+/// `Ctx::next` when no state change is requested (above every `u16` id).
+const NO_CHANGE: u32 = u32::MAX;
+
 /// The context of a running handler or hook: the agent's own address, its
 /// state, its cooperation and the runtime.
 pub struct Ctx<'a, A: Agent> {
     cell: &'a AgentCell<A>,
-    next: Option<u16>,
+    /// A requested state change (a state id), or `NO_CHANGE`. A plain
+    /// word rather than an `Option<u16>`: the check after every handler
+    /// is then one compare.
+    next: u32,
 }
 
 impl<A: Agent> fmt::Debug for Ctx<'_, A> {
@@ -42,12 +48,21 @@ impl std::error::Error for UnknownState {}
 impl<'a, A: Agent> Ctx<'a, A> {
     #[inline(always)]
     pub(crate) fn new(cell: &'a AgentCell<A>) -> Self {
-        Ctx { cell, next: None }
+        Ctx {
+            cell,
+            next: NO_CHANGE,
+        }
     }
 
     #[inline(always)]
     pub(crate) fn take_next(&mut self) -> Option<u16> {
-        self.next.take()
+        if self.next == NO_CHANGE {
+            None
+        } else {
+            let n = self.next as u16;
+            self.next = NO_CHANGE;
+            Some(n)
+        }
     }
 
     /// The agent's id.
@@ -101,7 +116,7 @@ impl<'a, A: Agent> Ctx<'a, A> {
     /// Like [`change_state`](Self::change_state), returning the refusal.
     pub fn try_change_state(&mut self, s: State) -> Result<(), UnknownState> {
         if self.cell.behaviour().has_state(s) {
-            self.next = Some(s.id());
+            self.next = u32::from(s.id());
             Ok(())
         } else {
             Err(UnknownState(s))

@@ -21,6 +21,13 @@ pub(crate) type Payload = [MaybeUninit<usize>; 2];
 /// Low bit of `Envelope::target`: the envelope holds a strong reference.
 pub(crate) const REF_TAG: usize = 1;
 
+/// Where a priority worker's remote queue keeps an envelope's message
+/// priority: bits 60–62 of `target`, above every user-space address
+/// (x86_64 user addresses stay below 2^47, 2^56 with five-level paging).
+/// Only the priority dispatcher's remote queue carries envelopes tagged so;
+/// it strips the tag before anything else sees the envelope.
+const PRIO_SHIFT: u32 = 60;
+
 /// What the envelope's function is asked to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Op {
@@ -31,7 +38,9 @@ pub(crate) enum Op {
 }
 
 /// The monomorphized event function. It must consume the payload exactly
-/// once and release the reference named by `REF_TAG`.
+/// once, before it runs anything that can push to a queue (a queue may
+/// deliver an envelope in place, see [`Envelope::deliver_at`]), and release
+/// the reference named by `REF_TAG`.
 pub(crate) type EventFn = unsafe fn(Op, usize, *mut Payload);
 
 /// One queued event.
@@ -83,10 +92,61 @@ impl Envelope {
         }
     }
 
-    /// The target address without the tag.
+    /// Tags the envelope with a message priority (see [`PRIO_SHIFT`]).
+    #[inline]
+    pub(crate) fn with_prio(mut self, prio: u8) -> Envelope {
+        self.target |= (prio as usize & 7) << PRIO_SHIFT;
+        self
+    }
+
+    /// Removes the priority tag and returns the priority (0 if untagged).
+    #[inline]
+    pub(crate) fn take_prio(&mut self) -> u8 {
+        let p = (self.target >> PRIO_SHIFT) as u8 & 7;
+        self.target &= (1 << PRIO_SHIFT) - 1;
+        p
+    }
+
+    /// Builds the envelope `new(call, target, msg)` would, directly in `slot`.
+    ///
+    /// # Safety
+    /// `slot` must be valid for writes and hold no envelope (it is
+    /// overwritten without dropping); `call` must be the event function
+    /// for `M` and `target`, as for [`new`](Self::new).
     #[inline(always)]
-    pub(crate) fn target(&self) -> usize {
-        self.target & !REF_TAG
+    pub(crate) unsafe fn write_at<M>(slot: *mut Envelope, call: EventFn, target: usize, msg: M) {
+        // SAFETY: caller's contract; every field is written, so the slot
+        // then holds a valid envelope.
+        unsafe {
+            ptr::addr_of_mut!((*slot).call).write(call);
+            ptr::addr_of_mut!((*slot).target).write(target);
+            let payload = ptr::addr_of_mut!((*slot).payload);
+            if fits_inline::<M>() {
+                ptr::write(payload.cast::<M>(), msg);
+            } else {
+                ptr::write(payload.cast::<*mut M>(), Box::into_raw(Box::new(msg)));
+            }
+        }
+    }
+
+    /// Runs the envelope stored at `slot`, in place.
+    ///
+    /// # Safety
+    /// `slot` holds an initialized envelope that nobody else will run or
+    /// drop (its queue has let go of it), and the slot stays valid until
+    /// the event function has taken the payload, which it does before it
+    /// runs any code that can push to that queue.
+    #[inline(always)]
+    pub(crate) unsafe fn deliver_at(slot: *mut Envelope) {
+        // SAFETY: caller's contract; the event function consumes the
+        // payload exactly once.
+        unsafe {
+            ((*slot).call)(
+                Op::Deliver,
+                (*slot).target,
+                ptr::addr_of_mut!((*slot).payload),
+            )
+        }
     }
 
     /// Runs the event.

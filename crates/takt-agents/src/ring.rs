@@ -60,6 +60,40 @@ impl<T> Ring<T> {
         self.tail = self.tail.wrapping_add(1);
     }
 
+    /// Appends a value that `write` initializes in place (no move through
+    /// the stack). `write` gets the uninitialized slot and must initialize
+    /// it; the ring is grown before `write` runs.
+    ///
+    /// # Safety
+    /// `write` must fully initialize the slot it is given.
+    #[inline(always)]
+    pub(crate) unsafe fn push_in_place(&mut self, write: impl FnOnce(*mut T)) {
+        if self.len() > self.mask {
+            self.grow();
+        }
+        let i = self.tail & self.mask;
+        // SAFETY: as in `push_back`: `i` is in bounds and the slot is
+        // outside `head..tail`, so nothing is overwritten; the caller
+        // initializes it before `tail` makes it part of the queue.
+        write(unsafe { self.buf.get_unchecked_mut(i).as_mut_ptr() });
+        self.tail = self.tail.wrapping_add(1);
+    }
+
+    /// Removes the oldest value and returns its slot, still holding it: the
+    /// caller now owns the value and must move it out (or drop it in place)
+    /// before the next push, which may reuse or free the slot.
+    #[inline(always)]
+    pub(crate) fn pop_front_in_place(&mut self) -> Option<*mut T> {
+        if self.head == self.tail {
+            return None;
+        }
+        let i = self.head & self.mask;
+        self.head = self.head.wrapping_add(1);
+        // SAFETY: `i <= mask`, in bounds; the slot was inside `head..tail`
+        // and is now outside it, so the ring will not read or drop it.
+        Some(unsafe { self.buf.get_unchecked_mut(i).as_mut_ptr() })
+    }
+
     /// Removes the oldest value.
     #[inline(always)]
     pub(crate) fn pop_front(&mut self) -> Option<T> {

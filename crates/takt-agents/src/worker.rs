@@ -30,8 +30,8 @@ use std::sync::{Arc, Mutex};
 use takt_sched::sync::{AtomicBool, Ordering};
 use takt_sched::SpinBudget;
 
-use crate::agent::{header_at, OwnerCounter};
-use crate::envelope::Envelope;
+use crate::agent::OwnerCounter;
+use crate::envelope::{Envelope, EventFn};
 use crate::panic::PanicPolicy;
 use crate::queue::WakeQueue;
 use crate::ring::Ring;
@@ -77,13 +77,35 @@ impl WorkerShared {
         }
     }
 
-    /// Queues an event from another thread and wakes the worker if it sleeps.
+    /// Whether this is a priority dispatcher's worker (local queue per
+    /// priority).
+    pub(crate) fn has_priorities(&self) -> bool {
+        self.prio
+    }
+
+    /// Queues an event from another thread and wakes the worker if it
+    /// sleeps. `prio` is the message's priority; a priority worker carries
+    /// it in the envelope's priority tag, others ignore it.
     #[inline]
-    pub(crate) fn push_remote(&self, e: Envelope) {
+    pub(crate) fn push_remote(&self, e: Envelope, prio: u8) {
+        let e = if self.prio { e.with_prio(prio) } else { e };
         self.remote.push(e);
         if self.closed.load(Ordering::SeqCst) {
             self.discard_after_close();
         }
+    }
+
+    /// Takes the oldest ready remote event, with its priority tag removed.
+    ///
+    /// # Safety
+    /// Consumer only: the worker thread, or whoever holds `consumer_lock`
+    /// after `closed`.
+    #[inline(always)]
+    unsafe fn pop_remote(&self) -> Option<(Envelope, u8)> {
+        // SAFETY: caller's contract.
+        let mut e = unsafe { self.remote.pop() }?;
+        let prio = if self.prio { e.take_prio() } else { 0 };
+        Some((e, prio))
     }
 
     #[cold]
@@ -91,7 +113,7 @@ impl WorkerShared {
         let _g = self.consumer_lock.lock().unwrap_or_else(|p| p.into_inner());
         // SAFETY: after `closed` the worker thread no longer consumes, and
         // `consumer_lock` serializes the producers that do.
-        while let Some(e) = unsafe { self.remote.pop() } {
+        while let Some((e, _)) = unsafe { self.pop_remote() } {
             self.counters.discarded.fetch_add(1, Ordering::Relaxed);
             drop(e);
         }
@@ -116,6 +138,17 @@ impl WorkerShared {
         unsafe {
             self.remote
                 .wait(self.budget, || self.stop.load(Ordering::SeqCst))
+        }
+    }
+}
+
+impl Drop for WorkerShared {
+    fn drop(&mut self) {
+        // Normally empty (the worker discards at close); strip priority
+        // tags before the envelopes' own drop sees their targets.
+        // SAFETY: `&mut self`: no other consumer or producer.
+        while let Some((e, _)) = unsafe { self.pop_remote() } {
+            drop(e);
         }
     }
 }
@@ -225,6 +258,22 @@ impl WorkerCore {
         unsafe { (*self.local.get()).push(e, prio) }
     }
 
+    /// Builds an event directly in the FIFO ring. Only called on the
+    /// worker's thread, for a worker without priorities.
+    #[inline(always)]
+    pub(crate) fn push_fifo<M>(&self, call: EventFn, target: usize, msg: M) {
+        // SAFETY: as in `push_local`; the slot handed to the closure is
+        // initialized by `write_at` (every field), and `call` is the event
+        // function for `M` and `target` (the caller's send path).
+        unsafe {
+            let local = &mut *self.local.get();
+            debug_assert!(local.prio.is_none());
+            local
+                .fifo
+                .push_in_place(|slot| Envelope::write_at(slot, call, target, msg))
+        }
+    }
+
     /// Moves every ready remote event into the local queue, so an event
     /// pushed locally next runs after everything already sent from other
     /// threads too. Only called on the worker's thread (`local_core`).
@@ -232,49 +281,64 @@ impl WorkerCore {
         debug_assert!(std::ptr::eq(self.shared, sh));
         // SAFETY: this thread is the worker of `sh`, the remote queue's
         // only consumer.
-        while let Some(e) = unsafe { sh.remote.pop() } {
-            let prio = if sh.prio {
-                // SAFETY: the event holds a reference to its target.
-                unsafe { header_at(e.target()).prio }
-            } else {
-                0
-            };
+        while let Some((e, prio)) = unsafe { sh.pop_remote() } {
             self.push_local(e, prio);
         }
     }
 
+    /// Runs the next local event; false if the local queue is empty.
+    /// `PRIO` says which local queue this worker has (a constant per loop).
     #[inline(always)]
-    fn pop_local(&self) -> Option<Envelope> {
-        // SAFETY: as in `push_local`; the borrow ends before the event runs.
-        unsafe { (*self.local.get()).pop() }
+    fn run_one<const PRIO: bool>(&self) -> bool {
+        if PRIO {
+            // SAFETY: as in `push_local`; the borrow ends before the event runs.
+            match unsafe { (*self.local.get()).pop() } {
+                Some(e) => {
+                    e.deliver();
+                    true
+                }
+                None => false,
+            }
+        } else {
+            // SAFETY: as in `push_local`; the borrow ends before the event
+            // runs. The popped slot is run in place: the event function
+            // takes the payload before it can push (the `EventFn`
+            // contract), and nothing else touches the slot, which the ring
+            // no longer counts as occupied.
+            unsafe {
+                match (*self.local.get()).fifo.pop_front_in_place() {
+                    Some(slot) => {
+                        Envelope::deliver_at(slot);
+                        true
+                    }
+                    None => false,
+                }
+            }
+        }
     }
 
     fn run_loop(&self, sh: &WorkerShared) {
+        if sh.prio {
+            self.run_loop_with::<true>(sh)
+        } else {
+            self.run_loop_with::<false>(sh)
+        }
+    }
+
+    fn run_loop_with<const PRIO: bool>(&self, sh: &WorkerShared) {
         let clock = takt_sched::clock();
         let mut busy_since = clock.now();
         loop {
             let mut ran = 0usize;
-            while ran < BATCH {
-                match self.pop_local() {
-                    Some(e) => {
-                        e.deliver();
-                        ran += 1;
-                    }
-                    None => break,
-                }
+            while ran < BATCH && self.run_one::<PRIO>() {
+                ran += 1;
             }
             sh.counters.events.add(ran as u64);
             let mut moved = 0usize;
             while moved < BATCH {
                 // SAFETY: this thread is the remote queue's consumer.
-                match unsafe { sh.remote.pop() } {
-                    Some(e) => {
-                        let prio = if sh.prio {
-                            // SAFETY: the event holds a reference to its target.
-                            unsafe { header_at(e.target()).prio }
-                        } else {
-                            0
-                        };
+                match unsafe { sh.pop_remote() } {
+                    Some((e, prio)) => {
                         self.push_local(e, prio);
                         moved += 1;
                     }

@@ -134,3 +134,62 @@ fn inconsistent_definitions_are_refused() {
     let e = coop.add(Broken, &d).unwrap_err();
     assert!(e.to_string().contains("its own ancestor"), "{e}");
 }
+
+/// Alternates between two states on every message of one type, with the
+/// handler for that type defined per state (one of them inherited from a
+/// parent): each delivery must run the handler of the state current at
+/// that moment, never a handler cached from the state before.
+struct Flip {
+    seen: Arc<Mutex<Vec<char>>>,
+    done: Arc<Countdown>,
+}
+struct Tick(u32);
+const LEFT: State = State::new(1);
+const RIGHT: State = State::new(2);
+const RIGHT_CHILD: State = State::new(3);
+
+fn tick(me: &mut Flip, c: &mut Ctx<Flip>, tag: char, n: u32, next: State) {
+    me.seen.lock().unwrap().push(tag);
+    c.change_state(next);
+    if n == 0 {
+        me.done.hit();
+    } else {
+        c.send_self(Tick(n - 1));
+    }
+}
+
+impl Agent for Flip {
+    fn define(def: &mut Definer<Self>) {
+        def.initial(LEFT);
+        def.state(LEFT)
+            .on(|m: &mut Flip, c: &mut Ctx<Flip>, Tick(n): Tick| tick(m, c, 'L', n, RIGHT_CHILD));
+        def.state(RIGHT)
+            .on(|m: &mut Flip, c: &mut Ctx<Flip>, Tick(n): Tick| tick(m, c, 'R', n, LEFT));
+        // Inherits the Tick handler of RIGHT.
+        def.state(RIGHT_CHILD).parent(RIGHT);
+    }
+}
+
+#[test]
+fn handler_follows_state_changes_for_one_message_type() {
+    let rt = runtime();
+    let d = rt.one_thread("flip").unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let done = Countdown::new(1);
+    let mut coop = rt.coop("flip");
+    let a = coop
+        .add(
+            Flip {
+                seen: seen.clone(),
+                done: done.clone(),
+            },
+            &d,
+        )
+        .unwrap();
+    coop.register().unwrap();
+    a.send(Tick(9));
+    assert!(done.wait());
+    let got: String = seen.lock().unwrap().iter().collect();
+    assert_eq!(got, "LRLRLRLRLR");
+    rt.shutdown();
+}
