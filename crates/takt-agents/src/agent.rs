@@ -379,7 +379,7 @@ unsafe fn finish<A: Agent>(op: Op, target: usize, _payload: *mut Payload) {
             // SAFETY: we hold a reference; the new one travels with the event.
             unsafe { Arc::increment_strong_count(cell as *const AgentCell<A>) };
             let tgt = cell as *const AgentCell<A> as usize | REF_TAG;
-            core.push_local(Envelope::signal(release::<A>, tgt), h.prio);
+            core.push_local(Envelope::signal(release::<A>, tgt), LAST_PRIO);
         }
     }
     if was_alive {
@@ -928,14 +928,38 @@ fn prefetch_body<A: Agent>(cell: *const AgentCell<A>) {
 pub(crate) fn post_start<A: Agent>(cell: &Arc<AgentCell<A>>) {
     // The event carries its own reference.
     let raw = Arc::into_raw(cell.clone());
-    post_signal(&cell.hdr, start::<A>, raw as usize | REF_TAG, false);
+    post_signal(
+        &cell.hdr,
+        start::<A>,
+        raw as usize | REF_TAG,
+        false,
+        START_PRIO,
+    );
 }
+
+/// The priority of a start event: the highest, so on a priority
+/// dispatcher no message (whatever its priority) runs before `on_start`.
+/// The start event is the cell's first envelope, so FIFO within the
+/// priority puts it first.
+pub(crate) const START_PRIO: u8 = 7;
+/// The priority of finish and release events: the lowest, so on a
+/// priority dispatcher they run after everything queued before them.
+pub(crate) const LAST_PRIO: u8 = 0;
 
 /// Queues a signal event (start, finish) carrying a strong reference.
 /// With `after_all` the event runs after everything already sent to the
 /// agent from any thread (a finish event must): on the agent's own thread
 /// the ready remote events are first moved into the local queue.
-pub(crate) fn post_signal(h: &Header, call: EventFn, tagged_target: usize, after_all: bool) {
+///
+/// `prio` is the event's priority on a priority dispatcher
+/// ([`START_PRIO`] or [`LAST_PRIO`]).
+pub(crate) fn post_signal(
+    h: &Header,
+    call: EventFn,
+    tagged_target: usize,
+    after_all: bool,
+    prio: u8,
+) {
     let e = Envelope::signal(call, tagged_target);
     match &h.sink {
         Sink::Thread(ws) => match worker::local_core(ws) {
@@ -943,9 +967,9 @@ pub(crate) fn post_signal(h: &Header, call: EventFn, tagged_target: usize, after
                 if after_all {
                     core.absorb_remote(ws);
                 }
-                core.push_local(e, h.prio)
+                core.push_local(e, prio)
             }
-            None => ws.push_remote(e, h.prio),
+            None => ws.push_remote(e, prio),
         },
         Sink::Pool(p) => {
             p.queue.push(e);

@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 use takt_sched::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use crate::agent::{
-    post_signal, post_start, AgentCell, AgentRef, HandlerCache, Header, OwnerCell, Sink,
+    post_signal, post_start, AgentCell, AgentRef, HandlerCache, Header, OwnerCell, Sink, LAST_PRIO,
 };
 use crate::dispatcher::Binding;
 use crate::envelope::REF_TAG;
@@ -136,7 +136,7 @@ impl CoopShared {
             let h: *const Header = a.into_raw();
             // SAFETY: `h` is live; the count we give up travels with the event.
             let hdr = unsafe { &*h };
-            post_signal(hdr, hdr.vt.finish, h as usize | REF_TAG, true);
+            post_signal(hdr, hdr.vt.finish, h as usize | REF_TAG, true, LAST_PRIO);
         }
         self.release_one();
     }

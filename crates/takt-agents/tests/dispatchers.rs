@@ -279,3 +279,117 @@ fn priority_dispatcher_runs_higher_priorities_first() {
     coop.deregister();
     assert!(coop.wait_timeout(LONG));
 }
+
+/// Records `(priority, sequence)` tags in the order its handler sees them.
+struct Tagged {
+    order: Arc<Mutex<Vec<(u8, u32)>>>,
+    started: Arc<Mutex<bool>>,
+}
+struct Tag(u8, u32);
+/// Asks the agent to send itself `Tag`s at every priority, from its own
+/// thread (the local queue).
+struct Burst;
+
+impl Agent for Tagged {
+    fn define(def: &mut Definer<Self>) {
+        def.on(|me: &mut Tagged, _: &mut Ctx<Tagged>, Tag(p, n): Tag| {
+            assert!(*me.started.lock().unwrap(), "a message ran before on_start");
+            me.order.lock().unwrap().push((p, n))
+        })
+        .on(|_: &mut Tagged, ctx: &mut Ctx<Tagged>, _: Burst| {
+            let me = ctx.addr();
+            for n in 0..24u32 {
+                let p = (n * 5 % 8) as u8;
+                me.send_with_priority(Tag(p, n), p);
+            }
+        });
+    }
+    fn on_start(&mut self, _: &mut Ctx<Self>) {
+        *self.started.lock().unwrap() = true;
+    }
+}
+
+/// Strictly by priority (higher first), FIFO within one priority.
+fn by_message_priority(got: &[(u8, u32)]) -> bool {
+    got.windows(2)
+        .all(|w| w[0].0 > w[1].0 || (w[0].0 == w[1].0 && w[0].1 < w[1].1))
+}
+
+#[test]
+fn priority_dispatcher_orders_by_message_priority() {
+    let rt = runtime();
+    let d = rt.priority("prio").unwrap();
+    let (tx, rx) = mpsc::channel();
+    let entered = Countdown::new(1);
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut coop = rt.coop("prio");
+    let gate = coop
+        .add(
+            Gate {
+                rx: Mutex::new(rx),
+                entered: entered.clone(),
+            },
+            d.priority(7),
+        )
+        .unwrap();
+    // One agent, default binding priority 0: the order comes from the
+    // messages alone.
+    let t = coop
+        .add(
+            Tagged {
+                order: order.clone(),
+                started: Arc::new(Mutex::new(false)),
+            },
+            &d,
+        )
+        .unwrap();
+    let _coop = coop.register().unwrap();
+    gate.send(Hold);
+    assert!(entered.wait());
+    // The thread is held: queue messages of mixed priorities from outside
+    // (the remote queue), plus default-priority ones via `send`.
+    for n in 0..40u32 {
+        match n % 5 {
+            0 => t.send(Tag(0, n)),
+            _ => {
+                let p = (n * 3 % 8) as u8;
+                t.send_with_priority(Tag(p, n), p);
+            }
+        }
+    }
+    tx.send(()).unwrap();
+    assert!(eventually(|| order.lock().unwrap().len() == 40));
+    let got = std::mem::take(&mut *order.lock().unwrap());
+    assert!(by_message_priority(&got), "remote: {got:?}");
+    // The same from the agent's own thread (the local queues).
+    t.send(Burst);
+    assert!(eventually(|| order.lock().unwrap().len() == 24));
+    let got = order.lock().unwrap().clone();
+    assert!(by_message_priority(&got), "local: {got:?}");
+    rt.shutdown();
+}
+
+#[test]
+fn message_priority_is_ignored_by_fifo_dispatchers() {
+    let rt = runtime();
+    let d = rt.one_thread("fifo").unwrap();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut coop = rt.coop("fifo");
+    let t = coop
+        .add(
+            Tagged {
+                order: order.clone(),
+                started: Arc::new(Mutex::new(false)),
+            },
+            &d,
+        )
+        .unwrap();
+    let _coop = coop.register().unwrap();
+    for n in 0..16u32 {
+        t.send_with_priority(Tag((n % 8) as u8, n), (n % 8) as u8);
+    }
+    assert!(eventually(|| order.lock().unwrap().len() == 16));
+    let got: Vec<u32> = order.lock().unwrap().iter().map(|&(_, n)| n).collect();
+    assert_eq!(got, (0..16).collect::<Vec<_>>());
+    rt.shutdown();
+}

@@ -10,7 +10,20 @@
 //! | `active_group` | 1 per named group | the group's agents share one thread | partitioning by hand |
 //! | `thread_pool` | N | an agent never runs on two threads at once; FIFO per agent; one shared run queue | many independent agents, load spread over cores |
 //! | `work_stealing` | N | as thread_pool; agents woken by a worker stay on it unless another steals them | bursty fan-out, locality matters |
-//! | `priority` | 1 | events run strictly by their agent's priority (0–7, higher first), FIFO within a priority | urgent control traffic beside bulk work |
+//! | `priority` | 1 | events run strictly by *message* priority (0–7, higher first), FIFO within a priority | urgent control traffic beside bulk work |
+//!
+//! ## Message priorities
+//! The priority dispatcher keeps one FIFO per priority and always runs the
+//! oldest event of the highest non-empty priority, like the priority queue
+//! of SObjectizer 4.4's dispatcher. A message's priority is given per send
+//! with [`Addr::send_with_priority`](crate::Addr::send_with_priority); a
+//! plain [`send`](crate::Addr::send) uses the default priority of the
+//! agent's binding ([`Dispatcher::priority`], 0 when bound plainly). Order
+//! is therefore FIFO per sender→receiver pair *within one priority*; a
+//! higher-priority message overtakes lower ones already queued. An agent's
+//! start event runs before any of its messages, its finish event after
+//! everything queued before it. Other dispatchers ignore message priorities
+//! (one FIFO per queue).
 //!
 //! Idle threads spin for the runtime's [`takt_sched::SpinBudget`], then
 //! sleep on a futex: a hand-off within the budget costs ~150 ns here, a
@@ -45,7 +58,7 @@ pub enum DispatcherKind {
     ThreadPool,
     /// N threads with work stealing.
     WorkStealing,
-    /// One thread, events by agent priority.
+    /// One thread, events by message priority.
     Priority,
 }
 
@@ -242,8 +255,9 @@ impl Dispatcher {
         }
     }
 
-    /// A binding with priority `prio` (0–7, higher runs first) on a
-    /// priority dispatcher.
+    /// A binding with default message priority `prio` (0–7, higher runs
+    /// first) on a priority dispatcher: the priority of every plain `send`
+    /// to the agent (see the module docs).
     pub fn priority(&self, prio: u8) -> Binding {
         Binding {
             disp: self.clone(),
