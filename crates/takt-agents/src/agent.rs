@@ -119,6 +119,31 @@ pub(crate) struct PoolSink {
 }
 
 impl PoolSink {
+    /// Takes the token of an idle agent (nothing pending, not running) to
+    /// run one insend event inline; false if the agent is busy. While the
+    /// inline handler runs, `pending` counts it as one event, so senders
+    /// meanwhile only add to the count and hand nothing over.
+    #[inline]
+    pub(crate) fn try_take_idle_token(&self) -> bool {
+        // Acquire on success: pairs with the Release of the previous
+        // holder's `fetch_sub` that brought the count to 0, so the agent's
+        // owner state (handlers' effects, `state`, `alive`) is visible.
+        self.pending
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Ends an inline run started by `try_take_idle_token`: whether events
+    /// were sent meanwhile, in which case the caller still holds the token
+    /// and must hand the agent to the pool.
+    #[inline]
+    pub(crate) fn release_insend_token(&self) -> bool {
+        // AcqRel: Release hands the inline run's effects to the next
+        // holder; Acquire pairs with senders' increments (their pushes are
+        // linked), as in the pool's `run_agent`.
+        self.pending.fetch_sub(1, Ordering::AcqRel) > 1
+    }
+
     /// After a push: whether the caller took the token (and must hand the
     /// agent to the pool).
     #[inline]
@@ -790,23 +815,78 @@ impl<A: Agent> Addr<A> {
     }
 
     /// Runs the agent's handler for `msg` inside this call when the binding
-    /// allows it: the caller is on the agent's dispatcher thread, and the
-    /// agent is alive and not already in a handler. Otherwise queues it.
-    /// An insend event bypasses messages already queued for the agent.
+    /// allows it, otherwise queues it as [`send`](Self::send) does.
+    ///
+    /// The binding allows it when the handler can run on the caller's
+    /// thread without breaking the dispatcher's guarantees:
+    /// - a thread-bound agent (one_thread, active_obj, active_group,
+    ///   priority): the caller is the agent's dispatcher thread, and the
+    ///   agent is alive and not already in a handler;
+    /// - a pool-bound agent (thread_pool, work_stealing): the caller is a
+    ///   worker thread of the same pool, and the agent is idle — nothing
+    ///   queued, not running anywhere. The caller then takes the agent's
+    ///   scheduling token (the same token a worker holds while it runs the
+    ///   agent), so the agent still never runs on two threads at once;
+    ///   whatever was sent to it meanwhile is handed to the pool when the
+    ///   handler returns.
+    ///
+    /// An insend event bypasses messages already queued for the agent
+    /// (a thread-bound agent may have some; an idle pool-bound one has
+    /// none). It is not subject to the agent's [`Limits`](crate::Limits),
+    /// which bound queues.
     pub fn insend<M: Message>(&self, msg: M) -> Delivery {
         let h = &self.cell.hdr;
-        if let Sink::Thread(ws) = &h.sink {
-            if worker::local_core(ws).is_some()
-                && !h.running.get()
-                && h.alive.load(Ordering::Relaxed)
-            {
-                h.enq_local.bump();
-                self.cell.handle(msg);
-                return Delivery::Inline;
+        match &h.sink {
+            Sink::Thread(ws) => {
+                if worker::local_core(ws).is_some()
+                    && !h.running.get()
+                    && h.alive.load(Ordering::Relaxed)
+                {
+                    h.enq_local.bump();
+                    self.cell.handle(msg);
+                    return Delivery::Inline;
+                }
+            }
+            Sink::Pool(p) => {
+                if p.pool.is_current_worker() && p.try_take_idle_token() {
+                    // We hold the token: we are the agent's only runner, and
+                    // (Acquire in `try_take_idle_token`) see everything its
+                    // previous runner did, `alive` included.
+                    let token = TokenGuard(&self.cell);
+                    if h.alive.load(Ordering::Relaxed) {
+                        h.enq_local.bump();
+                        self.cell.handle(msg);
+                        drop(token);
+                        return Delivery::Inline;
+                    }
+                    drop(token);
+                }
             }
         }
         self.send(msg);
         Delivery::Queued
+    }
+}
+
+/// Gives back a pool-bound agent's token taken by an insend, also when the
+/// handler unwinds: what was sent meanwhile is handed to the pool.
+struct TokenGuard<'a, A: Agent>(&'a Arc<AgentCell<A>>);
+
+impl<A: Agent> Drop for TokenGuard<'_, A> {
+    fn drop(&mut self) {
+        let Sink::Pool(p) = &self.0.hdr.sink else {
+            unreachable!("only pool sinks have tokens")
+        };
+        if p.release_insend_token() {
+            // SAFETY: `self.0` is a strong reference; the new count belongs
+            // to the run-queue entry.
+            let r = unsafe {
+                let cell = Arc::as_ptr(self.0);
+                Arc::increment_strong_count(cell);
+                AgentRef::from_raw(cell.cast::<Header>())
+            };
+            p.pool.schedule(r);
+        }
     }
 }
 

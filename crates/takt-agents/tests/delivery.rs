@@ -223,3 +223,174 @@ fn finished_agents_count_undelivered() {
     assert!(log.lock().unwrap().is_empty());
     assert_eq!(echo.stats().undelivered, 10);
 }
+
+/// Insends to pool-bound agents: inline from a worker of the same pool
+/// when the target is idle; queued from itself (it holds its own token),
+/// from another pool's worker and from outside the runtime.
+struct PoolDriver {
+    target: Addr<Echo>,
+    other_pool: Addr<Echo>,
+    seen: Arc<Mutex<Vec<Delivery>>>,
+    log: Arc<Mutex<Vec<u64>>>,
+}
+
+impl Agent for PoolDriver {
+    fn define(def: &mut Definer<Self>) {
+        def.on(|me: &mut PoolDriver, ctx: &mut Ctx<PoolDriver>, _: Go| {
+            let d = me.target.insend(2u64);
+            me.seen.lock().unwrap().push(d);
+            // The handler ran inside insend, on this thread.
+            assert_eq!(*me.log.lock().unwrap(), vec![0, 2]);
+            me.seen.lock().unwrap().push(ctx.addr().insend(Go2));
+            me.seen.lock().unwrap().push(me.other_pool.insend(9u64));
+        })
+        .on(|_: &mut PoolDriver, _: &mut Ctx<PoolDriver>, _: Go2| {});
+    }
+}
+
+#[test]
+fn insend_to_pool_agents_runs_inline_when_idle() {
+    let rt = runtime();
+    let pool = rt.thread_pool("pool", 2).unwrap();
+    let other = rt.work_stealing("other", 1).unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let far_log = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut coop = rt.coop("pool-insend");
+    let echo = coop.add(Echo { log: log.clone() }, &pool).unwrap();
+    let far = coop
+        .add(
+            Echo {
+                log: far_log.clone(),
+            },
+            &other,
+        )
+        .unwrap();
+    let drv = coop
+        .add(
+            PoolDriver {
+                target: echo.clone(),
+                other_pool: far.clone(),
+                seen: seen.clone(),
+                log: log.clone(),
+            },
+            &pool,
+        )
+        .unwrap();
+    let coop = coop.register().unwrap();
+    // Let the echo agent start and go idle.
+    echo.send(0u64);
+    assert!(eventually(
+        || log.lock().unwrap().len() == 1 && echo.stats().queued == 0
+    ));
+    drv.send(Go);
+    assert!(eventually(|| seen.lock().unwrap().len() == 3));
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![Delivery::Inline, Delivery::Queued, Delivery::Queued]
+    );
+    assert!(eventually(|| far_log.lock().unwrap().len() == 1));
+    // From outside the runtime: queued.
+    assert_eq!(echo.insend(3u64), Delivery::Queued);
+    assert!(eventually(|| log.lock().unwrap().len() == 3));
+    coop.deregister();
+    assert!(coop.wait_timeout(LONG));
+}
+
+/// Fails if two threads are inside its handler at once; counts events.
+struct Exclusive {
+    inside: Arc<std::sync::atomic::AtomicBool>,
+    overlaps: Arc<std::sync::atomic::AtomicU64>,
+    handled: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Agent for Exclusive {
+    fn define(def: &mut Definer<Self>) {
+        use std::sync::atomic::Ordering::SeqCst;
+        def.on(|me: &mut Exclusive, _: &mut Ctx<Exclusive>, _: u64| {
+            if me.inside.swap(true, SeqCst) {
+                me.overlaps.fetch_add(1, SeqCst);
+            }
+            for _ in 0..50 {
+                std::hint::spin_loop();
+            }
+            me.inside.store(false, SeqCst);
+            me.handled.fetch_add(1, SeqCst);
+        });
+    }
+}
+
+/// Sends and insends to one shared target from agents spread over a pool.
+struct Hammer {
+    target: Addr<Exclusive>,
+    inline: Arc<std::sync::atomic::AtomicU64>,
+}
+struct Round(u32);
+
+impl Agent for Hammer {
+    fn define(def: &mut Definer<Self>) {
+        def.on(|me: &mut Hammer, ctx: &mut Ctx<Hammer>, Round(n): Round| {
+            if me.target.insend(1u64) == Delivery::Inline {
+                me.inline.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            me.target.send(2u64);
+            if n > 0 {
+                ctx.send_self(Round(n - 1));
+            }
+        });
+    }
+}
+
+#[test]
+fn pool_insend_keeps_the_agent_on_one_thread_at_a_time() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+    const HAMMERS: u64 = 4;
+    const ROUNDS: u32 = 500;
+    let rt = runtime();
+    let pool = rt.thread_pool("pool", 2).unwrap();
+    let overlaps = Arc::new(AtomicU64::new(0));
+    let handled = Arc::new(AtomicU64::new(0));
+    let inline = Arc::new(AtomicU64::new(0));
+    let mut coop = rt.coop("hammer");
+    let target = coop
+        .add(
+            Exclusive {
+                inside: Arc::new(AtomicBool::new(false)),
+                overlaps: overlaps.clone(),
+                handled: handled.clone(),
+            },
+            &pool,
+        )
+        .unwrap();
+    let hammers: Vec<_> = (0..HAMMERS)
+        .map(|_| {
+            coop.add(
+                Hammer {
+                    target: target.clone(),
+                    inline: inline.clone(),
+                },
+                &pool,
+            )
+            .unwrap()
+        })
+        .collect();
+    let coop = coop.register().unwrap();
+    for h in &hammers {
+        h.send(Round(ROUNDS - 1));
+    }
+    let total = HAMMERS * u64::from(ROUNDS) * 2;
+    assert!(eventually(|| handled.load(SeqCst) == total));
+    eprintln!(
+        "{} of {} insends ran inline",
+        inline.load(SeqCst),
+        total / 2
+    );
+    assert_eq!(
+        overlaps.load(SeqCst),
+        0,
+        "the target ran on two threads at once"
+    );
+    assert_eq!(target.stats().handled, total);
+    coop.deregister();
+    assert!(coop.wait_timeout(LONG));
+}

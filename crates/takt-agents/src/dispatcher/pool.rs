@@ -96,6 +96,13 @@ impl PoolShared {
         self.slots.len()
     }
 
+    /// Whether the calling thread is one of this pool's workers.
+    pub(crate) fn is_current_worker(&self) -> bool {
+        let local = LOCAL.with(Cell::get);
+        // SAFETY: as in `schedule`.
+        unsafe { local.as_ref() }.is_some_and(|l| ptr::eq(l.pool, self))
+    }
+
     /// Puts a ready agent on a run queue and wakes a sleeping worker.
     pub(crate) fn schedule(&self, r: AgentRef) {
         let local = LOCAL.with(Cell::get);
