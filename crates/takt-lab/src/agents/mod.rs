@@ -497,7 +497,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Document, S
         );
         r.rate_row("send_agents_msg_self", p, &s.main, s.cpu_s, seed);
     }
-    r.doc.note("send_agents_msg_self: one sender agent makes the M sends to randomly chosen agents (the seed had M agents send one each); the time is the M sends");
+    r.doc.note("send_agents_msg_self: N agents registered, M of them (a random sample) each send one message to a randomly chosen agent from their own handler, as the seed defines it; the time runs from queuing the M sender events to the end of the last one (each send with its sender's dispatch), divided by M");
 
     if opts.peers {
         peers::run(&mut r, &plan)?;

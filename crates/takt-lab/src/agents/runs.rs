@@ -650,80 +650,180 @@ pub fn process_state_changes(opts: &TaktOpts, n: u64) -> Result<(f64, f64), Stri
 
 // ------------------------------------------------- send_agents_msg_self
 
-struct Target;
-impl Agent for Target {
-    fn define(def: &mut Definer<Self>) {
-        def.on(|_: &mut Target, _: &mut Ctx<Target>, Item(_): Item| {});
-    }
-}
-
-struct Sender {
-    targets: Vec<Addr<Target>>,
-    picks: Vec<u32>,
-    send_ns: Arc<AtomicU64>,
+/// What the agents of one `send_agents_msg_self` run share.
+struct SelfShared {
+    /// Every agent's address, set once after registration.
+    addrs: std::sync::OnceLock<Vec<Addr<Member>>>,
+    /// Sender events still to run; the last one records the end time.
+    senders_left: AtomicU64,
+    /// Messages still to be delivered (the run ends at 0).
+    items_left: AtomicU64,
+    start: Mutex<Option<Instant>>,
+    elapsed_ns: AtomicU64,
     done: Arc<Countdown>,
 }
 
-impl Agent for Sender {
+/// One of the N registered agents. Those chosen as senders get one `Fire`
+/// and send one `Item` to the agent `pick` names.
+struct Member {
+    /// Dropped in `on_finish`: the shared block holds every address, so
+    /// keeping it would make a reference cycle.
+    shared: Option<Arc<SelfShared>>,
+    pick: u32,
+}
+
+/// Queued by the starter: this agent is one of the M senders.
+struct Fire;
+
+impl Agent for Member {
     fn define(def: &mut Definer<Self>) {
-        def.on(|me: &mut Sender, _: &mut Ctx<Sender>, _: Go| {
-            let t = Instant::now();
-            for (i, &k) in me.picks.iter().enumerate() {
-                me.targets[k as usize].send(Item(i as u64));
+        def.on(|me: &mut Member, _: &mut Ctx<Member>, _: Fire| {
+            let Some(sh) = &me.shared else { return };
+            if let Some(addrs) = sh.addrs.get() {
+                addrs[me.pick as usize].send(Item(0));
             }
-            me.send_ns
-                .store(t.elapsed().as_nanos() as u64, Ordering::SeqCst);
-            me.done.hit();
+            if sh.senders_left.fetch_sub(1, Ordering::Relaxed) == 1 {
+                let start = sh.start.lock().unwrap().take();
+                if let Some(t) = start {
+                    sh.elapsed_ns
+                        .store(t.elapsed().as_nanos() as u64, Ordering::SeqCst);
+                }
+            }
+        })
+        .on(|me: &mut Member, _: &mut Ctx<Member>, Item(_): Item| {
+            let Some(sh) = &me.shared else { return };
+            if sh.items_left.fetch_sub(1, Ordering::Relaxed) == 1 {
+                sh.done.hit();
+            }
+        });
+    }
+    fn on_finish(&mut self, _: &mut Ctx<Self>) {
+        self.shared = None;
+    }
+}
+
+/// Queues one `Fire` to each sender from the agents' own thread, then
+/// starts the clock: the timed region is exactly the M sender events.
+struct Starter {
+    senders: Vec<Addr<Member>>,
+    shared: Arc<SelfShared>,
+}
+
+impl Agent for Starter {
+    fn define(def: &mut Definer<Self>) {
+        def.on(|me: &mut Starter, _: &mut Ctx<Starter>, _: Go| {
+            for s in &me.senders {
+                s.send(Fire);
+            }
+            *me.shared.start.lock().unwrap() = Some(Instant::now());
         });
     }
 }
 
-/// The seed's `send_agents_msg_self`: with `agents` agents registered,
-/// `messages` messages go to randomly chosen agents; ns per send.
-/// (Here one sender agent makes the `messages` sends; the seed had
-/// `messages` agents send one each.)
+/// The seed's `send_agents_msg_self`: `agents` agents are registered and
+/// `messages` of them (chosen at random, each at most once) each send one
+/// message to a randomly chosen agent, from their own handler; ns per
+/// send. The clock runs from the moment the M sender events are queued
+/// (behind nothing) to the end of the last one, so each send is measured
+/// with its sender's dispatch around it, as an agent's send happens in
+/// practice; the deliveries run after the timed region (FIFO: they are
+/// queued behind the sender events).
 pub fn send_agents_msg_self(
     opts: &TaktOpts,
     agents: usize,
     messages: usize,
 ) -> Result<f64, String> {
-    if agents == 0 {
-        return Err("send_agents_msg_self needs at least one agent".into());
+    if agents == 0 || messages == 0 || messages > agents {
+        return Err(format!(
+            "send_agents_msg_self needs 1 <= M <= N (N={agents} agents, M={messages} senders)"
+        ));
     }
     let rt = opts.runtime();
     let disp = rt.one_thread("agents").map_err(|e| e.to_string())?;
-    let mut coop = rt.coop("agents");
-    let mut targets = Vec::with_capacity(agents);
-    for _ in 0..agents {
-        targets.push(coop.add(Target, &disp).map_err(|e| e.to_string())?);
-    }
     // xorshift: a fixed, reproducible random choice.
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-    let picks = (0..messages)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % agents as u64) as u32
-        })
-        .collect();
-    let send_ns = Arc::new(AtomicU64::new(0));
+    let mut next = move |n: usize| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % n as u64) as usize
+    };
     let done = Countdown::new(1);
-    let s = coop
+    let shared = Arc::new(SelfShared {
+        addrs: std::sync::OnceLock::new(),
+        senders_left: AtomicU64::new(messages as u64),
+        items_left: AtomicU64::new(messages as u64),
+        start: Mutex::new(None),
+        elapsed_ns: AtomicU64::new(0),
+        done: done.clone(),
+    });
+    let mut coop = rt.coop("agents");
+    let mut addrs = Vec::with_capacity(agents);
+    for _ in 0..agents {
+        let m = Member {
+            shared: Some(shared.clone()),
+            pick: next(agents) as u32,
+        };
+        addrs.push(coop.add(m, &disp).map_err(|e| e.to_string())?);
+    }
+    // The M senders: a random sample without repetition (partial
+    // Fisher–Yates over the agents' indices).
+    let mut idx: Vec<usize> = (0..agents).collect();
+    for i in 0..messages {
+        let j = i + next(agents - i);
+        idx.swap(i, j);
+    }
+    let senders = idx[..messages].iter().map(|&i| addrs[i].clone()).collect();
+    let _ = shared.addrs.set(addrs);
+    let starter = coop
         .add(
-            Sender {
-                targets,
-                picks,
-                send_ns: send_ns.clone(),
-                done: done.clone(),
+            Starter {
+                senders,
+                shared: shared.clone(),
             },
             &disp,
         )
         .map_err(|e| e.to_string())?;
     let coop = coop.register().map_err(|e| e.to_string())?;
-    s.send(Go);
+    starter.send(Go);
     done.latch.wait()?;
-    let ns = send_ns.load(Ordering::SeqCst) as f64 / messages.max(1) as f64;
+    let ns = shared.elapsed_ns.load(Ordering::SeqCst) as f64 / messages as f64;
+    drop(starter);
+    // The agents let go of the shared block in `on_finish`; ours, dropped
+    // at the end, is then the last, and with it every address.
     finish(rt, &coop)?;
     Ok(ns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> TaktOpts {
+        TaktOpts {
+            spin: SpinBudget::from_micros(5),
+            thread: ThreadSpec::default(),
+        }
+    }
+
+    #[test]
+    fn ping_pong_runs_on_one_and_two_threads() {
+        for cross in [false, true] {
+            let s = ping_pong(&opts(), 1000, cross).unwrap();
+            assert!(s.value.is_finite() && s.value > 0.0, "{s:?}");
+            assert!(s.registration_us_per_agent.is_some());
+        }
+    }
+
+    /// Completes only when every one of the M senders' messages has been
+    /// delivered (the done latch), and refuses M > N.
+    #[test]
+    fn send_agents_msg_self_has_m_senders_of_n_agents() {
+        let ns = send_agents_msg_self(&opts(), 200, 150).unwrap();
+        assert!(ns.is_finite() && ns > 0.0);
+        let ns = send_agents_msg_self(&opts(), 50, 50).unwrap();
+        assert!(ns.is_finite() && ns > 0.0);
+        assert!(send_agents_msg_self(&opts(), 10, 11).is_err());
+        assert!(send_agents_msg_self(&opts(), 0, 0).is_err());
+    }
 }
