@@ -918,11 +918,38 @@ pub(crate) unsafe fn send_raw<A: Agent, M: Message>(cell: *const AgentCell<A>, m
             // `fast_send` implies a worker without priorities: the FIFO
             // ring is its local queue.
             core.push_fifo(deliver::<A, M> as EventFn, cell as usize, msg);
-            return;
+        } else {
+            // SAFETY: caller's contract.
+            unsafe { send_remote_plain::<A, M>(cell, ws, msg) };
         }
+        return;
     }
     // SAFETY: caller's contract.
     unsafe { send_slow::<A, M>(cell, msg, h.prio) }
+}
+
+/// A send from another thread to a `fast_send` agent (no limits, no
+/// priorities, tracing off): the checks are done, what is left is the
+/// reference the envelope carries, the counter and the push.
+///
+/// # Safety
+/// As for [`send_raw`]; `ws` is the cell's sink.
+#[inline(never)]
+unsafe fn send_remote_plain<A: Agent, M: Message>(
+    cell: *const AgentCell<A>,
+    ws: &WorkerShared,
+    msg: M,
+) {
+    // SAFETY: the caller's reference keeps the cell alive; the new count
+    // travels with the envelope.
+    unsafe { Arc::increment_strong_count(cell) };
+    // SAFETY: caller's contract.
+    let h = unsafe { &(*cell).hdr };
+    h.cold.get().enq_remote.fetch_add(1, Ordering::Relaxed);
+    ws.push_remote(
+        Envelope::new(deliver::<A, M>, cell as usize | REF_TAG, msg),
+        0,
+    );
 }
 
 /// Every send but the local fast path: limits, tracing, a finished agent,

@@ -27,6 +27,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 use std::sync::{Arc, Mutex};
 
+use crossbeam_utils::CachePadded;
 use takt_sched::sync::{AtomicBool, Ordering};
 use takt_sched::SpinBudget;
 
@@ -52,7 +53,10 @@ pub(crate) struct WorkerShared {
     budget: SpinBudget,
     prio: bool,
     pub(crate) panic: Arc<PanicPolicy>,
-    pub(crate) counters: WorkerCounters,
+    /// Written by the worker after every batch: on a line of its own, so
+    /// producers reading `closed`/`prio` on every push do not pull the
+    /// worker's line across cores (and the worker does not lose it).
+    pub(crate) counters: CachePadded<WorkerCounters>,
 }
 
 impl fmt::Debug for WorkerShared {
@@ -73,7 +77,7 @@ impl WorkerShared {
             budget,
             prio,
             panic,
-            counters: WorkerCounters::default(),
+            counters: CachePadded::new(WorkerCounters::default()),
         }
     }
 

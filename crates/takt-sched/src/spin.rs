@@ -14,7 +14,8 @@ use crate::sync::spin_loop;
 use crate::SchedError;
 
 /// Spin iterations between clock reads; ~40 `pause`s on Zen 3 is well under
-/// a microsecond, so the budget is overrun by at most that much.
+/// a microsecond, so the budget is overrun by at most two batches (the first
+/// batch runs before the clock is read).
 #[cfg(not(loom))]
 const SPIN_BATCH: u32 = 32;
 
@@ -60,6 +61,16 @@ impl SpinBudget {
         }
         #[cfg(not(loom))]
         {
+            // The first batch runs before the clock is read: a wait that
+            // ends within it (a hand-off between spinning threads) costs no
+            // clock read at all. The budget then counts from the end of
+            // that batch, so it may be overrun by one batch more.
+            for _ in 0..SPIN_BATCH {
+                spin_loop();
+                if ready() {
+                    return true;
+                }
+            }
             let clock = crate::clock::clock();
             let deadline = clock.now() + clock.ns_to_ticks(self.0.as_nanos() as u64);
             loop {
