@@ -172,19 +172,26 @@ pub(crate) struct AgentVTable {
 
 /// The type-independent part of a cell; first field of `AgentCell<A>`.
 ///
-/// Layout: the fields the send path and the dispatch path touch for every
-/// message (`sink` through `behaviour`, 56 bytes after the reference
-/// counts) come first, so they span at most two cache lines; the agent
-/// value follows the cold fields. A send prefetches the line after the hot
-/// fields for the dispatch that follows. (The cell is not over-aligned:
-/// an aligned allocation costs more at registration than it saves.)
+/// Layout, in two blocks:
+/// - the *sender block* (`fast_send` to `id`, 64 bytes): what a send
+///   reads, written once at registration or rarely by the owner. It
+///   directly follows the `Arc`'s reference counts, which a send from
+///   another thread increments.
+/// - the *owner block* (`plain` to `behaviour`): what every dispatch reads
+///   and writes. It starts 64 bytes into the header, 80 bytes into the
+///   allocation, so it never shares a cache line with the reference
+///   counts: a cross-thread sender's increment does not take the line the
+///   receiving thread is writing (the receiver defers its decrements, see
+///   `worker.rs`), and the receiver's writes do not take the line the
+///   sender reads.
+///
+/// The agent value follows the owner block; a local send prefetches its
+/// first line for the dispatch that follows. (The cell is not
+/// over-aligned: an aligned allocation costs more at registration than it
+/// saves; the 80-byte distance works for any 16-byte-aligned start.)
 #[repr(C)]
 pub(crate) struct Header {
-    pub(crate) sink: Sink,
-    /// False once the agent has finished (written by the owner, read by
-    /// senders on the owner's thread and by the owner; Relaxed suffices as
-    /// both run on that thread, remote senders never rely on it).
-    pub(crate) alive: AtomicBool,
+    // ---- sender block ----
     /// Alive, bound to a thread sink without priorities, no limits: a
     /// send from the agent's own thread may append straight to the
     /// worker's FIFO ring (the one flag the local send fast path tests).
@@ -192,6 +199,23 @@ pub(crate) struct Header {
     /// by any sender with Relaxed: only a sender on the owner's thread acts
     /// on it, and that sender is sequenced with the owner's store.
     pub(crate) fast_send: AtomicBool,
+    /// False once the agent has finished (written by the owner, read by
+    /// senders on the owner's thread and by the owner; Relaxed suffices as
+    /// both run on that thread, remote senders never rely on it).
+    pub(crate) alive: AtomicBool,
+    /// Default message priority (priority dispatcher), 0 = lowest.
+    pub(crate) prio: u8,
+    /// Measure time in handlers (Config::handler_timing).
+    pub(crate) timing: bool,
+    /// The agent's thread stops with it (active_obj).
+    pub(crate) owns_worker: bool,
+    pub(crate) sink: Sink,
+    pub(crate) limits: Option<Box<Limits>>,
+    pub(crate) cold: LazyCold,
+    pub(crate) coop: Arc<CoopShared>,
+    pub(crate) vt: &'static AgentVTable,
+    pub(crate) id: AgentId,
+    // ---- owner block ----
     /// Owner: alive, no limits and no handler timing — the one flag the
     /// dispatch fast path tests (cleared with `alive` when it finishes).
     pub(crate) plain: OwnerCell<bool>,
@@ -204,23 +228,59 @@ pub(crate) struct Header {
     /// state change (`enter_chain`), the only event that changes what a
     /// lookup returns.
     pub(crate) cache: OwnerCell<HandlerCache>,
-    /// Default message priority (priority dispatcher), 0 = lowest.
-    pub(crate) prio: u8,
-    /// Measure time in handlers (Config::handler_timing).
-    pub(crate) timing: bool,
-    /// The agent's thread stops with it (active_obj).
-    pub(crate) owns_worker: bool,
-    /// Owner: messages queued from the agent's own thread.
-    pub(crate) enq_local: AtomicU64,
     /// Owner: events taken from the queue (handled, unhandled or dead).
     pub(crate) dequeued: AtomicU64,
-    pub(crate) limits: Option<Box<Limits>>,
+    /// Owner: messages queued from the agent's own thread.
+    pub(crate) enq_local: AtomicU64,
     /// The type's `&'static Behaviour<A>`, erased.
     pub(crate) behaviour: *const (),
-    pub(crate) coop: Arc<CoopShared>,
-    pub(crate) vt: &'static AgentVTable,
-    pub(crate) id: AgentId,
-    pub(crate) cold: LazyCold,
+}
+
+/// Where the owner block starts (see [`Header`]).
+pub(crate) const OWNER_BLOCK: usize = std::mem::offset_of!(Header, plain);
+// The owner block is at least a cache line past the reference counts'
+// end (which the header directly follows), whatever the cell's alignment.
+const _: () = assert!(OWNER_BLOCK >= 64);
+const _: () = assert!(std::mem::offset_of!(Header, id) < 64);
+
+impl Header {
+    /// A header for a new cell (the gap filled in).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        sink: Sink,
+        limits: Option<Box<Limits>>,
+        coop: Arc<CoopShared>,
+        vt: &'static AgentVTable,
+        id: AgentId,
+        fast_send: bool,
+        plain: bool,
+        prio: u8,
+        timing: bool,
+        owns_worker: bool,
+        initial: u16,
+        behaviour: *const (),
+    ) -> Header {
+        Header {
+            sink,
+            limits,
+            cold: LazyCold::new(),
+            coop,
+            vt,
+            id,
+            fast_send: AtomicBool::new(fast_send),
+            alive: AtomicBool::new(true),
+            prio,
+            timing,
+            owns_worker,
+            plain: OwnerCell::new(plain),
+            running: OwnerCell::new(false),
+            state: OwnerCell::new(initial),
+            cache: OwnerCell::new(HandlerCache::empty()),
+            dequeued: AtomicU64::new(0),
+            enq_local: AtomicU64::new(0),
+            behaviour,
+        }
+    }
 }
 
 impl Header {
@@ -312,12 +372,20 @@ impl Drop for RunGuard<'_> {
 /// Called only through an [`Envelope`] built by the send path for `A` and
 /// `M`, on the thread that runs the target.
 pub(crate) unsafe fn deliver<A: Agent, M: Message>(op: Op, target: usize, payload: *mut Payload) {
-    let _ref = RefGuard::<A>(target, PhantomData);
     // SAFETY: the target cell is alive: a tagged envelope holds a reference,
     // an untagged one is queued before the cell's release event (module docs).
     let cell = unsafe { &*((target & !REF_TAG) as *const AgentCell<A>) };
+    // First, before anything can push to the queue the payload may sit in
+    // (the `EventFn` contract).
     // SAFETY: the payload holds an `M` not yet taken.
     let msg: M = unsafe { take(payload) };
+    if target & REF_TAG != 0 {
+        // The envelope's reference is handed to the worker, which releases
+        // it later (`worker::owe_release`); the cell stays alive meanwhile,
+        // also if the handler unwinds.
+        // SAFETY: a tagged envelope owns one strong count of this cell.
+        unsafe { worker::owe_release(&cell.hdr) };
+    }
     // `plain` is owner state: read only for a delivery, which runs on the
     // thread that runs the agent (a discard may run elsewhere).
     if op == Op::Deliver && cell.hdr.plain.get() && !trace::active() {
@@ -1014,21 +1082,19 @@ pub(crate) unsafe fn send_slow<A: Agent, M: Message>(cell: *const AgentCell<A>, 
     }
 }
 
-/// Asks for the cache line 64 bytes into the cell (the cold fields and the
-/// start of the agent value), which the dispatch of the message just
-/// queued will read.
+/// Asks for the first cache line of the agent value, which the dispatch
+/// of the message just queued will read (the send itself has touched the
+/// sender and owner blocks).
 #[inline(always)]
 fn prefetch_body<A: Agent>(cell: *const AgentCell<A>) {
     #[cfg(target_arch = "x86_64")]
-    if std::mem::size_of::<AgentCell<A>>() > 64 {
-        // SAFETY: SSE is part of the x86_64 baseline, and a prefetch is a
-        // hint that never faults, whatever the address.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                cell.cast::<i8>().wrapping_add(64),
-            )
-        };
-    }
+    // SAFETY: SSE is part of the x86_64 baseline, and a prefetch is a hint
+    // that never faults; the address is computed without dereferencing.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            std::ptr::addr_of!((*cell).agent).cast::<i8>(),
+        )
+    };
 }
 
 /// Queues the start event of a new agent (the cell's first event).

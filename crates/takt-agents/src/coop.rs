@@ -38,17 +38,14 @@ use std::fmt;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use takt_sched::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use takt_sched::sync::{AtomicUsize, Ordering};
 
-use crate::agent::{
-    post_signal, post_start, AgentCell, AgentRef, HandlerCache, Header, OwnerCell, Sink, LAST_PRIO,
-};
+use crate::agent::{post_signal, post_start, AgentCell, AgentRef, Header, Sink, LAST_PRIO};
 use crate::dispatcher::Binding;
 use crate::envelope::REF_TAG;
 use crate::limits::Limits;
 use crate::runtime::RtShared;
 use crate::state::{behaviour_of, Behaviour};
-use crate::stats::LazyCold;
 use crate::{Addr, Agent, AgentId, DefineError, Runtime, RuntimeHandle};
 
 // Id counters are plain std atomics (not part of any modeled protocol;
@@ -291,29 +288,24 @@ impl CoopBuilder {
             return Err(RegError::Closed("the runtime is shutting down"));
         }
         let resolved = binding.resolve()?;
+        let plain = !rt.config.handler_timing && limits.is_none();
         let fast_send =
             limits.is_none() && matches!(&resolved.sink, Sink::Thread(ws) if !ws.has_priorities());
         let cell = Arc::new(AgentCell {
-            hdr: Header {
-                sink: resolved.sink,
-                alive: AtomicBool::new(true),
-                fast_send: AtomicBool::new(fast_send),
-                plain: OwnerCell::new(!rt.config.handler_timing && limits.is_none()),
-                running: OwnerCell::new(false),
-                state: OwnerCell::new(behaviour.initial),
-                cache: OwnerCell::new(HandlerCache::empty()),
-                prio: resolved.prio,
-                timing: rt.config.handler_timing,
-                owns_worker: resolved.owns_worker,
+            hdr: Header::new(
+                resolved.sink,
                 limits,
-                enq_local: AtomicU64::new(0),
-                dequeued: AtomicU64::new(0),
-                behaviour: behaviour as *const Behaviour<A> as *const (),
-                coop: self.shared.clone(),
-                vt: &AgentCell::<A>::VTABLE,
-                id: AgentId(NEXT_AGENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)),
-                cold: LazyCold::new(),
-            },
+                self.shared.clone(),
+                &AgentCell::<A>::VTABLE,
+                AgentId(NEXT_AGENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)),
+                fast_send,
+                plain,
+                resolved.prio,
+                rt.config.handler_timing,
+                resolved.owns_worker,
+                behaviour.initial,
+                behaviour as *const Behaviour<A> as *const (),
+            ),
             agent: UnsafeCell::new(agent),
         });
         post_start(&cell);

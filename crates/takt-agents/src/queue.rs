@@ -282,10 +282,28 @@ impl<T> WakeQueue<T> {
     /// # Safety
     /// Consumer only, as for [`MpscQueue::pop`].
     pub unsafe fn wait(&self, budget: SpinBudget, also: impl Fn() -> bool) {
+        // SAFETY: caller's contract.
+        unsafe { self.wait_then(budget, also, || {}) }
+    }
+
+    /// [`wait`](Self::wait), running `before_sleep` once the spin budget is
+    /// spent without an item, before the consumer announces it sleeps
+    /// (work deferred while the consumer was busy, done when it is about
+    /// to go idle for long).
+    ///
+    /// # Safety
+    /// Consumer only, as for [`MpscQueue::pop`].
+    pub unsafe fn wait_then(
+        &self,
+        budget: SpinBudget,
+        also: impl Fn() -> bool,
+        before_sleep: impl FnOnce(),
+    ) {
         // SAFETY (every queue call below): the caller is the consumer.
         if budget.spin_until(|| unsafe { self.queue.is_ready() } || also()) {
             return;
         }
+        before_sleep();
         self.sleepy.store(true, Ordering::Relaxed);
         // Pairs with the fence in `push`.
         fence(Ordering::SeqCst);

@@ -31,7 +31,7 @@ use crossbeam_utils::CachePadded;
 use takt_sched::sync::{AtomicBool, Ordering};
 use takt_sched::SpinBudget;
 
-use crate::agent::OwnerCounter;
+use crate::agent::{Header, OwnerCounter};
 use crate::envelope::{Envelope, EventFn};
 use crate::panic::PanicPolicy;
 use crate::queue::WakeQueue;
@@ -136,12 +136,16 @@ impl WorkerShared {
         self.remote.wake();
     }
 
-    /// Spin, then sleep until the remote queue has an event or stop is asked.
-    fn idle_wait(&self) {
+    /// Spin, then sleep until the remote queue has an event or stop is
+    /// asked; `core`'s owed references are released before it sleeps.
+    fn idle_wait(&self, core: &WorkerCore) {
         // SAFETY: this runs on the worker thread, the queue's only consumer.
         unsafe {
-            self.remote
-                .wait(self.budget, || self.stop.load(Ordering::SeqCst))
+            self.remote.wait_then(
+                self.budget,
+                || self.stop.load(Ordering::SeqCst),
+                || core.release_owed(),
+            )
         }
     }
 }
@@ -233,7 +237,28 @@ impl PrioQueues {
 pub(crate) struct WorkerCore {
     shared: *const WorkerShared,
     local: UnsafeCell<LocalQueue>,
+    owed: UnsafeCell<Owed>,
 }
+
+/// Strong references to one agent cell that this worker has taken over
+/// from delivered cross-thread envelopes and not released yet.
+///
+/// A cross-thread envelope carries a strong reference to its target (the
+/// sender's increment). Releasing it at once would have the receiving
+/// thread write the reference count's cache line for every message, the
+/// same line the next cross-thread send increments: the line would cross
+/// cores twice per message. Instead the worker counts what it owes, per
+/// run of envelopes to one cell, and releases the run when the target
+/// changes, when `OWED_MAX` is reached, before it sleeps and when it
+/// stops. The cell merely lives a little longer (at most until the
+/// worker's next sleep); nothing is reachable through the owed references.
+struct Owed {
+    hdr: *const Header,
+    n: u32,
+}
+
+/// Owed references released in one go at most (bounds the work of a flush).
+const OWED_MAX: u32 = 1024;
 
 thread_local! {
     static CURRENT: Cell<*const WorkerCore> = const { Cell::new(ptr::null()) };
@@ -253,7 +278,80 @@ pub(crate) fn local_core(ws: &Arc<WorkerShared>) -> Option<&WorkerCore> {
     }
 }
 
+/// Takes over the release of one strong reference to the cell `h` (a
+/// delivered cross-thread envelope's): deferred on a worker thread (see
+/// [`Owed`]), released at once elsewhere.
+///
+/// # Safety
+/// The caller gives up one strong count of the live cell `h`.
+#[inline(always)]
+pub(crate) unsafe fn owe_release(h: *const Header) {
+    let cur = CURRENT.with(Cell::get);
+    if cur.is_null() {
+        // SAFETY: caller's contract.
+        unsafe { ((*h).vt.release)(h) }
+    } else {
+        // SAFETY: a non-null CURRENT is this thread's live core (as in
+        // `local_core`); caller's contract for `h`.
+        unsafe { (*cur).owe(h) }
+    }
+}
+
 impl WorkerCore {
+    /// Counts one owed reference to `h`.
+    ///
+    /// # Safety
+    /// As for [`owe_release`]; called on the worker's thread.
+    #[inline(always)]
+    unsafe fn owe(&self, h: *const Header) {
+        // SAFETY: `owed` is only touched on this thread, and no borrow of
+        // it is held across a call that could reach it again.
+        let o = unsafe { &mut *self.owed.get() };
+        if std::ptr::eq(o.hdr, h) && o.n < OWED_MAX {
+            o.n += 1;
+        } else {
+            // SAFETY: caller's contract.
+            unsafe { self.owe_other(h) }
+        }
+    }
+
+    /// `owe` for a new target: releases the previous run first.
+    ///
+    /// # Safety
+    /// As for [`owe`](Self::owe).
+    #[cold]
+    #[inline(never)]
+    unsafe fn owe_other(&self, h: *const Header) {
+        self.release_owed();
+        // SAFETY: as in `owe`; `release_owed` has returned.
+        let o = unsafe { &mut *self.owed.get() };
+        o.hdr = h;
+        o.n = 1;
+    }
+
+    /// Releases every owed reference. Dropping the last one frees the cell
+    /// (and runs the agent's `Drop`), so the state is cleared first.
+    pub(crate) fn release_owed(&self) {
+        // SAFETY: as in `owe`; the borrow ends before any release runs.
+        let (h, n) = unsafe {
+            let o = &mut *self.owed.get();
+            let taken = (o.hdr, o.n);
+            o.hdr = ptr::null();
+            o.n = 0;
+            taken
+        };
+        if n == 0 {
+            return;
+        }
+        // SAFETY: we own `n` strong counts of the live cell `h`; its
+        // vtable is read while we still hold them all.
+        let release = unsafe { (*h).vt.release };
+        for _ in 0..n {
+            // SAFETY: each call gives up one of the counts we own.
+            unsafe { release(h) };
+        }
+    }
+
     /// Appends to the local queue. Only called on the worker's thread.
     #[inline(always)]
     pub(crate) fn push_local(&self, e: Envelope, prio: u8) {
@@ -351,6 +449,7 @@ impl WorkerCore {
             }
             if ran == 0 && moved == 0 {
                 if sh.stop.load(Ordering::Acquire) {
+                    self.release_owed();
                     sh.counters
                         .busy_ticks
                         .add(clock.now().saturating_sub(busy_since));
@@ -359,7 +458,7 @@ impl WorkerCore {
                 sh.counters
                     .busy_ticks
                     .add(clock.now().saturating_sub(busy_since));
-                sh.idle_wait();
+                sh.idle_wait(self);
                 busy_since = clock.now();
             }
         }
@@ -371,6 +470,10 @@ pub(crate) fn run_worker(shared: Arc<WorkerShared>) {
     let core = WorkerCore {
         shared: Arc::as_ptr(&shared),
         local: UnsafeCell::new(LocalQueue::new(shared.prio)),
+        owed: UnsafeCell::new(Owed {
+            hdr: ptr::null(),
+            n: 0,
+        }),
     };
     CURRENT.with(|c| c.set(&core));
     loop {
@@ -379,6 +482,7 @@ pub(crate) fn run_worker(shared: Arc<WorkerShared>) {
             Err(payload) => crate::panic::recovered(&shared.panic, payload),
         }
     }
+    core.release_owed();
     // Stop: close, then discard what is left (local first: its events may
     // release agents whose later events are remote).
     shared.closed.store(true, Ordering::SeqCst);

@@ -322,3 +322,59 @@ fn child_coops_finish_with_their_parent() {
     late.add(m("x"), &d).unwrap();
     assert!(late.register().is_err());
 }
+
+/// Sets its flag when the agent value is dropped.
+struct DropFlag {
+    dropped: Arc<std::sync::atomic::AtomicBool>,
+    seen: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.dropped
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Agent for DropFlag {
+    fn define(def: &mut Definer<Self>) {
+        def.on(|me: &mut DropFlag, _: &mut Ctx<DropFlag>, _: u32| {
+            me.seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        });
+    }
+}
+
+/// A worker defers releasing the references that cross-thread envelopes
+/// carry: the agent must still be freed once everything is done — when
+/// its worker goes to sleep, without waiting for shutdown.
+#[test]
+fn agents_reached_from_other_threads_are_freed_when_idle() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+    let rt = runtime();
+    let d = rt.one_thread("d").unwrap();
+    let dropped = Arc::new(AtomicBool::new(false));
+    let seen = Arc::new(AtomicU64::new(0));
+    let mut coop = rt.coop("c");
+    let a = coop
+        .add(
+            DropFlag {
+                dropped: dropped.clone(),
+                seen: seen.clone(),
+            },
+            &d,
+        )
+        .unwrap();
+    let coop = coop.register().unwrap();
+    for i in 0..5000u32 {
+        a.send(i);
+    }
+    assert!(eventually(|| seen.load(SeqCst) == 5000));
+    drop(a);
+    coop.deregister();
+    assert!(coop.wait_timeout(LONG));
+    assert!(
+        eventually(|| dropped.load(SeqCst)),
+        "the agent was never freed while the runtime idles"
+    );
+    rt.shutdown();
+}
