@@ -7,7 +7,9 @@
 //!
 //! ## Who keeps a cell alive
 //! - every [`Addr`], every pool run-queue entry and every envelope sent from
-//!   another thread (tagged with `REF_TAG`) holds a strong reference;
+//!   another thread (tagged with `REF_TAG`) holds a strong reference; a
+//!   worker that delivers a tagged envelope takes its reference over and
+//!   releases it later, in a batch (`worker::owe_release`);
 //! - envelopes queued on the target's own dispatcher thread (the local fast
 //!   path) hold none: instead the cooperation's reference is released by a
 //!   *release* event queued behind them when the agent finishes, and sends

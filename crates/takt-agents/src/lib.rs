@@ -47,7 +47,8 @@
 //!   hierarchical states with `on_enter`/`on_exit`, `change_state`
 //!   (module [`state`]).
 //! - [`Addr`]: send from anywhere ([`Addr::send`]), run inline
-//!   ([`Addr::insend`]), request/reply ([`Addr::ask`], a [`Pending`] reply
+//!   ([`Addr::insend`], also for pool-bound agents), with a message
+//!   priority ([`Addr::send_with_priority`]), request/reply ([`Addr::ask`], a [`Pending`] reply
 //!   that is a `Future` for any executor and a blocking wait).
 //! - [`Mbox`]: named publish/subscribe mailboxes.
 //! - [`CoopBuilder`], [`CoopHandle`]: cooperations, parent/child.
@@ -59,7 +60,8 @@
 //!
 //! ## Guarantees
 //! - Messages from one sender to one receiver arrive in the order sent
-//!   (insend events excepted: they run at once).
+//!   (insend events excepted: they run at once; on the priority
+//!   dispatcher, within one message priority).
 //! - An agent's handlers never run on two threads at once.
 //! - `on_start` is an agent's first event, `on_finish` its last.
 //! - A message that cannot be delivered (its agent finished, its queue torn
@@ -67,11 +69,14 @@
 //!
 //! ## How it is fast
 //! A message of up to 16 bytes travels inline in a 32-byte queue slot
-//! with a monomorphized event function; sends between agents of one
-//! dispatcher thread are plain `VecDeque` appends without atomics or
-//! reference counting; sends across threads use a Vyukov MPSC queue and
-//! wake the consumer only when it announced it sleeps. See `worker.rs` and
-//! `agent.rs` for the invariants.
+//! with a monomorphized event function; a send between agents of one
+//! dispatcher thread tests one flag and writes the envelope straight into
+//! the worker's ring (no atomics, no reference count, no allocation), and
+//! the worker runs it in place through a per-agent handler cache; sends
+//! across threads use a Vyukov MPSC queue, wake the consumer only when it
+//! announced it sleeps, and keep the sender's and the receiver's writes on
+//! different cache lines. See `worker.rs` and `agent.rs` for the
+//! invariants, and the crate README for the design.
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 /// The README's example, compiled and run as a doctest.

@@ -4,17 +4,21 @@
 //! An agent type declares its behaviour once, in [`Agent::define`], through
 //! a [`Definer`]: states (flat or nested), `on_enter`/`on_exit` hooks and one
 //! handler per message type per state. The declaration is compiled once per
-//! agent type and process into a [`Behaviour`] shared by every instance, so
+//! agent type and process into a `Behaviour` shared by every instance, so
 //! registering an agent does not rebuild it.
 //!
 //! Compilation flattens the hierarchy: a state's table holds its own
 //! handlers followed by the handlers of its ancestors that it does not
 //! override, so a message with no handler in a substate reaches its
 //! parent's handler with a single table scan. On top of the table each
-//! state has a small direct-mapped index (see [`Slots`]): the dispatch of a
+//! state has a small direct-mapped index (`Slots`): the dispatch of a
 //! message looks at one slot chosen by bits of its type's id, so the cost
-//! does not grow with the handler's position in the table. A message with no handler in
-//! the current state or any ancestor is counted as *unhandled* and dropped.
+//! does not grow with the handler's position in the table. In front of
+//! both, each agent caches the last message type it handled and that
+//! type's handler in its current state; a state change clears the cache,
+//! so a run of messages of one type skips the lookup entirely. A message
+//! with no handler in the current state or any ancestor is counted as
+//! *unhandled* and dropped.
 //!
 //! ```
 //! use takt_agents::{Agent, Ctx, Definer, State};

@@ -10,6 +10,16 @@
 //! - the *remote* queue: an `MpscQueue` for sends from other threads. The
 //!   worker moves remote events into the local queue in batches.
 //!
+//! The local FIFO is written in place by the local send fast path
+//! (`push_fifo`) and its events are run in place (`run_one`): an envelope
+//! is never copied between the sender and its event function.
+//!
+//! ## References owed
+//! A cross-thread envelope carries a strong reference to its target; the
+//! worker takes it over on delivery and releases it later ([`Owed`]), so
+//! the receiving thread does not write the reference count's cache line
+//! once per message.
+//!
 //! ## Sleeping without lost wake-ups, and without needless ones
 //! The remote queue is a [`WakeQueue`]: an idle worker spins for its
 //! [`SpinBudget`], then sleeps; a producer wakes it only when it announced
