@@ -66,6 +66,10 @@ impl Agent for Player {
                 },
             );
     }
+    fn on_finish(&mut self, _: &mut Ctx<Self>) {
+        // The two players hold each other's address: break the cycle.
+        self.peer = None;
+    }
 }
 
 /// Allocations made while `messages` deliveries run (the game is set up

@@ -128,6 +128,11 @@ impl Agent for Player {
     fn on_start(&mut self, _: &mut Ctx<Self>) {
         self.started.hit();
     }
+    fn on_finish(&mut self, _: &mut Ctx<Self>) {
+        // The players hold each other's address: break the cycle so the
+        // run's cells are freed.
+        self.peer = None;
+    }
 }
 
 /// `messages` deliveries between two agents, on one thread (one_thread)
@@ -200,6 +205,10 @@ impl Agent for Customer {
     }
     fn on_start(&mut self, _: &mut Ctx<Self>) {
         self.started.hit();
+    }
+    fn on_finish(&mut self, _: &mut Ctx<Self>) {
+        // The ring's addresses form a cycle: break it so the cells are freed.
+        self.next = None;
     }
 }
 
