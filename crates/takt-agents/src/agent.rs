@@ -238,11 +238,14 @@ pub(crate) struct Header {
     pub(crate) behaviour: *const (),
 }
 
-/// Where the owner block starts (see [`Header`]).
-pub(crate) const OWNER_BLOCK: usize = std::mem::offset_of!(Header, plain);
 // The owner block is at least a cache line past the reference counts'
-// end (which the header directly follows), whatever the cell's alignment.
-const _: () = assert!(OWNER_BLOCK >= 64);
+// end (which the header directly follows), whatever the cell's alignment;
+// the sender block fits in the 64 bytes before it. (Not under loom, whose
+// atomics are bigger: the layout is a performance property, not a
+// correctness one.)
+#[cfg(not(loom))]
+const _: () = assert!(std::mem::offset_of!(Header, plain) >= 64);
+#[cfg(not(loom))]
 const _: () = assert!(std::mem::offset_of!(Header, id) < 64);
 
 impl Header {
