@@ -38,7 +38,7 @@ use crate::dispatcher::pool::PoolShared;
 use crate::envelope::{take, Envelope, EventFn, Op, Payload, REF_TAG};
 use crate::limits::Limits;
 use crate::queue::MpscQueue;
-use crate::state::{Behaviour, Handler};
+use crate::state::{Behaviour, Entry, Handler};
 use crate::stats::{agent_snapshot, LazyCold};
 use crate::worker::{self, WorkerShared};
 use crate::{trace, Ctx, Definer, State};
@@ -251,7 +251,7 @@ const _: () = assert!(std::mem::offset_of!(Header, id) < 64);
 impl Header {
     /// A header for a new cell (the gap filled in).
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
+    pub(crate) fn new<A: Agent>(
         sink: Sink,
         limits: Option<Box<Limits>>,
         coop: Arc<CoopShared>,
@@ -262,8 +262,7 @@ impl Header {
         prio: u8,
         timing: bool,
         owns_worker: bool,
-        initial: u16,
-        behaviour: *const (),
+        behaviour: &'static Behaviour<A>,
     ) -> Header {
         Header {
             sink,
@@ -279,11 +278,11 @@ impl Header {
             owns_worker,
             plain: OwnerCell::new(plain),
             running: OwnerCell::new(false),
-            state: OwnerCell::new(initial),
-            cache: OwnerCell::new(HandlerCache::empty()),
+            state: OwnerCell::new(behaviour.initial),
+            cache: OwnerCell::new(HandlerCache::empty(behaviour)),
             dequeued: AtomicU64::new(0),
             enq_local: AtomicU64::new(0),
-            behaviour,
+            behaviour: behaviour as *const Behaviour<A> as *const (),
         }
     }
 }
@@ -297,26 +296,21 @@ impl Header {
     }
 }
 
-/// A one-entry cache of the handler table: the message type last
-/// delivered in the current state and its plain handler (a
-/// `Handler<A, M>` for that type, erased).
+/// A one-entry cache of the handler table: the plain handler entry last
+/// used in the current state, or the behaviour's `vacant` entry, which no
+/// message type matches (an erased `&'static Entry<A>` of the agent type's
+/// compiled behaviour either way). The entry names its message type, so a
+/// hit is checked against the type being delivered; the entries live in
+/// the shared, `'static` behaviour (hot in cache for every agent of the
+/// type), so the cache costs each agent one word.
 #[derive(Clone, Copy)]
-pub(crate) struct HandlerCache {
-    pub(crate) ty: TypeId,
-    pub(crate) f: *const (),
-}
-
-/// No message has this type, so an empty cache never matches.
-enum NoMessage {}
+pub(crate) struct HandlerCache(*const ());
 
 impl HandlerCache {
     /// A cache that matches no message type.
     #[inline]
-    pub(crate) fn empty() -> HandlerCache {
-        HandlerCache {
-            ty: TypeId::of::<NoMessage>(),
-            f: std::ptr::null(),
-        }
+    pub(crate) fn empty<A: Agent>(b: &'static Behaviour<A>) -> HandlerCache {
+        HandlerCache(&b.vacant as *const Entry<A> as *const ())
     }
 }
 
@@ -395,12 +389,14 @@ pub(crate) unsafe fn deliver<A: Agent, M: Message>(op: Op, target: usize, payloa
     // thread that runs the agent (a discard may run elsewhere).
     if op == Op::Deliver && cell.hdr.plain.get() && !trace::active() {
         let h = &cell.hdr;
-        let c = h.cache.get();
-        if c.ty == TypeId::of::<M>() {
+        // SAFETY: the cache is a `&'static Entry<A>` of this cell's
+        // behaviour (`HandlerCache::empty`, `handle_plain`).
+        let e = unsafe { &*h.cache.get().0.cast::<Entry<A>>() };
+        if e.type_id == TypeId::of::<M>() {
             h.dequeued.bump();
-            // SAFETY: the cache holds a plain `Handler<A, M>` for the type
-            // it names (filled by `handle_plain` from a TypeId match).
-            let f = unsafe { std::mem::transmute::<*const (), Handler<A, M>>(c.f) };
+            // SAFETY: cached entries are plain, and a plain entry for `M`
+            // (TypeId match) holds a `Handler<A, M>`.
+            let f = unsafe { std::mem::transmute::<*const (), Handler<A, M>>(e.f) };
             cell.run_untimed(|agent, ctx| f(agent, ctx, msg));
         } else {
             cell.handle_plain(msg)
@@ -544,10 +540,7 @@ impl<A: Agent> AgentCell<A> {
         h.dequeued.bump();
         match self.behaviour().lookup(h.state.get(), TypeId::of::<M>()) {
             Some(e) if e.plain => {
-                h.cache.set(HandlerCache {
-                    ty: TypeId::of::<M>(),
-                    f: e.f,
-                });
+                h.cache.set(HandlerCache(e as *const Entry<A> as *const ()));
                 // SAFETY: as in `handle`.
                 let f = unsafe { std::mem::transmute::<*const (), Handler<A, M>>(e.f) };
                 self.run_untimed(|agent, ctx| f(agent, ctx, msg));
@@ -666,7 +659,7 @@ impl<A: Agent> AgentCell<A> {
             s = self.parent(cur);
         }
         self.hdr.state.set(to);
-        self.hdr.cache.set(HandlerCache::empty());
+        self.hdr.cache.set(HandlerCache::empty(self.behaviour()));
         for &st in path[..n].iter().rev() {
             if let Some(h) = self.behaviour().states[st as usize].on_enter {
                 h(agent, ctx);

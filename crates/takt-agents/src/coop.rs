@@ -303,8 +303,7 @@ impl CoopBuilder {
                 resolved.prio,
                 rt.config.handler_timing,
                 resolved.owns_worker,
-                behaviour.initial,
-                behaviour as *const Behaviour<A> as *const (),
+                behaviour,
             ),
             agent: UnsafeCell::new(agent),
         });

@@ -283,6 +283,7 @@ impl<A: Agent> Definer<A> {
         Ok(Behaviour {
             states: compiled.into_boxed_slice(),
             initial: self.initial.0,
+            vacant: Slots::vacant(),
         })
     }
 }
@@ -415,6 +416,10 @@ impl<A: Agent> Compiled<A> {
 pub(crate) struct Behaviour<A: Agent> {
     pub(crate) states: Box<[Compiled<A>]>,
     pub(crate) initial: u16,
+    /// An entry no message type matches: what an agent's handler cache
+    /// points to when it holds nothing (so a lookup in it needs no null
+    /// check).
+    pub(crate) vacant: Entry<A>,
 }
 
 // SAFETY: the erased pointers are plain `fn` pointers, which are Send and Sync.
