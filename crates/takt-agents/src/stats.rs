@@ -39,9 +39,21 @@ impl LazyCold {
         LazyCold(AtomicPtr::new(std::ptr::null_mut()))
     }
 
-    /// The counters, allocating them on first use.
-    #[cold]
+    /// The counters, allocating them on first use. Inline: every
+    /// cross-thread and pool send counts here.
+    #[inline]
     pub(crate) fn get(&self) -> &ColdCounters {
+        match self.peek() {
+            Some(c) => c,
+            None => self.alloc(),
+        }
+    }
+
+    /// `get` when the counters do not exist yet (or another thread is
+    /// publishing them).
+    #[cold]
+    #[inline(never)]
+    fn alloc(&self) -> &ColdCounters {
         // Acquire pairs with the Release (AcqRel) of the winning CAS below:
         // the counters are initialized when we see the pointer.
         let p = self.0.load(Ordering::Acquire);
@@ -68,8 +80,10 @@ impl LazyCold {
         }
     }
 
+    #[inline]
     pub(crate) fn peek(&self) -> Option<&ColdCounters> {
-        // SAFETY: as in `get`. Acquire as in `get`.
+        // SAFETY: published once, freed only in Drop. Acquire pairs with
+        // the Release (AcqRel) of the publishing CAS in `alloc`.
         unsafe { self.0.load(Ordering::Acquire).as_ref() }
     }
 }
