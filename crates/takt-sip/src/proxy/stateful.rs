@@ -15,7 +15,7 @@ use crate::wire::{HeaderName, Message, Method, ParseError};
 
 /// Sends the CANCEL for the record's forwarded INVITE.
 fn send_cancel(p: &Proxy, t: &mut Txn, now: u64, s: &mut Scratch) {
-    let Ok(req) = Message::parse(&t.request) else {
+    let Ok(req) = Message::parse_proxy(&t.request) else {
         return;
     };
     let start = s.mark();
@@ -249,7 +249,7 @@ pub(super) fn match_response(
             ClientState::Calling | ClientState::Proceeding => {
                 if t.invite {
                     // hop-by-hop ACK (§17.1.1.3)
-                    if let Ok(req) = Message::parse(&t.request) {
+                    if let Ok(req) = Message::parse_proxy(&t.request) {
                         let start = s.mark();
                         ack_for(&mut s.out, &req, m);
                         t.ack.clear();
@@ -299,7 +299,7 @@ fn local_final(
     now: u64,
     sends: &mut Vec<(Target, Vec<u8>)>,
 ) {
-    let Ok(req) = Message::parse(&t.request) else {
+    let Ok(req) = Message::parse_proxy(&t.request) else {
         t.server = ServerState::Terminated;
         return;
     };

@@ -741,6 +741,65 @@ fn malformed_requests_get_400_or_are_dropped() {
 }
 
 #[test]
+fn defects_in_passed_on_headers_are_forwarded_unchanged() {
+    // RFC 3261 §16.3 step 1: a proxy ignores components it does not use
+    // and forwards them unchanged (RFC 4475 regbadct: a Contact with
+    // parameters but no angle brackets; baddate: a non-GMT Date)
+    for name in ["regbadct", "baddate"] {
+        let b = std::fs::read(format!(
+            "{}/tests/fixtures/rfc4475/{name}.dat",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        assert!(Message::parse(&b).is_err(), "{name}");
+        for mode in [Mode::Stateless, Mode::Stateful] {
+            let p = proxy(mode);
+            let mut s = Scratch::new();
+            let mut r = Vec::new();
+            let o = p.handle(
+                &Inbound {
+                    bytes: &b,
+                    from: udp(UAC),
+                    now: 0,
+                    queue_delay_ns: 0,
+                },
+                &mut s,
+                &mut Raw(&mut r),
+            );
+            assert_eq!(o.disposition, Disposition::Forwarded, "{name} {mode:?}");
+            let fwd = r.last().unwrap();
+            let m = Message::parse_proxy(fwd).unwrap();
+            let orig = Message::parse_proxy(&b).unwrap();
+            // the defective value goes on byte for byte
+            let bad = orig.check_deferred().unwrap_err();
+            let crate::wire::ParseError::Value { header, .. } = bad else {
+                panic!("{bad:?}")
+            };
+            assert_eq!(m.header(header), orig.header(header), "{name}");
+            assert_eq!(
+                m.check_deferred().map_err(|e| match e {
+                    crate::wire::ParseError::Value { header, error, .. } => (header, error),
+                    e => panic!("{e:?}"),
+                }),
+                Err(match bad {
+                    crate::wire::ParseError::Value { header, error, .. } => (header, error),
+                    _ => unreachable!(),
+                })
+            );
+        }
+    }
+}
+
+struct Raw<'a>(&'a mut Vec<Vec<u8>>);
+
+impl Sink for Raw<'_> {
+    fn send(&mut self, _: &Target, b: &[u8]) -> Result<(), SendError> {
+        self.0.push(b.to_vec());
+        Ok(())
+    }
+}
+
+#[test]
 fn every_fixture_is_handled_without_panic() {
     for mode in [Mode::Stateless, Mode::Stateful] {
         let p = proxy(mode);
