@@ -34,6 +34,7 @@ pub mod route;
 mod stateful;
 pub mod table;
 pub mod txn;
+pub mod wheel;
 
 use std::io::Write as _;
 use std::net::SocketAddr;

@@ -1,5 +1,5 @@
 //! The transaction table: shards, each a mutex over a slab of records, an
-//! index by key and a timer heap, shared by every worker. A message locks
+//! index by key and a timer wheel ([`super::wheel`]), shared by every worker. A message locks
 //! exactly one shard (the one its key hashes to), so workers handling
 //! different transactions do not contend, and any worker can handle any
 //! message of any transaction — which SO_REUSEPORT's 4-tuple hashing
@@ -11,13 +11,13 @@
 //! degrades (sheds a new INVITE with 503, forwards other requests
 //! statelessly).
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use super::txn::Txn;
+use super::wheel::Wheel;
 
 /// Keys are already hashes: the map uses them as they are.
 #[derive(Debug, Default, Clone, Copy)]
@@ -42,7 +42,7 @@ type Index = HashMap<u64, u32, BuildHasherDefault<KeyHasher>>;
 /// Records per shard allocated up front (the rest grows on demand, up to the bound).
 const PRESIZE: usize = 64;
 
-/// One shard: a slab of records with an index by key, and a timer heap.
+/// One shard: a slab of records with an index by key, and a timer wheel.
 ///
 /// Records live in `slots`, a slab whose freed slots are reused last in,
 /// first out: a new transaction lands in the slot a finished one left
@@ -58,9 +58,9 @@ pub struct Shard {
     slots: Vec<Txn>,
     /// Free slots of `slots`, most recently freed last.
     vacant: Vec<u32>,
-    /// (deadline, key), earliest first; entries whose deadline differs from
-    /// the record's `scheduled` are stale and skipped.
-    pub timers: BinaryHeap<Reverse<(u64, u64)>>,
+    /// (deadline, key) entries; those whose deadline differs from the
+    /// record's `scheduled` are stale (cancelled) and skipped when due.
+    pub timers: Wheel,
     cap: usize,
     /// Message buffers records gave back early (e.g. after a 2xx), reused
     /// by new ones; bounded by [`FREE_BUFFERS`].
@@ -87,7 +87,7 @@ impl Shard {
             index: Index::with_capacity_and_hasher(pre, Default::default()),
             slots: Vec::with_capacity(pre),
             vacant: Vec::with_capacity(pre),
-            timers: BinaryHeap::with_capacity(pre * 2),
+            timers: Wheel::new(),
             cap,
             free: Vec::new(),
         }
@@ -192,18 +192,15 @@ impl Shard {
         if let Some(d) = t.next_deadline() {
             if t.scheduled == 0 || d < t.scheduled {
                 t.scheduled = d;
-                self.timers.push(Reverse((d, key)));
+                self.timers.insert(d, key);
             }
         }
     }
 
-    /// Pops the next key whose queued deadline is due at `now`.
+    /// Pops a key whose queued deadline is due at `now` (in no particular
+    /// order among the due ones).
     pub fn pop_due(&mut self, now: u64) -> Option<u64> {
-        while let Some(&Reverse((d, key))) = self.timers.peek() {
-            if d > now {
-                return None;
-            }
-            self.timers.pop();
+        while let Some((d, key)) = self.timers.pop_due(now) {
             match self.get_mut(key) {
                 Some(t) if t.scheduled == d => {
                     t.scheduled = 0;
@@ -278,7 +275,7 @@ impl Table {
     /// Publishes the earliest deadline and the size of shard `i` (lock held).
     pub fn publish_at(&self, i: usize, sh: &Shard) {
         let slot = &self.slots[i];
-        let d = sh.timers.peek().map_or(u64::MAX, |r| r.0 .0);
+        let d = sh.timers.next_due_hint();
         // Relaxed (both): hints read by `may_be_due`, `fill_of` and
         // `len_hint` without the lock. A stale deadline makes the timer
         // thread lock a shard for nothing, or run a deadline one tick late;
