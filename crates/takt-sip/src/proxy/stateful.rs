@@ -49,7 +49,13 @@ pub(super) fn match_request(
 ) -> Option<Outcome> {
     let method = m.method()?;
     let mut sh = p.table.shard(key);
-    let t = sh.get_mut(key)?;
+    let Some(t) = sh.get_mut(key) else {
+        if !matches!(method, Method::Ack | Method::Cancel) {
+            // a new transaction is likely: start loading its record
+            sh.prefetch_vacant(inb.bytes.len() + 256);
+        }
+        return None;
+    };
     let now = inb.now;
     let tm = p.cfg.timers;
     let out = match method {
