@@ -12,6 +12,7 @@
 //! max_transactions = 262144
 //! shards = 64
 //! udp_size_limit = 1300        # larger requests go over TCP (RFC 3261 §18.1.1)
+//! order_responses = true       # stateless: never send a 1xx after a later final (proxy::order)
 //!
 //! [timers]
 //! t1_ms = 500
@@ -110,6 +111,8 @@ pub struct ProxySection {
     pub shards: usize,
     /// UDP size limit.
     pub udp_size_limit: usize,
+    /// Stateless response ordering gate.
+    pub order_responses: bool,
 }
 
 impl Default for ProxySection {
@@ -124,6 +127,7 @@ impl Default for ProxySection {
             max_transactions: 262_144,
             shards: 64,
             udp_size_limit: 1300,
+            order_responses: true,
         }
     }
 }
@@ -336,6 +340,7 @@ impl Config {
         pc.max_transactions = p.max_transactions;
         pc.shards = p.shards.max(1);
         pc.udp_size_limit = p.udp_size_limit;
+        pc.order_responses = p.order_responses;
         pc.timers = Timers {
             t1: t.t1_ms * ms,
             t2: t.t2_ms * ms,

@@ -30,6 +30,7 @@
 
 pub mod branch;
 pub mod build;
+pub mod order;
 pub mod route;
 mod stateful;
 pub mod table;
@@ -150,6 +151,11 @@ pub struct ProxyConfig {
     pub udp_size_limit: usize,
     /// Whether TCP is available for sending.
     pub tcp: bool,
+    /// Stateless mode: gate responses per transaction so that a
+    /// provisional response is never sent after a final one of the same
+    /// transaction that arrived later ([`order`]; what keeps two workers
+    /// of the `shared` model from inverting a 180 and its 200).
+    pub order_responses: bool,
 }
 
 impl ProxyConfig {
@@ -166,6 +172,7 @@ impl ProxyConfig {
             shed: ShedPolicy::default(),
             udp_size_limit: 1300,
             tcp: true,
+            order_responses: true,
         }
     }
 }
@@ -280,6 +287,9 @@ pub enum Disposition {
     DroppedRejected,
     /// A send failed.
     SendFailed,
+    /// Stateless: a provisional response dropped because a final response
+    /// of its transaction that arrived later was already sent ([`order`]).
+    DroppedReordered,
 }
 
 impl Disposition {
@@ -294,6 +304,7 @@ impl Disposition {
             Disposition::DroppedNotOurs => "dropped_not_ours".into(),
             Disposition::DroppedRejected => "dropped_rejected".into(),
             Disposition::SendFailed => "send_failed".into(),
+            Disposition::DroppedReordered => "dropped_reordered".into(),
         }
     }
 }
@@ -382,6 +393,7 @@ pub struct Proxy {
     cfg: ProxyConfig,
     table: Table,
     resolver: Resolver,
+    order: order::Gate,
 }
 
 impl Proxy {
@@ -392,6 +404,7 @@ impl Proxy {
             cfg,
             table,
             resolver: Resolver::default(),
+            order: order::Gate::new(),
         }
     }
 
@@ -787,6 +800,25 @@ impl Proxy {
             if let Some(o) = stateful::match_response(self, m, key, kind, _inb.now, s, sink) {
                 return o;
             }
+        } else if self.cfg.order_responses {
+            // decide and send under the key's gate (see `order`)
+            let arrival = _inb.now.saturating_sub(_inb.queue_delay_ns);
+            let provisional = m.status().is_some_and(|c| c < 200);
+            let mut ticket = self.order.admit(key, arrival, provisional);
+            if !ticket.forward {
+                return Outcome::new(kind, Disposition::DroppedReordered);
+            }
+            let mut o = self.forward_response_stateless(m, kind, s);
+            if o.disposition == Disposition::Forwarded {
+                if !provisional {
+                    ticket.sent_final(arrival);
+                }
+                if !s.flush(sink) {
+                    o.disposition = Disposition::SendFailed;
+                }
+            }
+            drop(ticket);
+            return o;
         }
         self.forward_response_stateless(m, kind, s)
     }

@@ -178,6 +178,44 @@ fn stateless_forwards_and_routes_responses_back() {
 }
 
 #[test]
+fn stateless_never_sends_a_provisional_after_a_later_final() {
+    // two workers of the shared model: the 200 (arrived at 1.0 ms) is
+    // handled before the 180 (arrived at 0.9 ms, handled at 1.2 ms)
+    for gate in [true, false] {
+        let mut c = proxy(Mode::Stateless).config().clone();
+        c.order_responses = gate;
+        let p = Proxy::new(c);
+        let mut r = Rec::default();
+        let inv = req("INVITE", "z9hG4bK-o1", 1, None, "");
+        feed(&p, &inv, UAC, 0, &mut r);
+        let fwd = r.take().remove(0).1;
+        let ok = resp(&fwd, 200, "uas1");
+        let ringing = resp(&fwd, 180, "uas1");
+        let o = feed_delay(&p, &ok, UAS, 1_100_000, 100_000, &mut r);
+        assert_eq!(o.disposition, Disposition::Forwarded);
+        let o = feed_delay(&p, &ringing, UAS, 1_200_000, 300_000, &mut r);
+        let sent: Vec<u16> = r.take().iter().map(|(_, b)| status(b).unwrap()).collect();
+        if gate {
+            assert_eq!(o.disposition, Disposition::DroppedReordered);
+            assert_eq!(sent, vec![200]);
+        } else {
+            assert_eq!(o.disposition, Disposition::Forwarded);
+            assert_eq!(sent, vec![200, 180]);
+        }
+        // in order (180 arrived and handled first) both always go
+        let inv = req("INVITE", "z9hG4bK-o2", 1, None, "");
+        feed(&p, &inv, UAC, 0, &mut r);
+        let fwd = r.take().remove(0).1;
+        feed_delay(&p, &resp(&fwd, 180, "u"), UAS, 2_000_000, 10, &mut r);
+        feed_delay(&p, &resp(&fwd, 200, "u"), UAS, 2_100_000, 10, &mut r);
+        // and a 2xx retransmission goes too
+        feed_delay(&p, &resp(&fwd, 200, "u"), UAS, 2_600_000, 10, &mut r);
+        let sent: Vec<u16> = r.take().iter().map(|(_, b)| status(b).unwrap()).collect();
+        assert_eq!(sent, vec![180, 200, 200]);
+    }
+}
+
+#[test]
 fn max_forwards_and_loops() {
     let p = proxy(Mode::Stateless);
     let mut r = Rec::default();

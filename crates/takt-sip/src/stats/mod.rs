@@ -56,7 +56,7 @@ pub struct Sample {
 }
 
 const N_KIND: usize = MsgKind::ALL.len();
-const N_DISP: usize = 8;
+const N_DISP: usize = 9;
 
 fn disp_index(d: Disposition) -> usize {
     match d {
@@ -68,6 +68,7 @@ fn disp_index(d: Disposition) -> usize {
         Disposition::DroppedNotOurs => 5,
         Disposition::DroppedRejected => 6,
         Disposition::SendFailed => 7,
+        Disposition::DroppedReordered => 8,
     }
 }
 
@@ -80,6 +81,7 @@ const DISP_NAMES: [&str; N_DISP] = [
     "dropped_not_ours",
     "dropped_rejected",
     "send_failed",
+    "dropped_reordered",
 ];
 
 fn kind_index(k: MsgKind) -> usize {
