@@ -50,12 +50,45 @@ impl Stamp {
             .strip_prefix(b"[")
             .and_then(|h| h.strip_suffix(b"]"))
             .unwrap_or(host);
-        let same = std::str::from_utf8(host)
-            .ok()
-            .and_then(|h| h.parse::<IpAddr>().ok())
-            .is_some_and(|ip| ip == src.ip());
+        let same = same_ip(host, src.ip());
         let received = (via.received.is_none() && (!same || rport.is_some())).then_some(src.ip());
         Stamp { received, rport }
+    }
+}
+
+/// Whether the sent-by `host` (brackets stripped) is the literal address
+/// `ip`. For IPv4 the dotted-quad text is compared with `ip`'s, which is
+/// what parsing would decide (a dotted quad has one text form: the
+/// standard parser refuses leading zeros) without the parser's cost.
+fn same_ip(host: &[u8], ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(_) => {
+            // the dotted quad is at most 15 bytes: written on the stack
+            let mut b: SmallVec<[u8; 16]> = SmallVec::new();
+            write_v4(&mut b, ip);
+            host == &b[..]
+        }
+        IpAddr::V6(_) => std::str::from_utf8(host)
+            .ok()
+            .and_then(|h| h.parse::<IpAddr>().ok())
+            .is_some_and(|h| h == ip),
+    }
+}
+
+fn write_v4(out: &mut SmallVec<[u8; 16]>, ip: IpAddr) {
+    if let IpAddr::V4(v4) = ip {
+        for (k, o) in v4.octets().into_iter().enumerate() {
+            if k > 0 {
+                out.push(b'.');
+            }
+            if o >= 100 {
+                out.push(b'0' + o / 100);
+            }
+            if o >= 10 {
+                out.push(b'0' + (o / 10) % 10);
+            }
+            out.push(b'0' + o % 10);
+        }
     }
 }
 
@@ -439,5 +472,32 @@ mod tests {
         let mut o = Vec::new();
         push_ip(&mut o, "2001:db8::1".parse().unwrap());
         assert_eq!(o, b"[2001:db8::1]");
+    }
+
+    #[test]
+    fn same_ip_agrees_with_parsing() {
+        let ips: [IpAddr; 4] = [
+            "127.0.0.1".parse().unwrap(),
+            "10.200.3.45".parse().unwrap(),
+            "0.0.0.0".parse().unwrap(),
+            "2001:db8::1".parse().unwrap(),
+        ];
+        let hosts = [
+            "127.0.0.1",
+            "127.0.0.01",
+            "10.200.3.45",
+            "10.200.3.4",
+            "0.0.0.0",
+            "localhost",
+            "2001:db8::1",
+            "2001:DB8:0::1",
+            "",
+        ];
+        for ip in ips {
+            for h in hosts {
+                let parsed = h.parse::<IpAddr>().ok() == Some(ip);
+                assert_eq!(same_ip(h.as_bytes(), ip), parsed, "{h} vs {ip}");
+            }
+        }
     }
 }

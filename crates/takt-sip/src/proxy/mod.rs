@@ -716,10 +716,15 @@ impl Proxy {
     fn on_request(&self, m: &Message<'_>, inb: &Inbound<'_>, s: &mut Scratch) -> Outcome {
         let kind = MsgKind::of(m);
         let key = request_key(m);
+        // stateful: the key's shard stays locked from the lookup to the
+        // new record's insertion (one lock, one lookup per request)
+        let mut shard = None;
         if self.cfg.mode == Mode::Stateful {
-            if let Some(o) = stateful::match_request(self, m, inb, kind, key, s) {
+            let mut sh = self.table.shard(key);
+            if let Some(o) = stateful::match_request(self, &mut sh, m, inb, kind, key, s) {
                 return o;
             }
+            shard = Some(sh);
         }
         // the ACK to a negative response we generated ends here
         if m.method() == Some(Method::Ack) && m.to_tag() == Some(&self.local_tag(m)[..]) {
@@ -731,6 +736,12 @@ impl Proxy {
         }
         if self.should_shed(m, inb, key) {
             return self.shed(m, inb, s);
+        }
+        if shard.is_some() && !(m.routes().is_empty() && self.cfg.next_hop.is_some()) {
+            // planning may ask the system resolver: not under the shard's
+            // lock (retaken below; `Shard::insert` keeps a record a racing
+            // retransmission created meanwhile)
+            shard = None;
         }
         let plan = match self.plan(m) {
             Ok(p) => p,
@@ -752,8 +763,10 @@ impl Proxy {
         if self.cfg.mode == Mode::Stateful
             && !matches!(m.method(), Some(Method::Ack | Method::Cancel))
         {
-            return stateful::new_transaction(self, m, inb, kind, &plan, key, lh, s);
+            let sh = shard.unwrap_or_else(|| self.table.shard(key));
+            return stateful::new_transaction(self, sh, m, inb, kind, &plan, key, lh, s);
         }
+        drop(shard);
         match self.forward(m, inb, &plan, key, lh, s) {
             Ok(_) => Outcome::new(kind, Disposition::Forwarded),
             Err(r) => self.refuse(m, inb, kind, r, s),

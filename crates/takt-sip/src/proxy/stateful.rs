@@ -2,6 +2,7 @@
 //! responses to records, creating records, and running their timers.
 
 use std::io::Write as _;
+use std::sync::MutexGuard;
 
 use super::build::{
     ack_for, cancel_for, forward_response, forward_response_as, local_response, LocalOpts, Stamp,
@@ -37,10 +38,13 @@ fn finish(p: &Proxy, sh: &mut Shard, key: u64) {
     p.table.publish(key, sh);
 }
 
-/// Matches a request to an existing record (retransmission, ACK, CANCEL).
-/// `None`: no record; the caller treats it as new (or forwards statelessly).
+/// Matches a request to an existing record (retransmission, ACK, CANCEL)
+/// in `sh`, the locked shard of `key`. `None`: no record; the caller
+/// treats it as new (or forwards statelessly), still holding the lock,
+/// so the record it creates is the one a racing retransmission finds.
 pub(super) fn match_request(
     p: &Proxy,
+    sh: &mut Shard,
     m: &Message<'_>,
     inb: &Inbound<'_>,
     kind: MsgKind,
@@ -48,7 +52,6 @@ pub(super) fn match_request(
     s: &mut Scratch,
 ) -> Option<Outcome> {
     let method = m.method()?;
-    let mut sh = p.table.shard(key);
     let Some(t) = sh.get_mut(key) else {
         if !matches!(method, Method::Ack | Method::Cancel) {
             // a new transaction is likely: start loading its record
@@ -112,14 +115,16 @@ pub(super) fn match_request(
             Outcome::new(kind, Disposition::Absorbed)
         }
     };
-    finish(p, &mut sh, key);
+    finish(p, sh, key);
     Some(out)
 }
 
-/// Creates the record for a new request and forwards it.
+/// Creates the record for a new request in `sh` (the locked shard of
+/// `key`, where [`match_request`] found none) and forwards it.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn new_transaction(
     p: &Proxy,
+    mut sh: MutexGuard<'_, Shard>,
     m: &Message<'_>,
     inb: &Inbound<'_>,
     kind: MsgKind,
@@ -130,7 +135,6 @@ pub(super) fn new_transaction(
 ) -> Outcome {
     let invite = m.method() == Some(Method::Invite);
     let upstream = p.response_target(m, inb);
-    let mut sh = p.table.shard(key);
     if invite {
         let st = s.mark();
         local_response(
