@@ -10,6 +10,11 @@
 //! - **K_snd**: the time inside send system calls made for this message,
 //!   a 100 Trying included.
 //!
+//! Over TCP the kernel timestamp is that of the last segment the
+//! `recvmsg` completing the message copied (see the `transport::tcp` source
+//! for what that means for a message spread over several segments, or
+//! several messages in one read).
+//!
 //! In the `batched` model one `recvmmsg` returns up to a batch of
 //! messages: each gets K_rcv against the single post-return clock read,
 //! T_sip is measured around its own handling (sends are only queued), and

@@ -151,7 +151,7 @@ impl<'a> Message<'a> {
         Self::parse_with(buf, true, Depth::Full)
     }
 
-    /// Parses a datagram as a proxy needs it ([`Depth::Proxy`]): framing,
+    /// Parses a datagram as a proxy needs it: framing,
     /// the start line and every header line are checked as by
     /// [`Message::parse`], and the values of the headers a proxy acts on
     /// are parsed; the values of the headers it only passes on (Contact,
