@@ -34,8 +34,12 @@
 //! The state is lossy by design: a key whose entry was overwritten by a
 //! colliding key is simply not gated (as without the gate). Memory is
 //! fixed: `SHARDS × WAYS` entries of 16 bytes.
+//!
+//! `tests/loom_order.rs` model-checks the property (a provisional is never
+//! sent after a later-arrived final) over the interleavings of two and
+//! three workers.
 
-use std::sync::{Mutex, MutexGuard};
+use takt_sched::sync::{Mutex, MutexGuard};
 
 /// Mutexes the gate's entries are spread over.
 pub const SHARDS: usize = 64;
@@ -88,10 +92,16 @@ impl Ticket<'_> {
 }
 
 impl Gate {
-    /// An empty gate.
+    /// An empty gate of [`SHARDS`] mutexes.
     pub fn new() -> Gate {
+        Gate::with_shards(SHARDS)
+    }
+
+    /// An empty gate of `shards` mutexes (rounded up to a power of two).
+    pub fn with_shards(shards: usize) -> Gate {
+        let n = shards.max(1).next_power_of_two();
         Gate {
-            shards: (0..SHARDS)
+            shards: (0..n)
                 .map(|_| Mutex::new([Entry::default(); WAYS]))
                 .collect(),
         }
@@ -103,7 +113,7 @@ impl Gate {
     pub fn admit(&self, key: u64, arrival: u64, provisional: bool) -> Ticket<'_> {
         // the key is a hash already; its low bits pick the mutex, the next
         // ones the way
-        let shard = (key as usize) % SHARDS;
+        let shard = (key as usize) & (self.shards.len() - 1);
         let way = ((key >> 6) as usize) % WAYS;
         let guard = self.shards[shard].lock().unwrap_or_else(|p| p.into_inner());
         let e = guard[way];
@@ -172,7 +182,7 @@ mod tests {
         // two threads race a 180 (arrived first) and a 200 (arrived
         // second) through the gate, appending what they send to a log
         // under the ticket: the 180 is never logged after the 200
-        use std::sync::Arc;
+        use std::sync::{Arc, Mutex};
         for round in 0..200u64 {
             let g = Arc::new(Gate::new());
             let log = Arc::new(Mutex::new(Vec::new()));
