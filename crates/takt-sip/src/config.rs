@@ -10,7 +10,7 @@
 //! next_hop_transport = "udp"   # or "tcp"
 //! record_route = true
 //! max_transactions = 262144
-//! shards = 64
+//! shards = 0                   # 0: two per worker (power of two, 2..=64)
 //! udp_size_limit = 1300        # larger requests go over TCP (RFC 3261 §18.1.1)
 //! order_responses = true       # stateless: never send a 1xx after a later final (proxy::order)
 //!
@@ -125,7 +125,7 @@ impl Default for ProxySection {
             next_hop_transport: Transport::Udp,
             record_route: true,
             max_transactions: 262_144,
-            shards: 64,
+            shards: 0,
             udp_size_limit: 1300,
             order_responses: true,
         }
@@ -338,7 +338,7 @@ impl Config {
         pc.next_hop = next_hop;
         pc.record_route = p.record_route;
         pc.max_transactions = p.max_transactions;
-        pc.shards = p.shards.max(1);
+        pc.shards = p.shards;
         pc.udp_size_limit = p.udp_size_limit;
         pc.order_responses = p.order_responses;
         pc.timers = Timers {

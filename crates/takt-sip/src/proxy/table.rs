@@ -39,8 +39,9 @@ impl Hasher for KeyHasher {
 
 type Index = HashMap<u64, u32, BuildHasherDefault<KeyHasher>>;
 
-/// Records per shard allocated up front (the rest grows on demand, up to the bound).
-const PRESIZE: usize = 64;
+/// Records of the whole table allocated up front, spread over its shards
+/// (the rest grows on demand, up to the bound).
+pub const PREALLOCATED: usize = 4096;
 /// Capacity of each preallocated record's request buffer (a forwarded
 /// request over UDP is at most `udp_size_limit`, 1300 bytes by default,
 /// plus our Via and Record-Route).
@@ -112,12 +113,12 @@ fn keep(b: &mut Vec<u8>) {
 }
 
 impl Shard {
-    /// A shard of at most `cap` records, the first [`PRESIZE`] of them
-    /// (slab slot, request and response buffers, index room and timer
-    /// entries) allocated and written now: creating a record then
-    /// allocates nothing and faults no page in, from the first call on.
-    fn with_bound(cap: usize) -> Shard {
-        let pre = cap.min(PRESIZE);
+    /// A shard of at most `cap` records, the first `pre` of them (slab
+    /// slot, request and response buffers, index room and timer entries)
+    /// allocated and written now: creating a record then allocates nothing
+    /// and faults no page in, from the first call on.
+    fn with_bound(cap: usize, pre: usize) -> Shard {
+        let pre = cap.min(pre);
         let nowhere = super::Target {
             addr: std::net::SocketAddr::from(([0, 0, 0, 0], 0)),
             transport: super::Transport::Udp,
@@ -327,10 +328,11 @@ impl Table {
     pub fn new(shards: usize, capacity: usize) -> Table {
         let n = shards.max(1).next_power_of_two();
         let per = capacity.div_ceil(n).max(1);
+        let pre = PREALLOCATED.div_ceil(n);
         Table {
             slots: (0..n)
                 .map(|_| Slot {
-                    shard: Mutex::new(Shard::with_bound(per)),
+                    shard: Mutex::new(Shard::with_bound(per, pre)),
                     next_due: AtomicU64::new(u64::MAX),
                     len: AtomicUsize::new(0),
                 })

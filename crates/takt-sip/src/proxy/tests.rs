@@ -872,3 +872,26 @@ impl Sink for Discard {
         Ok(())
     }
 }
+
+#[test]
+fn auto_shard_count_is_two_per_worker() {
+    assert_eq!(ProxyConfig::auto_shards(0), 2);
+    assert_eq!(ProxyConfig::auto_shards(1), 2);
+    assert_eq!(ProxyConfig::auto_shards(2), 4);
+    assert_eq!(ProxyConfig::auto_shards(3), 8);
+    assert_eq!(ProxyConfig::auto_shards(1000), 64);
+    // a proxy made directly with the default (0) works with its own count
+    let mut c = proxy(Mode::Stateful).config().clone();
+    c.shards = 0;
+    let p = Proxy::new(c);
+    let mut r = Rec::default();
+    let o = feed(
+        &p,
+        &req("INVITE", "z9hG4bK-s1", 1, None, ""),
+        UAC,
+        0,
+        &mut r,
+    );
+    assert_eq!(o.disposition, Disposition::Forwarded);
+    assert_eq!(p.transactions(), 1);
+}
