@@ -10,8 +10,9 @@
 //! next_hop_transport = "udp"   # or "tcp"
 //! record_route = true
 //! max_transactions = 262144
-//! shards = 64
+//! shards = 0                   # 0: two per worker (power of two, 2..=64)
 //! udp_size_limit = 1300        # larger requests go over TCP (RFC 3261 §18.1.1)
+//! order_responses = true       # stateless: never send a 1xx after a later final (proxy::order)
 //!
 //! [timers]
 //! t1_ms = 500
@@ -110,6 +111,8 @@ pub struct ProxySection {
     pub shards: usize,
     /// UDP size limit.
     pub udp_size_limit: usize,
+    /// Stateless response ordering gate.
+    pub order_responses: bool,
 }
 
 impl Default for ProxySection {
@@ -122,8 +125,9 @@ impl Default for ProxySection {
             next_hop_transport: Transport::Udp,
             record_route: true,
             max_transactions: 262_144,
-            shards: 64,
+            shards: 0,
             udp_size_limit: 1300,
+            order_responses: true,
         }
     }
 }
@@ -334,8 +338,9 @@ impl Config {
         pc.next_hop = next_hop;
         pc.record_route = p.record_route;
         pc.max_transactions = p.max_transactions;
-        pc.shards = p.shards.max(1);
+        pc.shards = p.shards;
         pc.udp_size_limit = p.udp_size_limit;
+        pc.order_responses = p.order_responses;
         pc.timers = Timers {
             t1: t.t1_ms * ms,
             t2: t.t2_ms * ms,

@@ -61,6 +61,12 @@ fn valid_messages_parse() {
         if let Err(e) = Message::parse(&b) {
             panic!("{name}: {e:?}");
         }
+        let m = Message::parse_proxy(&b).unwrap_or_else(|e| panic!("{name} (proxy): {e:?}"));
+        assert_eq!(m.check_deferred(), Ok(()), "{name}");
+        assert_eq!(
+            m.headers().len(),
+            Message::parse(&b).unwrap().headers().len()
+        );
     }
 }
 
@@ -102,6 +108,29 @@ fn invalid_messages_are_rejected_precisely() {
         match Message::parse(&b) {
             Ok(_) => panic!("{name}: parsed, expected {want:?}"),
             Err(e) => assert_eq!(&e, want, "{name}: {e}"),
+        }
+        // the proxy's parse: the same rejection, unless the only defect is
+        // in a value a proxy passes on unchanged (RFC 3261 §16.3 step 1),
+        // which `check_deferred` then finds with the same precision
+        let passive = matches!(
+            want,
+            E::Value {
+                header: H::Contact | H::RecordRoute | H::Date | H::Expires | H::RetryAfter,
+                ..
+            }
+        );
+        match Message::parse_proxy(&b) {
+            Ok(m) => {
+                assert!(
+                    passive,
+                    "{name}: the proxy parse accepted it, expected {want:?}"
+                );
+                assert_eq!(m.check_deferred().as_ref(), Err(want), "{name}");
+            }
+            Err(e) => {
+                assert!(!passive, "{name}: the proxy parse rejected {e:?}");
+                assert_eq!(&e, want, "{name}: {e}");
+            }
         }
     }
     // the answers a server gives

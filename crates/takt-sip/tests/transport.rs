@@ -217,7 +217,15 @@ fn tcp_clients_may_pipeline_and_keep_alive() {
     uas.send_to(&answer(&a, 200), srv.local_addr()).unwrap();
     let back = read_message(&mut c);
     assert_eq!(Message::parse(&back).unwrap().status(), Some(200));
-    srv.stop();
+    // both requests came over TCP with the kernel's receive timestamp:
+    // each has a K_rcv (the read that completed them, see transport::tcp)
+    let snap = srv.stop();
+    let options = &snap.kinds["options"];
+    assert_eq!(options.count, 2);
+    assert_eq!(options.k_rcv.count, 2, "TCP messages get a K_rcv");
+    // kernel timestamp and user-space read are both CLOCK_REALTIME: the
+    // difference is a wait, not a clock offset
+    assert!(options.k_rcv.max < 10_000_000_000, "{:?}", options.k_rcv);
 }
 
 #[test]

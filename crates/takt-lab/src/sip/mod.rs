@@ -205,6 +205,11 @@ pub struct RunResult {
     pub uac_exit: Option<i32>,
     /// Datagrams the proxy's sockets dropped (`SO_RXQ_OVFL`).
     pub socket_drops: u64,
+    /// Provisional responses the stateless proxy did not forward because a
+    /// final response of their transaction that arrived later had gone
+    /// (`takt_sip::proxy::order`; what the `shared` model's workers would
+    /// otherwise invert).
+    pub reordered_dropped: u64,
     /// Host-wide UDP receive-buffer errors during the run (SIPp's sockets too).
     pub host_rcvbuf_errors: u64,
     /// Process CPU time (the proxy's threads) from the UAC's start to its exit, s.
@@ -243,6 +248,11 @@ impl RunResult {
             uac,
             uac_exit: exit,
             socket_drops: snap.socket_drops,
+            reordered_dropped: snap
+                .kinds
+                .values()
+                .filter_map(|k| k.outcomes.get("dropped_reordered"))
+                .sum(),
             host_rcvbuf_errors: snap.host_udp.rcvbuf_errors,
             cpu_s: cpu,
             wall_s: wall,
@@ -538,6 +548,20 @@ pub fn rows(plan: &LoadPlan, case: LoadCase, runs: &[RunResult]) -> Vec<ResultRo
             per(&|r| r.socket_drops as f64),
         )
         .with_note("datagrams the proxy's sockets dropped (SO_RXQ_OVFL) per run"),
+    );
+    out.push(
+        row(
+            "reordered_dropped",
+            None,
+            "messages",
+            Better::Lower,
+            per(&|r| r.reordered_dropped as f64),
+        )
+        .with_note(
+            "stateless: provisional responses not forwarded because a final response of their \
+             transaction that arrived later was already sent (two workers of one socket would \
+             otherwise send them out of order) per run",
+        ),
     );
     out.push(
         row(

@@ -1,7 +1,9 @@
 //! Building the messages the proxy sends, into a caller's buffer, by
 //! copying spans of the input (RFC 3261 §16.6, §16.7, §8.2.6, §9.1, §17.1.1.3).
 //!
-//! Nothing here allocates: every function appends to `out`.
+//! Nothing here allocates or goes through `core::fmt`: every function
+//! appends to `out`, numbers and IPv4 addresses with [`push_dec`] and
+//! [`push_ip`].
 
 use std::io::Write as _;
 use std::net::IpAddr;
@@ -48,12 +50,45 @@ impl Stamp {
             .strip_prefix(b"[")
             .and_then(|h| h.strip_suffix(b"]"))
             .unwrap_or(host);
-        let same = std::str::from_utf8(host)
-            .ok()
-            .and_then(|h| h.parse::<IpAddr>().ok())
-            .is_some_and(|ip| ip == src.ip());
+        let same = same_ip(host, src.ip());
         let received = (via.received.is_none() && (!same || rport.is_some())).then_some(src.ip());
         Stamp { received, rport }
+    }
+}
+
+/// Whether the sent-by `host` (brackets stripped) is the literal address
+/// `ip`. For IPv4 the dotted-quad text is compared with `ip`'s, which is
+/// what parsing would decide (a dotted quad has one text form: the
+/// standard parser refuses leading zeros) without the parser's cost.
+fn same_ip(host: &[u8], ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(_) => {
+            // the dotted quad is at most 15 bytes: written on the stack
+            let mut b: SmallVec<[u8; 16]> = SmallVec::new();
+            write_v4(&mut b, ip);
+            host == &b[..]
+        }
+        IpAddr::V6(_) => std::str::from_utf8(host)
+            .ok()
+            .and_then(|h| h.parse::<IpAddr>().ok())
+            .is_some_and(|h| h == ip),
+    }
+}
+
+fn write_v4(out: &mut SmallVec<[u8; 16]>, ip: IpAddr) {
+    if let IpAddr::V4(v4) = ip {
+        for (k, o) in v4.octets().into_iter().enumerate() {
+            if k > 0 {
+                out.push(b'.');
+            }
+            if o >= 100 {
+                out.push(b'0' + o / 100);
+            }
+            if o >= 10 {
+                out.push(b'0' + (o / 10) % 10);
+            }
+            out.push(b'0' + o % 10);
+        }
     }
 }
 
@@ -80,6 +115,49 @@ pub struct Forward<'l> {
     pub record_route: bool,
 }
 
+/// Appends `v` in decimal.
+pub fn push_dec(out: &mut Vec<u8>, mut v: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[i..]);
+}
+
+/// Appends an address as in a Via `received` parameter: IPv4 dotted, IPv6
+/// in brackets (RFC 3261 §25 / RFC 5118).
+pub fn push_ip(out: &mut Vec<u8>, ip: IpAddr) {
+    match ip {
+        IpAddr::V4(v4) => {
+            for (k, o) in v4.octets().into_iter().enumerate() {
+                if k > 0 {
+                    out.push(b'.');
+                }
+                push_dec(out, u64::from(o));
+            }
+        }
+        IpAddr::V6(v6) => {
+            // rare: the standard formatting (RFC 5952 compression) is kept
+            let _ = write!(out, "[{v6}]");
+        }
+    }
+}
+
+/// Appends `SIP/2.0 <code> <reason>\r\n`.
+fn push_status_line(out: &mut Vec<u8>, code: u16, reason: &str) {
+    out.extend_from_slice(b"SIP/2.0 ");
+    push_dec(out, u64::from(code));
+    out.push(b' ');
+    out.extend_from_slice(reason.as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
 fn transport_token(t: Transport) -> &'static [u8] {
     match t {
         Transport::Udp => b"UDP",
@@ -93,7 +171,9 @@ pub fn write_our_via(out: &mut Vec<u8>, local: &Local, t: Transport, key: u64, l
     out.extend_from_slice(transport_token(t));
     out.push(b' ');
     out.extend_from_slice(local.host.as_bytes());
-    let _ = write!(out, ":{};branch=", local.port);
+    out.push(b':');
+    push_dec(out, u64::from(local.port));
+    out.extend_from_slice(b";branch=");
     write_branch(out, key, loop_hash);
 }
 
@@ -104,19 +184,14 @@ fn write_stamped_via_value(out: &mut Vec<u8>, m: &Message<'_>, value: Span, stam
     let mut from = value.start();
     if let (Some(p), Some(rs)) = (stamp.rport, via.rport_span) {
         out.extend_from_slice(&b[from..rs.end()]);
-        let _ = write!(out, "={p}");
+        out.push(b'=');
+        push_dec(out, u64::from(p));
         from = rs.end();
     }
     out.extend_from_slice(&b[from..via.span.end()]);
     if let Some(ip) = stamp.received {
-        match ip {
-            IpAddr::V4(v4) => {
-                let _ = write!(out, ";received={v4}");
-            }
-            IpAddr::V6(v6) => {
-                let _ = write!(out, ";received=[{v6}]");
-            }
-        }
+        out.extend_from_slice(b";received=");
+        push_ip(out, ip);
     }
     out.extend_from_slice(&b[via.span.end()..value.end()]);
 }
@@ -156,7 +231,8 @@ pub fn forward_request(out: &mut Vec<u8>, m: &Message<'_>, f: &Forward<'_>) {
     if f.record_route {
         out.extend_from_slice(b"Record-Route: <sip:");
         out.extend_from_slice(f.local.host.as_bytes());
-        let _ = write!(out, ":{}", f.local.port);
+        out.push(b':');
+        push_dec(out, u64::from(f.local.port));
         if f.transport == Transport::Tcp {
             out.extend_from_slice(b";transport=tcp");
         }
@@ -176,7 +252,9 @@ pub fn forward_request(out: &mut Vec<u8>, m: &Message<'_>, f: &Forward<'_>) {
             HeaderName::MaxForwards => {
                 have_mf = true;
                 let v = m.max_forwards().unwrap_or(1).saturating_sub(1);
-                let _ = write!(out, "Max-Forwards: {v}\r\n");
+                out.extend_from_slice(b"Max-Forwards: ");
+                push_dec(out, u64::from(v));
+                out.extend_from_slice(b"\r\n");
             }
             HeaderName::Route if !f.drop_routes.is_empty() => {
                 write_route_line(out, m, h.value, &f.drop_routes);
@@ -197,7 +275,9 @@ pub fn forward_request(out: &mut Vec<u8>, m: &Message<'_>, f: &Forward<'_>) {
         out.extend_from_slice(b"Max-Forwards: 70\r\n");
     }
     if !have_cl {
-        let _ = write!(out, "Content-Length: {}\r\n", m.body().len());
+        out.extend_from_slice(b"Content-Length: ");
+        push_dec(out, m.body().len() as u64);
+        out.extend_from_slice(b"\r\n");
     }
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(m.body());
@@ -240,7 +320,7 @@ pub fn forward_response_as(out: &mut Vec<u8>, m: &Message<'_>, code: u16, reason
     if m.vias().len() < 2 {
         return false;
     }
-    let _ = write!(out, "SIP/2.0 {code} {reason}\r\n");
+    push_status_line(out, code, reason);
     write_headers_popping_via(out, m);
     true
 }
@@ -267,7 +347,7 @@ pub fn local_response(
     o: LocalOpts<'_>,
 ) {
     let b = m.buf();
-    let _ = write!(out, "SIP/2.0 {code} {reason}\r\n");
+    push_status_line(out, code, reason);
     let top = m.top_via();
     for (i, h) in m.headers().iter().enumerate() {
         match h.name {
@@ -339,11 +419,9 @@ pub fn ack_for(out: &mut Vec<u8>, req: &Message<'_>, resp: &Message<'_>) {
     );
     out.extend_from_slice(b"To: ");
     out.extend_from_slice(resp.to().span.of(resp.buf()));
-    let _ = write!(
-        out,
-        "\r\nCSeq: {} ACK\r\nContent-Length: 0\r\n\r\n",
-        req.cseq_num()
-    );
+    out.extend_from_slice(b"\r\nCSeq: ");
+    push_dec(out, u64::from(req.cseq_num()));
+    out.extend_from_slice(b" ACK\r\nContent-Length: 0\r\n\r\n");
 }
 
 /// The CANCEL for our forwarded INVITE `req` (§9.1).
@@ -359,9 +437,67 @@ pub fn cancel_for(out: &mut Vec<u8>, req: &Message<'_>) {
             HeaderName::CallId,
         ],
     );
-    let _ = write!(
-        out,
-        "CSeq: {} CANCEL\r\nContent-Length: 0\r\n\r\n",
-        req.cseq_num()
-    );
+    out.extend_from_slice(b"CSeq: ");
+    push_dec(out, u64::from(req.cseq_num()));
+    out.extend_from_slice(b" CANCEL\r\nContent-Length: 0\r\n\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimal_and_ip_writers_match_fmt() {
+        for v in [
+            0u64,
+            1,
+            9,
+            10,
+            99,
+            100,
+            5060,
+            65535,
+            u64::from(u32::MAX),
+            u64::MAX,
+        ] {
+            let mut o = Vec::new();
+            push_dec(&mut o, v);
+            assert_eq!(o, v.to_string().into_bytes());
+        }
+        for ip in ["0.0.0.0", "127.0.0.1", "192.168.100.255", "10.20.3.4"] {
+            let mut o = Vec::new();
+            push_ip(&mut o, ip.parse().unwrap());
+            assert_eq!(o, ip.as_bytes());
+        }
+        let mut o = Vec::new();
+        push_ip(&mut o, "2001:db8::1".parse().unwrap());
+        assert_eq!(o, b"[2001:db8::1]");
+    }
+
+    #[test]
+    fn same_ip_agrees_with_parsing() {
+        let ips: [IpAddr; 4] = [
+            "127.0.0.1".parse().unwrap(),
+            "10.200.3.45".parse().unwrap(),
+            "0.0.0.0".parse().unwrap(),
+            "2001:db8::1".parse().unwrap(),
+        ];
+        let hosts = [
+            "127.0.0.1",
+            "127.0.0.01",
+            "10.200.3.45",
+            "10.200.3.4",
+            "0.0.0.0",
+            "localhost",
+            "2001:db8::1",
+            "2001:DB8:0::1",
+            "",
+        ];
+        for ip in ips {
+            for h in hosts {
+                let parsed = h.parse::<IpAddr>().ok() == Some(ip);
+                assert_eq!(same_ip(h.as_bytes(), ip), parsed, "{h} vs {ip}");
+            }
+        }
+    }
 }

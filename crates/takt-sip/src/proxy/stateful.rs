@@ -2,6 +2,7 @@
 //! responses to records, creating records, and running their timers.
 
 use std::io::Write as _;
+use std::sync::MutexGuard;
 
 use super::build::{
     ack_for, cancel_for, forward_response, forward_response_as, local_response, LocalOpts, Stamp,
@@ -15,7 +16,7 @@ use crate::wire::{HeaderName, Message, Method, ParseError};
 
 /// Sends the CANCEL for the record's forwarded INVITE.
 fn send_cancel(p: &Proxy, t: &mut Txn, now: u64, s: &mut Scratch) {
-    let Ok(req) = Message::parse(&t.request) else {
+    let Ok(req) = Message::parse_proxy(&t.request) else {
         return;
     };
     let start = s.mark();
@@ -37,10 +38,13 @@ fn finish(p: &Proxy, sh: &mut Shard, key: u64) {
     p.table.publish(key, sh);
 }
 
-/// Matches a request to an existing record (retransmission, ACK, CANCEL).
-/// `None`: no record; the caller treats it as new (or forwards statelessly).
+/// Matches a request to an existing record (retransmission, ACK, CANCEL)
+/// in `sh`, the locked shard of `key`. `None`: no record; the caller
+/// treats it as new (or forwards statelessly), still holding the lock,
+/// so the record it creates is the one a racing retransmission finds.
 pub(super) fn match_request(
     p: &Proxy,
+    sh: &mut Shard,
     m: &Message<'_>,
     inb: &Inbound<'_>,
     kind: MsgKind,
@@ -48,8 +52,13 @@ pub(super) fn match_request(
     s: &mut Scratch,
 ) -> Option<Outcome> {
     let method = m.method()?;
-    let mut sh = p.table.shard(key);
-    let t = sh.get_mut(key)?;
+    let Some(t) = sh.get_mut(key) else {
+        if !matches!(method, Method::Ack | Method::Cancel) {
+            // a new transaction is likely: start loading its record
+            sh.prefetch_vacant(inb.bytes.len() + 256);
+        }
+        return None;
+    };
     let now = inb.now;
     let tm = p.cfg.timers;
     let out = match method {
@@ -106,14 +115,16 @@ pub(super) fn match_request(
             Outcome::new(kind, Disposition::Absorbed)
         }
     };
-    finish(p, &mut sh, key);
+    finish(p, sh, key);
     Some(out)
 }
 
-/// Creates the record for a new request and forwards it.
+/// Creates the record for a new request in `sh` (the locked shard of
+/// `key`, where [`match_request`] found none) and forwards it.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn new_transaction(
     p: &Proxy,
+    mut sh: MutexGuard<'_, Shard>,
     m: &Message<'_>,
     inb: &Inbound<'_>,
     kind: MsgKind,
@@ -124,7 +135,6 @@ pub(super) fn new_transaction(
 ) -> Outcome {
     let invite = m.method() == Some(Method::Invite);
     let upstream = p.response_target(m, inb);
-    let mut sh = p.table.shard(key);
     if invite {
         let st = s.mark();
         local_response(
@@ -249,7 +259,7 @@ pub(super) fn match_response(
             ClientState::Calling | ClientState::Proceeding => {
                 if t.invite {
                     // hop-by-hop ACK (§17.1.1.3)
-                    if let Ok(req) = Message::parse(&t.request) {
+                    if let Ok(req) = Message::parse_proxy(&t.request) {
                         let start = s.mark();
                         ack_for(&mut s.out, &req, m);
                         t.ack.clear();
@@ -299,7 +309,7 @@ fn local_final(
     now: u64,
     sends: &mut Vec<(Target, Vec<u8>)>,
 ) {
-    let Ok(req) = Message::parse(&t.request) else {
+    let Ok(req) = Message::parse_proxy(&t.request) else {
         t.server = ServerState::Terminated;
         return;
     };

@@ -1,5 +1,5 @@
 //! The transaction table: shards, each a mutex over a slab of records, an
-//! index by key and a timer heap, shared by every worker. A message locks
+//! index by key and a timer wheel ([`super::wheel`]), shared by every worker. A message locks
 //! exactly one shard (the one its key hashes to), so workers handling
 //! different transactions do not contend, and any worker can handle any
 //! message of any transaction — which SO_REUSEPORT's 4-tuple hashing
@@ -11,13 +11,13 @@
 //! degrades (sheds a new INVITE with 503, forwards other requests
 //! statelessly).
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use super::txn::Txn;
+use super::wheel::Wheel;
 
 /// Keys are already hashes: the map uses them as they are.
 #[derive(Debug, Default, Clone, Copy)]
@@ -39,10 +39,42 @@ impl Hasher for KeyHasher {
 
 type Index = HashMap<u64, u32, BuildHasherDefault<KeyHasher>>;
 
-/// Records per shard allocated up front (the rest grows on demand, up to the bound).
-const PRESIZE: usize = 64;
+/// Records of the whole table allocated up front, spread over its shards
+/// (the rest grows on demand, up to the bound).
+pub const PREALLOCATED: usize = 4096;
+/// Capacity of each preallocated record's request buffer (a forwarded
+/// request over UDP is at most `udp_size_limit`, 1300 bytes by default,
+/// plus our Via and Record-Route).
+const REQUEST_BUF: usize = 1536;
+/// Capacity of each preallocated record's response buffer.
+const RESPONSE_BUF: usize = 1024;
+/// Timer entries preallocated per record (a record is queued under one
+/// deadline at a time; stale entries wait for their sweep).
+const TIMERS_PER_RECORD: usize = 3;
 
-/// One shard: a slab of records with an index by key, and a timer heap.
+/// A prefetch hint for the cache line holding `p` (no load is architecturally
+/// performed; any address is allowed).
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: PREFETCHT0 is a hint: it never faults and has no effect on
+    // program state whatever the address; SSE is part of the x86_64 baseline.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// A buffer of `cap` bytes whose pages have been written (so the first
+/// message copied into it does not fault them in on the message path).
+fn touched(cap: usize) -> Vec<u8> {
+    let mut b = vec![0u8; cap];
+    b.clear();
+    b
+}
+
+/// One shard: a slab of records with an index by key, and a timer wheel.
 ///
 /// Records live in `slots`, a slab whose freed slots are reused last in,
 /// first out: a new transaction lands in the slot a finished one left
@@ -58,9 +90,9 @@ pub struct Shard {
     slots: Vec<Txn>,
     /// Free slots of `slots`, most recently freed last.
     vacant: Vec<u32>,
-    /// (deadline, key), earliest first; entries whose deadline differs from
-    /// the record's `scheduled` are stale and skipped.
-    pub timers: BinaryHeap<Reverse<(u64, u64)>>,
+    /// (deadline, key) entries; those whose deadline differs from the
+    /// record's `scheduled` are stale (cancelled) and skipped when due.
+    pub timers: Wheel,
     cap: usize,
     /// Message buffers records gave back early (e.g. after a 2xx), reused
     /// by new ones; bounded by [`FREE_BUFFERS`].
@@ -81,15 +113,68 @@ fn keep(b: &mut Vec<u8>) {
 }
 
 impl Shard {
-    fn with_bound(cap: usize) -> Shard {
-        let pre = cap.min(PRESIZE);
+    /// A shard of at most `cap` records, the first `pre` of them (slab
+    /// slot, request and response buffers, index room and timer entries)
+    /// allocated and written now: creating a record then allocates nothing
+    /// and faults no page in, from the first call on.
+    fn with_bound(cap: usize, pre: usize) -> Shard {
+        let pre = cap.min(pre);
+        let nowhere = super::Target {
+            addr: std::net::SocketAddr::from(([0, 0, 0, 0], 0)),
+            transport: super::Transport::Udp,
+            conn: None,
+        };
+        let slots: Vec<Txn> = (0..pre)
+            .map(|_| {
+                let mut t = Txn::new(false, nowhere, nowhere, &Default::default(), 0);
+                t.request = touched(REQUEST_BUF);
+                t.response = touched(RESPONSE_BUF);
+                t
+            })
+            .collect();
+        let mut index = Index::with_capacity_and_hasher(pre, Default::default());
+        for k in 0..pre as u64 {
+            index.insert(k, 0);
+        }
+        index.clear();
         Shard {
-            index: Index::with_capacity_and_hasher(pre, Default::default()),
-            slots: Vec::with_capacity(pre),
-            vacant: Vec::with_capacity(pre),
-            timers: BinaryHeap::with_capacity(pre * 2),
+            index,
+            slots,
+            // the first record takes slot 0
+            vacant: (0..pre as u32).rev().collect(),
+            timers: Wheel::with_capacity(pre * TIMERS_PER_RECORD),
             cap,
-            free: Vec::new(),
+            free: Vec::with_capacity(FREE_BUFFERS),
+        }
+    }
+
+    /// Asks the CPU to start loading what the next new record of this
+    /// shard will write — its slab slot and the first `request_len` bytes
+    /// of its request buffer — so that those cache misses overlap with the
+    /// work between the lookup that missed and [`Shard::insert`] (checks,
+    /// route planning, building the forwarded request) instead of stalling
+    /// the insert. A hint only: if another worker takes the slot first,
+    /// nothing but a few loads was wasted.
+    ///
+    /// On a proxy that has not recycled slots yet (the first minutes, or a
+    /// benchmark run on a fresh proxy) every new record lands on memory
+    /// last written at start-up, so each of these lines would otherwise be
+    /// a miss to DRAM on the message path.
+    pub fn prefetch_vacant(&self, request_len: usize) {
+        let Some(&i) = self.vacant.last() else {
+            return;
+        };
+        let t = &self.slots[i as usize];
+        let base = (t as *const Txn).cast::<u8>();
+        for off in (0..std::mem::size_of::<Txn>()).step_by(64) {
+            // in bounds: within the record
+            prefetch(base.wrapping_add(off));
+        }
+        let buf = t.request.as_ptr();
+        let n = request_len.min(t.request.capacity());
+        for off in (0..n).step_by(64) {
+            // in bounds: within the buffer's capacity
+            prefetch(buf.wrapping_add(off));
         }
     }
 
@@ -192,18 +277,15 @@ impl Shard {
         if let Some(d) = t.next_deadline() {
             if t.scheduled == 0 || d < t.scheduled {
                 t.scheduled = d;
-                self.timers.push(Reverse((d, key)));
+                self.timers.insert(d, key);
             }
         }
     }
 
-    /// Pops the next key whose queued deadline is due at `now`.
+    /// Pops a key whose queued deadline is due at `now` (in no particular
+    /// order among the due ones).
     pub fn pop_due(&mut self, now: u64) -> Option<u64> {
-        while let Some(&Reverse((d, key))) = self.timers.peek() {
-            if d > now {
-                return None;
-            }
-            self.timers.pop();
+        while let Some((d, key)) = self.timers.pop_due(now) {
             match self.get_mut(key) {
                 Some(t) if t.scheduled == d => {
                     t.scheduled = 0;
@@ -246,10 +328,11 @@ impl Table {
     pub fn new(shards: usize, capacity: usize) -> Table {
         let n = shards.max(1).next_power_of_two();
         let per = capacity.div_ceil(n).max(1);
+        let pre = PREALLOCATED.div_ceil(n);
         Table {
             slots: (0..n)
                 .map(|_| Slot {
-                    shard: Mutex::new(Shard::with_bound(per)),
+                    shard: Mutex::new(Shard::with_bound(per, pre)),
                     next_due: AtomicU64::new(u64::MAX),
                     len: AtomicUsize::new(0),
                 })
@@ -278,7 +361,7 @@ impl Table {
     /// Publishes the earliest deadline and the size of shard `i` (lock held).
     pub fn publish_at(&self, i: usize, sh: &Shard) {
         let slot = &self.slots[i];
-        let d = sh.timers.peek().map_or(u64::MAX, |r| r.0 .0);
+        let d = sh.timers.next_due_hint();
         // Relaxed (both): hints read by `may_be_due`, `fill_of` and
         // `len_hint` without the lock. A stale deadline makes the timer
         // thread lock a shard for nothing, or run a deadline one tick late;

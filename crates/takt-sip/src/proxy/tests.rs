@@ -178,6 +178,44 @@ fn stateless_forwards_and_routes_responses_back() {
 }
 
 #[test]
+fn stateless_never_sends_a_provisional_after_a_later_final() {
+    // two workers of the shared model: the 200 (arrived at 1.0 ms) is
+    // handled before the 180 (arrived at 0.9 ms, handled at 1.2 ms)
+    for gate in [true, false] {
+        let mut c = proxy(Mode::Stateless).config().clone();
+        c.order_responses = gate;
+        let p = Proxy::new(c);
+        let mut r = Rec::default();
+        let inv = req("INVITE", "z9hG4bK-o1", 1, None, "");
+        feed(&p, &inv, UAC, 0, &mut r);
+        let fwd = r.take().remove(0).1;
+        let ok = resp(&fwd, 200, "uas1");
+        let ringing = resp(&fwd, 180, "uas1");
+        let o = feed_delay(&p, &ok, UAS, 1_100_000, 100_000, &mut r);
+        assert_eq!(o.disposition, Disposition::Forwarded);
+        let o = feed_delay(&p, &ringing, UAS, 1_200_000, 300_000, &mut r);
+        let sent: Vec<u16> = r.take().iter().map(|(_, b)| status(b).unwrap()).collect();
+        if gate {
+            assert_eq!(o.disposition, Disposition::DroppedReordered);
+            assert_eq!(sent, vec![200]);
+        } else {
+            assert_eq!(o.disposition, Disposition::Forwarded);
+            assert_eq!(sent, vec![200, 180]);
+        }
+        // in order (180 arrived and handled first) both always go
+        let inv = req("INVITE", "z9hG4bK-o2", 1, None, "");
+        feed(&p, &inv, UAC, 0, &mut r);
+        let fwd = r.take().remove(0).1;
+        feed_delay(&p, &resp(&fwd, 180, "u"), UAS, 2_000_000, 10, &mut r);
+        feed_delay(&p, &resp(&fwd, 200, "u"), UAS, 2_100_000, 10, &mut r);
+        // and a 2xx retransmission goes too
+        feed_delay(&p, &resp(&fwd, 200, "u"), UAS, 2_600_000, 10, &mut r);
+        let sent: Vec<u16> = r.take().iter().map(|(_, b)| status(b).unwrap()).collect();
+        assert_eq!(sent, vec![180, 200, 200]);
+    }
+}
+
+#[test]
 fn max_forwards_and_loops() {
     let p = proxy(Mode::Stateless);
     let mut r = Rec::default();
@@ -741,6 +779,65 @@ fn malformed_requests_get_400_or_are_dropped() {
 }
 
 #[test]
+fn defects_in_passed_on_headers_are_forwarded_unchanged() {
+    // RFC 3261 §16.3 step 1: a proxy ignores components it does not use
+    // and forwards them unchanged (RFC 4475 regbadct: a Contact with
+    // parameters but no angle brackets; baddate: a non-GMT Date)
+    for name in ["regbadct", "baddate"] {
+        let b = std::fs::read(format!(
+            "{}/tests/fixtures/rfc4475/{name}.dat",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        assert!(Message::parse(&b).is_err(), "{name}");
+        for mode in [Mode::Stateless, Mode::Stateful] {
+            let p = proxy(mode);
+            let mut s = Scratch::new();
+            let mut r = Vec::new();
+            let o = p.handle(
+                &Inbound {
+                    bytes: &b,
+                    from: udp(UAC),
+                    now: 0,
+                    queue_delay_ns: 0,
+                },
+                &mut s,
+                &mut Raw(&mut r),
+            );
+            assert_eq!(o.disposition, Disposition::Forwarded, "{name} {mode:?}");
+            let fwd = r.last().unwrap();
+            let m = Message::parse_proxy(fwd).unwrap();
+            let orig = Message::parse_proxy(&b).unwrap();
+            // the defective value goes on byte for byte
+            let bad = orig.check_deferred().unwrap_err();
+            let crate::wire::ParseError::Value { header, .. } = bad else {
+                panic!("{bad:?}")
+            };
+            assert_eq!(m.header(header), orig.header(header), "{name}");
+            assert_eq!(
+                m.check_deferred().map_err(|e| match e {
+                    crate::wire::ParseError::Value { header, error, .. } => (header, error),
+                    e => panic!("{e:?}"),
+                }),
+                Err(match bad {
+                    crate::wire::ParseError::Value { header, error, .. } => (header, error),
+                    _ => unreachable!(),
+                })
+            );
+        }
+    }
+}
+
+struct Raw<'a>(&'a mut Vec<Vec<u8>>);
+
+impl Sink for Raw<'_> {
+    fn send(&mut self, _: &Target, b: &[u8]) -> Result<(), SendError> {
+        self.0.push(b.to_vec());
+        Ok(())
+    }
+}
+
+#[test]
 fn every_fixture_is_handled_without_panic() {
     for mode in [Mode::Stateless, Mode::Stateful] {
         let p = proxy(mode);
@@ -774,4 +871,27 @@ impl Sink for Discard {
     fn send(&mut self, _: &Target, _: &[u8]) -> Result<(), SendError> {
         Ok(())
     }
+}
+
+#[test]
+fn auto_shard_count_is_two_per_worker() {
+    assert_eq!(ProxyConfig::auto_shards(0), 2);
+    assert_eq!(ProxyConfig::auto_shards(1), 2);
+    assert_eq!(ProxyConfig::auto_shards(2), 4);
+    assert_eq!(ProxyConfig::auto_shards(3), 8);
+    assert_eq!(ProxyConfig::auto_shards(1000), 64);
+    // a proxy made directly with the default (0) works with its own count
+    let mut c = proxy(Mode::Stateful).config().clone();
+    c.shards = 0;
+    let p = Proxy::new(c);
+    let mut r = Rec::default();
+    let o = feed(
+        &p,
+        &req("INVITE", "z9hG4bK-s1", 1, None, ""),
+        UAC,
+        0,
+        &mut r,
+    );
+    assert_eq!(o.disposition, Disposition::Forwarded);
+    assert_eq!(p.transactions(), 1);
 }

@@ -133,7 +133,7 @@ pub struct Txn {
     pub cancel_interval: u64,
     /// CANCEL gives up (F of the CANCEL's client transaction).
     pub t_cancel_timeout: u64,
-    /// The deadline this record is queued under in its shard's timer heap (0 = none).
+    /// The deadline this record is queued under in its shard's timer wheel (0 = none).
     pub scheduled: u64,
 }
 

@@ -10,6 +10,11 @@
 //! - **K_snd**: the time inside send system calls made for this message,
 //!   a 100 Trying included.
 //!
+//! Over TCP the kernel timestamp is that of the last segment the
+//! `recvmsg` completing the message copied (see the `transport::tcp` source
+//! for what that means for a message spread over several segments, or
+//! several messages in one read).
+//!
 //! In the `batched` model one `recvmmsg` returns up to a batch of
 //! messages: each gets K_rcv against the single post-return clock read,
 //! T_sip is measured around its own handling (sends are only queued), and
@@ -56,7 +61,7 @@ pub struct Sample {
 }
 
 const N_KIND: usize = MsgKind::ALL.len();
-const N_DISP: usize = 8;
+const N_DISP: usize = 9;
 
 fn disp_index(d: Disposition) -> usize {
     match d {
@@ -68,6 +73,7 @@ fn disp_index(d: Disposition) -> usize {
         Disposition::DroppedNotOurs => 5,
         Disposition::DroppedRejected => 6,
         Disposition::SendFailed => 7,
+        Disposition::DroppedReordered => 8,
     }
 }
 
@@ -80,6 +86,7 @@ const DISP_NAMES: [&str; N_DISP] = [
     "dropped_not_ours",
     "dropped_rejected",
     "send_failed",
+    "dropped_reordered",
 ];
 
 fn kind_index(k: MsgKind) -> usize {

@@ -138,6 +138,9 @@ impl Server {
     /// Binds and starts everything. `pcfg.local` with port 0 or an empty
     /// host is filled in from the bound address.
     pub fn start(mut pcfg: ProxyConfig, scfg: ServerConfig) -> io::Result<Server> {
+        if pcfg.shards == 0 {
+            pcfg.shards = ProxyConfig::auto_shards(scfg.workers);
+        }
         let clock = takt_sched::clock();
         let reuse = scfg.model != WorkerModel::Shared;
         let mut attempt = 0;

@@ -4,16 +4,48 @@
 //! proxy. Responses go back over the connection the request came on;
 //! requests to a peer reuse an open connection or open one. Connections
 //! and per-connection buffers are bounded.
+//!
+//! ## K_rcv over TCP
+//!
+//! Every connection has `SO_TIMESTAMPNS` on, and the reader receives with
+//! `recvmsg`: Linux then reports, per read, the kernel receive time
+//! (CLOCK_REALTIME) of the *last* segment (skb) whose bytes that read
+//! copied. A message's K_rcv is `t_in − t_last`, where `t_in` is the
+//! CLOCK_REALTIME read right after the `recvmsg` that completed the
+//! message (made its last byte available to the framer) and `t_last` is
+//! that read's timestamp. Precisely, for a message spread over several
+//! segments:
+//!
+//! - segments that arrived before the completing read's last segment
+//!   (the message's first bytes, read earlier or in the same read) do not
+//!   count: K_rcv is the wait of the latest segment the read took, a lower
+//!   bound of how long the message's first byte waited;
+//! - when the completing read also took bytes of later messages, the
+//!   timestamp is that of the segment carrying the last of those bytes, so
+//!   K_rcv may be shorter than the wait of the segment that carried this
+//!   message's final byte;
+//! - every message framed from one read (pipelined messages) gets the same
+//!   `t_in` and timestamp, so the same K_rcv; messages framed later from
+//!   bytes already buffered are not re-read and keep the completing
+//!   read's K_rcv (their time in the reader's buffer is part of T_sip's
+//!   predecessors, not of any K_rcv);
+//! - a read the kernel answers without a timestamp (none is reported when
+//!   no data was copied) leaves K_rcv unknown for the messages it completes.
+//!
+//! Over UDP one datagram is one message and one skb, so there the
+//! timestamp is exactly the message's arrival.
 
 use std::collections::HashMap;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use takt_sched::{clock, TaktThread, ThreadSpec};
 
+use super::udp::{parse_cmsgs, realtime_ns, setsockopt_int, CMSG_SPACE};
 use super::worker::{now_ns, NetSink};
 use crate::proxy::{ConnId, Inbound, Proxy, Scratch, SendError, Target, Transport};
 use crate::stats::{Sample, WorkerStats};
@@ -103,6 +135,9 @@ impl Tcp {
         }
         let peer = s.peer_addr()?;
         let _ = s.set_nodelay(true);
+        // receive timestamps for K_rcv (see the module docs); without them
+        // the connection still works, its messages have no K_rcv
+        let _ = setsockopt_int(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1);
         s.set_read_timeout(Some(READ_TIMEOUT))?;
         // Relaxed: a unique id is all that is needed.
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
@@ -132,11 +167,12 @@ impl Tcp {
         }
     }
 
-    fn read_loop(self: Arc<Self>, id: ConnId, peer: SocketAddr, mut s: TcpStream) {
+    fn read_loop(self: Arc<Self>, id: ConnId, peer: SocketAddr, s: TcpStream) {
         let framer = Framer::new(self.max_message);
         let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
         let mut chunk = vec![0u8; 16 * 1024];
         let mut scratch = Scratch::new();
+        let mut cmsg = [0u8; CMSG_SPACE];
         let c = clock();
         let from = Target {
             addr: peer,
@@ -148,9 +184,13 @@ impl Tcp {
             if self.stop.load(Ordering::Acquire) {
                 break;
             }
-            match s.read(&mut chunk) {
-                Ok(0) => break,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            let k_rcv = match recv_stream(&s, &mut chunk, &mut cmsg) {
+                Ok((0, _)) => break,
+                Ok((n, t_arr)) => {
+                    let t_in = realtime_ns();
+                    buf.extend_from_slice(&chunk[..n]);
+                    t_arr.map(|a| t_in.saturating_sub(a))
+                }
                 Err(e)
                     if matches!(
                         e.kind(),
@@ -162,7 +202,7 @@ impl Tcp {
                     continue
                 }
                 Err(_) => break,
-            }
+            };
             loop {
                 match framer.frame(&buf) {
                     Ok(Frame::Incomplete) => break,
@@ -174,7 +214,7 @@ impl Tcp {
                                 bytes: &buf[skip..skip + len],
                                 from,
                                 now: c.ticks_to_ns(t0),
-                                queue_delay_ns: 0,
+                                queue_delay_ns: k_rcv.unwrap_or(0),
                             },
                             &mut scratch,
                             &mut sink,
@@ -182,7 +222,7 @@ impl Tcp {
                         let total = c.ticks_to_ns(c.now().saturating_sub(t0));
                         let snd = c.ticks_to_ns(sink.send_ticks);
                         let sample = Sample {
-                            k_rcv_ns: None,
+                            k_rcv_ns: k_rcv,
                             t_sip_ns: total.saturating_sub(snd),
                             k_snd_ns: snd,
                         };
@@ -243,6 +283,34 @@ impl Tcp {
             let _ = r.join();
         }
     }
+}
+
+/// Reads from a stream socket with `recvmsg`; returns the bytes read and
+/// the kernel receive time (CLOCK_REALTIME ns) of the last segment the
+/// read copied from, when the kernel reported one.
+fn recv_stream(
+    s: &TcpStream,
+    buf: &mut [u8],
+    cmsg: &mut [u8; CMSG_SPACE],
+) -> io::Result<(usize, Option<u64>)> {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: all-zero is a valid msghdr; every pointer set below outlives the call.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cmsg.as_mut_ptr().cast();
+    msg.msg_controllen = CMSG_SPACE as _;
+    // SAFETY: msg describes valid buffers for the kernel to fill; the fd
+    // is the stream's, open for the duration of the call.
+    let n = unsafe { libc::recvmsg(s.as_raw_fd(), &mut msg, 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let (t_arr, _) = parse_cmsgs(&msg);
+    Ok((n as usize, t_arr))
 }
 
 /// Binds a TCP listener next to a UDP socket (same address and port).

@@ -16,7 +16,7 @@ pub(crate) const CMSG_SPACE: usize = 128;
 /// How long a blocked receive waits before the worker re-checks for shutdown.
 pub(crate) const RECV_TIMEOUT: Duration = Duration::from_millis(100);
 
-fn setsockopt_int(fd: i32, level: i32, name: i32, v: i32) -> io::Result<()> {
+pub(crate) fn setsockopt_int(fd: i32, level: i32, name: i32, v: i32) -> io::Result<()> {
     // SAFETY: `v` lives for the call and its size is passed; fd is a valid socket.
     let r = unsafe {
         libc::setsockopt(
@@ -126,7 +126,7 @@ pub(crate) fn sockaddr_to(addr: &SocketAddr, ss: &mut libc::sockaddr_storage) ->
 }
 
 /// Reads the control messages of `msg`.
-fn parse_cmsgs(msg: &libc::msghdr) -> (Option<u64>, Option<u32>) {
+pub(crate) fn parse_cmsgs(msg: &libc::msghdr) -> (Option<u64>, Option<u32>) {
     let mut ts = None;
     let mut drops = None;
     // SAFETY: the CMSG_* macros walk the control buffer described by `msg`,

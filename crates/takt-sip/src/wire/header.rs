@@ -60,6 +60,23 @@ impl HeaderName {
     /// Looks a name up, ignoring ASCII case; compact forms included.
     pub fn from_bytes(n: &[u8]) -> HeaderName {
         use HeaderName::*;
+        // the spellings of RFC 3261's examples (what nearly every UA
+        // sends): an exact comparison, before the case-insensitive lookup
+        match n {
+            b"Via" => return Via,
+            b"From" => return From,
+            b"To" => return To,
+            b"Call-ID" => return CallId,
+            b"CSeq" => return CSeq,
+            b"Contact" => return Contact,
+            b"Max-Forwards" => return MaxForwards,
+            b"Content-Length" => return ContentLength,
+            b"Content-Type" => return ContentType,
+            b"Route" => return Route,
+            b"Record-Route" => return RecordRoute,
+            b"Subject" => return Subject,
+            _ => {}
+        }
         if n.len() == 1 {
             return match n[0].to_ascii_lowercase() {
                 b'v' => Via,

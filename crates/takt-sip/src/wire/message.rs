@@ -73,6 +73,56 @@ fn line_error(req: bool, e: LineError) -> ParseError {
     }
 }
 
+/// How much of a message [`Message::parse_with`] checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Depth {
+    /// Every value with a grammar the parser knows.
+    Full,
+    /// What a proxy acts on ([`Message::parse_proxy`]).
+    Proxy,
+}
+
+impl Depth {
+    /// Whether this depth leaves the value of `name` unchecked.
+    fn skips(self, name: HeaderName) -> bool {
+        self == Depth::Proxy && is_passive(name)
+    }
+}
+
+/// Headers whose values a proxy passes on without acting on them, and
+/// whose grammar [`check_passive`] knows.
+fn is_passive(name: HeaderName) -> bool {
+    matches!(
+        name,
+        HeaderName::Contact
+            | HeaderName::RecordRoute
+            | HeaderName::Expires
+            | HeaderName::RetryAfter
+            | HeaderName::Date
+    )
+}
+
+/// Checks the value of a passive header (anything else is `Ok`).
+fn check_passive(b: &[u8], name: HeaderName, v: Span) -> Result<(), super::ValueError> {
+    match name {
+        HeaderName::Contact => {
+            values::name_addrs(b, v, AddrKind::Contact, &mut Discard)?;
+        }
+        HeaderName::RecordRoute => {
+            values::name_addrs(b, v, AddrKind::Route, &mut Discard)?;
+        }
+        HeaderName::Expires => {
+            values::number(b, v, u64::from(u32::MAX))?;
+        }
+        HeaderName::RetryAfter => {
+            values::delta_seconds_prefix(b, v)?;
+        }
+        HeaderName::Date => values::date(b, v)?,
+        _ => {}
+    }
+    Ok(())
+}
+
 /// Parses `SIP/x.y`; `Ok(true)` for 2.0, `Ok(false)` for another version.
 fn version(s: &[u8]) -> Result<bool, ()> {
     if s.len() < 7 || !s[..4].eq_ignore_ascii_case(b"SIP/") {
@@ -92,16 +142,52 @@ impl<'a> Message<'a> {
     /// the rest of the datagram); octets after Content-Length are ignored
     /// (RFC 3261 §18.3, RFC 4475 §3.1.1.8).
     pub fn parse(buf: &'a [u8]) -> Result<Message<'a>, ParseError> {
-        Self::parse_with(buf, false)
+        Self::parse_with(buf, false, Depth::Full)
     }
 
     /// Parses one framed message of a stream transport, where
     /// Content-Length is mandatory.
     pub fn parse_stream(buf: &'a [u8]) -> Result<Message<'a>, ParseError> {
-        Self::parse_with(buf, true)
+        Self::parse_with(buf, true, Depth::Full)
     }
 
-    fn parse_with(buf: &'a [u8], stream: bool) -> Result<Message<'a>, ParseError> {
+    /// Parses a datagram as a proxy needs it: framing,
+    /// the start line and every header line are checked as by
+    /// [`Message::parse`], and the values of the headers a proxy acts on
+    /// are parsed; the values of the headers it only passes on (Contact,
+    /// Record-Route, Expires, Retry-After, Date) are not looked at.
+    /// [`Message::check_deferred`] checks them afterwards, with the error
+    /// [`Message::parse`] would have given.
+    ///
+    /// RFC 3261 §16.3 step 1 asks exactly this of a proxy: the components
+    /// it uses must be well-formed, and "any other components, well-formed
+    /// or not, SHOULD be ignored and remain unchanged when the message is
+    /// forwarded".
+    pub fn parse_proxy(buf: &'a [u8]) -> Result<Message<'a>, ParseError> {
+        Self::parse_with(buf, false, Depth::Proxy)
+    }
+
+    /// Checks the values [`Message::parse_proxy`] skipped, in line order;
+    /// the error is the one [`Message::parse`] gives for the same bytes
+    /// when the skipped values hold the first defect. Always `Ok` for a
+    /// message from [`Message::parse`].
+    pub fn check_deferred(&self) -> Result<(), ParseError> {
+        let b = self.buf;
+        for (idx, h) in self.headers.iter().enumerate() {
+            if !Depth::Proxy.skips(h.name) {
+                continue;
+            }
+            let line = (idx + 2).min(usize::from(u16::MAX)) as u16;
+            check_passive(b, h.name, h.value).map_err(|error| ParseError::Value {
+                header: h.name,
+                line,
+                error,
+            })?;
+        }
+        Ok(())
+    }
+
+    fn parse_with(buf: &'a [u8], stream: bool, depth: Depth) -> Result<Message<'a>, ParseError> {
         let b = buf;
         let n = b.len();
         // §7.5: CRLFs before the start line are ignored.
@@ -203,6 +289,10 @@ impl<'a> Message<'a> {
                 line,
                 error,
             };
+            if depth.skips(name) {
+                i = e + 2;
+                continue;
+            }
             match name {
                 HeaderName::Via => values::vias(b, v, idx, &mut m.vias).map_err(err)?,
                 HeaderName::From | HeaderName::To => {
@@ -214,16 +304,8 @@ impl<'a> Message<'a> {
                         m.to = one.first().copied();
                     }
                 }
-                HeaderName::Contact => {
-                    let mut sink = Discard;
-                    values::name_addrs(b, v, AddrKind::Contact, &mut sink).map_err(err)?;
-                }
                 HeaderName::Route => {
                     values::name_addrs(b, v, AddrKind::Route, &mut m.routes).map_err(err)?;
-                }
-                HeaderName::RecordRoute => {
-                    let mut sink = Discard;
-                    values::name_addrs(b, v, AddrKind::Route, &mut sink).map_err(err)?;
                 }
                 HeaderName::CallId => {
                     values::call_id(b, v).map_err(err)?;
@@ -242,14 +324,7 @@ impl<'a> Message<'a> {
                     m.content_length =
                         Some(values::number(b, v, u64::from(u32::MAX)).map_err(err)? as u32);
                 }
-                HeaderName::Expires => {
-                    values::number(b, v, u64::from(u32::MAX)).map_err(err)?;
-                }
-                HeaderName::RetryAfter => {
-                    values::delta_seconds_prefix(b, v).map_err(err)?;
-                }
-                HeaderName::Date => values::date(b, v).map_err(err)?,
-                _ => {}
+                _ => check_passive(b, name, v).map_err(err)?,
             }
             i = e + 2;
         }

@@ -7,6 +7,15 @@
 //!   interprets (Via, From/To tags, Call-ID, CSeq, Max-Forwards,
 //!   Content-Length, Route) and the body. It never allocates for messages
 //!   of up to 32 header lines and 4 Vias.
+//! - [`Message::parse_proxy`] is the proxy's parse: the same framing,
+//!   start-line and header-line checks and the same values parsed, except
+//!   the values a proxy only passes on (Contact, Record-Route, Expires,
+//!   Retry-After, Date), which RFC 3261 §16.3 step 1 says a proxy ignores
+//!   and forwards unchanged; [`Message::check_deferred`] checks them later
+//!   with the precise error [`Message::parse`] gives. Every RFC 4475
+//!   message [`Message::parse`] rejects is rejected by `parse_proxy` with
+//!   the same error, except those whose only defect is in such a value
+//!   (`regbadct`, `baddate`), which the proxy forwards unchanged.
 //! - [`owned::OwnedMessage`] is an owned, validated representation for
 //!   building messages (tests, tools); [`Message::emit`] and
 //!   [`owned::OwnedMessage::emit`] write bytes back.
