@@ -70,6 +70,7 @@ mod netns;
 mod pagefault;
 pub mod peer;
 pub mod plot;
+pub mod repeat;
 pub mod stats;
 mod syscalls;
 mod timer;
@@ -336,6 +337,10 @@ pub struct MachineDocument {
     /// SVG files written.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub plots: Vec<PathBuf>,
+    /// With `--repeat N`: the spread of every row's median over the N runs
+    /// (the document's rows are those of the first run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeatability: Option<repeat::Repeatability>,
 }
 
 /// Errors that stop the whole run (single measurements that fail are
@@ -381,6 +386,10 @@ pub(crate) struct Ctx {
     pub(crate) contention_series: Vec<Series>,
     /// File-cache sweep (MiB → ns per 4 KiB block).
     pub(crate) filecache_series: Vec<Series>,
+    /// The O_DIRECT test file, kept for `--compare` (fio reads the same file).
+    pub(crate) direct_file: Option<(PathBuf, u64, Vec<cleanup::Guard>)>,
+    /// The family running now (tags its rows' `detail.family`).
+    family: Option<Family>,
     /// Core clock measured for estimates when `timer` did not run.
     core_mhz: std::sync::OnceLock<f64>,
     started: Instant,
@@ -396,10 +405,13 @@ impl Ctx {
         }
     }
 
-    pub(crate) fn push(&mut self, s: Sampled) {
+    pub(crate) fn push(&mut self, mut s: Sampled) {
         if s.samples.is_empty() {
             self.skip(&s.name, "no samples were taken");
             return;
+        }
+        if let Some(f) = self.family {
+            s = s.extra("family", f.name());
         }
         self.doc.push(s.into_row());
     }
@@ -468,6 +480,8 @@ pub fn run(cfg: Config) -> Result<MachineDocument, MachineError> {
         latency_curve: Vec::new(),
         contention_series: Vec::new(),
         filecache_series: Vec::new(),
+        direct_file: None,
+        family: None,
         core_mhz: std::sync::OnceLock::new(),
         started: Instant::now(),
         cfg,
@@ -486,6 +500,7 @@ pub fn run(cfg: Config) -> Result<MachineDocument, MachineError> {
             continue;
         }
         ctx.progress(&format!("{} ...", family.name()));
+        ctx.family = Some(family);
         match family {
             Family::Timer => timer::run(&mut ctx),
             Family::Loop => loops::run(&mut ctx),
@@ -504,9 +519,12 @@ pub fn run(cfg: Config) -> Result<MachineDocument, MachineError> {
             return Err(MachineError::Interrupted(sig));
         }
     }
+    ctx.family = None;
     if ctx.cfg.compare {
         compare::run(&mut ctx);
     }
+    // The file kept for fio.
+    ctx.direct_file = None;
     if ctx.cfg.nfs.is_none() && ctx.cfg.runs(Family::Fs) {
         ctx.skip(
             "nfs_read",
@@ -536,6 +554,7 @@ pub fn run(cfg: Config) -> Result<MachineDocument, MachineError> {
         skipped: ctx.skipped,
         comparisons: ctx.comparisons,
         plots: plot_paths,
+        repeatability: None,
     })
 }
 
@@ -564,6 +583,9 @@ pub fn render(doc: &MachineDocument) -> String {
                 c.difference
             ));
         }
+    }
+    if let Some(rep) = &doc.repeatability {
+        out.push_str(&repeat::render(rep));
     }
     for p in &doc.plots {
         out.push_str(&format!("plot: {}\n", p.display()));
