@@ -22,6 +22,15 @@
 //! - **Contention**: 1…10 threads, each reading its own file sequentially
 //!   with O_DIRECT 4 KiB reads for the same window; µs per block, averaged
 //!   over all readers.
+//!
+//! `--max-file` bounds every file this family writes: the sweep's largest
+//! file, the O_DIRECT file, and a tenth of it for each contention file
+//! (at least 4 MiB).
+//!
+//! With `--nfs PATH` the O_DIRECT reads run on that file too (`location =
+//! nfs`). The CI machines cannot mount NFS (their kernel has neither the
+//! client nor the server and loads no modules), so the tests run this code
+//! path on a local file; only a real mount measures the network penalty.
 
 use std::ffi::CString;
 use std::fs::File;
@@ -434,6 +443,10 @@ fn contention(ctx: &mut Ctx, dir: &Path) {
         Mode::Default => (64 << 20, Duration::from_millis(1000)),
         Mode::Full => (256 << 20, Duration::from_millis(3000)),
     };
+    // --max-file bounds every file: ten readers share it.
+    let file_bytes = ctx.cfg.max_file.map_or(file_bytes, |m| {
+        file_bytes.min((m / 10).max(4 << 20) >> 20 << 20)
+    });
     let mut files: Vec<(PathBuf, Guard)> = Vec::new();
     for i in 0..10 {
         let p = dir.join(format!("contention-{i}.dat"));
@@ -555,6 +568,10 @@ pub(crate) fn run(ctx: &mut Ctx) {
         Mode::Quick => 128 << 20,
         _ => 512 << 20,
     };
+    // --max-file bounds every file the family writes.
+    let direct_bytes = ctx.cfg.max_file.map_or(direct_bytes, |m| {
+        direct_bytes.min(m.max(1 << 20) >> 20 << 20)
+    });
     let path = dir.join("direct.dat");
     match create(&path, direct_bytes) {
         Ok((_f, g)) => {
