@@ -13,13 +13,30 @@
 //! A missing tool is reported as "not installed: apt-get install PACKAGE";
 //! nothing is installed by takt.
 //!
+//! ## Why earlier ratios were off, and what changed
+//! - **iperf3 (was 1.87)**: loopback TCP throughput on a 2-vCPU VM depends
+//!   mostly on placement. Sender and receiver on one CPU hand over on every
+//!   block without an interrupt; on two CPUs each wake-up is an IPI, a
+//!   hypervisor exit here, and throughput halves. takt's unpinned threads
+//!   and iperf3's unpinned processes landed differently. Now both sides of
+//!   both measurements are pinned, per placement (`taskset -c` for iperf3),
+//!   with the same 128 KiB writes *and* reads (the sink used to read 256
+//!   KiB) and the same window.
+//! - **fio random 4 KiB (was 0.78)**: takt's median of 16-read batch means
+//!   was compared with fio's mean `clat` (a mean carries the tail), on a
+//!   different file (fio laid out its own) in a different host-cache state.
+//!   Now fio reads takt's own file, offsets are uniform with replacement on
+//!   both sides (`--norandommap`), takt samples single reads, and the
+//!   statistic on both sides is the median read (fio's `clat` p50).
+//!
 //! On a loaded machine, tools that report a mean over a long loop (`perf
 //! bench`, `sysbench`) include the time their process spent preempted by
 //! others, while takt's rows are medians of short batches: the ratios
-//! then drift below 1 for latencies and above 1 for bandwidths. Judge
-//! agreement on a quiet machine; each comparison also carries `ratio_best`,
-//! takt's best-side 5% quantile over the tool's best run, the two
-//! least-disturbed figures.
+//! then drift below 1 for latencies and above 1 for bandwidths; and the
+//! tools run after the suite, so load that changes in between moves the
+//! ratio. Judge agreement on a quiet machine; each comparison also carries
+//! `ratio_best`, takt's best-side 5% quantile over the tool's best run, the
+//! two least-disturbed figures.
 
 use std::path::Path;
 use std::process::{Command, Stdio};

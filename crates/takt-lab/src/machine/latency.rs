@@ -686,6 +686,43 @@ pub(crate) fn run(ctx: &mut Ctx) {
         .find(|(thp, _)| *thp == pick_thp)
         .map(|(_, l)| l)
         .unwrap_or_default();
+    if let Some(note) = missing_levels(&ctx.levels, &sysfs) {
+        ctx.doc.note(note);
+    }
+}
+
+/// A note for sysfs cache levels that no plateau was named after (say the
+/// shared L3 of a VM whose share was too small or too contended in this
+/// run to form a plateau): what the curve did instead.
+pub fn missing_levels(levels: &[CacheLevel], sysfs: &[u64]) -> Option<String> {
+    let named: Vec<usize> = levels
+        .iter()
+        .filter_map(|l| l.name.strip_prefix('L')?.parse().ok())
+        .collect();
+    let missing: Vec<String> = (1..=sysfs.len())
+        .filter(|n| !named.contains(n))
+        .map(|n| format!("L{n} ({} in sysfs)", human(sysfs[n - 1])))
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let memory = levels.iter().find(|l| l.name == "memory");
+    let before = memory.and_then(|m| levels.iter().rev().find(|l| l.first_bytes < m.first_bytes));
+    let path = match (before, memory) {
+        (Some(b), Some(m)) => format!(
+            "the curve rises from the {} plateau ({:.1} ns up to {}) straight to memory ({:.0} ns from {})",
+            b.name,
+            b.ns,
+            human(b.last_bytes),
+            m.ns,
+            human(m.first_bytes)
+        ),
+        _ => "the curve shows no plateau for it".to_string(),
+    };
+    Some(format!(
+        "cache levels not seen on the latency curve: {}; {path}. On a VM whose last-level cache is shared with other guests, this guest's share was too small or too contended during the run to form a plateau",
+        missing.join(", ")
+    ))
 }
 
 #[cfg(test)]
@@ -845,6 +882,33 @@ mod tests {
         assert!((2 << 20..2580 << 10).contains(&cap), "{cap}");
         assert_eq!(l3.consistent, Some(false));
         assert!(l3.describe().contains("DISAGREES"));
+    }
+
+    #[test]
+    fn a_missing_l3_is_noted() {
+        let pts: Vec<CurvePoint> = sizes(2, 64)
+            .into_iter()
+            .map(|b| CurvePoint {
+                bytes: b,
+                ns: match b {
+                    b if b <= 48 << 10 => 1.1,
+                    b if b <= 1 << 20 => 3.8,
+                    _ => 150.0,
+                },
+                thp: true,
+            })
+            .collect();
+        let sysfs = [48 << 10, 1 << 20, 32 << 20];
+        let levels = detect_levels(&pts, &sysfs);
+        let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["L1", "L2", "memory"]);
+        let note = missing_levels(&levels, &sysfs).unwrap();
+        assert!(note.contains("L3 (32 MiB in sysfs)"), "{note}");
+        assert!(note.contains("from the L2 plateau"), "{note}");
+        assert_eq!(
+            missing_levels(&detect_levels(&synthetic(2), &sysfs), &sysfs),
+            None
+        );
     }
 
     #[test]

@@ -35,13 +35,26 @@
 //! | `latency` | random-permutation pointer chase 1 KiB … 512 MiB, with and without THP; cache levels |
 //! | `bandwidth` | read, write, copy; one thread and all threads |
 //! | `pagefault` | minor anonymous, minor file-backed, major file-backed |
-//! | `net` | TCP/UDP RTT, TCP bandwidth, connect and teardown; loopback, a veth namespace host, `--remote` |
+//! | `net` | TCP/UDP RTT, TCP bandwidth (sender and sink pinned `same_cpu` / `cross_cpu`), connect, teardown; loopback, a veth namespace host, `--remote` |
 //! | `fs` | file cache size sweep, O_DIRECT sequential/random reads, contention 1…10 readers, `--nfs` |
 //!
 //! ## Modes
 //! [`Mode::Quick`] runs every measurement shortened (under 90 s on a 2-core
 //! machine), [`Mode::Default`] at its documented size (under 10 minutes),
 //! [`Mode::Full`] adds the long file-cache and contention sweeps.
+//!
+//! ## Repeatability
+//! `takt machine --quick --repeat N` runs the same command N times as
+//! separate processes and [`repeat::summarize`]s them: per row the N
+//! medians, their spread (`max/min − 1`) and whether it is within 10%, in
+//! the table and as the document's `repeatability` section. Rows that
+//! cannot be stable on a VM sharing its host carry the reason
+//! ([`repeat::known_unstable`]).
+//!
+//! ## `--compare`
+//! [`compare`] runs `perf bench`, `sysbench`, `iperf3` and `fio` on the same
+//! quantities, set up to measure them the same way (same CPUs, write sizes,
+//! file, statistic); each ratio states what still differs.
 //!
 //! ## Cleanup
 //! Every file, network namespace and child process the suite creates is

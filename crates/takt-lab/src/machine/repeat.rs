@@ -205,6 +205,7 @@ pub fn render(rep: &Repeatability) -> String {
         rep.cpu_memory_within,
         rep.cpu_memory_total
     );
+    let mut reasons: Vec<String> = Vec::new();
     let cells: Vec<[String; 5]> = rep
         .rows
         .iter()
@@ -225,7 +226,16 @@ pub fn render(rep: &Repeatability) -> String {
             };
             let verdict = match (r.within_10pct, r.cpu_memory, &r.known_unstable) {
                 (true, _, _) => "ok".to_string(),
-                (false, _, Some(why)) => format!("OVER (known: {why})"),
+                (false, _, Some(why)) => {
+                    let n = match reasons.iter().position(|x| x == why) {
+                        Some(i) => i + 1,
+                        None => {
+                            reasons.push(why.clone());
+                            reasons.len()
+                        }
+                    };
+                    format!("OVER (known [{n}])")
+                }
                 (false, true, None) => "OVER".to_string(),
                 (false, false, None) => "over (not a CPU/memory row)".to_string(),
             };
@@ -261,6 +271,9 @@ pub fn render(rep: &Repeatability) -> String {
             w2 = w[2],
             w3 = w[3]
         ));
+    }
+    for (i, why) in reasons.iter().enumerate() {
+        out.push_str(&format!("  [{}] {why}\n", i + 1));
     }
     out
 }
