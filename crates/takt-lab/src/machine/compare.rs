@@ -7,7 +7,7 @@
 //! | `ctxsw_process` same CPU | `perf bench sched pipe` under `taskset -c CPU` | perf reports a round trip (two switches); its ops move 4-byte ints through pipes, ours one byte |
 //! | `syscall_getppid` | `perf bench syscall basic` | perf times `getppid` through libc's `syscall()` wrapper (a few ns of errno handling), as a mean over a loop timed by `gettimeofday` (interruptions included; ours is a median of batches) |
 //! | `mem_bandwidth` read/write, 1 thread, 4 KiB pages | `sysbench memory` with the block set to the same buffer size | its loop reads/writes one `size_t` at a time and it reports a mean over whole blocks; ours is vectorized and a median over 16 MiB chunks |
-//! | `tcp_bandwidth` loopback, per placement | `iperf3 -l 128K -t W`, server and client each under `taskset -c` on the CPUs of the placement | same write and read size (128 KiB), same window, same CPUs, both after connection set-up; iperf3's client writes through non-blocking sockets woken by `select()` and its server reads into one buffer, ours block in `write`/`read` |
+//! | `tcp_bandwidth` loopback, per placement | `iperf3 -l 128K -t W`, server and client each under `taskset -c` on the CPUs of the placement | same write and read size (128 KiB), same CPUs, same window (iperf3 rounds quick's 0.5 s up to 1 s), both after connection set-up; iperf3's client writes through non-blocking sockets woken by `select()` and its server reads into one buffer, ours block in `write`/`read` |
 //! | `disk_read` O_DIRECT sequential 1 MiB, random 4 KiB | `fio --direct=1 --ioengine=psync --iodepth=1` on **the same file** takt read (kept for it), random offsets with replacement (`--norandommap`) | 4 KiB: both are the median of single reads (fio's `clat` p50, from its latency histogram, ±1.6% bins); fio times inside its loop, we around `pread`. 1 MiB: fio's `bw_bytes` over its run, ours the median of 4-read samples |
 //!
 //! A missing tool is reported as "not installed: apt-get install PACKAGE";
@@ -407,12 +407,15 @@ fn iperf3(ctx: &mut Ctx) {
         let (Some(client), Some(server)) = (placement.sender, placement.sink) else {
             continue;
         };
-        let secs = takt
+        // iperf3 takes whole seconds: the same window, or 1 s for quick's
+        // 0.5 s (slow start on loopback ends within a millisecond, so the
+        // window's length does not move the rate).
+        let window_ms = takt
             .params
-            .get("window_s")
+            .get("window_ms")
             .and_then(Value::as_u64)
-            .unwrap_or(1)
-            .to_string();
+            .unwrap_or(1000);
+        let secs = window_ms.div_ceil(1000).max(1).to_string();
         ctx.progress(&format!("compare: iperf3 {}", placement.name));
         let (client, server) = (client.to_string(), server.to_string());
         let s: Vec<f64> = (0..RUNS)
@@ -424,7 +427,7 @@ fn iperf3(ctx: &mut Ctx) {
             "iperf3",
             s,
             &format!("taskset -c {server} iperf3 -s -1 / taskset -c {client} iperf3 -c 127.0.0.1 -l 128K -t {secs} -J; sum_received bits/s in GB/s"),
-            "same 128 KiB writes and reads, window and CPUs; iperf3's client writes through non-blocking sockets woken by select() (a select per up to 10 writes) and it is two processes, ours blocking calls between two threads of one process",
+            "same 128 KiB writes and reads and CPUs, window rounded up to whole seconds for iperf3; iperf3's client writes through non-blocking sockets woken by select() (a select per up to 10 writes) and it is two processes, ours blocking calls between two threads of one process",
         );
     }
     if !any {

@@ -13,7 +13,8 @@
 //!   sample. UDP the same with datagrams.
 //! - bandwidth: 128 KiB blocking writes to a sink that reads 128 KiB at a
 //!   time (iperf3's default `-l` on both sides) for a 1 s window per
-//!   connection, after one discarded warm-up connection; the bytes the sink
+//!   connection (quick: 0.5 s; full: 2 s), after one discarded warm-up
+//!   connection; the bytes the sink
 //!   counted over the time to its answer after the writer's shutdown. The
 //!   sender and the sink are pinned, and the placement is a parameter:
 //!   `same_cpu` (every hand-off is a switch on one CPU, the receiver runs
@@ -299,7 +300,8 @@ fn measure_target(ctx: &mut Ctx, peer: &str, addr: SocketAddr, model: Model) {
         Err(e) => ctx.skip(&format!("udp_rtt {peer}"), format!("{addr}: {e}")),
     }
     let (window, n) = match ctx.cfg.mode {
-        super::Mode::Quick | super::Mode::Default => (Duration::from_secs(1), 5),
+        super::Mode::Quick => (Duration::from_millis(500), 5),
+        super::Mode::Default => (Duration::from_secs(1), 5),
         super::Mode::Full => (Duration::from_secs(2), 10),
     };
     let copy = ctx
@@ -346,7 +348,7 @@ fn measure_target(ctx: &mut Ctx, peer: &str, addr: SocketAddr, model: Model) {
                 )
                 .param("peer", peer)
                 .param("placement", placement.name)
-                .param("window_s", window.as_secs())
+                .param("window_ms", window.as_millis() as u64)
                 .estimate(Estimate::new(est, est_model))
                 .published(if remote { 0.112 } else { 2.7 })
                 .with_samples(s, cpu),

@@ -90,7 +90,7 @@ pub fn known_unstable(name: &str, params: &Map<String, Value>) -> Option<&'stati
     let p = |k: &str| params.get(k).and_then(Value::as_str).unwrap_or("");
     match name {
         "procedure_call" => Some(
-            "a fraction of a core cycle (0.3-1 ns at ~3.5 GHz) taken as the difference of two loops: the medians of separate runs move by half a cycle (0.13-0.28 ns) with where the code and the branch history land and with what the host runs on the core's SMT sibling",
+            "a cost of 0-1.1 ns (up to ~4 core cycles) taken as the difference of two loops: within one process the samples agree, but separate processes land in one of two states about 1.5 cycles apart (e.g. 0.67 or 1.06 ns for 3 arguments), with ASLR on or off and with the counts measured round-robin; the state is the core's (host placement of the vCPU), not the method's",
         ),
         "mem_latency" if p("level") == "L3" => Some(
             "the L3 is shared with other guests on the host: the share this guest holds, and so the latency of a working set near its edge, moves with the neighbours' load",
