@@ -323,7 +323,7 @@ fn file_cache(ctx: &mut Ctx, dir: &Path) {
 }
 
 /// Sequential or random O_DIRECT reads of `len` bytes; µs per read.
-fn direct_reads(
+pub(crate) fn direct_reads(
     path: &Path,
     file_bytes: u64,
     len: usize,

@@ -321,6 +321,13 @@ pub struct Comparison {
     pub ratio_best: f64,
     /// What the two measure differently.
     pub difference: String,
+    /// takt re-measured alternately with the tool, run for run in the same
+    /// minutes (median of takt's runs / median of the tool's runs): on a
+    /// shared machine the load moves between the suite's row and the
+    /// tool's runs, and alternation gives both the same conditions. When
+    /// present, `within_15pct` judges this ratio.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio_interleaved: Option<f64>,
 }
 
 /// The `takt machine` result: a regular result document (flattened) plus
@@ -586,8 +593,12 @@ pub fn render(doc: &MachineDocument) -> String {
     if !doc.comparisons.is_empty() {
         out.push_str("\n--compare (takt / reference tool, same run):\n");
         for c in &doc.comparisons {
+            let inter = c
+                .ratio_interleaved
+                .map(|r| format!("  interleaved {r:.3}"))
+                .unwrap_or_default();
             out.push_str(&format!(
-                "  {:<28} {:<11} ratio {:.3} {}  best-vs-best {:.3}  ({})\n",
+                "  {:<28} {:<11} ratio {:.3}{inter} {}  best-vs-best {:.3}  ({})\n",
                 c.name,
                 c.tool,
                 c.ratio,

@@ -166,7 +166,7 @@ fn sink_connection(
     Ok((bytes as f64 / secs / 1e9, n[8] == 1))
 }
 
-fn tcp_bandwidth(
+pub(crate) fn tcp_bandwidth(
     addr: SocketAddr,
     window: Duration,
     samples: usize,
