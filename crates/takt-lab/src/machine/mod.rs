@@ -54,7 +54,9 @@
 //! ## `--compare`
 //! [`compare`] runs `perf bench`, `sysbench`, `iperf3` and `fio` on the same
 //! quantities, set up to measure them the same way (same CPUs, write sizes,
-//! file, statistic); each ratio states what still differs.
+//! file, statistic); each ratio states what still differs. For iperf3 and
+//! fio takt is re-measured alternately with the tool's runs
+//! ([`Comparison::ratio_interleaved`]).
 //!
 //! ## Cleanup
 //! Every file, network namespace and child process the suite creates is
