@@ -13,7 +13,7 @@
 //! A missing tool is reported as "not installed: apt-get install PACKAGE";
 //! nothing is installed by takt.
 //!
-//! For iperf3 and fio, takt's measurement is also repeated *alternately*
+//! For iperf3, fio and `perf bench syscall`, takt's measurement is also repeated *alternately*
 //! with the tool's runs (one takt run, one tool run, five times) and
 //! `ratio_interleaved` compares those: on a shared machine the load moves
 //! between the suite's row, measured minutes earlier, and the tool's runs.
@@ -300,7 +300,13 @@ fn perf(ctx: &mut Ctx) {
             "10000000"
         };
         let mut s = Vec::new();
+        let mut ours = Vec::new();
         for _ in 0..RUNS {
+            // takt's getppid batches alternate with perf's runs.
+            let v = super::syscalls::getppid_samples(Duration::from_millis(200));
+            if !v.is_empty() {
+                ours.push(crate::stats::median(&v));
+            }
             match output(
                 "taskset",
                 &["-c", &cpu, "perf", "bench", "syscall", "basic", "-l", loops],
@@ -312,13 +318,17 @@ fn perf(ctx: &mut Ctx) {
                 }
             }
         }
-        pair(
+        pair_with(
             ctx,
             &takt,
             "perf-bench",
-            s,
-            "taskset -c CPU perf bench syscall basic -l N; usecs/op x 1000",
-            "both call getppid; perf through libc syscall() (errno wrapper, a few ns) and timed with gettimeofday around the whole loop (a mean, interruptions included)",
+            ToolRuns {
+                samples: s,
+                method: "taskset -c CPU perf bench syscall basic -l N; usecs/op x 1000".into(),
+                diff: "both call getppid on the same CPU; perf through libc syscall() (errno wrapper, a few ns) and timed with gettimeofday around the whole loop (a mean, interruptions included)".into(),
+                extra: Map::new(),
+                interleaved: Some(ours),
+            },
         );
     } else {
         ctx.skip(
