@@ -79,6 +79,7 @@ mod ctxsw;
 pub mod describe;
 pub mod fs;
 pub mod latency;
+pub mod levels;
 mod loops;
 mod net;
 mod netns;
