@@ -148,7 +148,7 @@ pub fn detect_levels(points: &[CurvePoint], sysfs: &[u64]) -> Vec<CacheLevel> {
         .into_iter()
         .filter(|&(a, b)| {
             points[b].bytes >= 2 * points[a].bytes
-                || cliff.is_some_and(|c| a < b && (a..=b).contains(&c))
+                || cliff.is_some_and(|c| a < b && (a..=b).contains(&c) && below_cliff(points, b))
         })
         .collect();
     let n = kept.len();
@@ -234,6 +234,17 @@ pub fn detect_levels(points: &[CurvePoint], sysfs: &[u64]) -> Vec<CacheLevel> {
             }
         })
         .collect()
+}
+
+/// Whether the run ending at `b` lies more than [`MEM_STEP`] below the
+/// curve one octave further on: a cache, not a shelf half-way up the cliff
+/// (a working set near the cache's usable size, half hits and half misses).
+fn below_cliff(points: &[CurvePoint], b: usize) -> bool {
+    points[b + 1..]
+        .iter()
+        .find(|q| q.bytes >= 2 * points[b].bytes)
+        .or(points.last())
+        .is_some_and(|q| q.ns > MEM_STEP * points[b].ns)
 }
 
 /// Index of the memory cliff's foot on a smoothed curve: the last point
@@ -480,6 +491,47 @@ mod tests {
         assert_eq!(
             missing_levels(&detect_levels(&synthetic(2), &sysfs), &sysfs),
             None
+        );
+    }
+
+    #[test]
+    fn a_shelf_half_way_up_the_cliff_is_not_a_level() {
+        // L3 at 14 ns to 2 MiB, two points at ~75 ns (half the loads miss),
+        // memory at 150 ns.
+        let mut pts: Vec<CurvePoint> = sizes(3, 64)
+            .into_iter()
+            .take_while(|&b| b <= 2 << 20)
+            .map(|b| CurvePoint {
+                bytes: b,
+                ns: match b {
+                    b if b <= 40 << 10 => 1.1,
+                    b if b <= 512 << 10 => 3.7,
+                    _ => 14.0,
+                },
+                thp: true,
+            })
+            .collect();
+        for (kib, ns) in [
+            (2580, 72.0),
+            (3251, 80.0),
+            (4096, 150.0),
+            (5161, 151.0),
+            (6502, 150.0),
+            (8192, 152.0),
+            (16384, 150.0),
+        ] {
+            pts.push(CurvePoint {
+                bytes: kib << 10,
+                ns,
+                thp: true,
+            });
+        }
+        let levels = detect_levels(&pts, &[48 << 10, 1 << 20, 32 << 20]);
+        let l3 = levels.iter().find(|l| l.name == "L3").unwrap();
+        assert!((l3.ns - 14.0).abs() < 1e-9, "{levels:?}");
+        assert!(
+            levels.iter().all(|l| !(20.0..140.0).contains(&l.ns)),
+            "{levels:?}"
         );
     }
 
