@@ -40,9 +40,13 @@ pub struct MachineCmd {
     /// Also run perf bench, sysbench, iperf3 and fio and print ratios.
     #[arg(long)]
     compare: bool,
+    /// Run the suite N times (N >= 2) and report, per measurement, the
+    /// spread of its medians (max/min - 1) and whether it is within 10%.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=100))]
+    repeat: Option<u32>,
     /// Run the network peer on ADDR (e.g. `0.0.0.0:7878`) for another
     /// machine's `--remote`, until killed.
-    #[arg(long, value_name = "ADDR", conflicts_with_all = ["json", "quick", "full", "only", "compare", "remote"])]
+    #[arg(long, value_name = "ADDR", conflicts_with_all = ["json", "quick", "full", "only", "compare", "remote", "repeat"])]
     serve: Option<String>,
 }
 
@@ -99,12 +103,21 @@ pub fn run(cmd: MachineCmd) -> Result<(), String> {
             "--serve".into(),
         ]
     });
+    let runs = u64::from(cmd.repeat.unwrap_or(1));
     eprintln!(
-        "takt machine: {} run, expected about {} s",
+        "takt machine: {} run{}, expected about {} s",
         mode.name(),
-        cfg.expected_duration().as_secs()
+        if runs > 1 {
+            format!(" x {runs}")
+        } else {
+            String::new()
+        },
+        cfg.expected_duration().as_secs() * runs
     );
-    let doc = machine::run(cfg).map_err(|e| e.to_string())?;
+    let doc = match cmd.repeat {
+        Some(n) => repeated(n as usize)?,
+        None => machine::run(cfg).map_err(|e| e.to_string())?,
+    };
     let text = if cmd.json {
         let mut s = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
         s.push('\n');
@@ -117,6 +130,58 @@ pub fn run(cmd: MachineCmd) -> Result<(), String> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => other.map_err(|e| e.to_string()),
     }
+}
+
+/// `--repeat N`: runs this same command line (without `--repeat`, with
+/// `--json`) N times as separate processes — N independent runs, as a user
+/// would make them, none inheriting the previous one's address space or
+/// page cache state — and summarizes their medians. The document is the
+/// first run's with the `repeatability` section added.
+fn repeated(runs: usize) -> Result<machine::MachineDocument, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the takt binary: {e}"))?;
+    let mut args: Vec<String> = Vec::new();
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        if a == "--repeat" {
+            it.next();
+        } else if a.starts_with("--repeat=") || a == "--json" {
+        } else {
+            args.push(a);
+        }
+    }
+    args.push("--json".into());
+    machine::cleanup::install_interrupt_handler();
+    let mut docs = Vec::with_capacity(runs);
+    for i in 0..runs {
+        eprintln!("takt machine: run {} of {runs}", i + 1);
+        let child = std::process::Command::new(&exe)
+            .args(&args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot start run {}: {e}", i + 1))?;
+        // Killed and reaped if we are interrupted; the run cleans up after
+        // itself on its own SIGINT/SIGTERM.
+        let guard = machine::cleanup::register(machine::cleanup::Item::Child(child.id() as i32));
+        let out = child
+            .wait_with_output()
+            .map_err(|e| format!("run {}: {e}", i + 1))?;
+        guard.keep();
+        if !out.status.success() {
+            return Err(format!("run {} of {runs} failed: {}", i + 1, out.status));
+        }
+        let doc: machine::MachineDocument = serde_json::from_slice(&out.stdout)
+            .map_err(|e| format!("run {}: unreadable JSON document: {e}", i + 1))?;
+        docs.push(doc);
+    }
+    let rep = machine::repeat::summarize(&docs);
+    let mut first = docs.swap_remove(0);
+    first.document.notes.push(format!(
+        "--repeat {runs}: {runs} separate runs of the same command; rows are those of run 1, repeatability compares the medians of all {runs}"
+    ));
+    first.repeatability = Some(rep);
+    Ok(first)
 }
 
 #[cfg(test)]

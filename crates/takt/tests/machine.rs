@@ -238,3 +238,294 @@ fn sigint_cleans_up_scratch_files() {
     std::fs::remove_dir_all(out_dir).unwrap();
     std::fs::remove_dir_all(scratch).unwrap();
 }
+
+fn rows(doc: &Value) -> &Vec<Value> {
+    doc["results"].as_array().unwrap()
+}
+
+/// A port free for both TCP and UDP on 127.0.0.1.
+fn free_port() -> u16 {
+    for _ in 0..50 {
+        let t = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = t.local_addr().unwrap().port();
+        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no port free for both TCP and UDP");
+}
+
+/// Kills the `--serve` peer even when an assertion fails.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn remote_against_a_serve_peer() {
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let peer = KillOnDrop(
+        takt()
+            .args(["machine", "--serve", &addr])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let t0 = Instant::now();
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "the --serve peer never listened on {addr}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out_dir = temp_dir("remote-out");
+    let out = takt()
+        .args([
+            "machine", "--quick", "--only", "net", "--remote", &addr, "--json", "--out",
+        ])
+        .arg(&out_dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let remote: Vec<&Value> = rows(&doc)
+        .iter()
+        .filter(|r| r["params"]["peer"] == "remote")
+        .collect();
+    let names: Vec<&str> = remote.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    for want in [
+        "tcp_rtt",
+        "udp_rtt",
+        "tcp_bandwidth",
+        "tcp_connect",
+        "tcp_teardown",
+    ] {
+        assert!(names.contains(&want), "{want} missing from {names:?}");
+    }
+    for r in &remote {
+        assert!(r["median"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    // The remote's CPUs are not ours: only the sender is pinned.
+    let bw = remote
+        .iter()
+        .find(|r| r["name"] == "tcp_bandwidth")
+        .unwrap();
+    assert_eq!(bw["params"]["placement"], "sender_pinned");
+    // The peer is still serving after the run (the run does not stop it).
+    assert!(std::net::TcpStream::connect(&addr).is_ok());
+    drop(peer);
+    std::fs::remove_dir_all(out_dir).unwrap();
+}
+
+#[test]
+fn nfs_path_is_read_with_o_direct() {
+    // CI cannot mount NFS (no NFS in its kernel): the --nfs code path runs
+    // on a local file, which is what it reads on a real mount too.
+    let scratch = temp_dir("nfs-scratch");
+    let out_dir = temp_dir("nfs-out");
+    let data = temp_dir("nfs-data");
+    let file = data.join("remote.dat");
+    std::fs::write(&file, vec![0x5au8; 8 << 20]).unwrap();
+    let out = takt()
+        .args([
+            "machine",
+            "--quick",
+            "--only",
+            "fs",
+            "--max-file",
+            "64M",
+            "--json",
+            "--nfs",
+        ])
+        .arg(&file)
+        .arg("--scratch")
+        .arg(&scratch)
+        .arg("--out")
+        .arg(&out_dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let nfs: Vec<&Value> = rows(&doc)
+        .iter()
+        .filter(|r| r["name"] == "disk_read" && r["params"]["location"] == "nfs")
+        .collect();
+    assert_eq!(nfs.len(), 3, "{}", doc["skipped"]);
+    for r in &nfs {
+        assert!(r["median"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["detail"]["method"].as_str().unwrap().contains("O_DIRECT"));
+    }
+    let skipped_nfs = doc["skipped"]
+        .as_array()
+        .is_some_and(|s| s.iter().any(|k| k["name"] == "nfs_read"));
+    assert!(!skipped_nfs, "{}", doc["skipped"]);
+    // The user's file is read, never removed; our scratch files are.
+    assert!(file.exists());
+    assert!(entries(&scratch).is_empty(), "{:?}", entries(&scratch));
+    // A bad --nfs path is a skip with the reason, not a failure.
+    let bad = takt()
+        .args([
+            "machine",
+            "--quick",
+            "--only",
+            "fs",
+            "--max-file",
+            "64M",
+            "--json",
+            "--nfs",
+            "/nonexistent/takt-nfs",
+            "--scratch",
+        ])
+        .arg(&scratch)
+        .arg("--out")
+        .arg(&out_dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(bad.status.success());
+    let doc: Value = serde_json::from_slice(&bad.stdout).unwrap();
+    let reason = doc["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["name"] == "nfs_read")
+        .map(|k| k["reason"].as_str().unwrap().to_string())
+        .unwrap();
+    assert!(reason.contains("/nonexistent/takt-nfs"), "{reason}");
+    for d in [scratch, out_dir, data] {
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}
+
+#[test]
+fn full_mode_with_only_and_a_small_max_file() {
+    let scratch = temp_dir("full-scratch");
+    let out_dir = temp_dir("full-out");
+    let out = takt()
+        .args([
+            "machine",
+            "--full",
+            "--only",
+            "fs",
+            "--max-file",
+            "64M",
+            "--json",
+            "--scratch",
+        ])
+        .arg(&scratch)
+        .arg("--out")
+        .arg(&out_dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["mode"], "full");
+    let rs = rows(&doc);
+    // The sweep stops at --max-file: one 64 MiB point, and a lower bound.
+    let sweep: Vec<u64> = rs
+        .iter()
+        .filter(|r| r["name"] == "file_cache_read")
+        .map(|r| r["params"]["file_mib"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sweep, [64]);
+    let size = rs.iter().find(|r| r["name"] == "file_cache_size").unwrap();
+    assert_eq!(size["detail"]["lower_bound"], true, "{size}");
+    assert_eq!(size["median"].as_f64(), Some(64.0));
+    // Full mode's contention sweep: 1..10 readers.
+    let readers: Vec<u64> = rs
+        .iter()
+        .filter(|r| r["name"] == "fs_contention")
+        .map(|r| r["params"]["readers"].as_u64().unwrap())
+        .collect();
+    assert_eq!(readers, (1..=10).collect::<Vec<u64>>());
+    assert!(!rs.iter().any(|r| r["name"] == "tcp_rtt"), "--only ignored");
+    // The contention plot is written.
+    assert!(
+        doc["plots"].as_array().is_some_and(
+            |p| !p.is_empty() && p.iter().all(|f| Path::new(f.as_str().unwrap()).exists())
+        ),
+        "{}",
+        doc["plots"]
+    );
+    assert!(entries(&scratch).is_empty(), "{:?}", entries(&scratch));
+    std::fs::remove_dir_all(scratch).unwrap();
+    std::fs::remove_dir_all(out_dir).unwrap();
+}
+
+#[test]
+fn repeat_reports_the_spread_of_medians() {
+    let out_dir = temp_dir("repeat-out");
+    let out = takt()
+        .args([
+            "machine", "--quick", "--repeat", "2", "--only", "timer", "--json", "--out",
+        ])
+        .arg(&out_dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("exactly one JSON document");
+    let rep = &doc["repeatability"];
+    assert_eq!(rep["runs"], 2);
+    assert_eq!(rep["tolerance"], 0.1);
+    let rrows = rep["rows"].as_array().unwrap();
+    assert_eq!(rrows.len(), rows(&doc).len());
+    for r in rrows {
+        let m = r["medians"].as_array().unwrap();
+        assert_eq!(m.len(), 2, "{r}");
+        let (a, b) = (m[0].as_f64().unwrap(), m[1].as_f64().unwrap());
+        let spread = r["spread"].as_f64().unwrap();
+        if a > 0.0 && b > 0.0 {
+            assert!((spread - (a.max(b) / a.min(b) - 1.0)).abs() < 1e-9, "{r}");
+            assert_eq!(r["within_10pct"], spread <= 0.1, "{r}");
+        }
+        assert_eq!(r["family"], "timer");
+        assert_eq!(r["cpu_memory"], true);
+    }
+    let within = rrows.iter().filter(|r| r["within_10pct"] == true).count();
+    assert_eq!(rep["cpu_memory_within"].as_u64(), Some(within as u64));
+    // The human form has the table.
+    let text = takt()
+        .args([
+            "machine", "--quick", "--repeat", "2", "--only", "timer", "--out",
+        ])
+        .arg(&out_dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(text.status.success());
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("repeatability over 2 runs"), "{text}");
+    // --repeat 1 is refused with a precise error.
+    let bad = takt().args(["machine", "--repeat", "1"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--repeat"));
+    std::fs::remove_dir_all(out_dir).unwrap();
+}

@@ -11,7 +11,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use super::stats::{collect, ticks_ns, Estimate, Sampled};
+use super::stats::{ticks_ns, Estimate, Sampled};
 use super::timer::pin_current;
 use super::Ctx;
 use crate::result::Better;
@@ -106,13 +106,40 @@ fn timed(k: usize, call: bool) -> f64 {
 pub(crate) fn run(ctx: &mut Ctx) {
     let _pin = pin_current(0);
     let ghz = ctx.core_ghz();
-    let budget = ctx.budget(Duration::from_millis(800));
-    for k in 0..=7usize {
-        let (samples, cpu) = collect(5, 30, 5000, budget, || {
-            let base = timed(k, false);
-            let with = timed(k, true);
-            (with - base) / INNER as f64
-        });
+    let budget = ctx.budget(Duration::from_millis(800)) * 8;
+    // Round-robin over the argument counts, a few samples each per round,
+    // until the family's budget is spent: every count is measured across
+    // the same stretch of time, so a transient state of the core (another
+    // tenant on its SMT sibling, a frequency change) lands on all of them
+    // alike instead of on whichever count was running then.
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); 8];
+    for (k, s) in samples.iter_mut().enumerate() {
+        for _ in 0..5 {
+            // Warm-up, discarded.
+            std::hint::black_box(timed(k, false) - timed(k, true));
+        }
+        s.reserve(256);
+    }
+    let cpu0 = takt_sched::process_cpu_time();
+    let t0 = std::time::Instant::now();
+    while samples[0].len() < 30 || (t0.elapsed() < budget && samples[0].len() < 5000) {
+        for (k, s) in samples.iter_mut().enumerate() {
+            for _ in 0..4 {
+                let base = timed(k, false);
+                let with = timed(k, true);
+                s.push((with - base) / INNER as f64);
+            }
+        }
+        if super::cleanup::interrupted().is_some() {
+            break;
+        }
+    }
+    let n_all: usize = samples.iter().map(Vec::len).sum();
+    let cpu = takt_sched::process_cpu_time()
+        .saturating_sub(cpu0)
+        .as_secs_f64()
+        / n_all.max(1) as f64;
+    for (k, samples) in samples.into_iter().enumerate() {
         // call + ret: a predicted call and return cost ~2 cycles of
         // front-end redirect each; arguments in registers are free moves
         // (the caller had them anyway); the 7th goes through the stack
@@ -123,7 +150,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
                 "procedure_call",
                 "ns",
                 Better::Lower,
-                "1000 calls of an extern \"C\" never-inlined fn minus the same loop without the call, per call",
+                "1000 calls of an extern \"C\" never-inlined fn minus the same loop without the call, per call; argument counts measured round-robin",
             )
             .param("args", k)
             .estimate(Estimate::new(

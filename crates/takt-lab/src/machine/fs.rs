@@ -13,10 +13,24 @@
 //!   I/O comes from `statx(STATX_DIOALIGN)` (falling back to the logical
 //!   block size); sequential 4 KiB reads (the report's block), sequential
 //!   1 MiB reads (throughput, as `fio` measures it) and random 4 KiB reads
-//!   at aligned offsets.
+//!   at aligned offsets (uniform with replacement, like `fio
+//!   --norandommap`). A 4 KiB read takes tens of microseconds, so each
+//!   4 KiB sample is one `pread` (the fenced TSC pair costs ~20 ns): the
+//!   median is the median read, the statistic `fio` reports as its `clat`
+//!   50th percentile. With `--compare` the file is kept for `fio`, which
+//!   then reads the very same file (same layout, same host cache state).
 //! - **Contention**: 1…10 threads, each reading its own file sequentially
 //!   with O_DIRECT 4 KiB reads for the same window; µs per block, averaged
 //!   over all readers.
+//!
+//! `--max-file` bounds every file this family writes: the sweep's largest
+//! file, the O_DIRECT file, and a tenth of it for each contention file
+//! (at least 4 MiB).
+//!
+//! With `--nfs PATH` the O_DIRECT reads run on that file too (`location =
+//! nfs`). The CI machines cannot mount NFS (their kernel has neither the
+//! client nor the server and loads no modules), so the tests run this code
+//! path on a local file; only a real mount measures the network penalty.
 
 use std::ffi::CString;
 use std::fs::File;
@@ -309,7 +323,7 @@ fn file_cache(ctx: &mut Ctx, dir: &Path) {
 }
 
 /// Sequential or random O_DIRECT reads of `len` bytes; µs per read.
-fn direct_reads(
+pub(crate) fn direct_reads(
     path: &Path,
     file_bytes: u64,
     len: usize,
@@ -353,8 +367,8 @@ fn direct(ctx: &mut Ctx, dir: &Path, location: &str, path: &Path, file_bytes: u6
         .measured("tcp_rtt", Some(("peer", "netns")))
         .unwrap_or(0.0);
     for (name, len, random, per) in [
-        ("sequential", BLOCK, false, 64usize),
-        ("random", BLOCK, true, 16),
+        ("sequential", BLOCK, false, 1usize),
+        ("random", BLOCK, true, 1),
         ("sequential_1m", 1 << 20, false, 4),
     ] {
         ctx.progress(&format!("O_DIRECT {name} {location}"));
@@ -400,8 +414,9 @@ fn direct(ctx: &mut Ctx, dir: &Path, location: &str, path: &Path, file_bytes: u6
             unit,
             better,
             format!(
-                "O_DIRECT pread of {} at {pattern} offsets aligned to {off_align} B (statx DIOALIGN), buffer aligned to {mem_align} B",
-                if len == BLOCK { "4 KiB" } else { "1 MiB" }
+                "O_DIRECT pread of {} at {pattern} offsets aligned to {off_align} B (statx DIOALIGN), buffer aligned to {mem_align} B, {}",
+                if len == BLOCK { "4 KiB" } else { "1 MiB" },
+                if len == BLOCK { "one read per sample" } else { "4 reads per sample" }
             ),
         )
         .param("pattern", pattern)
@@ -428,6 +443,10 @@ fn contention(ctx: &mut Ctx, dir: &Path) {
         Mode::Default => (64 << 20, Duration::from_millis(1000)),
         Mode::Full => (256 << 20, Duration::from_millis(3000)),
     };
+    // --max-file bounds every file: ten readers share it.
+    let file_bytes = ctx.cfg.max_file.map_or(file_bytes, |m| {
+        file_bytes.min((m / 10).max(4 << 20) >> 20 << 20)
+    });
     let mut files: Vec<(PathBuf, Guard)> = Vec::new();
     for i in 0..10 {
         let p = dir.join(format!("contention-{i}.dat"));
@@ -531,7 +550,7 @@ fn contention(ctx: &mut Ctx, dir: &Path) {
 }
 
 pub(crate) fn run(ctx: &mut Ctx) {
-    let (dir, _guard) = match scratch_dir(&ctx.cfg.scratch_dir) {
+    let (dir, dir_guard) = match scratch_dir(&ctx.cfg.scratch_dir) {
         Ok(d) => d,
         Err(e) => {
             ctx.skip(
@@ -549,9 +568,20 @@ pub(crate) fn run(ctx: &mut Ctx) {
         Mode::Quick => 128 << 20,
         _ => 512 << 20,
     };
+    // --max-file bounds every file the family writes.
+    let direct_bytes = ctx.cfg.max_file.map_or(direct_bytes, |m| {
+        direct_bytes.min(m.max(1 << 20) >> 20 << 20)
+    });
     let path = dir.join("direct.dat");
     match create(&path, direct_bytes) {
-        Ok((_f, _g)) => direct(ctx, &dir, "local", &path, direct_bytes),
+        Ok((_f, g)) => {
+            direct(ctx, &dir, "local", &path, direct_bytes);
+            if ctx.cfg.compare {
+                // fio reads this same file later; the guard still removes
+                // it at the end of the run or on a signal.
+                ctx.direct_file = Some((path.clone(), direct_bytes, vec![g]));
+            }
+        }
         Err(e) => ctx.skip("disk_read", format!("cannot write {}: {e}", path.display())),
     }
     contention(ctx, &dir);
@@ -570,6 +600,11 @@ pub(crate) fn run(ctx: &mut Ctx) {
             ),
             Err(e) => ctx.skip("nfs_read", format!("--nfs {}: {e}", nfs.display())),
         }
+    }
+    match &mut ctx.direct_file {
+        // The directory goes after the file (guards drop in order).
+        Some((_, _, guards)) => guards.push(dir_guard),
+        None => drop(dir_guard),
     }
 }
 

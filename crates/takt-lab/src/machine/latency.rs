@@ -16,28 +16,10 @@
 //! time slice lost to another process spoils one sample, not the point). Whether huge pages were
 //! really used is read back from `/proc/self/smaps` (`AnonHugePages`).
 //!
-//! ## Level detection ([`detect_levels`])
-//! On the curve of (size, median ns) points, smoothed by a median of three
-//! neighbours against single disturbed points, a step to the next size that
-//! raises the latency by more than [`RISE`] is part of a transition; runs
-//! of points between transitions are plateaus, and a plateau also ends when
-//! it drifts more than [`DRIFT`] above its first point. Plateaus spanning
-//! at least an octave of sizes are levels: L1, L2, ... and the last is
-//! memory. A level's capacity is where the curve first rises through
-//! [`DRIFT`] times its latency (or the geometric mean with the next
-//! level's, if lower; log-interpolated): a random chase starts missing
-//! before the working set reaches the cache size (page tables, code and
-//! other tenants share the cache), and is half missing past it.
-//!
-//! Cache plateaus are named in order after the sysfs levels, skipping a
-//! level when the capacity is nearer (in log size) to a later one; plateaus
-//! past the last sysfs level (e.g. the TLB reach with 4 KiB pages) are
-//! unnamed `plateauN`. The check against sysfs passes when the level's
-//! sysfs size is within a factor of two of the detected capacity. In a VM
-//! the L3 is shared with other guests, so its effective capacity can be far
-//! below the sysfs size (on the development VMs it varies between ~1.5 and
-//! ~8 MiB from run to run against 32 MiB in sysfs): the check then reports
-//! the disagreement rather than hiding it.
+//! ## Level detection
+//! [`detect_levels`] (in [`levels`](super::levels)) finds plateaus and the
+//! memory cliff on the smoothed curve by a stated rule and checks each
+//! level against sysfs.
 
 use std::time::Duration;
 
@@ -45,15 +27,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::describe::Description;
+use super::levels::human;
+pub use super::levels::{
+    detect_levels, memory_cliff, missing_levels, CacheLevel, DRIFT, MEM_STEP, RISE,
+};
 use super::stats::{collect, ticks_ns, Estimate, Sampled};
 use super::timer::pin_current;
 use super::{Ctx, Series};
 use crate::result::Better;
 
-/// A step that raises latency by more than this factor is a transition.
-pub const RISE: f64 = 1.25;
-/// A plateau ends when it drifts this far above its first point.
-pub const DRIFT: f64 = 1.5;
 /// Smallest working set.
 const MIN_BYTES: u64 = 1 << 10;
 /// Largest working set (the report went to 256 MiB; DRAM and TLB reach show by 512 MiB).
@@ -70,181 +52,6 @@ pub struct CurvePoint {
     pub ns: f64,
     /// Whether the buffer was advised to use huge pages.
     pub thp: bool,
-}
-
-/// A cache level found on the curve.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CacheLevel {
-    /// `L1`, `L2`, ... or `memory`.
-    pub name: String,
-    /// Median latency over the plateau, ns.
-    pub ns: f64,
-    /// Smallest size on the plateau.
-    pub first_bytes: u64,
-    /// Largest size still on the plateau.
-    pub last_bytes: u64,
-    /// First size past the plateau (`None` for memory).
-    pub next_bytes: Option<u64>,
-    /// Capacity estimate: where the curve first rises through `DRIFT` x this
-    /// level's latency (or the geometric mean with the next level's, if
-    /// lower; log-interpolated); `None` for memory.
-    pub capacity_bytes: Option<u64>,
-    /// The sysfs size of this level (data or unified cache).
-    pub sysfs_bytes: Option<u64>,
-    /// Whether the sysfs size is within a factor of two of `capacity_bytes`.
-    pub consistent: Option<bool>,
-    /// Detected on the huge-page curve.
-    pub thp: bool,
-}
-
-fn human(bytes: u64) -> String {
-    if bytes >= 1 << 30 && bytes.is_multiple_of(1 << 30) {
-        format!("{} GiB", bytes >> 30)
-    } else if bytes >= 1 << 20 {
-        format!("{:.3} MiB", bytes as f64 / (1u64 << 20) as f64).replace(".000", "")
-    } else {
-        format!("{:.1} KiB", bytes as f64 / 1024.0).replace(".0 ", " ")
-    }
-}
-
-impl CacheLevel {
-    /// One line for the report.
-    pub fn describe(&self) -> String {
-        let cap = match self.capacity_bytes {
-            Some(c) => format!("capacity ~{}", human(c)),
-            None => format!("from {}", human(self.first_bytes)),
-        };
-        let check = match (self.sysfs_bytes, self.consistent) {
-            (Some(s), Some(true)) => format!("; sysfs {} agrees", human(s)),
-            (Some(s), Some(false)) => format!("; sysfs says {} (DISAGREES)", human(s)),
-            _ => String::new(),
-        };
-        format!(
-            "{:<6} {:>8.2} ns  {cap}{check}{}",
-            self.name,
-            self.ns,
-            if self.thp { " [THP]" } else { " [4K pages]" }
-        )
-    }
-}
-
-/// Finds cache levels on a curve sorted by size (see the module docs);
-/// `sysfs` gives the data-cache sizes of L1, L2, ... for naming and the check.
-pub fn detect_levels(points: &[CurvePoint], sysfs: &[u64]) -> Vec<CacheLevel> {
-    if points.len() < 2 {
-        return Vec::new();
-    }
-    // Median-of-3 smoothing removes single-point glitches (a sample run
-    // disturbed by another process) without moving real transitions,
-    // which span at least two points.
-    let smooth: Vec<CurvePoint> = (0..points.len())
-        .map(|i| {
-            let mut p = points[i].clone();
-            if i > 0 && i + 1 < points.len() {
-                let mut w = [points[i - 1].ns, points[i].ns, points[i + 1].ns];
-                w.sort_by(f64::total_cmp);
-                p.ns = w[1];
-            }
-            p
-        })
-        .collect();
-    let points = &smooth[..];
-    // Split into plateaus: indices [start, end].
-    let mut plateaus: Vec<(usize, usize)> = Vec::new();
-    let mut start = 0;
-    for i in 1..points.len() {
-        let rise = points[i].ns / points[i - 1].ns;
-        let drift = points[i].ns / points[start].ns;
-        if rise > RISE || drift > DRIFT {
-            plateaus.push((start, i - 1));
-            start = i;
-        }
-    }
-    plateaus.push((start, points.len() - 1));
-    // A level spans at least an octave of sizes; shorter flat runs are
-    // steps inside a transition.
-    let kept: Vec<(usize, usize)> = plateaus
-        .into_iter()
-        .filter(|&(a, b)| points[b].bytes >= 2 * points[a].bytes)
-        .collect();
-    let n = kept.len();
-    let medians: Vec<f64> = kept
-        .iter()
-        .map(|&(a, b)| {
-            let ns: Vec<f64> = points[a..=b].iter().map(|p| p.ns).collect();
-            crate::stats::median(&ns)
-        })
-        .collect();
-    let mut next_level = 0;
-    kept.iter()
-        .enumerate()
-        .map(|(k, &(a, b))| {
-            let last = k + 1 == n;
-            let next = (!last)
-                .then(|| points.get(b + 1).map(|p| p.bytes))
-                .flatten();
-            // Where the curve leaves the plateau: the first rise through
-            // DRIFT x its latency (or the midpoint to the next level, if
-            // that is lower). Local to the plateau's edge, so a next
-            // level lost in noise does not move it.
-            let capacity_bytes = (!last)
-                .then(|| {
-                    let to = (DRIFT * medians[k]).min((medians[k] * medians[k + 1]).sqrt());
-                    crossing(&points[a..], to)
-                })
-                .flatten();
-            // Name cache plateaus in order after the sysfs levels, skipping
-            // a level when the plateau's capacity is nearer (in log size) to
-            // a later one (a plateau the noise flattened away); plateaus past
-            // the last sysfs level (e.g. the TLB reach of 4 KiB pages) stay
-            // unnamed.
-            let nearest = capacity_bytes.and_then(|c| {
-                sysfs
-                    .iter()
-                    .enumerate()
-                    .skip(next_level)
-                    .map(|(i, &s)| (i, s, (s as f64 / c as f64).ln().abs()))
-                    .min_by(|x, y| x.2.total_cmp(&y.2))
-            });
-            if let Some((i, _, _)) = nearest {
-                next_level = i + 1;
-            }
-            let sysfs_bytes = nearest.map(|(_, s, _)| s);
-            let consistent = sysfs_bytes.zip(capacity_bytes).map(|(s, c)| {
-                let r = s as f64 / c as f64;
-                (0.5..=2.0).contains(&r)
-            });
-            CacheLevel {
-                name: match (last, nearest) {
-                    (true, _) => "memory".into(),
-                    (false, Some((i, _, _))) => format!("L{}", i + 1),
-                    (false, None) => format!("plateau{}", k + 1),
-                },
-                ns: medians[k],
-                first_bytes: points[a].bytes,
-                last_bytes: points[b].bytes,
-                next_bytes: next,
-                capacity_bytes,
-                sysfs_bytes,
-                consistent,
-                thp: points[a].thp,
-            }
-        })
-        .collect()
-}
-
-/// The size where the curve first rises through `level` ns, interpolated
-/// linearly in log(size) between the two points around the crossing.
-fn crossing(points: &[CurvePoint], level: f64) -> Option<u64> {
-    points.windows(2).find_map(|w| {
-        let (p, q) = (&w[0], &w[1]);
-        (p.ns < level && q.ns >= level).then(|| {
-            let f = (level - p.ns) / (q.ns - p.ns);
-            let lp = (p.bytes as f64).ln();
-            let lq = (q.bytes as f64).ln();
-            (lp + f * (lq - lp)).exp().round() as u64
-        })
-    })
 }
 
 /// Working-set sizes: powers of two (quick) or `per_octave` steps per
@@ -631,149 +438,14 @@ pub(crate) fn run(ctx: &mut Ctx) {
         .find(|(thp, _)| *thp == pick_thp)
         .map(|(_, l)| l)
         .unwrap_or_default();
+    if let Some(note) = missing_levels(&ctx.levels, &sysfs) {
+        ctx.doc.note(note);
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A synthetic curve: plateaus at 1.2 / 3.8 / 15 / 110 ns with caches
-    /// of 48 KiB, 1 MiB and 32 MiB and one-step smooth transitions.
-    fn synthetic(per_octave: u32) -> Vec<CurvePoint> {
-        sizes(per_octave, 64)
-            .into_iter()
-            .map(|b| {
-                let lat = |b: u64| -> f64 {
-                    if b <= 48 << 10 {
-                        1.2
-                    } else if b <= 1 << 20 {
-                        3.8
-                    } else if b <= 32 << 20 {
-                        15.0
-                    } else {
-                        110.0
-                    }
-                };
-                // Past a capacity, part of the set still hits: blend.
-                let ns = if b > 48 << 10 && b <= 64 << 10 {
-                    2.0
-                } else {
-                    lat(b)
-                };
-                CurvePoint {
-                    bytes: b,
-                    ns,
-                    thp: true,
-                }
-            })
-            .collect()
-    }
-
-    #[test]
-    fn detects_three_caches_and_memory() {
-        let sysfs = [48 << 10, 1 << 20, 32 << 20];
-        for per_octave in [1, 2, 4] {
-            let levels = detect_levels(&synthetic(per_octave), &sysfs);
-            let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
-            assert_eq!(
-                names,
-                ["L1", "L2", "L3", "memory"],
-                "per_octave {per_octave}"
-            );
-            assert!((levels[0].ns - 1.2).abs() < 1e-9);
-            assert!((levels[3].ns - 110.0).abs() < 1e-9);
-            for l in &levels[..3] {
-                assert_eq!(l.consistent, Some(true), "{l:?}");
-            }
-            assert_eq!(levels[3].consistent, None);
-        }
-    }
-
-    #[test]
-    fn wrong_sysfs_size_is_flagged() {
-        // L2 claimed to be 3 MiB: nearest to the 1 MiB plateau but more
-        // than a factor of two away.
-        let levels = detect_levels(&synthetic(2), &[48 << 10, 3 << 20, 32 << 20]);
-        assert_eq!(levels[1].name, "L2");
-        assert_eq!(levels[1].consistent, Some(false));
-        assert!(levels[1].describe().contains("DISAGREES"));
-    }
-
-    #[test]
-    fn a_missing_plateau_does_not_shift_names() {
-        // No L2 plateau: 1.2 ns up to 48 KiB, then 15 ns to 32 MiB, memory.
-        let pts: Vec<CurvePoint> = sizes(2, 64)
-            .into_iter()
-            .map(|b| CurvePoint {
-                bytes: b,
-                ns: if b <= 48 << 10 {
-                    1.2
-                } else if b <= 32 << 20 {
-                    15.0
-                } else {
-                    110.0
-                },
-                thp: true,
-            })
-            .collect();
-        let levels = detect_levels(&pts, &[48 << 10, 1 << 20, 32 << 20]);
-        let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
-        assert_eq!(names, ["L1", "L3", "memory"]);
-    }
-
-    #[test]
-    fn small_effective_l3_and_a_tlb_plateau() {
-        // What a VM with a shared L3 and 4 KiB pages shows: L3 effectively
-        // ~4 MiB (sysfs: 32 MiB), then a TLB-reach plateau before memory.
-        let pts: Vec<CurvePoint> = sizes(4, 64)
-            .into_iter()
-            .map(|b| CurvePoint {
-                bytes: b,
-                ns: match b {
-                    b if b <= 48 << 10 => 1.05,
-                    b if b <= 1 << 20 => 3.7,
-                    b if b <= 4 << 20 => 14.5,
-                    b if b <= 64 << 20 => 150.0,
-                    _ => 250.0,
-                },
-                thp: false,
-            })
-            .collect();
-        let levels = detect_levels(&pts, &[48 << 10, 1 << 20, 32 << 20]);
-        let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
-        assert_eq!(names, ["L1", "L2", "L3", "plateau4", "memory"]);
-        assert_eq!(levels[2].consistent, Some(false));
-        assert_eq!(levels[3].sysfs_bytes, None);
-    }
-
-    #[test]
-    fn noise_within_tolerance_is_one_plateau() {
-        let pts: Vec<CurvePoint> = [1.0, 1.1, 0.95, 1.05, 1.2]
-            .iter()
-            .enumerate()
-            .map(|(i, &ns)| CurvePoint {
-                bytes: 1024 << i,
-                ns,
-                thp: false,
-            })
-            .collect();
-        let levels = detect_levels(&pts, &[]);
-        assert_eq!(levels.len(), 1);
-        assert_eq!(levels[0].name, "memory");
-    }
-
-    #[test]
-    fn slow_drift_splits_plateaus() {
-        // +20% per step never trips RISE but trips DRIFT after three steps.
-        let pts: Vec<CurvePoint> = (0..8)
-            .map(|i| CurvePoint {
-                bytes: 1024 << i,
-                ns: 1.2f64.powi(i),
-                thp: false,
-            })
-            .collect();
-        assert!(detect_levels(&pts, &[]).len() >= 2);
-    }
 
     #[test]
     fn sattolo_is_one_cycle() {

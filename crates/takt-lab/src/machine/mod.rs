@@ -35,13 +35,28 @@
 //! | `latency` | random-permutation pointer chase 1 KiB … 512 MiB, with and without THP; cache levels |
 //! | `bandwidth` | read, write, copy; one thread and all threads |
 //! | `pagefault` | minor anonymous, minor file-backed, major file-backed |
-//! | `net` | TCP/UDP RTT, TCP bandwidth, connect and teardown; loopback, a veth namespace host, `--remote` |
+//! | `net` | TCP/UDP RTT, TCP bandwidth (sender and sink pinned `same_cpu` / `cross_cpu`), connect, teardown; loopback, a veth namespace host, `--remote` |
 //! | `fs` | file cache size sweep, O_DIRECT sequential/random reads, contention 1…10 readers, `--nfs` |
 //!
 //! ## Modes
 //! [`Mode::Quick`] runs every measurement shortened (under 90 s on a 2-core
 //! machine), [`Mode::Default`] at its documented size (under 10 minutes),
 //! [`Mode::Full`] adds the long file-cache and contention sweeps.
+//!
+//! ## Repeatability
+//! `takt machine --quick --repeat N` runs the same command N times as
+//! separate processes and [`repeat::summarize`]s them: per row the N
+//! medians, their spread (`max/min − 1`) and whether it is within 10%, in
+//! the table and as the document's `repeatability` section. Rows that
+//! cannot be stable on a VM sharing its host carry the reason
+//! ([`repeat::known_unstable`]).
+//!
+//! ## `--compare`
+//! [`compare`] runs `perf bench`, `sysbench`, `iperf3` and `fio` on the same
+//! quantities, set up to measure them the same way (same CPUs, write sizes,
+//! file, statistic); each ratio states what still differs. For iperf3 and
+//! fio takt is re-measured alternately with the tool's runs
+//! ([`Comparison::ratio_interleaved`]).
 //!
 //! ## Cleanup
 //! Every file, network namespace and child process the suite creates is
@@ -64,12 +79,14 @@ mod ctxsw;
 pub mod describe;
 pub mod fs;
 pub mod latency;
+pub mod levels;
 mod loops;
 mod net;
 mod netns;
 mod pagefault;
 pub mod peer;
 pub mod plot;
+pub mod repeat;
 pub mod stats;
 mod syscalls;
 mod timer;
@@ -307,6 +324,13 @@ pub struct Comparison {
     pub ratio_best: f64,
     /// What the two measure differently.
     pub difference: String,
+    /// takt re-measured alternately with the tool, run for run in the same
+    /// minutes (median of takt's runs / median of the tool's runs): on a
+    /// shared machine the load moves between the suite's row and the
+    /// tool's runs, and alternation gives both the same conditions. When
+    /// present, `within_15pct` judges this ratio.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio_interleaved: Option<f64>,
 }
 
 /// The `takt machine` result: a regular result document (flattened) plus
@@ -336,6 +360,10 @@ pub struct MachineDocument {
     /// SVG files written.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub plots: Vec<PathBuf>,
+    /// With `--repeat N`: the spread of every row's median over the N runs
+    /// (the document's rows are those of the first run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeatability: Option<repeat::Repeatability>,
 }
 
 /// Errors that stop the whole run (single measurements that fail are
@@ -381,6 +409,10 @@ pub(crate) struct Ctx {
     pub(crate) contention_series: Vec<Series>,
     /// File-cache sweep (MiB → ns per 4 KiB block).
     pub(crate) filecache_series: Vec<Series>,
+    /// The O_DIRECT test file, kept for `--compare` (fio reads the same file).
+    pub(crate) direct_file: Option<(PathBuf, u64, Vec<cleanup::Guard>)>,
+    /// The family running now (tags its rows' `detail.family`).
+    family: Option<Family>,
     /// Core clock measured for estimates when `timer` did not run.
     core_mhz: std::sync::OnceLock<f64>,
     started: Instant,
@@ -396,10 +428,13 @@ impl Ctx {
         }
     }
 
-    pub(crate) fn push(&mut self, s: Sampled) {
+    pub(crate) fn push(&mut self, mut s: Sampled) {
         if s.samples.is_empty() {
             self.skip(&s.name, "no samples were taken");
             return;
+        }
+        if let Some(f) = self.family {
+            s = s.extra("family", f.name());
         }
         self.doc.push(s.into_row());
     }
@@ -468,6 +503,8 @@ pub fn run(cfg: Config) -> Result<MachineDocument, MachineError> {
         latency_curve: Vec::new(),
         contention_series: Vec::new(),
         filecache_series: Vec::new(),
+        direct_file: None,
+        family: None,
         core_mhz: std::sync::OnceLock::new(),
         started: Instant::now(),
         cfg,
@@ -486,6 +523,7 @@ pub fn run(cfg: Config) -> Result<MachineDocument, MachineError> {
             continue;
         }
         ctx.progress(&format!("{} ...", family.name()));
+        ctx.family = Some(family);
         match family {
             Family::Timer => timer::run(&mut ctx),
             Family::Loop => loops::run(&mut ctx),
@@ -504,9 +542,12 @@ pub fn run(cfg: Config) -> Result<MachineDocument, MachineError> {
             return Err(MachineError::Interrupted(sig));
         }
     }
+    ctx.family = None;
     if ctx.cfg.compare {
         compare::run(&mut ctx);
     }
+    // The file kept for fio.
+    ctx.direct_file = None;
     if ctx.cfg.nfs.is_none() && ctx.cfg.runs(Family::Fs) {
         ctx.skip(
             "nfs_read",
@@ -536,6 +577,7 @@ pub fn run(cfg: Config) -> Result<MachineDocument, MachineError> {
         skipped: ctx.skipped,
         comparisons: ctx.comparisons,
         plots: plot_paths,
+        repeatability: None,
     })
 }
 
@@ -554,8 +596,12 @@ pub fn render(doc: &MachineDocument) -> String {
     if !doc.comparisons.is_empty() {
         out.push_str("\n--compare (takt / reference tool, same run):\n");
         for c in &doc.comparisons {
+            let inter = c
+                .ratio_interleaved
+                .map(|r| format!("  interleaved {r:.3}"))
+                .unwrap_or_default();
             out.push_str(&format!(
-                "  {:<28} {:<11} ratio {:.3} {}  best-vs-best {:.3}  ({})\n",
+                "  {:<28} {:<11} ratio {:.3}{inter} {}  best-vs-best {:.3}  ({})\n",
                 c.name,
                 c.tool,
                 c.ratio,
@@ -564,6 +610,9 @@ pub fn render(doc: &MachineDocument) -> String {
                 c.difference
             ));
         }
+    }
+    if let Some(rep) = &doc.repeatability {
+        out.push_str(&repeat::render(rep));
     }
     for p in &doc.plots {
         out.push_str(&format!("plot: {}\n", p.display()));

@@ -11,17 +11,33 @@
 //! send and receive path, which is what an application sees):
 //! - RTT: one byte written and the echo read back, `TCP_NODELAY`; 100 per
 //!   sample. UDP the same with datagrams.
-//! - bandwidth: 128 KiB writes to a sink for a window; bytes the sink
-//!   counted over the time to its answer after the writer's shutdown.
+//! - bandwidth: 128 KiB blocking writes to a sink that reads 128 KiB at a
+//!   time (iperf3's default `-l` on both sides) for a 1 s window per
+//!   connection (quick: 0.5 s; full: 2 s), after one discarded warm-up
+//!   connection; the bytes the sink
+//!   counted over the time to its answer after the writer's shutdown. The
+//!   sender and the sink are pinned, and the placement is a parameter:
+//!   `same_cpu` (every hand-off is a switch on one CPU, the receiver runs
+//!   when the sender blocks) and `cross_cpu` (each side on its own CPU,
+//!   every wake-up an inter-processor interrupt — on a VM a hypervisor
+//!   exit). On loopback the two differ by 2-3x on the development VMs, so
+//!   an unpinned figure is whichever placement the scheduler happened to
+//!   choose; `--remote` pins the sender only.
 //! - setup: `connect()` until it returns (SYN, SYN-ACK, ACK sent).
-//! - teardown: `shutdown(SHUT_WR)` until `read()` sees the peer's FIN (our
-//!   FIN, the peer's EOF and close, its FIN back).
+//! - teardown: on an established connection whose peer thread has
+//!   answered a ready byte (so the peer's `accept` and the creation of its
+//!   connection thread happen before the clock starts), `shutdown(SHUT_WR)`
+//!   until `read()` returns the peer's FIN: our FIN, the peer's wake-up on
+//!   EOF and its `close()`, its FIN back and our wake-up. (Without the
+//!   ready byte the peer's thread creation fell inside the bracket, and on
+//!   a busy CPU a new thread waits for the running task's slice to end —
+//!   up to a 4 ms tick at HZ=250 — which showed as a 3.9 ms teardown.)
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
 use std::time::{Duration, Instant};
 
-use super::peer::{Peer, MODE_ECHO, MODE_SINK};
+use super::peer::{Peer, MODE_CLOSE, MODE_ECHO, MODE_SINK, NO_CPU, READY};
 use super::stats::{collect, ticks_ns, Estimate, Sampled};
 use super::Ctx;
 use crate::result::Better;
@@ -88,33 +104,103 @@ fn udp_rtt(addr: SocketAddr, budget: Duration) -> std::io::Result<(Vec<f64>, f64
     Ok((s.into_iter().filter(|v| v.is_finite()).collect(), cpu, lost))
 }
 
-fn tcp_bandwidth(
+/// Where the bandwidth test's sender and sink run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Placement {
+    /// The row's `placement` parameter.
+    pub(crate) name: &'static str,
+    /// The sender's CPU (`None`: not pinned).
+    pub(crate) sender: Option<usize>,
+    /// The sink's CPU (`None`: not pinned).
+    pub(crate) sink: Option<usize>,
+}
+
+/// The pinned placements on this machine: `same_cpu` on the first allowed
+/// CPU, and `cross_cpu` (sender on the first, sink on the second) when two
+/// CPUs are allowed.
+pub(crate) fn placements() -> Vec<Placement> {
+    let cpus: Vec<usize> = takt_sched::get_affinity()
+        .map(|s| s.iter().collect())
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    if let Some(&c0) = cpus.first() {
+        out.push(Placement {
+            name: "same_cpu",
+            sender: Some(c0),
+            sink: Some(c0),
+        });
+        if let Some(&c1) = cpus.get(1) {
+            out.push(Placement {
+                name: "cross_cpu",
+                sender: Some(c0),
+                sink: Some(c1),
+            });
+        }
+    }
+    out
+}
+
+/// One sink connection: `(GB/s, whether the sink was pinned as asked)`.
+fn sink_connection(
+    addr: SocketAddr,
+    window: Duration,
+    sink_cpu: Option<usize>,
+    buf: &[u8],
+) -> std::io::Result<(f64, bool)> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(3))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let cpu = sink_cpu.map_or(NO_CPU, |c| u8::try_from(c).unwrap_or(NO_CPU));
+    s.write_all(&[MODE_SINK, cpu])?;
+    let t0 = Instant::now();
+    while t0.elapsed() < window {
+        s.write_all(buf)?;
+    }
+    s.shutdown(Shutdown::Write)?;
+    let mut n = [0u8; 9];
+    s.read_exact(&mut n)?;
+    let secs = t0.elapsed().as_secs_f64();
+    let mut count = [0u8; 8];
+    count.copy_from_slice(&n[..8]);
+    // The count includes the CPU byte.
+    let bytes = u64::from_le_bytes(count).saturating_sub(1);
+    Ok((bytes as f64 / secs / 1e9, n[8] == 1))
+}
+
+pub(crate) fn tcp_bandwidth(
     addr: SocketAddr,
     window: Duration,
     samples: usize,
+    placement: Placement,
 ) -> std::io::Result<(Vec<f64>, f64)> {
     let buf = vec![0x42u8; CHUNK];
+    let _pin =
+        match placement.sender {
+            Some(c) => Some(super::timer::pin_current(c).ok_or_else(|| {
+                std::io::Error::other(format!("cannot pin the sender to CPU {c}"))
+            })?),
+            None => None,
+        };
     let cpu0 = takt_sched::process_cpu_time();
+    // Warm-up connection (slow start, first touch of the buffers), discarded.
+    sink_connection(addr, window / 5, placement.sink, &buf)?;
     let mut out = Vec::new();
-    for _ in 0..samples + 1 {
-        let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(3))?;
-        s.set_read_timeout(Some(Duration::from_secs(10)))?;
-        s.write_all(&[MODE_SINK])?;
-        let t0 = Instant::now();
-        while t0.elapsed() < window {
-            s.write_all(&buf)?;
+    for _ in 0..samples {
+        let (gbs, pinned) = sink_connection(addr, window, placement.sink, &buf)?;
+        if placement.sink.is_some() && !pinned {
+            return Err(std::io::Error::other(format!(
+                "the peer could not pin its sink to CPU {}",
+                placement.sink.unwrap_or_default()
+            )));
         }
-        s.shutdown(Shutdown::Write)?;
-        let mut n = [0u8; 8];
-        s.read_exact(&mut n)?;
-        let secs = t0.elapsed().as_secs_f64();
-        out.push((u64::from_le_bytes(n).saturating_sub(1)) as f64 / secs / 1e9);
+        out.push(gbs);
+        if super::cleanup::interrupted().is_some() {
+            break;
+        }
     }
-    out.remove(0); // warm-up connection (slow start, first touch)
     let cpu = takt_sched::process_cpu_time()
         .saturating_sub(cpu0)
         .as_secs_f64()
-        / (samples + 1) as f64;
+        / samples as f64;
     Ok((out, cpu))
 }
 
@@ -132,9 +218,19 @@ fn connect_teardown(
         let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(3))?;
         let t1 = takt_sched::tsc_end();
         s.set_read_timeout(Some(Duration::from_secs(3)))?;
+        // Wait until the peer's connection thread exists and is about to
+        // block in read: its accept and thread creation stay outside the
+        // teardown bracket.
+        let mut b = [0u8; 1];
+        s.write_all(&[MODE_CLOSE])?;
+        s.read_exact(&mut b)?;
+        if b[0] != READY {
+            return Err(std::io::Error::other(
+                "peer did not answer the close-test ready byte",
+            ));
+        }
         let t2 = super::stats::start();
         s.shutdown(Shutdown::Write)?;
-        let mut b = [0u8; 1];
         let got = s.read(&mut b)?;
         let t3 = takt_sched::tsc_end();
         if got != 0 {
@@ -203,32 +299,65 @@ fn measure_target(ctx: &mut Ctx, peer: &str, addr: SocketAddr, model: Model) {
         Ok(_) => ctx.skip(&format!("udp_rtt {peer}"), "every sample lost a datagram"),
         Err(e) => ctx.skip(&format!("udp_rtt {peer}"), format!("{addr}: {e}")),
     }
-    ctx.progress(&format!("net {peer}: tcp bandwidth"));
     let (window, n) = match ctx.cfg.mode {
-        super::Mode::Quick => (Duration::from_secs(1), 5),
-        super::Mode::Default => (Duration::from_secs(1), 7),
+        super::Mode::Quick => (Duration::from_millis(500), 5),
+        super::Mode::Default => (Duration::from_secs(1), 5),
         super::Mode::Full => (Duration::from_secs(2), 10),
     };
     let copy = ctx
         .measured("mem_bandwidth", Some(("op", "copy")))
         .unwrap_or(10.0);
-    match tcp_bandwidth(addr, window, n) {
-        Ok((s, cpu)) => ctx.push(
-            Sampled::new(
-                "tcp_bandwidth",
-                "GB/s",
-                Better::Higher,
-                format!("128 KiB writes to a sink for {} ms per connection; bytes the sink counted / time to its answer", window.as_millis()),
-            )
-            .param("peer", peer)
-            .estimate(Estimate::new(
+    let placements: Vec<Placement> = if peer == "remote" {
+        // The remote host's CPUs are not ours to name: pin the sender only.
+        placements()
+            .into_iter()
+            .take(1)
+            .map(|p| Placement {
+                name: "sender_pinned",
+                sink: None,
+                ..p
+            })
+            .collect()
+    } else {
+        placements()
+    };
+    for placement in placements {
+        ctx.progress(&format!("net {peer}: tcp bandwidth {}", placement.name));
+        let (est, est_model) = match placement.name {
+            "same_cpu" => (
                 copy / 2.0,
-                format!("two memory copies per byte (user->skb, skb->user) at the {copy:.1} GB/s copy bandwidth, on two CPUs"),
-            ))
-            .published(if remote { 0.112 } else { 2.7 })
-            .with_samples(s, cpu),
-        ),
-        Err(e) => ctx.skip(&format!("tcp_bandwidth {peer}"), format!("{addr}: {e}")),
+                format!("two memory copies per byte (user->skb, skb->user) at the {copy:.1} GB/s copy bandwidth, one after the other on one CPU"),
+            ),
+            _ => (
+                copy,
+                format!("two memory copies per byte (user->skb, skb->user) at the {copy:.1} GB/s copy bandwidth, overlapped on two CPUs"),
+            ),
+        };
+        match tcp_bandwidth(addr, window, n, placement) {
+            Ok((s, cpu)) => ctx.push(
+                Sampled::new(
+                    "tcp_bandwidth",
+                    "GB/s",
+                    Better::Higher,
+                    format!(
+                        "blocking 128 KiB writes to a sink reading 128 KiB, {} ms per connection after a discarded warm-up connection; bytes the sink counted / time to its answer; sender on CPU {}, sink {}",
+                        window.as_millis(),
+                        placement.sender.map_or("unpinned".into(), |c| c.to_string()),
+                        placement.sink.map_or("unpinned".into(), |c| format!("on CPU {c}")),
+                    ),
+                )
+                .param("peer", peer)
+                .param("placement", placement.name)
+                .param("window_ms", window.as_millis() as u64)
+                .estimate(Estimate::new(est, est_model))
+                .published(if remote { 0.112 } else { 2.7 })
+                .with_samples(s, cpu),
+            ),
+            Err(e) => ctx.skip(
+                &format!("tcp_bandwidth {peer} {}", placement.name),
+                format!("{addr}: {e}"),
+            ),
+        }
     }
     ctx.progress(&format!("net {peer}: connect/teardown"));
     match connect_teardown(addr, budget) {
@@ -244,7 +373,7 @@ fn measure_target(ctx: &mut Ctx, peer: &str, addr: SocketAddr, model: Model) {
                     .with_samples(setup, cpu / 2.0),
             );
             ctx.push(
-                Sampled::new("tcp_teardown", "us", Better::Lower, "shutdown(SHUT_WR) until read() returns the peer's FIN (the peer closes on EOF)")
+                Sampled::new("tcp_teardown", "us", Better::Lower, "after the peer's connection thread answered a ready byte: shutdown(SHUT_WR) until read() returns the peer's FIN (the peer wakes on EOF and closes); peer accept and thread creation outside the bracket")
                     .param("peer", peer)
                     .estimate(Estimate::new(
                         tcp + 3.0,

@@ -4,9 +4,15 @@
 //!
 //! One port serves TCP and UDP. A TCP connection's first byte chooses:
 //! - `E` — echo: every byte read is written back (round-trip time);
-//! - `S` — sink: read and discard until EOF, then answer the byte count as
-//!   a little-endian `u64` (bandwidth);
-//! - EOF straight away — close (connection setup and teardown).
+//! - `S` `cpu` — sink: pin the connection's thread to CPU `cpu` (255: leave
+//!   it where the scheduler puts it), read and discard in [`SINK_READ`]
+//!   reads until EOF, then answer the byte count as a little-endian `u64`
+//!   followed by one byte, 1 if the thread was pinned as asked (bandwidth);
+//! - `C` — close: answer one byte `R` once the connection's thread exists
+//!   and is about to block in `read`, then close on EOF (teardown: the
+//!   client starts its clock only after `R`, so the peer's accept and
+//!   thread creation are not part of the teardown);
+//! - EOF straight away — close.
 //!
 //! UDP datagrams are echoed.
 
@@ -16,12 +22,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use takt_sched::{TaktThread, ThreadSpec};
+use takt_sched::{CpuSet, TaktThread, ThreadSpec};
 
 /// First byte of an echo connection.
 pub const MODE_ECHO: u8 = b'E';
 /// First byte of a sink connection.
 pub const MODE_SINK: u8 = b'S';
+/// First byte of a close (teardown) connection.
+pub const MODE_CLOSE: u8 = b'C';
+/// The close peer's ready byte.
+pub const READY: u8 = b'R';
+/// The sink's "do not pin" CPU byte.
+pub const NO_CPU: u8 = u8::MAX;
+/// The sink's read size: iperf3's default `-l` for TCP (128 KiB), the same
+/// as the sender's write size, so both sides make the same system calls.
+pub const SINK_READ: usize = 128 << 10;
 /// How often the UDP loop checks whether to stop.
 const UDP_POLL: Duration = Duration::from_millis(100);
 
@@ -43,7 +58,16 @@ fn handle(mut s: TcpStream) {
             }
         }
         Ok(1) if first[0] == MODE_SINK => {
-            let mut buf = vec![0u8; 256 << 10];
+            let mut cpu = [0u8; 1];
+            if s.read_exact(&mut cpu).is_err() {
+                return;
+            }
+            let pinned = cpu[0] != NO_CPU
+                && ThreadSpec::new("machine-peer-sink")
+                    .with_cpus(CpuSet::single(usize::from(cpu[0])))
+                    .apply_to_current()
+                    .is_ok();
+            let mut buf = vec![0u8; SINK_READ];
             let mut total = 0u64;
             loop {
                 match s.read(&mut buf) {
@@ -52,7 +76,17 @@ fn handle(mut s: TcpStream) {
                     Err(_) => return,
                 }
             }
-            let _ = s.write_all(&total.to_le_bytes());
+            let mut answer = [0u8; 9];
+            answer[..8].copy_from_slice(&total.to_le_bytes());
+            answer[8] = u8::from(pinned);
+            let _ = s.write_all(&answer);
+        }
+        Ok(1) if first[0] == MODE_CLOSE => {
+            let mut b = [0u8; 1];
+            if s.write_all(&[READY]).is_ok() {
+                // Any byte or EOF ends it; dropping the stream closes it.
+                let _ = s.read(&mut b);
+            }
         }
         // EOF first (setup/teardown test) or anything else: close.
         _ => {}
@@ -173,12 +207,28 @@ mod tests {
         assert_eq!(b[0], 7);
         drop(s);
         let mut s = TcpStream::connect(peer.addr()).unwrap();
-        s.write_all(&[MODE_SINK]).unwrap();
+        s.write_all(&[MODE_SINK, NO_CPU]).unwrap();
         s.write_all(&[1u8; 1000]).unwrap();
         s.shutdown(std::net::Shutdown::Write).unwrap();
-        let mut n = [0u8; 8];
+        let mut n = [0u8; 9];
         s.read_exact(&mut n).unwrap();
-        assert_eq!(u64::from_le_bytes(n), 1000);
+        assert_eq!(u64::from_le_bytes(n[..8].try_into().unwrap()), 1000);
+        assert_eq!(n[8], 0, "not asked to pin");
+        // A pinned sink says so.
+        let cpu = takt_sched::get_affinity().unwrap().iter().next().unwrap() as u8;
+        let mut s = TcpStream::connect(peer.addr()).unwrap();
+        s.write_all(&[MODE_SINK, cpu, 9, 9]).unwrap();
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+        s.read_exact(&mut n).unwrap();
+        assert_eq!(u64::from_le_bytes(n[..8].try_into().unwrap()), 2);
+        assert_eq!(n[8], 1, "asked to pin to an allowed CPU");
+        // Close mode: ready byte first, then the peer's FIN after ours.
+        let mut s = TcpStream::connect(peer.addr()).unwrap();
+        s.write_all(&[MODE_CLOSE]).unwrap();
+        s.read_exact(&mut b).unwrap();
+        assert_eq!(b[0], READY);
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+        assert_eq!(s.read(&mut b).unwrap(), 0);
         let u = UdpSocket::bind("127.0.0.1:0").unwrap();
         u.send_to(b"x", peer.addr()).unwrap();
         let mut ub = [0u8; 8];

@@ -59,6 +59,18 @@ fn batch(f: &mut dyn FnMut()) -> f64 {
     ticks_ns(t0, t1) / BATCH as f64
 }
 
+/// Samples of `syscall_getppid` (ns per call, [`BATCH`] per sample) for
+/// `budget`, pinned to CPU 0: the `--compare` interleaving re-measures it.
+pub(crate) fn getppid_samples(budget: Duration) -> Vec<f64> {
+    let _pin = pin_current(0);
+    collect(5, 30, 3000, budget, || {
+        batch(&mut || {
+            std::hint::black_box(raw_syscall0(libc::SYS_getppid));
+        })
+    })
+    .0
+}
+
 pub(crate) fn run(ctx: &mut Ctx) {
     let _pin = pin_current(0);
     let ghz = ctx.core_ghz();
