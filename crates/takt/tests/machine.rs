@@ -164,12 +164,7 @@ fn files_namespaces_and_peers_are_cleaned_up() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = succeeded_json(&out);
     let names: Vec<&str> = doc["results"]
         .as_array()
         .unwrap()
@@ -239,6 +234,17 @@ fn sigint_cleans_up_scratch_files() {
     std::fs::remove_dir_all(scratch).unwrap();
 }
 
+/// Asserts that the command succeeded (its stderr as the message) and
+/// parses its stdout as the one JSON document it prints.
+fn succeeded_json(out: &std::process::Output) -> Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 fn rows(doc: &Value) -> &Vec<Value> {
     doc["results"].as_array().unwrap()
 }
@@ -295,12 +301,7 @@ fn remote_against_a_serve_peer() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = succeeded_json(&out);
     let remote: Vec<&Value> = rows(&doc)
         .iter()
         .filter(|r| r["params"]["peer"] == "remote")
@@ -358,12 +359,7 @@ fn nfs_path_is_read_with_o_direct() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = succeeded_json(&out);
     let nfs: Vec<&Value> = rows(&doc)
         .iter()
         .filter(|r| r["name"] == "disk_read" && r["params"]["location"] == "nfs")
@@ -436,12 +432,7 @@ fn full_mode_with_only_and_a_small_max_file() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = succeeded_json(&out);
     assert_eq!(doc["mode"], "full");
     let rs = rows(&doc);
     // The sweep stops at --max-file: one 64 MiB point, and a lower bound.
