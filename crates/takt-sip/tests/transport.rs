@@ -310,3 +310,60 @@ fn stats_endpoint_serves_live_numbers() {
     drop(ep);
     srv.stop();
 }
+
+/// Spinning workers (polling with `MSG_DONTWAIT` before blocking) forward
+/// exactly as blocking ones, in every worker model, and stop when asked.
+#[test]
+fn spinning_workers_forward_and_stop() {
+    for model in [
+        WorkerModel::Shared,
+        WorkerModel::Reuseport,
+        WorkerModel::Batched,
+    ] {
+        let uas = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut pc = ProxyConfig::new(
+            Mode::Stateless,
+            Local {
+                host: String::new(),
+                port: 0,
+            },
+        );
+        pc.next_hop = Some(Target {
+            addr: uas.local_addr().unwrap(),
+            transport: Transport::Udp,
+            conn: None,
+        });
+        let mut sc = ServerConfig::new("127.0.0.1:0".parse().unwrap());
+        sc.model = model;
+        sc.workers = 2;
+        sc.tcp = false;
+        sc.spin = takt_sched::SpinBudget::from_micros(500);
+        sc.spec = ThreadSpec::new("spin-test");
+        let srv = Server::start(pc, sc).unwrap();
+        let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let cport = client.local_addr().unwrap().port();
+        for i in 0..20 {
+            let branch = format!("z9hG4bK-spin{i}");
+            client
+                .send_to(
+                    &request("OPTIONS", "127.0.0.1", cport, &branch, "", ""),
+                    srv.local_addr(),
+                )
+                .unwrap();
+            let fwd = recv(&uas);
+            uas.send_to(&answer(&fwd, 200), srv.local_addr()).unwrap();
+            let up = recv(&client);
+            assert_eq!(
+                Message::parse(&up).unwrap().status(),
+                Some(200),
+                "{model:?}"
+            );
+            // let the budget run out now and then, so both paths are taken
+            if i % 5 == 4 {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        let snap = srv.stop();
+        assert_eq!(snap.kinds["options"].outcomes["forwarded"], 20, "{model:?}");
+    }
+}

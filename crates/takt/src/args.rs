@@ -56,6 +56,6 @@ fn parse_policy(s: &str) -> Result<SchedPolicy, String> {
     s.parse().map_err(|e: takt_sched::SchedError| e.to_string())
 }
 
-fn parse_spin(s: &str) -> Result<SpinBudget, String> {
+pub(crate) fn parse_spin(s: &str) -> Result<SpinBudget, String> {
     s.parse().map_err(|e: takt_sched::SchedError| e.to_string())
 }

@@ -46,7 +46,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
-use takt_sched::ThreadSpec;
+use takt_sched::{SpinBudget, ThreadSpec};
 use takt_sip::proxy::build::Local;
 use takt_sip::proxy::{Mode, ProxyConfig, Target, Transport};
 use takt_sip::stats::Snapshot;
@@ -83,6 +83,9 @@ pub struct LoadPlan {
     pub spec: ThreadSpec,
     /// Receive buffer per proxy socket (None: the system default).
     pub rcvbuf: Option<usize>,
+    /// How long the proxy's workers poll their sockets before blocking
+    /// ([`ServerConfig::spin`]; default: not at all).
+    pub spin: SpinBudget,
     /// The `sipp` binary.
     pub sipp: PathBuf,
     /// Set from outside (Ctrl-C) to abandon the run; children are killed.
@@ -116,6 +119,7 @@ impl LoadPlan {
             runs: 5,
             spec: ThreadSpec::new("sip"),
             rcvbuf: None,
+            spin: SpinBudget::NONE,
             sipp,
             stop: Arc::new(AtomicBool::new(false)),
         }
@@ -307,6 +311,7 @@ pub fn run_once(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult
     sc.rcvbuf = plan.rcvbuf;
     sc.tcp = false;
     sc.spec = plan.spec.clone();
+    sc.spin = plan.spin;
     let server = Server::start(pc, sc).map_err(io("starting the proxy"))?;
     let proxy = server.local_addr();
 
@@ -461,6 +466,7 @@ pub fn rows(plan: &LoadPlan, case: LoadCase, runs: &[RunResult]) -> Vec<ResultRo
         .unwrap_or_else(|| "other".into());
     base.insert("cpus".into(), cpus.into());
     base.insert("sched".into(), sched.into());
+    base.insert("spin".into(), plan.spin.to_string().into());
     let cpu_s = runs.iter().map(|r| r.cpu_s).sum::<f64>() / runs.len().max(1) as f64;
     let load_note = format!(
         "cpu_s: the proxy's CPU time per run of {} calls at {} cps",

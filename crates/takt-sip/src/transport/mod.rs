@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use takt_sched::{TaktThread, ThreadSpec};
+use takt_sched::{SpinBudget, TaktThread, ThreadSpec};
 
 use crate::proxy::{Mode, Proxy, ProxyConfig};
 use crate::stats::{Registry, ServerInfo, Snapshot};
@@ -96,6 +96,12 @@ pub struct ServerConfig {
     pub tick: Duration,
     /// Thread spec the workers are made from (named `sip-w<i>`).
     pub spec: ThreadSpec,
+    /// How long a UDP worker polls its socket without blocking before it
+    /// blocks in the receive call (default: not at all). On a VM whose idle
+    /// vCPUs halt, a message that finds its worker blocked starts on a
+    /// core that was given away; polling keeps it awake between messages
+    /// that arrive within the budget, and burns CPU for it.
+    pub spin: SpinBudget,
 }
 
 impl ServerConfig {
@@ -112,6 +118,7 @@ impl ServerConfig {
             max_tcp_connections: 1024,
             tick: Duration::from_millis(10),
             spec: ThreadSpec::new("sip"),
+            spin: SpinBudget::NONE,
         }
     }
 }
@@ -258,6 +265,7 @@ impl Server {
                 stop: stop.clone(),
                 max_message: scfg.max_message,
                 clock,
+                spin: scfg.spin,
             };
             let model = scfg.model;
             let batch = scfg.batch;

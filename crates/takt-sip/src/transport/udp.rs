@@ -147,11 +147,13 @@ pub(crate) fn parse_cmsgs(msg: &libc::msghdr) -> (Option<u64>, Option<u32>) {
     (ts, drops)
 }
 
-/// Receives one datagram (blocking up to [`RECV_TIMEOUT`]).
+/// Receives one datagram: blocking up to [`RECV_TIMEOUT`], or returning
+/// `WouldBlock` at once when `flags` has `MSG_DONTWAIT`.
 pub(crate) fn recv_one(
     sock: &UdpSocket,
     buf: &mut [u8],
     cmsg: &mut [u8; CMSG_SPACE],
+    flags: libc::c_int,
 ) -> io::Result<RxMeta> {
     // SAFETY: all-zero is a valid sockaddr_storage and msghdr.
     let mut ss: libc::sockaddr_storage = unsafe { zeroed() };
@@ -168,7 +170,7 @@ pub(crate) fn recv_one(
     msg.msg_control = cmsg.as_mut_ptr().cast();
     msg.msg_controllen = CMSG_SPACE as _;
     // SAFETY: msg describes valid buffers for the kernel to fill.
-    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, 0) };
+    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, flags) };
     if n < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -236,8 +238,9 @@ impl Batch {
     }
 
     /// Receives up to `n` datagrams: blocks for the first (up to
-    /// [`RECV_TIMEOUT`]), then takes what is queued (MSG_WAITFORONE).
-    pub(crate) fn recv(&mut self, sock: &UdpSocket) -> io::Result<usize> {
+    /// [`RECV_TIMEOUT`]; not at all when `flags` has `MSG_DONTWAIT`), then
+    /// takes what is queued (MSG_WAITFORONE).
+    pub(crate) fn recv(&mut self, sock: &UdpSocket, flags: libc::c_int) -> io::Result<usize> {
         self.iovs.clear();
         self.hdrs.clear();
         self.meta.clear();
@@ -266,7 +269,7 @@ impl Batch {
                 sock.as_raw_fd(),
                 self.hdrs.as_mut_ptr(),
                 self.n as u32,
-                libc::MSG_WAITFORONE,
+                libc::MSG_WAITFORONE | flags,
                 std::ptr::null_mut(),
             )
         };
@@ -364,7 +367,7 @@ mod tests {
         tx.send_to(b"hello", to).unwrap();
         let mut buf = [0u8; 64];
         let mut c = [0u8; CMSG_SPACE];
-        let m = recv_one(&rx, &mut buf, &mut c).unwrap();
+        let m = recv_one(&rx, &mut buf, &mut c, 0).unwrap();
         assert_eq!(&buf[..m.len], b"hello");
         assert_eq!(m.src, tx.local_addr().unwrap());
         let t = m.t_arr_ns.expect("kernel timestamp");
@@ -381,12 +384,12 @@ mod tests {
         let mut got = 0;
         let mut r = Batch::new(8, 2048);
         while got < 5 {
-            got += r.recv(&rx).unwrap();
+            got += r.recv(&rx, 0).unwrap();
         }
         assert_eq!(r.datagram(0)[0], b'x');
         // truncation is reported
         tx.send_to(&[7u8; 100], to).unwrap();
-        let m = recv_one(&rx, &mut buf, &mut c).unwrap();
+        let m = recv_one(&rx, &mut buf, &mut c, 0).unwrap();
         assert!(m.truncated);
     }
 }
