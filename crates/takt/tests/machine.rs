@@ -61,12 +61,7 @@ fn quick_json_has_the_documented_shape() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("exactly one JSON document");
+    let doc = succeeded_json(&out);
     assert_eq!(doc["suite"], "machine");
     assert_eq!(doc["mode"], "quick");
     assert!(doc["machine"]["cpus"].as_u64().unwrap() >= 1);
@@ -242,7 +237,7 @@ fn succeeded_json(out: &std::process::Output) -> Value {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    serde_json::from_slice(&out.stdout).expect("exactly one JSON document")
 }
 
 fn rows(doc: &Value) -> &Vec<Value> {
@@ -477,12 +472,7 @@ fn repeat_reports_the_spread_of_medians() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("exactly one JSON document");
+    let doc = succeeded_json(&out);
     let rep = &doc["repeatability"];
     assert_eq!(rep["runs"], 2);
     assert_eq!(rep["tolerance"], 0.1);
