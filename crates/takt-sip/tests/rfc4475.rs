@@ -44,6 +44,7 @@ const VALID: &[&str] = &[
     "regescrt",
     "sdp01",
     "inv2543",
+    "mpart01",
 ];
 
 fn value(header: H, line: u16, error: V) -> E {
@@ -234,6 +235,30 @@ fn esc02_method_is_unknown_and_contacts_counted() {
     assert_eq!(m.method(), Some(Method::Other));
     let contacts = m.headers().iter().filter(|h| h.name == H::Contact).count();
     assert_eq!(contacts, 2);
+}
+
+#[test]
+fn mpart01_binary_multipart_body_is_framed_by_content_length() {
+    // §3.1.1.11: a multipart body whose second part is binary S/MIME
+    // (NUL bytes, bare LFs, bytes ≥ 0x80). The parser treats the body as
+    // opaque octets framed by Content-Length; nothing inside it may end
+    // the message or be read as a header.
+    let b = fixture("mpart01");
+    let m = Message::parse(&b).unwrap();
+    assert_eq!(m.method(), Some(Method::Message));
+    assert_eq!(m.body().len(), 553);
+    assert_eq!(m.len(), b.len());
+    assert!(m.body().starts_with(b"--7a9cbec02ceef655\r\n"));
+    assert!(m.body().ends_with(b"\r\n--7a9cbec02ceef655--\r\n"));
+    assert!(m.body().contains(&0u8));
+    let ct = m
+        .headers()
+        .iter()
+        .find(|h| h.name == H::ContentType)
+        .expect("Content-Type");
+    assert_eq!(ct.value.of(&b), b"multipart/mixed;boundary=7a9cbec02ceef655");
+    // One byte short is an incomplete message, not a shorter body.
+    assert!(Message::parse(&b[..b.len() - 1]).is_err());
 }
 
 #[test]
