@@ -393,3 +393,148 @@ fn message_priority_is_ignored_by_fifo_dispatchers() {
     assert_eq!(got, (0..16).collect::<Vec<_>>());
     rt.shutdown();
 }
+
+/// A ping-pong player that records, per delivery, whether the sender ran on
+/// another thread, and stops the exchange after `last` deliveries.
+struct Rally {
+    peer: Option<takt_agents::Addr<Rally>>,
+    handled: Arc<AtomicU64>,
+    crossed: Arc<AtomicU64>,
+    last: u64,
+    /// Set to stop an endless rally (`last == u64::MAX`).
+    stop: Arc<AtomicBool>,
+    done: Arc<Countdown>,
+}
+struct Link(takt_agents::Addr<Rally>);
+struct Shot(u64, ThreadId);
+
+impl Agent for Rally {
+    fn define(def: &mut Definer<Self>) {
+        def.on(|me: &mut Rally, _: &mut Ctx<Rally>, Link(p): Link| me.peer = Some(p))
+            .on(|me: &mut Rally, _: &mut Ctx<Rally>, Shot(n, from): Shot| {
+                let here = std::thread::current().id();
+                me.handled.fetch_add(1, Ordering::Relaxed);
+                if from != here {
+                    me.crossed.fetch_add(1, Ordering::Relaxed);
+                }
+                if n >= me.last || me.stop.load(Ordering::Relaxed) {
+                    me.done.hit();
+                } else if let Some(p) = &me.peer {
+                    p.send(Shot(n + 1, here));
+                }
+            });
+    }
+    fn on_finish(&mut self, _: &mut Ctx<Self>) {
+        self.peer = None;
+    }
+}
+
+/// A registered rally: the first player and the shared counters.
+struct RallyRun {
+    coop: takt_agents::CoopHandle,
+    a: takt_agents::Addr<Rally>,
+    handled: Arc<AtomicU64>,
+    crossed: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    done: Arc<Countdown>,
+}
+
+/// Two linked players on `d`.
+fn rally(rt: &RuntimeHandle, d: &Dispatcher, last: u64) -> RallyRun {
+    let handled = Arc::new(AtomicU64::new(0));
+    let crossed = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Countdown::new(1);
+    let mut coop = rt.coop("rally");
+    let mk = || Rally {
+        peer: None,
+        handled: handled.clone(),
+        crossed: crossed.clone(),
+        last,
+        stop: stop.clone(),
+        done: done.clone(),
+    };
+    let a = coop.add(mk(), d).unwrap();
+    let b = coop.add(mk(), d).unwrap();
+    let coop = coop.register().unwrap();
+    a.send(Link(b.clone()));
+    b.send(Link(a.clone()));
+    RallyRun {
+        coop,
+        a,
+        handled,
+        crossed,
+        stop,
+        done,
+    }
+}
+
+#[test]
+fn work_stealing_keeps_an_exchange_on_one_worker() {
+    // The agent a worker wakes runs next on that worker (its next slot),
+    // out of other workers' reach; only every NEXT_STREAK-th run goes
+    // through the stealable deque. So at most a small share of deliveries
+    // may cross threads — with a plain deque the idle worker steals often.
+    let rt = runtime();
+    let d = rt.work_stealing("ws", 2).unwrap();
+    const N: u64 = 20_000;
+    let RallyRun {
+        coop,
+        a,
+        handled,
+        crossed,
+        done,
+        ..
+    } = rally(&rt, &d, N);
+    let me = std::thread::current().id();
+    a.send(Shot(1, me));
+    assert!(done.wait());
+    assert_eq!(handled.load(Ordering::Relaxed), N);
+    let crossed = crossed.load(Ordering::Relaxed);
+    assert!(
+        crossed <= N / 16,
+        "{crossed} of {N} deliveries crossed threads"
+    );
+    drop(a);
+    coop.deregister();
+    rt.shutdown();
+}
+
+/// Counts its deliveries.
+struct Bystander(Arc<Countdown>);
+
+impl Agent for Bystander {
+    fn define(def: &mut Definer<Self>) {
+        def.on(|me: &mut Bystander, _: &mut Ctx<Bystander>, _: Ping| me.0.hit());
+    }
+}
+
+#[test]
+fn work_stealing_next_slot_does_not_starve_queued_agents() {
+    // One worker: an endless exchange always has its next agent in the
+    // slot. An agent woken meanwhile must still run (the streak limit
+    // sends the exchange through the deque now and then).
+    let rt = runtime();
+    let d = rt.work_stealing("ws1", 1).unwrap();
+    let RallyRun {
+        coop,
+        a,
+        stop,
+        done,
+        ..
+    } = rally(&rt, &d, u64::MAX);
+    let ran = Countdown::new(1);
+    let mut c2 = rt.coop("bystander");
+    let by = c2.add(Bystander(ran.clone()), &d).unwrap();
+    let c2 = c2.register().unwrap();
+    a.send(Shot(1, std::thread::current().id()));
+    by.send(Ping);
+    let ok = ran.wait();
+    stop.store(true, Ordering::Relaxed);
+    assert!(done.wait(), "the rally did not stop");
+    assert!(ok, "an agent queued behind an endless exchange never ran");
+    drop((a, by));
+    coop.deregister();
+    c2.deregister();
+    rt.shutdown();
+}

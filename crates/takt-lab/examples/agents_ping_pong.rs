@@ -3,8 +3,10 @@
 //! and `... 2000000`; the difference divided by 1M is instructions per
 //! message with set-up and tear-down cancelled out.
 //!
-//! Arguments: `[messages] [cross]` (default 1000000, one thread).
+//! Arguments: `[messages] [one_thread|thread_per_agent|two_workers]`
+//! (default 1000000, one_thread).
 
+use takt_lab::agents::placement::Placement;
 use takt_lab::agents::runs::{ping_pong, TaktOpts};
 use takt_sched::{SpinBudget, ThreadSpec};
 
@@ -13,21 +15,36 @@ fn main() {
     let n: u64 = match args.next().map_or(Ok(1_000_000), |s| s.parse::<u64>()) {
         Ok(n) if n > 0 => n,
         _ => {
-            eprintln!("usage: agents_ping_pong [messages >= 1] [cross]");
+            eprintln!("usage: agents_ping_pong [messages >= 1] [placement]");
             std::process::exit(2);
         }
     };
-    let cross = args.next().is_some_and(|s| s == "cross");
+    let placement = match args.next() {
+        None => Placement::OneThread,
+        Some(name) => match Placement::ALL.into_iter().find(|p| p.name() == name) {
+            Some(p) => p,
+            None => {
+                eprintln!(
+                    "agents_ping_pong: unknown placement {name:?}: expected one_thread, thread_per_agent or two_workers"
+                );
+                std::process::exit(2);
+            }
+        },
+    };
     let opts = TaktOpts {
         spin: SpinBudget::default(),
         thread: ThreadSpec::default(),
     };
-    let s = match ping_pong(&opts, n, cross) {
+    let s = match ping_pong(&opts, n, placement) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("agents_ping_pong: {e}");
             std::process::exit(1);
         }
     };
-    println!("{n} messages: {:.2} ns/msg", s.value);
+    println!(
+        "{n} messages, {placement}: {:.2} ns/msg, {:.1}% crossed threads",
+        s.value,
+        s.crossed * 100.0
+    );
 }

@@ -9,7 +9,7 @@
 //! | `active_obj` | 1 per agent | the agent alone on its thread | a few agents that block or must not share |
 //! | `active_group` | 1 per named group | the group's agents share one thread | partitioning by hand |
 //! | `thread_pool` | N | an agent never runs on two threads at once; FIFO per agent; one shared run queue | many independent agents, load spread over cores |
-//! | `work_stealing` | N | as thread_pool; agents woken by a worker stay on it unless another steals them | bursty fan-out, locality matters |
+//! | `work_stealing` | N | as thread_pool; the agent a worker wakes runs next on that worker (a next slot no other worker sees), older ones wait in its deque, which idle workers steal from | exchanges between agents (request/reply, pipelines), bursty fan-out, locality matters |
 //! | `priority` | 1 | events run strictly by *message* priority (0–7, higher first), FIFO within a priority | urgent control traffic beside bulk work |
 //!
 //! ## Message priorities

@@ -10,6 +10,25 @@
 //! `AGENT_BATCH` events of an agent, then re-queues it behind others, so
 //! one chatty agent cannot starve the rest.
 //!
+//! ## The next slot (work_stealing)
+//! An agent woken by a work_stealing worker — a handler on that worker sent
+//! it the message that made its count leave 0 — goes to the worker's
+//! *next slot*, not its deque: it runs on the same worker as soon as the
+//! current event returns, with the sender's data still in cache, and no
+//! other worker sees it. A message exchange between two agents (a
+//! ping-pong, a request and its reply) then stays on one worker instead of
+//! bouncing between cores, which is what tokio's LIFO slot does for tasks.
+//! Only the most recent wake-up sits there: a second one moves the first
+//! to the deque, where it can be stolen. After `NEXT_STREAK` consecutive
+//! runs from the slot the worker moves it to the back of its deque and
+//! takes the front, so agents queued behind a long exchange are not
+//! starved (the deque is stealable throughout). A re-queue after
+//! `AGENT_BATCH` events always goes to the deque. Work sent from outside
+//! the pool waits in the shared injector; a worker looks there first when
+//! it ends a streak and on every `INJECTOR_EVERY`-th look at its deque, so
+//! local work that keeps re-queuing itself cannot starve it, even on a
+//! pool of one.
+//!
 //! Sleeping follows the same Dekker pattern as `WakeQueue`: an idle worker
 //! spins, then marks its slot sleepy, increments `sleeping`, fences
 //! (SeqCst), re-checks the run queues and parks; `schedule` pushes, fences
@@ -31,6 +50,12 @@ use crate::stats::{DispatcherStats, WorkerCounters};
 
 /// Events of one agent run before it goes to the back of the run queue.
 const AGENT_BATCH: usize = 64;
+/// Consecutive runs from a worker's next slot before the worker looks at
+/// its deque again (module docs).
+const NEXT_STREAK: u32 = 32;
+/// Every this many looks past the next slot, a worker takes from the
+/// injector before its own deque (module docs).
+const INJECTOR_EVERY: u32 = 32;
 
 struct Slot {
     parker: Parker,
@@ -53,6 +78,13 @@ pub(crate) struct PoolShared {
 struct Local {
     pool: *const PoolShared,
     deque: Option<Worker<AgentRef>>,
+    /// The next slot (work_stealing only): the agent this worker woke
+    /// last, run next, invisible to other workers.
+    next: Cell<Option<AgentRef>>,
+    /// Runs taken from `next` in a row.
+    streak: Cell<u32>,
+    /// Looks past the next slot (for the periodic injector check).
+    looks: Cell<u32>,
 }
 
 thread_local! {
@@ -103,17 +135,46 @@ impl PoolShared {
         unsafe { local.as_ref() }.is_some_and(|l| ptr::eq(l.pool, self))
     }
 
-    /// Puts a ready agent on a run queue and wakes a sleeping worker.
+    /// Puts an agent that just became ready on a run queue: the calling
+    /// work_stealing worker's next slot (module docs), else a run queue
+    /// other workers see, waking a sleeping worker.
     pub(crate) fn schedule(&self, r: AgentRef) {
         let local = LOCAL.with(Cell::get);
         // SAFETY: a non-null LOCAL points to the current pool worker's
         // `Local`, alive while its loop runs (and we are inside it).
         match unsafe { local.as_ref() } {
             Some(l) if ptr::eq(l.pool, self) && l.deque.is_some() => {
+                match l.next.replace(Some(r)) {
+                    // Nothing other workers can see has changed.
+                    None => {}
+                    Some(older) => {
+                        l.deque.as_ref().expect("checked").push(older);
+                        self.notify();
+                    }
+                }
+            }
+            _ => self.requeue(r),
+        }
+    }
+
+    /// Puts a ready agent at the back of a run queue other workers see
+    /// (the calling worker's deque, or the injector) and wakes a sleeping
+    /// worker.
+    fn requeue(&self, r: AgentRef) {
+        let local = LOCAL.with(Cell::get);
+        // SAFETY: as in `schedule`.
+        match unsafe { local.as_ref() } {
+            Some(l) if ptr::eq(l.pool, self) && l.deque.is_some() => {
                 l.deque.as_ref().expect("checked").push(r)
             }
             _ => self.injector.push(r),
         }
+        self.notify();
+    }
+
+    /// Wakes a sleeping worker, if any, after a push to a shared run queue.
+    #[inline]
+    fn notify(&self) {
         // SeqCst fence: pairs with the sleeper's SeqCst increment of
         // `sleeping` before its re-check (Dekker).
         fence(Ordering::SeqCst);
@@ -146,20 +207,35 @@ impl PoolShared {
         }
     }
 
-    fn find_work(&self, me: usize, deque: Option<&Worker<AgentRef>>) -> Option<AgentRef> {
+    fn find_work(&self, me: usize, local: &Local) -> Option<AgentRef> {
+        let deque = local.deque.as_ref();
+        let mut injector_first = false;
+        if let Some(r) = local.next.take() {
+            let streak = local.streak.get();
+            if streak < NEXT_STREAK {
+                local.streak.set(streak + 1);
+                return Some(r);
+            }
+            // Long enough: let what waits elsewhere run first.
+            self.requeue(r);
+            injector_first = true;
+        }
+        local.streak.set(0);
+        // Now and then the injector before the local deque, so work sent
+        // from outside the pool is not starved by local work that keeps
+        // re-queuing itself.
+        let looks = local.looks.get().wrapping_add(1);
+        local.looks.set(looks);
+        if injector_first || looks.is_multiple_of(INJECTOR_EVERY) {
+            if let Some(r) = self.take_injected(deque) {
+                return Some(r);
+            }
+        }
         if let Some(r) = deque.and_then(Worker::pop) {
             return Some(r);
         }
-        loop {
-            let steal = match deque {
-                Some(d) => self.injector.steal_batch_and_pop(d),
-                None => self.injector.steal(),
-            };
-            match steal {
-                Steal::Success(r) => return Some(r),
-                Steal::Retry => continue,
-                Steal::Empty => break,
-            }
+        if let Some(r) = self.take_injected(deque) {
+            return Some(r);
         }
         {
             let stealers = &self.stealers;
@@ -176,6 +252,21 @@ impl PoolShared {
             }
         }
         None
+    }
+
+    /// Takes from the injector (a batch into `deque` if there is one).
+    fn take_injected(&self, deque: Option<&Worker<AgentRef>>) -> Option<AgentRef> {
+        loop {
+            let steal = match deque {
+                Some(d) => self.injector.steal_batch_and_pop(d),
+                None => self.injector.steal(),
+            };
+            match steal {
+                Steal::Success(r) => return Some(r),
+                Steal::Retry => continue,
+                Steal::Empty => return None,
+            }
+        }
     }
 
     fn has_work(&self) -> bool {
@@ -210,7 +301,7 @@ fn run_agent(pool: &PoolShared, slot: &Slot, r: AgentRef) {
     // pairs with senders' increments.
     let left = sink.pending.fetch_sub(ran, Ordering::AcqRel) - ran;
     if left > 0 {
-        pool.schedule(r);
+        pool.requeue(r);
     }
 }
 
@@ -219,6 +310,9 @@ pub(crate) fn run_pool_worker(pool: Arc<PoolShared>, me: usize, deque: Option<Wo
     let local = Local {
         pool: Arc::as_ptr(&pool),
         deque,
+        next: Cell::new(None),
+        streak: Cell::new(0),
+        looks: Cell::new(0),
     };
     LOCAL.with(|c| c.set(&local));
     let slot = &pool.slots[me];
@@ -232,6 +326,7 @@ pub(crate) fn run_pool_worker(pool: Arc<PoolShared>, me: usize, deque: Option<Wo
     LOCAL.with(|c| c.set(ptr::null()));
     // Agents still queued on this worker are released (their queues are
     // discarded and counted when their cells drop).
+    drop(local.next.take());
     if let Some(d) = &local.deque {
         while let Some(r) = d.pop() {
             drop(r);
@@ -243,7 +338,7 @@ fn pool_loop(pool: &PoolShared, slot: &Slot, me: usize, local: &Local) {
     let clock = takt_sched::clock();
     let mut busy_since = clock.now();
     loop {
-        if let Some(r) = pool.find_work(me, local.deque.as_ref()) {
+        if let Some(r) = pool.find_work(me, local) {
             run_agent(pool, slot, r);
             continue;
         }

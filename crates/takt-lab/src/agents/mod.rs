@@ -14,6 +14,7 @@
 //! and thread count only; the table's `takt ×` column compares each peer
 //! row with the takt row doing the same workload on as many threads.
 
+pub mod placement;
 pub mod runs;
 
 use std::time::Duration;
@@ -23,6 +24,7 @@ use takt_sched::{SpinBudget, ThreadSpec};
 
 use crate::params;
 use crate::result::{Better, Document, DocumentBuilder, ResultRow};
+use placement::Placement;
 use runs::{RingDispatcher, Sample, TaktOpts};
 
 /// What to run.
@@ -277,6 +279,17 @@ impl Runner<'_> {
 /// dispatcher, agents, tokens, threads, the seed's (ns/msg, µs/agent).
 type RingCase = (RingDispatcher, usize, usize, usize, Option<(f64, f64)>);
 
+/// A ping_pong row's `detail`: the median fraction of deliveries that
+/// crossed threads over the measured runs (the warm-up run left out).
+fn crossing_detail(fractions: &[f64]) -> Map<String, Value> {
+    let mut d = Map::new();
+    d.insert(
+        "crossed_fraction".into(),
+        crate::stats::median(fractions).into(),
+    );
+    d
+}
+
 fn sample_rep(s: Sample) -> Rep {
     (s.value, s.registration_us_per_agent)
 }
@@ -310,17 +323,34 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Document, S
     );
 
     // ping_pong
-    for (cross, n) in [(false, plan.ping_pong), (true, plan.ping_pong_cross)] {
-        let (disp, threads) = if cross {
-            ("active_obj", 2)
-        } else {
-            ("one_thread", 1)
+    for placement in Placement::ALL {
+        let (n, disp) = match placement {
+            Placement::OneThread => (plan.ping_pong, "one_thread"),
+            Placement::ThreadPerAgent => (plan.ping_pong_cross, "active_obj"),
+            Placement::TwoWorkers => (plan.ping_pong_cross, "work_stealing"),
         };
-        let s = r.repeat(&format!("ping_pong {disp} {n}"), || {
-            runs::ping_pong(&t, n, cross).map(sample_rep)
+        let mut crossed = Vec::new();
+        let s = r.repeat(&format!("ping_pong {placement} ({disp}) {n}"), || {
+            let s = runs::ping_pong(&t, n, placement)?;
+            crossed.push(s.crossed);
+            Ok((s.value, None))
         })?;
-        let p = r.takt_params(disp, threads, params![("messages", n)]);
-        r.takt_row("ping_pong", p, "ns/msg", s.main, s.cpu_s, None);
+        let p = r.takt_params(
+            disp,
+            placement.threads(),
+            params![("messages", n), ("placement", placement.name())],
+        );
+        let row = ResultRow::new(
+            "ping_pong",
+            "takt",
+            p,
+            "ns/msg",
+            Better::Lower,
+            s.main,
+            s.cpu_s,
+        )
+        .with_detail(crossing_detail(&crossed[1..]));
+        r.push(row);
     }
 
     // customer_ring on every dispatcher
@@ -511,22 +541,26 @@ mod peers {
     use crate::agents_peers::{run_once, Peer, PeerBench};
 
     pub(super) fn run(r: &mut Runner<'_>, plan: &Plan) -> Result<(), String> {
-        let mut benches: Vec<(PeerBench, Map<String, Value>)> = vec![
-            (
-                PeerBench::PingPong {
-                    messages: plan.ping_pong,
-                    cross_thread: false,
-                },
-                params![("messages", plan.ping_pong), ("threads", 1)],
-            ),
-            (
-                PeerBench::PingPong {
-                    messages: plan.ping_pong_cross,
-                    cross_thread: true,
-                },
-                params![("messages", plan.ping_pong_cross), ("threads", 2)],
-            ),
-        ];
+        let mut benches: Vec<(PeerBench, Map<String, Value>)> = Placement::ALL
+            .into_iter()
+            .map(|placement| {
+                let messages = match placement {
+                    Placement::OneThread => plan.ping_pong,
+                    _ => plan.ping_pong_cross,
+                };
+                (
+                    PeerBench::PingPong {
+                        messages,
+                        placement,
+                    },
+                    params![
+                        ("messages", messages),
+                        ("placement", placement.name()),
+                        ("threads", placement.threads())
+                    ],
+                )
+            })
+            .collect();
         for &n in &plan.ring_peers {
             benches.push((
                 PeerBench::CustomerRing {
@@ -544,13 +578,17 @@ mod peers {
         ));
         for peer in Peer::ALL {
             for (bench, p) in &benches {
+                if !peer.supports(bench) {
+                    continue;
+                }
                 let label = format!("{} {} {p:?}", peer.name(), bench.name());
+                let mut crossed = Vec::new();
                 let s = r.repeat(&label, || {
-                    run_once(peer, bench)
-                        .map(|s| (s.value, s.registration_us_per_agent))
-                        .map_err(|e| format!("{}: {e}", peer.name()))
+                    let s = run_once(peer, bench).map_err(|e| format!("{}: {e}", peer.name()))?;
+                    crossed.extend(s.crossed);
+                    Ok((s.value, s.registration_us_per_agent))
                 })?;
-                r.push(ResultRow::new(
+                let mut row = ResultRow::new(
                     bench.name(),
                     peer.name(),
                     p.clone(),
@@ -558,7 +596,11 @@ mod peers {
                     Better::Lower,
                     s.main,
                     s.cpu_s,
-                ));
+                );
+                if !crossed.is_empty() {
+                    row = row.with_detail(crossing_detail(&crossed[1..]));
+                }
+                r.push(row);
                 if !s.second.is_empty() {
                     let mut rp = p.clone();
                     rp.insert("phase".into(), "registration".into());
@@ -574,7 +616,7 @@ mod peers {
                 }
             }
         }
-        r.doc.note("peers: actix, kameo and ractor on their single-thread runtime for threads=1 rows and 2 workers for threads=2 rows; crossbeam is a plain-channel floor; `takt ×` = peer median / takt median for the same workload and thread count");
+        r.doc.note("peers: actix, kameo and ractor on their single-thread runtime for threads=1 rows; ping_pong placement thread_per_agent = a thread per actor (takt active_obj, an actix Arbiter each, a tokio current-thread runtime each, two crossbeam threads), two_workers = both on one two-worker runtime that places them (takt work_stealing(2), tokio multi-thread with 2 workers; actix and the floor have none); detail.crossed_fraction = deliveries whose sender ran on another thread; crossbeam is a plain-channel floor; `takt ×` = peer median / takt median for the same workload and placement");
         Ok(())
     }
 }

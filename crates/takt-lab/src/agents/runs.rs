@@ -16,6 +16,8 @@ use takt_agents::{
 };
 use takt_sched::{SpinBudget, ThreadSpec};
 
+use super::placement::{thread_tag, CrossingCounter, Placement};
+
 /// How the runtime's threads are made.
 #[derive(Clone, Debug)]
 pub struct TaktOpts {
@@ -103,13 +105,20 @@ fn finish(rt: Runtime, coop: &CoopHandle) -> Result<(), String> {
 
 // ---------------------------------------------------------------- ping_pong
 
-struct Ball(u64);
+/// The ball: deliveries left after this one, and the sender's thread tag.
+struct Ball {
+    left: u64,
+    from: u32,
+}
 struct SetPeer<A: Agent>(Addr<A>);
 
 struct Player {
     peer: Option<Addr<Player>>,
     done: Arc<Countdown>,
     started: Arc<Countdown>,
+    crossing: CrossingCounter,
+    /// Where each player adds its counter when it finishes.
+    totals: Arc<Mutex<CrossingCounter>>,
 }
 
 impl Agent for Player {
@@ -117,13 +126,19 @@ impl Agent for Player {
         def.on(
             |me: &mut Player, _: &mut Ctx<Player>, SetPeer(p): SetPeer<Player>| me.peer = Some(p),
         )
-        .on(|me: &mut Player, _: &mut Ctx<Player>, Ball(left): Ball| {
-            if left == 0 {
-                me.done.hit();
-            } else if let Some(p) = &me.peer {
-                p.send(Ball(left - 1));
-            }
-        });
+        .on(
+            |me: &mut Player, _: &mut Ctx<Player>, Ball { left, from }: Ball| {
+                let here = me.crossing.delivered(from);
+                if left == 0 {
+                    me.done.hit();
+                } else if let Some(p) = &me.peer {
+                    p.send(Ball {
+                        left: left - 1,
+                        from: here,
+                    });
+                }
+            },
+        );
     }
     fn on_start(&mut self, _: &mut Ctx<Self>) {
         self.started.hit();
@@ -132,27 +147,53 @@ impl Agent for Player {
         // The players hold each other's address: break the cycle so the
         // run's cells are freed.
         self.peer = None;
+        let mut t = self.totals.lock().unwrap_or_else(|p| p.into_inner());
+        *t = t.merge(self.crossing);
     }
 }
 
-/// `messages` deliveries between two agents, on one thread (one_thread)
-/// or across two (active_obj).
-pub fn ping_pong(opts: &TaktOpts, messages: u64, cross_thread: bool) -> Result<Sample, String> {
+/// One `ping_pong` run: ns per message and the fraction of deliveries that
+/// crossed threads.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PingPongSample {
+    /// ns per message.
+    pub value: f64,
+    /// Deliveries whose sender ran on another thread, over all deliveries
+    /// (the first is sent by the driver thread).
+    pub crossed: f64,
+    /// µs per agent for registering and starting the two players.
+    pub registration_us_per_agent: f64,
+}
+
+/// `messages` deliveries between two agents placed as `placement` says:
+/// one_thread, active_obj (a thread per agent) or a work_stealing pool of
+/// two (the pool places them).
+pub fn ping_pong(
+    opts: &TaktOpts,
+    messages: u64,
+    placement: Placement,
+) -> Result<PingPongSample, String> {
+    if messages == 0 {
+        return Err("ping_pong needs at least one message".into());
+    }
     let rt = opts.runtime();
-    let disp = if cross_thread {
-        rt.active_obj("pp")
-    } else {
-        rt.one_thread("pp")
+    let disp = match placement {
+        Placement::OneThread => rt.one_thread("pp"),
+        Placement::ThreadPerAgent => rt.active_obj("pp"),
+        Placement::TwoWorkers => rt.work_stealing("pp", 2),
     }
     .map_err(|e| e.to_string())?;
     let done = Countdown::new(1);
     let started = Countdown::new(2);
+    let totals = Arc::new(Mutex::new(CrossingCounter::default()));
     let t0 = Instant::now();
     let mut coop = rt.coop("ping_pong");
     let mk = || Player {
         peer: None,
         done: done.clone(),
         started: started.clone(),
+        crossing: CrossingCounter::default(),
+        totals: totals.clone(),
     };
     let a = coop.add(mk(), &disp).map_err(|e| e.to_string())?;
     let b = coop.add(mk(), &disp).map_err(|e| e.to_string())?;
@@ -164,14 +205,25 @@ pub fn ping_pong(opts: &TaktOpts, messages: u64, cross_thread: bool) -> Result<S
     // `messages` deliveries: the ball is sent `messages` times in total
     // (the first from here), the last receiver sees 0.
     let t = Instant::now();
-    a.send(Ball(messages - 1));
+    a.send(Ball {
+        left: messages - 1,
+        from: thread_tag(),
+    });
     done.latch.wait()?;
     let ns = t.elapsed().as_nanos() as f64 / messages as f64;
     drop((a, b));
     finish(rt, &coop)?;
-    Ok(Sample {
+    let totals = *totals.lock().unwrap_or_else(|p| p.into_inner());
+    if totals.handled != messages {
+        return Err(format!(
+            "ping_pong: {} deliveries handled, {messages} sent",
+            totals.handled
+        ));
+    }
+    Ok(PingPongSample {
         value: ns,
-        registration_us_per_agent: Some(reg),
+        crossed: totals.fraction(),
+        registration_us_per_agent: reg,
     })
 }
 
@@ -816,11 +868,17 @@ mod tests {
     }
 
     #[test]
-    fn ping_pong_runs_on_one_and_two_threads() {
-        for cross in [false, true] {
-            let s = ping_pong(&opts(), 1000, cross).unwrap();
+    fn ping_pong_runs_in_every_placement_and_counts_crossings() {
+        for placement in Placement::ALL {
+            let s = ping_pong(&opts(), 1000, placement).unwrap();
             assert!(s.value.is_finite() && s.value > 0.0, "{s:?}");
-            assert!(s.registration_us_per_agent.is_some());
+            assert!(s.registration_us_per_agent > 0.0, "{s:?}");
+            match placement {
+                // Only the first delivery (sent by this thread) crossed.
+                Placement::OneThread => assert_eq!(s.crossed, 1.0 / 1000.0),
+                Placement::ThreadPerAgent => assert_eq!(s.crossed, 1.0),
+                Placement::TwoWorkers => assert!((0.0..=1.0).contains(&s.crossed), "{s:?}"),
+            }
         }
     }
 

@@ -3,7 +3,7 @@
 //! Each run makes its own `System` (an actix-rt arbiter on the calling thread,
 //! a tokio current-thread runtime with time enabled) and drives it with
 //! `SystemRunner::block_on`. Actors are started on that arbiter with
-//! `Actor::start`; cross-thread `ping_pong` additionally makes two `Arbiter`s
+//! `Actor::start`; `thread_per_agent` `ping_pong` additionally makes two `Arbiter`s
 //! (each a thread with its own event loop) and starts one player on each, so
 //! every delivery crosses threads. Sends are `Addr::do_send`, actix's
 //! fire-and-forget send, which ignores the mailbox capacity.
@@ -19,7 +19,10 @@ use std::time::{Duration, Instant};
 use actix::{Actor, ActorContext, Addr, Arbiter, AsyncContext, Context, Handler, Message, System};
 
 use super::board::{span, Board};
-use super::{token_start, PeerError, RingTimes, Run, SKYNET_FANOUT};
+use super::{
+    thread_tag, token_start, CrossingCounter, PeerError, PingPongRun, Placement, RingTimes, Run,
+    SKYNET_FANOUT,
+};
 
 /// Tells an actor to stop; every actor type here handles it.
 struct Stop;
@@ -45,8 +48,8 @@ impl Drop for Arbiters {
 
 // ----------------------------------------------------------------- ping_pong
 
-/// The ball: `n` is the number of this delivery (1-based).
-struct Ball(u64);
+/// The ball: the number of this delivery (1-based) and the sender's thread tag.
+struct Ball(u64, u32);
 
 impl Message for Ball {
     type Result = ();
@@ -61,7 +64,7 @@ impl Message for Link {
 
 struct Player {
     peer: Option<Addr<Player>>,
-    handled: u64,
+    crossing: CrossingCounter,
     target: u64,
     board: Arc<Board>,
 }
@@ -70,7 +73,7 @@ impl Actor for Player {
     type Context = Context<Self>;
 
     fn stopped(&mut self, _: &mut Context<Self>) {
-        self.board.stopped(self.handled);
+        self.board.player_stopped(self.crossing);
     }
 }
 
@@ -86,12 +89,12 @@ impl Handler<Link> for Player {
 impl Handler<Ball> for Player {
     type Result = ();
 
-    fn handle(&mut self, Ball(n): Ball, _: &mut Context<Self>) {
-        self.handled += 1;
+    fn handle(&mut self, Ball(n, from): Ball, _: &mut Context<Self>) {
+        let here = self.crossing.delivered(from);
         if n >= self.target {
             self.board.complete(n);
         } else if let Some(peer) = &self.peer {
-            peer.do_send(Ball(n + 1));
+            peer.do_send(Ball(n + 1, here));
         } else {
             self.board
                 .fail("a ball arrived before the player was linked");
@@ -107,15 +110,16 @@ impl Handler<Stop> for Player {
     }
 }
 
-/// `messages` deliveries between two players; returns the exchange's wall time.
+/// `messages` deliveries between two players: on the System's arbiter
+/// (one thread), or one on each of two extra arbiters (a thread per agent).
 pub(super) fn ping_pong(
     run: &Run,
     messages: u64,
-    cross_thread: bool,
-) -> Result<Duration, PeerError> {
+    placement: Placement,
+) -> Result<PingPongRun, PeerError> {
     let system = System::new();
     // Declared after `system` so the arbiters stop before the System is dropped.
-    let arbiters = Arbiters(if cross_thread {
+    let arbiters = Arbiters(if placement == Placement::ThreadPerAgent {
         vec![Arbiter::new(), Arbiter::new()]
     } else {
         Vec::new()
@@ -123,7 +127,7 @@ pub(super) fn ping_pong(
     let board = Arc::new(Board::new(2, 1));
     let player = || Player {
         peer: None,
-        handled: 0,
+        crossing: CrossingCounter::default(),
         target: messages,
         board: board.clone(),
     };
@@ -144,7 +148,7 @@ pub(super) fn ping_pong(
         let exchange = async {
             board.all_started(run, since).await?;
             let t0 = Instant::now();
-            a.do_send(Ball(1));
+            a.do_send(Ball(1, thread_tag()));
             let finish = board.finished(run, since).await?;
             span(run, t0, finish.at).map(|d| (d, finish.value))
         }
@@ -159,8 +163,10 @@ pub(super) fn ping_pong(
     drop(system);
     let (elapsed, last) = finish?;
     run.expect_count("last delivery number", last, messages)?;
-    run.expect_count("deliveries handled", board.handled_count(), messages)?;
-    Ok(elapsed)
+    Ok(PingPongRun {
+        elapsed,
+        crossing: board.crossing(),
+    })
 }
 
 // ------------------------------------------------------------- customer_ring

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-use super::{PeerError, Run};
+use super::{CrossingCounter, PeerError, Run};
 
 /// The moment the measured work completed and the value it produced.
 #[derive(Clone, Copy, Debug)]
@@ -37,6 +37,7 @@ pub(super) struct Board {
     stopped: AtomicU64,
     /// Deliveries handled, summed from every actor's stop hook.
     handled: AtomicU64,
+    crossed: AtomicU64,
     /// Units of work still to complete; the one that takes it to 0 sets `finish`.
     remaining: AtomicU64,
     /// Set once, by the completion that took `remaining` to 0.
@@ -55,6 +56,7 @@ impl Board {
             started: AtomicU64::new(0),
             stopped: AtomicU64::new(0),
             handled: AtomicU64::new(0),
+            crossed: AtomicU64::new(0),
             remaining: AtomicU64::new(units),
             finish: Mutex::new(None),
             failure: Mutex::new(None),
@@ -79,6 +81,21 @@ impl Board {
         // sees every actor's `handled`.
         if self.stopped.fetch_add(1, Ordering::AcqRel) + 1 == self.actors {
             self.changed.notify_one();
+        }
+    }
+
+    /// A `ping_pong` player stops: its deliveries and how many crossed
+    /// threads (counted before the stop, so visible once `all_stopped`).
+    pub(super) fn player_stopped(&self, c: CrossingCounter) {
+        self.crossed.fetch_add(c.crossed, Ordering::Relaxed);
+        self.stopped(c.handled);
+    }
+
+    /// Both players' counts, summed (after `all_stopped`).
+    pub(super) fn crossing(&self) -> CrossingCounter {
+        CrossingCounter {
+            handled: self.handled_count(),
+            crossed: self.crossed.load(Ordering::Relaxed),
         }
     }
 

@@ -13,82 +13,88 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{unbounded, Receiver, Sender};
 use takt_sched::ThreadSpec;
 
-use super::{token_start, PeerError, RingTimes, Run, SKYNET_FANOUT};
+use super::{
+    thread_tag, token_start, CrossingCounter, PeerError, PingPongRun, Placement, RingTimes, Run,
+    SKYNET_FANOUT,
+};
 
 // ----------------------------------------------------------------- ping_pong
 
-/// `messages` deliveries between two channel ends; returns the exchange's wall time.
+/// `messages` deliveries between two channel ends: alternately on the
+/// calling thread, or a thread per player.
 pub(super) fn ping_pong(
     run: &Run,
     messages: u64,
-    cross_thread: bool,
-) -> Result<Duration, PeerError> {
-    if cross_thread {
-        ping_pong_threads(run, messages)
-    } else {
-        ping_pong_loop(run, messages)
+    placement: Placement,
+) -> Result<PingPongRun, PeerError> {
+    match placement {
+        Placement::OneThread => ping_pong_loop(run, messages),
+        Placement::ThreadPerAgent => ping_pong_threads(run, messages),
+        Placement::TwoWorkers => Err(run.setup("the floor has no scheduler to place players")),
     }
 }
 
+/// A delivery number and the sender's thread tag.
+type Ball = (u64, u32);
+
 /// One thread, two channels used alternately: deliver to A, A sends to B,
 /// deliver to B, B sends to A, …
-fn ping_pong_loop(run: &Run, messages: u64) -> Result<Duration, PeerError> {
-    let (to_a, at_a) = unbounded::<u64>();
-    let (to_b, at_b) = unbounded::<u64>();
+fn ping_pong_loop(run: &Run, messages: u64) -> Result<PingPongRun, PeerError> {
+    let (to_a, at_a) = unbounded::<Ball>();
+    let (to_b, at_b) = unbounded::<Ball>();
     let lost = |n| run.check(format!("message {n} was not in its channel"));
-    let send = |tx: &Sender<u64>, n| tx.send(n).map_err(|_| run.failed("a channel closed"));
-    let mut handled = [0u64; 2];
+    let send = |tx: &Sender<Ball>, b| tx.send(b).map_err(|_| run.failed("a channel closed"));
+    let mut players = [CrossingCounter::default(); 2];
+    let delivered = |p: &[CrossingCounter; 2]| p[0].handled + p[1].handled + 1;
     let t0 = Instant::now();
-    send(&to_a, 1)?;
+    send(&to_a, (1, thread_tag()))?;
     let last = loop {
-        let n = at_a
-            .try_recv()
-            .map_err(|_| lost(handled[0] + handled[1] + 1))?;
-        handled[0] += 1;
+        let (n, from) = at_a.try_recv().map_err(|_| lost(delivered(&players)))?;
+        let here = players[0].delivered(from);
         if n >= messages {
             break n;
         }
-        send(&to_b, n + 1)?;
-        let n = at_b
-            .try_recv()
-            .map_err(|_| lost(handled[0] + handled[1] + 1))?;
-        handled[1] += 1;
+        send(&to_b, (n + 1, here))?;
+        let (n, from) = at_b.try_recv().map_err(|_| lost(delivered(&players)))?;
+        let here = players[1].delivered(from);
         if n >= messages {
             break n;
         }
-        send(&to_a, n + 1)?;
+        send(&to_a, (n + 1, here))?;
     };
     let elapsed = t0.elapsed();
     run.expect_count("last delivery number", last, messages)?;
-    run.expect_count("deliveries handled", handled[0] + handled[1], messages)?;
-    Ok(elapsed)
+    Ok(PingPongRun {
+        elapsed,
+        crossing: players[0].merge(players[1]),
+    })
 }
 
-/// What a player thread hands back: deliveries handled, and when the last
-/// delivery happened if this player handled it.
-type PlayerEnd = (u64, Option<(Instant, u64)>);
+/// What a player thread hands back: its counts, and when the last delivery
+/// happened if this player handled it.
+type PlayerEnd = (CrossingCounter, Option<(Instant, u64)>);
 
 /// One player thread: receives on `rx`, sends the next number on `tx`, until
 /// the last delivery or until its channel disconnects.
-fn player(rx: Receiver<u64>, tx: Sender<u64>, target: u64) -> PlayerEnd {
-    let mut handled = 0;
-    while let Ok(n) = rx.recv() {
-        handled += 1;
+fn player(rx: Receiver<Ball>, tx: Sender<Ball>, target: u64) -> PlayerEnd {
+    let mut counts = CrossingCounter::default();
+    while let Ok((n, from)) = rx.recv() {
+        let here = counts.delivered(from);
         if n >= target {
-            return (handled, Some((Instant::now(), n)));
+            return (counts, Some((Instant::now(), n)));
         }
-        if tx.send(n + 1).is_err() {
+        if tx.send((n + 1, here)).is_err() {
             // The other player is gone: the end-of-run checks report it.
             break;
         }
     }
-    (handled, None)
+    (counts, None)
 }
 
 /// Two threads, each blocking on its own channel.
-fn ping_pong_threads(run: &Run, messages: u64) -> Result<Duration, PeerError> {
-    let (to_a, at_a) = unbounded::<u64>();
-    let (to_b, at_b) = unbounded::<u64>();
+fn ping_pong_threads(run: &Run, messages: u64) -> Result<PingPongRun, PeerError> {
+    let (to_a, at_a) = unbounded::<Ball>();
+    let (to_b, at_b) = unbounded::<Ball>();
     // Completion: the thread that handles the last delivery returns; the
     // other ends when its channel's senders (the first thread, and us) are gone.
     let spawn = |name: &str, rx, tx| {
@@ -107,21 +113,25 @@ fn ping_pong_threads(run: &Run, messages: u64) -> Result<Duration, PeerError> {
     };
     drop(to_b);
     let t0 = Instant::now();
-    let started = to_a.send(1);
+    let started = to_a.send((1, thread_tag()));
     drop(to_a);
     let join = |t: takt_sched::TaktThread<PlayerEnd>| {
         t.join().map_err(|_| run.failed("a player thread panicked"))
     };
     let (ra, rb) = (join(a), join(b));
     started.map_err(|_| run.failed("the first player's channel closed"))?;
-    let ((ha, ea), (hb, eb)) = (ra?, rb?);
+    let ((ca, ea), (cb, eb)) = (ra?, rb?);
     let (at, last) = ea
         .or(eb)
         .ok_or_else(|| run.check("neither player handled the last delivery"))?;
     run.expect_count("last delivery number", last, messages)?;
-    run.expect_count("deliveries handled", ha + hb, messages)?;
-    at.checked_duration_since(t0)
-        .ok_or_else(|| run.failed("the exchange ended before it started"))
+    let elapsed = at
+        .checked_duration_since(t0)
+        .ok_or_else(|| run.failed("the exchange ended before it started"))?;
+    Ok(PingPongRun {
+        elapsed,
+        crossing: ca.merge(cb),
+    })
 }
 
 // ------------------------------------------------------------- customer_ring

@@ -1,9 +1,10 @@
 //! The benchmarks on kameo 0.22.
 //!
-//! One-thread rows run on a tokio current-thread runtime, cross-thread
-//! `ping_pong` on a tokio multi-thread runtime with two workers (tokio decides
-//! where each actor's task runs; see the module docs of `agents_peers`). The
-//! driver is the calling thread, inside `Runtime::block_on`.
+//! One-thread rows run on a tokio current-thread runtime; `ping_pong`
+//! `thread_per_agent` puts each player on a [`Home`] of its own, `two_workers`
+//! on a tokio multi-thread runtime with two workers (tokio decides where each
+//! actor's task runs; see the module docs of `agents_peers`). The driver is
+//! the calling thread, inside `Runtime::block_on`.
 //!
 //! Every actor gets an unbounded mailbox and is sent to with
 //! `tell(..).try_send()`, kameo's fire-and-forget send, which on an unbounded
@@ -19,26 +20,13 @@ use kameo::error::{ActorStopReason, Infallible};
 use kameo::mailbox;
 use kameo::message::{Context, Message};
 use kameo::Actor;
-use tokio::runtime::Runtime;
 
 use super::board::{span, Board};
-use super::{token_start, PeerError, RingTimes, Run, SKYNET_FANOUT};
-
-/// The runtime of one run: current-thread, or two workers for cross-thread rows.
-pub(super) fn runtime(run: &Run, workers: usize) -> Result<Runtime, PeerError> {
-    let mut builder = if workers <= 1 {
-        tokio::runtime::Builder::new_current_thread()
-    } else {
-        let mut b = tokio::runtime::Builder::new_multi_thread();
-        b.worker_threads(workers);
-        b
-    };
-    builder
-        .enable_time()
-        .thread_name(format!("takt-peer-{}", run.peer))
-        .build()
-        .map_err(|e| run.setup(format_args!("tokio runtime: {e}")))
-}
+use super::tokio_rt::{for_placement, runtime, Home};
+use super::{
+    thread_tag, token_start, CrossingCounter, PeerError, PingPongRun, Placement, RingTimes, Run,
+    SKYNET_FANOUT,
+};
 
 /// Sends `msg` to `to` fire-and-forget; a failure is reported on the board.
 fn tell<A, M>(board: &Board, to: &ActorRef<A>, msg: M)
@@ -62,15 +50,15 @@ async fn stop_all<A: Actor>(actors: &[ActorRef<A>]) {
 
 // ----------------------------------------------------------------- ping_pong
 
-/// The ball: `n` is the number of this delivery (1-based).
-struct Ball(u64);
+/// The ball: the number of this delivery (1-based) and the sender's thread tag.
+struct Ball(u64, u32);
 
 /// Gives a player its partner.
 struct Link(ActorRef<Player>);
 
 struct Player {
     peer: Option<ActorRef<Player>>,
-    handled: u64,
+    crossing: CrossingCounter,
     target: u64,
     board: Arc<Board>,
 }
@@ -88,7 +76,7 @@ impl Actor for Player {
         _: WeakActorRef<Self>,
         _: ActorStopReason,
     ) -> Result<(), Infallible> {
-        self.board.stopped(self.handled);
+        self.board.player_stopped(self.crossing);
         Ok(())
     }
 }
@@ -105,12 +93,12 @@ impl Message<Link> for Player {
 impl Message<Ball> for Player {
     type Reply = ();
 
-    async fn handle(&mut self, Ball(n): Ball, _: &mut Context<Self, ()>) {
-        self.handled += 1;
+    async fn handle(&mut self, Ball(n, from): Ball, _: &mut Context<Self, ()>) {
+        let here = self.crossing.delivered(from);
         if n >= self.target {
             self.board.complete(n);
         } else if let Some(peer) = &self.peer {
-            tell(&self.board, peer, Ball(n + 1));
+            tell(&self.board, peer, Ball(n + 1, here));
         } else {
             self.board
                 .fail("a ball arrived before the player was linked");
@@ -118,30 +106,46 @@ impl Message<Ball> for Player {
     }
 }
 
-/// `messages` deliveries between two players; returns the exchange's wall time.
+/// `messages` deliveries between two players, placed as `placement` says:
+/// both on a current-thread runtime, each on a [`Home`] of its own, or both
+/// on a two-worker runtime.
 pub(super) fn ping_pong(
     run: &Run,
     messages: u64,
-    cross_thread: bool,
-) -> Result<Duration, PeerError> {
-    let rt = runtime(run, if cross_thread { 2 } else { 1 })?;
+    placement: Placement,
+) -> Result<PingPongRun, PeerError> {
+    let rt = for_placement(run, placement)?;
+    let homes = match placement {
+        Placement::ThreadPerAgent => vec![
+            Home::new(run, "takt-peer-kameo-a")?,
+            Home::new(run, "takt-peer-kameo-b")?,
+        ],
+        _ => Vec::new(),
+    };
     let board = Arc::new(Board::new(2, 1));
-    let player = || Player {
-        peer: None,
-        handled: 0,
-        target: messages,
-        board: board.clone(),
+    let spawn_player = |i: usize| {
+        // With homes, the actor's task is spawned on (and stays on) home i.
+        let _home = homes.get(i).map(|h| h.handle().enter());
+        Player::spawn_with_mailbox(
+            Player {
+                peer: None,
+                crossing: CrossingCounter::default(),
+                target: messages,
+                board: board.clone(),
+            },
+            mailbox::unbounded(),
+        )
     };
     let finish = rt.block_on(async {
         let since = Instant::now();
-        let a = Player::spawn_with_mailbox(player(), mailbox::unbounded());
-        let b = Player::spawn_with_mailbox(player(), mailbox::unbounded());
+        let a = spawn_player(0);
+        let b = spawn_player(1);
         tell(&board, &a, Link(b.clone()));
         tell(&board, &b, Link(a.clone()));
         let exchange = async {
             board.all_started(run, since).await?;
             let t0 = Instant::now();
-            tell(&board, &a, Ball(1));
+            tell(&board, &a, Ball(1, thread_tag()));
             let finish = board.finished(run, since).await?;
             span(run, t0, finish.at).map(|d| (d, finish.value))
         }
@@ -151,11 +155,14 @@ pub(super) fn ping_pong(
         let exchange = exchange?;
         stopped.map(|()| exchange)
     });
+    drop(homes);
     drop(rt);
     let (elapsed, last) = finish?;
     run.expect_count("last delivery number", last, messages)?;
-    run.expect_count("deliveries handled", board.handled_count(), messages)?;
-    Ok(elapsed)
+    Ok(PingPongRun {
+        elapsed,
+        crossing: board.crossing(),
+    })
 }
 
 // ------------------------------------------------------------- customer_ring

@@ -5,12 +5,18 @@
 //! and on a floor made of plain channels, in the same process and the same run
 //! as takt's own rows, so that the ratios between them are honest:
 //!
-//! | [`Peer`] | crate (version) | one-thread rows | cross-thread rows |
-//! |---|---|---|---|
-//! | [`Actix`](Peer::Actix) | `actix` 0.13 | one `System` (one arbiter, a tokio current-thread runtime) | two extra `Arbiter`s, one actor on each |
-//! | [`Kameo`](Peer::Kameo) | `kameo` 0.22 | tokio current-thread runtime | tokio multi-thread runtime, 2 workers |
-//! | [`Ractor`](Peer::Ractor) | `ractor` 0.16 | tokio current-thread runtime | tokio multi-thread runtime, 2 workers |
-//! | [`Crossbeam`](Peer::Crossbeam) | `crossbeam-channel` 0.5 | loops on the calling thread | two threads made by [`takt_sched::ThreadSpec`] |
+//! | [`Peer`] | crate (version) | one-thread rows | `ping_pong` thread_per_agent | `ping_pong` two_workers |
+//! |---|---|---|---|---|
+//! | [`Actix`](Peer::Actix) | `actix` 0.13 | one `System` (one arbiter, a tokio current-thread runtime) | two extra `Arbiter`s, one actor on each | — |
+//! | [`Kameo`](Peer::Kameo) | `kameo` 0.22 | tokio current-thread runtime | a current-thread runtime per actor, each on its own thread | tokio multi-thread runtime, 2 workers |
+//! | [`Ractor`](Peer::Ractor) | `ractor` 0.16 | tokio current-thread runtime | a current-thread runtime per actor, each on its own thread | tokio multi-thread runtime, 2 workers |
+//! | [`Crossbeam`](Peer::Crossbeam) | `crossbeam-channel` 0.5 | loops on the calling thread | two threads made by [`takt_sched::ThreadSpec`] | — |
+//!
+//! takt's own rows use `one_thread`, `active_obj` and a `work_stealing`
+//! pool of two for the three [`Placement`]s (see [`crate::agents::placement`]:
+//! a ratio compares like with like only within one placement, and every
+//! `ping_pong` row reports the fraction of its deliveries that crossed
+//! threads).
 //!
 //! The `peers` cargo feature of takt-lab (and of the `takt` binary) compiles
 //! this module in and is on by default; `--no-default-features` leaves actix,
@@ -23,9 +29,9 @@
 //! caller owns warm-up and repetitions (see [`crate::sampler`]).
 //!
 //! ```no_run
-//! use takt_lab::agents_peers::{run_once, Peer, PeerBench};
+//! use takt_lab::agents_peers::{run_once, Peer, PeerBench, Placement};
 //!
-//! let bench = PeerBench::PingPong { messages: 1_000_000, cross_thread: false };
+//! let bench = PeerBench::PingPong { messages: 1_000_000, placement: Placement::OneThread };
 //! for peer in Peer::ALL {
 //!     let sample = run_once(peer, &bench)?;
 //!     println!("{:>9} {} {:.1} ns/msg", peer.name(), bench.name(), sample.value);
@@ -44,7 +50,10 @@
 //!   round trip is two. [`PeerSample::value`] is the wall time of the whole
 //!   exchange divided by `messages`, in **ns per message**. The clock starts
 //!   when the first message is sent (both actors already running and linked)
-//!   and stops in the handler of the last delivery.
+//!   and stops in the handler of the last delivery. Each message carries the
+//!   sender's thread tag, so every run also reports
+//!   [`PeerSample::crossed`], the fraction of deliveries whose sender ran on
+//!   another thread.
 //! - **`customer_ring`** — `agents` (N) actors in a ring, each knowing the next;
 //!   `tokens` (M) tokens, token *j* injected at actor *j·N/M*, each retired
 //!   after N deliveries, so N·M messages in all.
@@ -92,14 +101,20 @@
 //!   reference only once an actor is spawned, so the last actor of the ring
 //!   learns its successor from one `Link` message, sent before any token (its
 //!   mailbox is FIFO, so it is handled first).
-//! - **kameo and ractor across threads** run on a tokio multi-thread runtime
-//!   with two workers. tokio's scheduler is free to run both actors on one
-//!   worker (a task woken by the running task goes to that worker's LIFO slot,
-//!   and idle workers steal), so these rows measure *tokio's* choice of
-//!   placement with two workers available, not a forced cross-core hand-off —
-//!   unlike actix's two arbiters and the crossbeam floor's two threads.
-//! - The peers' threads are made by their own runtimes (tokio, actix-rt), not
-//!   by [`takt_sched::ThreadSpec`]; they run with the process's default
+//! - **kameo and ractor, `thread_per_agent`**: each player is spawned on a
+//!   [`tokio_rt::Home`] of its own — a current-thread runtime on a thread of
+//!   its own — so every delivery wakes the other runtime's thread, as an
+//!   actix `Arbiter` per actor does.
+//! - **kameo and ractor, `two_workers`**: both players on one tokio
+//!   multi-thread runtime with two workers. tokio's scheduler is free to run
+//!   both actors on one worker (a task woken by the running task goes to
+//!   that worker's LIFO slot, and idle workers steal), so these rows measure
+//!   *tokio's* choice of placement with two workers available; the row's
+//!   `crossed_fraction` shows how often a delivery actually crossed (about
+//!   1–2% here). takt's counterpart is its `work_stealing` pool of two.
+//! - The peers' runtime threads are made by their own runtimes (tokio,
+//!   actix-rt), not by [`takt_sched::ThreadSpec`] (the homes' threads are);
+//!   they run with the process's default
 //!   scheduling policy and CPU set.
 //!
 //! ## The crossbeam floor
@@ -133,10 +148,14 @@ mod board;
 mod crossbeam;
 mod kameo;
 mod ractor;
+mod tokio_rt;
 
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
+
+pub use crate::agents::placement::Placement;
+use crate::agents::placement::{thread_tag, CrossingCounter};
 
 /// One of the runtimes `takt bench agents --peers` compares takt with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -166,6 +185,23 @@ impl Peer {
     }
 }
 
+impl Peer {
+    /// Whether this peer can run `bench` as asked. Every peer runs every
+    /// benchmark, except `ping_pong` in [`Placement::TwoWorkers`] on actix
+    /// (an actix actor is bound to one arbiter's thread; there is no
+    /// runtime that moves actors between two workers) and on the
+    /// crossbeam floor (no scheduler at all).
+    pub fn supports(self, bench: &PeerBench) -> bool {
+        match bench {
+            PeerBench::PingPong {
+                placement: Placement::TwoWorkers,
+                ..
+            } => matches!(self, Peer::Kameo | Peer::Ractor),
+            _ => true,
+        }
+    }
+}
+
 impl fmt::Display for Peer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -191,9 +227,9 @@ pub enum PeerBench {
     PingPong {
         /// Deliveries in total (a round trip is two); at least 1.
         messages: u64,
-        /// Put the two actors on different threads (see the module docs for
-        /// how far each peer can guarantee that).
-        cross_thread: bool,
+        /// Where the two actors run ([`Peer::supports`] says which
+        /// placements a peer has).
+        placement: Placement,
     },
     /// `agents` actors in a ring carrying `tokens` tokens once around.
     CustomerRing {
@@ -315,6 +351,9 @@ pub struct PeerSample {
     /// `customer_ring` only: creating, linking and starting the N actors,
     /// µs per agent.
     pub registration_us_per_agent: Option<f64>,
+    /// `ping_pong` only: the fraction of deliveries whose sender ran on
+    /// another thread (the first delivery is sent by the driver thread).
+    pub crossed: Option<f64>,
 }
 
 /// Why a peer run failed.
@@ -411,17 +450,24 @@ pub fn run_once(peer: Peer, bench: &PeerBench) -> Result<PeerSample, PeerError> 
     match *bench {
         PeerBench::PingPong {
             messages,
-            cross_thread,
+            placement,
         } => {
-            let ns = match peer {
-                Peer::Actix => actix::ping_pong(&run, messages, cross_thread),
-                Peer::Kameo => kameo::ping_pong(&run, messages, cross_thread),
-                Peer::Ractor => ractor::ping_pong(&run, messages, cross_thread),
-                Peer::Crossbeam => crossbeam::ping_pong(&run, messages, cross_thread),
+            if !peer.supports(bench) {
+                return Err(run.setup(format_args!(
+                    "{peer} has no {placement} placement (see Peer::supports)"
+                )));
+            }
+            let pp = match peer {
+                Peer::Actix => actix::ping_pong(&run, messages, placement),
+                Peer::Kameo => kameo::ping_pong(&run, messages, placement),
+                Peer::Ractor => ractor::ping_pong(&run, messages, placement),
+                Peer::Crossbeam => crossbeam::ping_pong(&run, messages, placement),
             }?;
+            run.expect_count("deliveries handled", pp.crossing.handled, messages)?;
             Ok(PeerSample {
-                value: ns.as_nanos() as f64 / messages as f64,
+                value: pp.elapsed.as_nanos() as f64 / messages as f64,
                 registration_us_per_agent: None,
+                crossed: Some(pp.crossing.fraction()),
             })
         }
         PeerBench::CustomerRing { agents, tokens } => {
@@ -437,6 +483,7 @@ pub fn run_once(peer: Peer, bench: &PeerBench) -> Result<PeerSample, PeerError> 
                 registration_us_per_agent: Some(
                     ring.registration.as_nanos() as f64 / 1e3 / agents as f64,
                 ),
+                crossed: None,
             })
         }
         PeerBench::Skynet { leaves } => {
@@ -455,6 +502,7 @@ pub fn run_once(peer: Peer, bench: &PeerBench) -> Result<PeerSample, PeerError> 
             Ok(PeerSample {
                 value: elapsed.as_nanos() as f64 / 1e6,
                 registration_us_per_agent: None,
+                crossed: None,
             })
         }
     }
@@ -510,6 +558,14 @@ impl Run {
             Err(self.check(format!("{what}: {got}, expected {expected}")))
         }
     }
+}
+
+/// What one `ping_pong` run measured: the exchange's wall time and both
+/// players' delivery counts.
+#[derive(Debug)]
+struct PingPongRun {
+    elapsed: Duration,
+    crossing: CrossingCounter,
 }
 
 /// Timings of one `customer_ring` run.

@@ -1,8 +1,9 @@
 //! The benchmarks on ractor 0.16.
 //!
-//! Runtimes as for kameo: a tokio current-thread runtime for the one-thread
-//! rows, a two-worker multi-thread runtime for cross-thread `ping_pong`, the
-//! calling thread driving inside `Runtime::block_on`.
+//! Runtimes as for kameo (`tokio_rt`): a tokio current-thread runtime for
+//! the one-thread rows, a [`Home`] thread per player for
+//! `thread_per_agent` `ping_pong`, a two-worker multi-thread runtime for
+//! `two_workers`; the calling thread drives inside `Runtime::block_on`.
 //!
 //! Actors are spawned unsupervised and unnamed with `Actor::spawn` (which
 //! returns once the actor's `pre_start` has run) and sent to with
@@ -17,8 +18,11 @@ use ractor::concurrency::JoinHandle;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use super::board::{span, Board};
-use super::kameo::runtime;
-use super::{token_start, PeerError, RingTimes, Run, SKYNET_FANOUT};
+use super::tokio_rt::{for_placement, runtime, Home};
+use super::{
+    thread_tag, token_start, CrossingCounter, PeerError, PingPongRun, Placement, RingTimes, Run,
+    SKYNET_FANOUT,
+};
 
 /// Sends `msg` to `to` fire-and-forget; a failure is reported on the board.
 fn cast<M: ractor::Message>(board: &Board, to: &ActorRef<M>, msg: M) {
@@ -60,8 +64,9 @@ async fn stop_all<M: ractor::Message>(
 // ----------------------------------------------------------------- ping_pong
 
 enum PlayerMsg {
-    /// The ball: the number of this delivery (1-based).
-    Ball(u64),
+    /// The ball: the number of this delivery (1-based) and the sender's
+    /// thread tag.
+    Ball(u64, u32),
     /// Gives a player its partner.
     Link(ActorRef<PlayerMsg>),
 }
@@ -70,7 +75,7 @@ struct Player;
 
 struct PlayerState {
     peer: Option<ActorRef<PlayerMsg>>,
-    handled: u64,
+    crossing: CrossingCounter,
     target: u64,
     board: Arc<Board>,
 }
@@ -95,12 +100,12 @@ impl Actor for Player {
         state: &mut PlayerState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            PlayerMsg::Ball(n) => {
-                state.handled += 1;
+            PlayerMsg::Ball(n, from) => {
+                let here = state.crossing.delivered(from);
                 if n >= state.target {
                     state.board.complete(n);
                 } else if let Some(peer) = &state.peer {
-                    cast(&state.board, peer, PlayerMsg::Ball(n + 1));
+                    cast(&state.board, peer, PlayerMsg::Ball(n + 1, here));
                 } else {
                     state
                         .board
@@ -120,29 +125,54 @@ impl Actor for Player {
         _: ActorRef<PlayerMsg>,
         state: &mut PlayerState,
     ) -> Result<(), ActorProcessingErr> {
-        state.board.stopped(state.handled);
+        state.board.player_stopped(state.crossing);
         Ok(())
     }
 }
 
-/// `messages` deliveries between two players; returns the exchange's wall time.
+/// `messages` deliveries between two players, placed as `placement` says:
+/// both on a current-thread runtime, each on a [`Home`] of its own, or both
+/// on a two-worker runtime.
 pub(super) fn ping_pong(
     run: &Run,
     messages: u64,
-    cross_thread: bool,
-) -> Result<Duration, PeerError> {
-    let rt = runtime(run, if cross_thread { 2 } else { 1 })?;
+    placement: Placement,
+) -> Result<PingPongRun, PeerError> {
+    let rt = for_placement(run, placement)?;
+    let homes = match placement {
+        Placement::ThreadPerAgent => vec![
+            Home::new(run, "takt-peer-ractor-a")?,
+            Home::new(run, "takt-peer-ractor-b")?,
+        ],
+        _ => Vec::new(),
+    };
     let board = Arc::new(Board::new(2, 1));
     let player = || PlayerState {
         peer: None,
-        handled: 0,
+        crossing: CrossingCounter::default(),
         target: messages,
         board: board.clone(),
     };
+    // Spawns a player on home `i` if there are homes (its task then runs
+    // on that thread only), else on the driving runtime.
+    let spawn_player = |i: usize| {
+        let state = player();
+        let home = homes.get(i).map(|h| h.handle().clone());
+        async move {
+            match home {
+                Some(h) => h
+                    .spawn(async move { Player::spawn(None, Player, state).await })
+                    .await
+                    .map_err(|e| run.setup(format_args!("spawning an actor at home: {e}")))?
+                    .map_err(|e| run.setup(format_args!("spawning an actor: {e}"))),
+                None => spawn(run, Player, state).await,
+            }
+        }
+    };
     let finish = rt.block_on(async {
         let since = Instant::now();
-        let (a, task_a) = spawn(run, Player, player()).await?;
-        let (b, task_b) = match spawn(run, Player, player()).await {
+        let (a, task_a) = spawn_player(0).await?;
+        let (b, task_b) = match spawn_player(1).await {
             Ok(spawned) => spawned,
             Err(e) => {
                 a.stop(None);
@@ -154,7 +184,7 @@ pub(super) fn ping_pong(
         let exchange = async {
             board.all_started(run, since).await?;
             let t0 = Instant::now();
-            cast(&board, &a, PlayerMsg::Ball(1));
+            cast(&board, &a, PlayerMsg::Ball(1, thread_tag()));
             let finish = board.finished(run, since).await?;
             span(run, t0, finish.at).map(|d| (d, finish.value))
         }
@@ -163,11 +193,14 @@ pub(super) fn ping_pong(
         let exchange = exchange?;
         stopped.map(|()| exchange)
     });
+    drop(homes);
     drop(rt);
     let (elapsed, last) = finish?;
     run.expect_count("last delivery number", last, messages)?;
-    run.expect_count("deliveries handled", board.handled_count(), messages)?;
-    Ok(elapsed)
+    Ok(PingPongRun {
+        elapsed,
+        crossing: board.crossing(),
+    })
 }
 
 // ------------------------------------------------------------- customer_ring

@@ -22,28 +22,60 @@ fn assert_plausible(peer: Peer, bench: &PeerBench) -> PeerSample {
     sample
 }
 
-fn ping_pong(cross_thread: bool) {
+fn ping_pong(placement: Placement) {
     let _serial = serial();
     for peer in Peer::ALL {
         for messages in [1, 2, 2_001] {
             let bench = PeerBench::PingPong {
                 messages,
-                cross_thread,
+                placement,
             };
+            if !peer.supports(&bench) {
+                let err = run_once(peer, &bench).unwrap_err();
+                assert!(
+                    matches!(err, PeerError::Setup { .. }),
+                    "{peer} {bench:?}: {err}"
+                );
+                continue;
+            }
             let sample = assert_plausible(peer, &bench);
             assert_eq!(sample.registration_us_per_agent, None);
+            let crossed = sample.crossed.expect("ping_pong counts crossings");
+            let one = 1.0 / messages as f64;
+            match placement {
+                // Only the driver's first send may come from another thread.
+                Placement::OneThread => assert!(crossed <= one, "{peer}: {crossed}"),
+                // Every delivery's sender is the other player (or the driver).
+                Placement::ThreadPerAgent => assert_eq!(crossed, 1.0, "{peer}"),
+                Placement::TwoWorkers => assert!((0.0..=1.0).contains(&crossed), "{peer}"),
+            }
         }
     }
 }
 
 #[test]
 fn ping_pong_one_thread_every_peer() {
-    ping_pong(false);
+    ping_pong(Placement::OneThread);
 }
 
 #[test]
-fn ping_pong_cross_thread_every_peer() {
-    ping_pong(true);
+fn ping_pong_thread_per_agent_every_peer() {
+    ping_pong(Placement::ThreadPerAgent);
+}
+
+#[test]
+fn ping_pong_two_workers_where_supported() {
+    ping_pong(Placement::TwoWorkers);
+    assert!(
+        Peer::ALL
+            .iter()
+            .filter(|p| p.supports(&PeerBench::PingPong {
+                messages: 1,
+                placement: Placement::TwoWorkers
+            }))
+            .count()
+            == 2
+    );
 }
 
 #[test]
@@ -85,7 +117,7 @@ fn runs_leave_no_threads_behind() {
             for bench in [
                 PeerBench::PingPong {
                     messages: 100,
-                    cross_thread: true,
+                    placement: Placement::ThreadPerAgent,
                 },
                 PeerBench::CustomerRing {
                     agents: 10,
@@ -129,7 +161,7 @@ fn invalid_parameters_are_precise_errors() {
     assert_eq!(
         invalid(PeerBench::PingPong {
             messages: 0,
-            cross_thread: false
+            placement: Placement::OneThread
         }),
         "invalid ping_pong parameters: messages must be at least 1, got 0"
     );
@@ -248,7 +280,7 @@ fn inside_an_async_runtime_is_an_error_not_a_panic() {
         .unwrap();
     let bench = PeerBench::PingPong {
         messages: 10,
-        cross_thread: false,
+        placement: Placement::OneThread,
     };
     for peer in [Peer::Actix, Peer::Kameo, Peer::Ractor] {
         let err = rt.block_on(async { run_once(peer, &bench) }).unwrap_err();
