@@ -256,7 +256,10 @@ fn mpart01_binary_multipart_body_is_framed_by_content_length() {
         .iter()
         .find(|h| h.name == H::ContentType)
         .expect("Content-Type");
-    assert_eq!(ct.value.of(&b), b"multipart/mixed;boundary=7a9cbec02ceef655");
+    assert_eq!(
+        ct.value.of(&b),
+        b"multipart/mixed;boundary=7a9cbec02ceef655"
+    );
     // One byte short is an incomplete message, not a shorter body.
     assert!(Message::parse(&b[..b.len() - 1]).is_err());
 }
