@@ -64,6 +64,45 @@ fn write_pass(buf: &mut [u64], v: u64) {
     }
 }
 
+/// `sysbench memory --memory-access-mode=seq`'s quantity measured its way,
+/// for `--compare`: on the calling thread (pinned by the caller), a
+/// `bytes` buffer of 4 KiB pages (sysbench allocates with the C
+/// allocator; THP `madvise` gives it no huge pages) is touched once, then
+/// `blocks` passes over the whole buffer each load (`op` = `"read"`) or
+/// store (`"write"`) one 8-byte word at a time through a volatile access
+/// (sysbench's `ck_pr_load_64`/`ck_pr_store_64`: the compiler may neither
+/// merge nor vectorize them), and the result is all bytes over the total
+/// time in GB/s (sysbench's MiB/sec over its run). Such a loop issues one
+/// access per iteration: one core walking memory word by word (on the
+/// development VMs that still reaches what memory delivers, within 7% of
+/// the vectorized `mem_bandwidth` row).
+pub(crate) fn sysbench_like_gbs(op: &str, bytes: usize, blocks: u32) -> Option<f64> {
+    let mut region = super::latency::Region::new(bytes, false)?;
+    region.pretouch();
+    let words = bytes / 8;
+    let base = region.ptr().cast::<u64>();
+    let write = op == "write";
+    let t0 = super::stats::start();
+    for _ in 0..blocks {
+        for i in 0..words {
+            // SAFETY: i < words, and the region is `bytes` long, 2 MiB
+            // aligned and owned here.
+            unsafe {
+                let p = base.add(i);
+                if write {
+                    std::ptr::write_volatile(p, (words - i) as u64);
+                } else {
+                    // A volatile load is kept though its value is unused
+                    // (black_box would add a store per word).
+                    let _ = std::ptr::read_volatile(p);
+                }
+            }
+        }
+    }
+    let t1 = takt_sched::tsc_end();
+    Some(bytes as f64 * f64::from(blocks) / ticks_ns(t0, t1))
+}
+
 /// Copies chunk `j` (of `chunk_words / 2` words) of the first half of
 /// `buf` onto the same chunk of the second half.
 #[inline(never)]

@@ -5,8 +5,8 @@
 //! | quantity (takt row) | tool | known difference |
 //! |---|---|---|
 //! | `ctxsw_process` same CPU | `perf bench sched pipe -l N` under `taskset -c CPU` | perf (processes, its default; `-T` would use threads) times the whole run of N round trips of a 4-byte int with one `gettimeofday` pair, fork and child exit included (~0.2 ms, ~0.2% of the run), and reports the mean; halved to a switch. The interleaved takt figure does exactly that (forked child, same int, same N, same CPU) with the fork outside its bracket; the row is the median of 200-round-trip batches of one byte |
-//! | `syscall_getppid` | `perf bench syscall basic` | perf times `getppid` through libc's `syscall()` wrapper (a few ns of errno handling), as a mean over a loop timed by `gettimeofday` (interruptions included; ours is a median of batches) |
-//! | `mem_bandwidth` read/write, 1 thread, 4 KiB pages | `sysbench memory` with the block set to the same buffer size | its loop reads/writes one `size_t` at a time and it reports a mean over whole blocks; ours is vectorized and a median over 16 MiB chunks |
+//! | `syscall_getppid` | `perf bench syscall basic -l N` under `taskset -c CPU` | perf (6.x) calls glibc's `getppid()` N times between two `gettimeofday` calls: a mean, interruptions included. The interleaved takt figure does the same (glibc `getppid()`, same N, same CPU, one TSC bracket); the row is the median of batches through the raw `syscall` instruction |
+//! | `mem_bandwidth` read/write, 1 thread, 4 KiB pages | `sysbench memory --memory-access-mode=seq` under `taskset -c CPU`, the block set to the same buffer size, 16 blocks | its loop reads/writes one `size_t` per iteration through `ck_pr` volatile accesses (never vectorized), bytes over the run: one core walking memory word by word, which on a quiet CPU here still reaches what memory delivers (the row's vectorized loops get within 7% of it), but as a figure over wall time it counts every time slice another task takes. The interleaved takt figure runs that loop (volatile word accesses, same buffer size and pages, same blocks, same CPU); the row is vectorized and a median over 16 MiB chunks |
 //! | `tcp_bandwidth` loopback, per placement | `iperf3 -l 128K -t W`, server and client each under `taskset -c` on the CPUs of the placement | same write and read size (128 KiB), same CPUs, same window (iperf3 rounds quick's 0.5 s up to 1 s), both after connection set-up; iperf3's client writes through non-blocking sockets woken by `select()` and its server reads into one buffer, ours block in `write`/`read` |
 //! | `disk_read` O_DIRECT sequential 1 MiB, random 4 KiB | `taskset -c CPU fio --direct=1 --ioengine=psync --iodepth=1` on **the same file** takt read (kept for it), random offsets with replacement (`--norandommap`) | both issue one `pread` at a time on the same CPU into a page-aligned buffer. 4 KiB: both the median single read (fio's `clat` p50, from its latency histogram, ±1.6% bins); fio times inside its loop, we around `pread`. 1 MiB: both bytes over the run from offset 0 (fio's `bw_bytes`); the row is the median of 4-read samples |
 //!
@@ -14,7 +14,7 @@
 //! nothing is installed by takt.
 //!
 //! ## Interleaving
-//! For every tool except sysbench, takt's measurement is repeated
+//! For every tool, takt's measurement is repeated
 //! *alternately* with the tool's runs: pairs of one takt run and one tool
 //! run, back to back, takt first in even pairs and the tool first in odd
 //! ones (a trend in the load favours neither side). `ratio_interleaved` is
@@ -158,21 +158,6 @@ pub fn parse_fio(json: &str) -> Option<FioReads> {
     })
 }
 
-/// Pushes the tool's row (same name and params as `takt`) and the ratio.
-fn pair(ctx: &mut Ctx, takt: &ResultRow, tool: &str, samples: Vec<f64>, method: &str, diff: &str) {
-    pair_with(
-        ctx,
-        takt,
-        tool,
-        ToolRuns {
-            samples,
-            method: method.into(),
-            diff: diff.into(),
-            ..ToolRuns::default()
-        },
-    );
-}
-
 /// What a tool run produced, for [`pair_with`].
 #[derive(Debug, Default)]
 struct ToolRuns {
@@ -190,7 +175,9 @@ struct ToolRuns {
     interleaved: Option<Vec<f64>>,
 }
 
-/// [`pair`] with extra `detail` entries and interleaved takt runs.
+/// Pushes the tool's row (same name and params as `takt`) and the
+/// comparison: the ratio of the medians and, with interleaved takt runs,
+/// the median of the paired ratios.
 fn pair_with(ctx: &mut Ctx, takt: &ResultRow, tool: &str, runs: ToolRuns) {
     let ToolRuns {
         samples,
@@ -374,26 +361,27 @@ fn perf(ctx: &mut Ctx) {
     }
     if let Some(takt) = find(ctx, "syscall_getppid", &[]) {
         ctx.progress("compare: perf bench syscall basic");
-        let loops = if ctx.cfg.mode == Mode::Quick {
-            "1000000"
+        let loops: u32 = if ctx.cfg.mode == Mode::Quick {
+            1_000_000
         } else {
-            "10000000"
+            10_000_000
         };
+        let loops_s = loops.to_string();
+        let pin = super::timer::pin_current(cpu_n);
         let got = alternate(
             RUNS,
-            // takt's getppid batches alternate with perf's runs.
-            || {
-                let v = super::syscalls::getppid_samples(Duration::from_millis(200));
-                (!v.is_empty()).then(|| crate::stats::median(&v))
-            },
+            || Some(super::syscalls::perf_getppid_loop_ns(loops)),
             || {
                 output(
                     "taskset",
-                    &["-c", &cpu, "perf", "bench", "syscall", "basic", "-l", loops],
+                    &[
+                        "-c", &cpu, "perf", "bench", "syscall", "basic", "-l", &loops_s,
+                    ],
                 )
                 .map(|t| parse_perf_usecs_per_op(&t).map(|us| us * 1000.0))
             },
         );
+        drop(pin);
         match got {
             Ok((ours, s)) => pair_with(
                 ctx,
@@ -401,8 +389,8 @@ fn perf(ctx: &mut Ctx) {
                 "perf-bench",
                 ToolRuns {
                     samples: s,
-                    method: "taskset -c CPU perf bench syscall basic -l N; usecs/op x 1000".into(),
-                    diff: "both call getppid on the same CPU; perf through libc syscall() (errno wrapper, a few ns) and timed with gettimeofday around the whole loop (a mean, interruptions included)".into(),
+                    method: format!("taskset -c {cpu} perf bench syscall basic -l {loops}; usecs/op x 1000"),
+                    diff: format!("perf calls glibc getppid() {loops} times between two gettimeofday calls on CPU {cpu}: a mean with interruptions included. ratio_interleaved compares takt doing the same (glibc getppid(), same count, same CPU, one TSC bracket) run for run; the row is the median of 200-call batches through the raw syscall instruction"),
                     extra: Map::new(),
                     interleaved: Some(ours),
                 },
@@ -421,6 +409,11 @@ fn sysbench(ctx: &mut Ctx) {
     if !need(ctx, "sysbench", "sysbench", "sysbench memory") {
         return;
     }
+    let cpu_n = first_cpu();
+    let cpu = cpu_n.to_string();
+    // sysbench's default --memory-total-size is 100G; 16 blocks keep a run
+    // near 0.1 s.
+    const BLOCKS: u32 = 16;
     for op in ["read", "write"] {
         let Some(takt) = find(
             ctx,
@@ -440,40 +433,47 @@ fn sysbench(ctx: &mut Ctx) {
             .and_then(Value::as_u64)
             .unwrap_or(128 << 20);
         let block = format!("--memory-block-size={}K", bytes >> 10);
-        let total = format!("--memory-total-size={}K", (bytes >> 10) * 16);
+        let total = format!("--memory-total-size={}K", (bytes >> 10) * u64::from(BLOCKS));
         let oper = format!("--memory-oper={op}");
-        let mut s = Vec::new();
-        for _ in 0..RUNS {
-            match output(
-                "taskset",
-                &[
-                    "-c",
-                    "0",
-                    "sysbench",
-                    "memory",
-                    &block,
-                    &total,
-                    &oper,
-                    "--memory-access-mode=seq",
-                    "--threads=1",
-                    "run",
-                ],
-            ) {
-                Ok(t) => s.extend(parse_sysbench_mib_s(&t).map(|m| m * 1_048_576.0 / 1e9)),
-                Err(e) => {
-                    ctx.skip("compare sysbench", e);
-                    return;
-                }
-            }
-        }
-        pair(
-            ctx,
-            &takt,
-            "sysbench",
-            s,
-            "taskset -c 0 sysbench memory --memory-block-size=<our buffer> --memory-oper=OP --threads=1; MiB/sec in GB/s",
-            "same 4 KiB pages; sysbench loops over one size_t at a time and reports a mean over whole blocks (interruptions included), ours vectorized loops and a median of 16 MiB chunks",
+        let pin = super::timer::pin_current(cpu_n);
+        let got = alternate(
+            RUNS,
+            || super::bandwidth::sysbench_like_gbs(op, bytes as usize, BLOCKS),
+            || {
+                output(
+                    "taskset",
+                    &[
+                        "-c",
+                        &cpu,
+                        "sysbench",
+                        "memory",
+                        &block,
+                        &total,
+                        &oper,
+                        "--memory-access-mode=seq",
+                        "--threads=1",
+                        "run",
+                    ],
+                )
+                .map(|t| parse_sysbench_mib_s(&t).map(|m| m * 1_048_576.0 / 1e9))
+            },
         );
+        drop(pin);
+        match got {
+            Ok((ours, s)) => pair_with(
+                ctx,
+                &takt,
+                "sysbench",
+                ToolRuns {
+                    samples: s,
+                    method: format!("taskset -c {cpu} sysbench memory --memory-block-size=<our buffer> --memory-total-size={BLOCKS}x --memory-oper={op} --memory-access-mode=seq --threads=1 run; MiB/sec in GB/s"),
+                    diff: format!("sysbench {op}s one 8-byte word per loop iteration (ck_pr volatile accesses, never vectorized) over the whole block, {BLOCKS} blocks, bytes over the run: bytes over wall time, so time slices other tasks take count against it; the row is vectorized {op}s over 16 MiB chunks and a median (on a quiet CPU both run at what memory delivers, within 7% here). ratio_interleaved compares takt doing sysbench's loop (volatile word {op}s over the same 4 KiB-page buffer, same blocks, same CPU, bytes over the run) run for run"),
+                    extra: Map::new(),
+                    interleaved: Some(ours),
+                },
+            ),
+            Err(e) => ctx.skip("compare sysbench", e),
+        }
     }
 }
 
