@@ -364,7 +364,7 @@ fn perf(ctx: &mut Ctx) {
         let loops: u32 = if ctx.cfg.mode == Mode::Quick {
             1_000_000
         } else {
-            10_000_000
+            2_000_000
         };
         let loops_s = loops.to_string();
         let pin = super::timer::pin_current(cpu_n);
