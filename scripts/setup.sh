@@ -7,6 +7,8 @@ need_pkgs=()
 command -v valgrind >/dev/null 2>&1 || need_pkgs+=(valgrind)
 command -v sipp >/dev/null 2>&1 || need_pkgs+=(sip-tester)
 command -v ip >/dev/null 2>&1 || need_pkgs+=(iproute2)
+# takt machine --compare's reference tool (the test runs perf bench).
+command -v perf >/dev/null 2>&1 || need_pkgs+=(linux-perf)
 
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
@@ -19,6 +21,6 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
 fi
 
-for tool in valgrind sipp ip; do
+for tool in valgrind sipp ip perf; do
   command -v "$tool" >/dev/null 2>&1 || { echo "setup: $tool is still missing" >&2; exit 1; }
 done

@@ -231,6 +231,54 @@ fn sigint_cleans_up_scratch_files() {
 
 /// Asserts that the command succeeded (its stderr as the message) and
 /// parses its stdout as the one JSON document it prints.
+/// `--compare` pairs takt and the tool run for run: every comparison with
+/// interleaved runs carries the median of the paired ratios, the tool's row
+/// its takt runs, one per tool run. (No verdict asserted: that is speed.)
+#[test]
+fn compare_pairs_takt_and_perf_run_for_run() {
+    let out = takt()
+        .args([
+            "machine",
+            "--quick",
+            "--only",
+            "syscall,ctxsw",
+            "--compare",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let doc = succeeded_json(&out);
+    let cmp = doc["comparisons"].as_array().expect("comparisons");
+    let names: Vec<&str> = cmp.iter().filter_map(|c| c["name"].as_str()).collect();
+    assert!(
+        names.iter().any(|n| n.starts_with("syscall_getppid"))
+            && names.iter().any(|n| n.starts_with("ctxsw_process")),
+        "{names:?}"
+    );
+    for c in cmp {
+        assert_eq!(c["tool"], "perf-bench", "{c}");
+        let r = c["ratio_interleaved"].as_f64().expect("paired ratio");
+        assert!(r.is_finite() && r > 0.0, "{c}");
+        assert!(c["within_15pct"].is_boolean(), "{c}");
+    }
+    let tool_rows: Vec<&Value> = rows(&doc)
+        .iter()
+        .filter(|r| r["impl"] == "perf-bench")
+        .collect();
+    assert_eq!(tool_rows.len(), 2);
+    for r in tool_rows {
+        let ours = r["detail"]["takt_interleaved"]
+            .as_array()
+            .expect("takt runs");
+        assert_eq!(
+            Some(ours.len() as u64),
+            r["detail"]["samples_total"].as_u64(),
+            "one takt run per tool run: {r}"
+        );
+        assert!(ours.len() >= 5, "{r}");
+    }
+}
+
 fn succeeded_json(out: &std::process::Output) -> Value {
     assert!(
         out.status.success(),

@@ -2,9 +2,10 @@
 //! larger than the last-level cache, with one thread and with one thread
 //! per allowed CPU.
 //!
-//! Every thread owns a buffer (huge pages where THP allows, pre-touched;
-//! the first pass through it is discarded)
-//! and is pinned to its CPU. A sample is one 16 MiB chunk by every thread,
+//! Every thread owns a buffer (huge pages where THP allows, pre-touched)
+//! and is pinned to its CPU. The three kernels take turns of two cycles
+//! through the buffer each, the first cycle of a turn discarded (see
+//! `measure`), so their samples spread over the same window. A sample is one 16 MiB chunk by every thread,
 //! started together at a barrier: total bytes over the time from the first
 //! start to the last end. The chunks cycle through the buffer (several
 //! times the last-level cache), so each comes from memory; short samples
@@ -63,6 +64,45 @@ fn write_pass(buf: &mut [u64], v: u64) {
     }
 }
 
+/// `sysbench memory --memory-access-mode=seq`'s quantity measured its way,
+/// for `--compare`: on the calling thread (pinned by the caller), a
+/// `bytes` buffer of 4 KiB pages (sysbench allocates with the C
+/// allocator; THP `madvise` gives it no huge pages) is touched once, then
+/// `blocks` passes over the whole buffer each load (`op` = `"read"`) or
+/// store (`"write"`) one 8-byte word at a time through a volatile access
+/// (sysbench's `ck_pr_load_64`/`ck_pr_store_64`: the compiler may neither
+/// merge nor vectorize them), and the result is all bytes over the total
+/// time in GB/s (sysbench's MiB/sec over its run). Such a loop issues one
+/// access per iteration: one core walking memory word by word (on the
+/// development VMs that still reaches what memory delivers, within 7% of
+/// the vectorized `mem_bandwidth` row).
+pub(crate) fn sysbench_like_gbs(op: &str, bytes: usize, blocks: u32) -> Option<f64> {
+    let mut region = super::latency::Region::new(bytes, false)?;
+    region.pretouch();
+    let words = bytes / 8;
+    let base = region.ptr().cast::<u64>();
+    let write = op == "write";
+    let t0 = super::stats::start();
+    for _ in 0..blocks {
+        for i in 0..words {
+            // SAFETY: i < words, and the region is `bytes` long, 2 MiB
+            // aligned and owned here.
+            unsafe {
+                let p = base.add(i);
+                if write {
+                    std::ptr::write_volatile(p, (words - i) as u64);
+                } else {
+                    // A volatile load is kept though its value is unused
+                    // (black_box would add a store per word).
+                    let _ = std::ptr::read_volatile(p);
+                }
+            }
+        }
+    }
+    let t1 = takt_sched::tsc_end();
+    Some(bytes as f64 * f64::from(blocks) / ticks_ns(t0, t1))
+}
+
 /// Copies chunk `j` (of `chunk_words / 2` words) of the first half of
 /// `buf` onto the same chunk of the second half.
 #[inline(never)]
@@ -87,27 +127,44 @@ fn pass_bytes(kernel: Kernel, chunk: usize) -> f64 {
 /// comes from memory.
 const CHUNK: usize = 16 << 20;
 
-/// Runs `passes` (+1 discarded) passes of `kernel` on each of `cpus`;
-/// returns GB/s per pass.
+/// Samples per kernel at least (after the discarded first round).
+const MIN_SAMPLES: usize = 30;
+
+/// Runs `kernels` round-robin on each of `cpus` for `budget` in total
+/// and returns GB/s per pass, one list per kernel (in `kernels`' order).
+///
+/// A round gives each kernel a turn of two cycles through the buffer (one
+/// pass per 16 MiB chunk, chunk 0 first); the first cycle of every turn is
+/// discarded, so a sample never sees what the previous kernel left behind
+/// (a read right after the write kernel pays for evicting its dirty lines;
+/// a write right after a read evicts clean lines for free: measured here,
+/// a write turn's first chunks ran 15% faster than its steady state), and
+/// the buffer's first touch is discarded with it. The turns spread every
+/// kernel's samples over the whole budget, so a change in the host's memory
+/// traffic, which moves over hundreds of milliseconds, reaches all kernels
+/// alike instead of whichever ran at that moment.
 fn measure(
-    kernel: Kernel,
+    kernels: &[Kernel],
     cpus: &[usize],
     bytes: usize,
     huge: bool,
     budget: Duration,
-) -> Option<Vec<f64>> {
+) -> Option<Vec<Vec<f64>>> {
     let n = cpus.len();
+    let k = kernels.len().max(1);
     let barrier = Arc::new(Barrier::new(n));
     let deadline_ns = budget.as_nanos() as u64;
-    // Every thread runs the same number of passes: thread 0 decides when
-    // to stop (by time) and tells the others through this flag at the
-    // barrier. Relaxed suffices: the barrier orders it.
+    let nchunks = (bytes / CHUNK).max(1);
+    // Every thread runs the same passes: thread 0 decides when to stop (by
+    // time, on a round boundary) and tells the others through this flag at
+    // the barrier. Relaxed suffices: the barrier orders it.
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut handles = Vec::new();
-    for (i, &cpu) in cpus.iter().enumerate() {
+    for (idx, &cpu) in cpus.iter().enumerate() {
         let barrier = Arc::clone(&barrier);
         let stop = Arc::clone(&stop);
-        let h = ThreadSpec::new(format!("machine-bw-{i}"))
+        let kernels = kernels.to_vec();
+        let h = ThreadSpec::new(format!("machine-bw-{idx}"))
             .with_cpus(CpuSet::single(cpu))
             .spawn(move || {
                 // Huge pages where THP allows: fewer TLB misses, steadier passes.
@@ -126,30 +183,36 @@ fn measure(
                 let nchunks = (words / cw).max(1);
                 let c = takt_sched::clock();
                 let t_begin = c.now();
+                let turn = 2 * nchunks as u64;
+                let round = turn * k as u64;
                 let mut pass = 0u64;
                 loop {
                     barrier.wait();
                     if stop.load(std::sync::atomic::Ordering::Relaxed) {
                         break;
                     }
+                    let chunk = pass as usize % nchunks;
+                    let kernel = kernels[(pass / turn) as usize % k];
                     let t0 = super::stats::start();
-                    let i = pass as usize % nchunks;
                     match kernel {
                         Kernel::Read => {
-                            let part = &buf[i * cw..(i + 1) * cw];
+                            let part = &buf[chunk * cw..(chunk + 1) * cw];
                             std::hint::black_box(read_pass(std::hint::black_box(part)));
                         }
-                        Kernel::Write => write_pass(&mut buf[i * cw..(i + 1) * cw], pass),
-                        Kernel::Copy => copy_pass(buf, cw, pass as usize % (nchunks).max(1)),
+                        Kernel::Write => write_pass(&mut buf[chunk * cw..(chunk + 1) * cw], pass),
+                        Kernel::Copy => copy_pass(buf, cw, chunk),
                     }
                     std::hint::black_box(&*buf);
                     let t1 = takt_sched::tsc_end();
                     times.push((t0, t1));
                     pass += 1;
                     barrier.wait();
-                    if i == 0
-                        && pass >= nchunks as u64 + 30
-                        && (c.ticks_to_ns(c.now() - t_begin) > deadline_ns || pass >= 5000)
+                    let samples = pass / round * nchunks as u64;
+                    if idx == 0
+                        && pass.is_multiple_of(round)
+                        && samples >= MIN_SAMPLES as u64
+                        && (c.ticks_to_ns(c.now() - t_begin) > deadline_ns
+                            || pass >= 5000 * k as u64)
                     {
                         stop.store(true, std::sync::atomic::Ordering::Relaxed);
                     }
@@ -167,18 +230,15 @@ fn measure(
         return None;
     }
     let passes = per_thread.iter().map(Vec::len).min().unwrap_or(0);
-    let total = pass_bytes(kernel, CHUNK) * n as f64;
-    // The first cycle through the buffer is the discarded warm pass.
-    let warm = (bytes / CHUNK).max(1);
-    Some(
-        (warm..passes)
-            .map(|p| {
-                let t0 = per_thread.iter().map(|t| t[p].0).min().unwrap_or(0);
-                let t1 = per_thread.iter().map(|t| t[p].1).max().unwrap_or(0);
-                total / ticks_ns(t0, t1)
-            })
-            .collect(),
-    )
+    let mut out = vec![Vec::new(); k];
+    // The second cycle of every turn.
+    for p in (0..passes).filter(|p| (p / nchunks) % 2 == 1) {
+        let which = (p / (2 * nchunks)) % k;
+        let t0 = per_thread.iter().map(|t| t[p].0).min().unwrap_or(0);
+        let t1 = per_thread.iter().map(|t| t[p].1).max().unwrap_or(0);
+        out[which].push(pass_bytes(kernels[which], CHUNK) * n as f64 / ticks_ns(t0, t1));
+    }
+    Some(out)
 }
 
 pub(crate) fn run(ctx: &mut Ctx) {
@@ -223,26 +283,26 @@ pub(crate) fn run(ctx: &mut Ctx) {
     if allowed.len() > 1 {
         configs.push((allowed.len(), allowed.clone(), true));
     }
+    let kernels = [Kernel::Read, Kernel::Write, Kernel::Copy];
     for (threads, cpus, huge) in configs {
-        for kernel in [Kernel::Read, Kernel::Write, Kernel::Copy] {
-            let label = format!(
-                "{} x{threads} {}",
-                kernel.name(),
-                if huge { "huge pages" } else { "4 KiB pages" }
+        let label = format!(
+            "x{threads} {}",
+            if huge { "huge pages" } else { "4 KiB pages" }
+        );
+        ctx.progress(&format!("bandwidth read/write/copy {label}"));
+        let cpu0 = takt_sched::process_cpu_time();
+        let Some(all) = measure(&kernels, &cpus, bytes, huge, budget * kernels.len() as u32) else {
+            ctx.skip(
+                &format!("mem_bandwidth {label}"),
+                "could not start pinned threads",
             );
-            ctx.progress(&format!("bandwidth {label}"));
-            let cpu0 = takt_sched::process_cpu_time();
-            let Some(samples) = measure(kernel, &cpus, bytes, huge, budget) else {
-                ctx.skip(
-                    &format!("mem_bandwidth {label}"),
-                    "could not start pinned threads",
-                );
-                continue;
-            };
-            let cpu_s = takt_sched::process_cpu_time()
-                .saturating_sub(cpu0)
-                .as_secs_f64()
-                / samples.len().max(1) as f64;
+            continue;
+        };
+        let cpu_s = takt_sched::process_cpu_time()
+            .saturating_sub(cpu0)
+            .as_secs_f64()
+            / all.iter().map(Vec::len).sum::<usize>().max(1) as f64;
+        for (kernel, samples) in kernels.into_iter().zip(all) {
             let factor = match kernel {
                 Kernel::Read => 1.0,
                 Kernel::Write => 2.0 / 3.0,
@@ -259,7 +319,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
                 "GB/s",
                 Better::Higher,
                 format!(
-                    "{} of 16 MiB chunks cycling through a {} MiB buffer per thread ({}x the {} MiB LLC, {}), threads pinned, first pass discarded",
+                    "{} of 16 MiB chunks cycling through a {} MiB buffer per thread ({}x the {} MiB LLC, {}), threads pinned; read, write and copy take turns of two buffer cycles over the whole budget, the first cycle of each turn discarded",
                     kernel.name(),
                     bytes >> 20,
                     (bytes as u64).checked_div(llc).unwrap_or(0),
@@ -310,7 +370,14 @@ mod tests {
 
     #[test]
     fn small_measurement_runs() {
-        let s = measure(Kernel::Read, &[0], 2 * CHUNK, false, Duration::ZERO).unwrap();
-        assert!(s.len() >= 5 && s.iter().all(|v| *v > 0.0), "{s:?}");
+        let kernels = [Kernel::Read, Kernel::Write, Kernel::Copy];
+        let all = measure(&kernels, &[0], 2 * CHUNK, false, Duration::ZERO).unwrap();
+        assert_eq!(all.len(), 3);
+        for s in all {
+            assert!(
+                s.len() >= MIN_SAMPLES && s.iter().all(|v| *v > 0.0),
+                "{s:?}"
+            );
+        }
     }
 }

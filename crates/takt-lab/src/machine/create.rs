@@ -7,7 +7,10 @@
 //!   so the child runs once the parent blocks on the pipe.
 //! - `fork_exit_wait`: `fork()`, the child `_exit(0)`s, the parent `waitpid`s.
 //! - `thread_to_first`: `std::thread` spawn to the new thread's first
-//!   instruction, and `thread_create_join` spawn + join. These measure the
+//!   instruction, and `thread_create_join` spawn + join. The creating
+//!   thread is pinned and the new thread inherits its CPU (it runs once
+//!   the creator blocks in `join`, or preempts it on wake-up): the cost
+//!   does not depend on what the other CPUs are doing. These measure the
 //!   operating system's thread creation, so they deliberately use
 //!   `std::thread` directly; `thread_create_join` with `impl = takt-spec`
 //!   measures [`takt_sched::ThreadSpec::spawn`], which also applies and
@@ -126,11 +129,14 @@ pub(crate) fn run(ctx: &mut Ctx) {
         ))
         .with_samples(s.into_iter().filter(|v| v.is_finite()).collect(), cpu),
     );
-    drop(pin);
 
-    // Threads: unpinned, as a pool would create them.
+    // Threads: created by the pinned thread, so the new thread inherits its
+    // CPU. Unpinned, a new thread went to the other vCPU when it was idle
+    // (a cross-CPU wake-up, a hypervisor exit here) or queued behind
+    // whatever ran there: three runs on a busy machine gave medians of 27,
+    // 260 and 684 us for the same spawn + join.
     let thread_model =
-        "8 MiB stack mmap + guard page ~3 us, clone ~4 us, first run on an idle CPU (wake-up) ~5 us";
+        "8 MiB stack mmap + guard page ~3 us, clone ~4 us, first run on the same CPU (the creator blocks, a switch) ~3 us";
     let (s, cpu) = collect(3, 20, 5000, budget, || {
         let first = Arc::new(AtomicU64::new(0));
         let f2 = Arc::clone(&first);
@@ -154,9 +160,9 @@ pub(crate) fn run(ctx: &mut Ctx) {
             "thread_to_first",
             "us",
             Better::Lower,
-            "fenced TSC, std::thread spawn, the new thread's first instruction reads the TSC",
+            "fenced TSC, std::thread spawn, the new thread's first instruction reads the TSC; creator pinned, the thread inherits its CPU",
         )
-        .estimate(Estimate::new(12.0, thread_model))
+        .estimate(Estimate::new(10.0, thread_model))
         .published(7.387)
         .with_samples(s.into_iter().filter(|v| v.is_finite()).collect(), cpu),
     );
@@ -178,10 +184,10 @@ pub(crate) fn run(ctx: &mut Ctx) {
             "thread_create_join",
             "us",
             Better::Lower,
-            "std::thread spawn of an empty closure + join",
+            "std::thread spawn of an empty closure + join; creator pinned, the thread inherits its CPU",
         )
         .estimate(Estimate::new(
-            12.0 + 5.0,
+            10.0 + 5.0,
             format!("{thread_model}; exit + join wake-up ~5 us"),
         ))
         .with_samples(s.into_iter().filter(|v| v.is_finite()).collect(), cpu),
@@ -200,13 +206,14 @@ pub(crate) fn run(ctx: &mut Ctx) {
         "thread_create_join",
         "us",
         Better::Lower,
-        "takt_sched::ThreadSpec::spawn of an empty closure + join (adds the spec hand-off)",
+        "takt_sched::ThreadSpec::spawn of an empty closure + join (adds the spec hand-off); creator pinned, the thread inherits its CPU",
     )
     .estimate(Estimate::new(
-        12.0 + 5.0 + 10.0,
-        format!("{thread_model}; exit + join ~5 us; the spec hand-off is one more wake-up ~10 us"),
+        10.0 + 5.0 + 3.0,
+        format!("{thread_model}; exit + join ~5 us; the spec hand-off is one more switch on the same CPU ~3 us"),
     ))
     .with_samples(s.into_iter().filter(|v| v.is_finite()).collect(), cpu);
     row.implementation = "takt-spec".into();
     ctx.push(row);
+    drop(pin);
 }

@@ -48,9 +48,10 @@ fn cpus() -> (usize, Option<usize>) {
     (it.next().unwrap_or(0), it.next())
 }
 
-/// Forks a child that echoes bytes from `rx` to `tx` until EOF, pinned to
-/// `cpu`. Returns its pid.
-fn fork_echo(rx: i32, tx: i32, close_in_child: [i32; 2], cpu: usize) -> Option<i32> {
+/// Forks a child that echoes `len`-byte messages (`len` ≤ 4) from `rx` to
+/// `tx` until EOF, pinned to `cpu`. Returns its pid.
+fn fork_echo(rx: i32, tx: i32, close_in_child: [i32; 2], cpu: usize, len: usize) -> Option<i32> {
+    let len = len.clamp(1, 4);
     // Prepared before fork: the child must not allocate.
     // SAFETY: zeroed cpu_set_t is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
@@ -59,17 +60,18 @@ fn fork_echo(rx: i32, tx: i32, close_in_child: [i32; 2], cpu: usize) -> Option<i
     // SAFETY: the child calls only async-signal-safe syscalls and _exit.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
-        // SAFETY: raw syscalls on valid fds and a local buffer.
+        // SAFETY: raw syscalls on valid fds and a local buffer of 4 bytes
+        // (len ≤ 4).
         unsafe {
             libc::close(close_in_child[0]);
             libc::close(close_in_child[1]);
             libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-            let mut b = 0u8;
+            let mut b = [0u8; 4];
             loop {
-                if libc::read(rx, (&mut b as *mut u8).cast(), 1) != 1 {
+                if libc::read(rx, b.as_mut_ptr().cast(), len) != len as isize {
                     libc::_exit(0);
                 }
-                if libc::write(tx, (&b as *const u8).cast(), 1) != 1 {
+                if libc::write(tx, b.as_ptr().cast(), len) != len as isize {
                     libc::_exit(0);
                 }
             }
@@ -78,28 +80,85 @@ fn fork_echo(rx: i32, tx: i32, close_in_child: [i32; 2], cpu: usize) -> Option<i
     (pid > 0).then_some(pid)
 }
 
-fn pipe_switch(ctx: &mut Ctx, place: Placement, cpu0: usize, cpu1: usize, budget: Duration) {
+/// Two pipes and an echo child pinned to `cpu`: the parent's write end
+/// and read end, the child's pid and its cleanup guard. `None` when a pipe
+/// or the fork fails.
+fn echo_pair(cpu: usize, len: usize) -> Option<(i32, i32, i32, super::cleanup::Guard)> {
     let mut a = [0i32; 2];
     let mut b = [0i32; 2];
     // SAFETY: valid 2-int arrays.
-    if unsafe { libc::pipe2(a.as_mut_ptr(), libc::O_CLOEXEC) } != 0
-        || unsafe { libc::pipe2(b.as_mut_ptr(), libc::O_CLOEXEC) } != 0
-    {
-        ctx.skip("ctxsw_process", "pipe2 failed");
-        return;
+    if unsafe { libc::pipe2(a.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return None;
     }
-    let child_cpu = if place == Placement::Same { cpu0 } else { cpu1 };
-    let Some(pid) = fork_echo(a[0], b[1], [a[1], b[0]], child_cpu) else {
-        ctx.skip("ctxsw_process", "fork failed");
-        return;
-    };
-    let guard = register(Item::Child(pid));
-    // SAFETY: closing the child's ends in the parent.
+    // SAFETY: valid 2-int array.
+    if unsafe { libc::pipe2(b.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        // SAFETY: closing the fds just made.
+        unsafe {
+            libc::close(a[0]);
+            libc::close(a[1]);
+        }
+        return None;
+    }
+    let pid = fork_echo(a[0], b[1], [a[1], b[0]], cpu, len);
+    // SAFETY: closing the child's ends in the parent (and, when the fork
+    // failed, ours too).
     unsafe {
         libc::close(a[0]);
         libc::close(b[1]);
+        if pid.is_none() {
+            libc::close(a[1]);
+            libc::close(b[0]);
+        }
     }
-    let (tx, rx) = (a[1], b[0]);
+    let pid = pid?;
+    Some((a[1], b[0], pid, register(Item::Child(pid))))
+}
+
+/// Closes the parent's ends (the child reads EOF and exits) and reaps it.
+fn end_echo(tx: i32, rx: i32, pid: i32, guard: super::cleanup::Guard) {
+    // SAFETY: our own fds; the pid is our child.
+    unsafe {
+        libc::close(tx);
+        libc::close(rx);
+        libc::waitpid(pid, std::ptr::null_mut(), 0);
+    }
+    guard.keep();
+}
+
+/// `perf bench sched pipe`'s quantity measured its way, for `--compare`:
+/// the calling thread (pinned to `cpu` by the caller) and a forked child
+/// pinned to the same CPU pass a 4-byte integer back and forth `loops`
+/// times through two pipes; the whole loop is timed once and the result
+/// is µs per round trip, a mean with every interruption included. Unlike
+/// perf, the fork and the child's exit stay outside the bracket (perf's
+/// `gettimeofday` pair encloses them: ~0.2 ms over the run, ~0.2% of a
+/// 20,000-loop run here).
+pub(crate) fn perf_pipe_round_trip_us(cpu: usize, loops: u32) -> Option<f64> {
+    let (tx, rx, pid, guard) = echo_pair(cpu, 4)?;
+    let mut m = 0u32;
+    let mut ok = true;
+    let t0 = super::stats::start();
+    for _ in 0..loops {
+        // SAFETY: valid fds and a 4-byte local integer.
+        let (w, r) = unsafe {
+            (
+                libc::write(tx, (&m as *const u32).cast(), 4),
+                libc::read(rx, (&mut m as *mut u32).cast(), 4),
+            )
+        };
+        ok &= w == 4 && r == 4;
+    }
+    let t1 = takt_sched::tsc_end();
+    end_echo(tx, rx, pid, guard);
+    ok.then(|| ticks_ns(t0, t1) / 1000.0 / f64::from(loops.max(1)))
+}
+
+fn pipe_switch(ctx: &mut Ctx, place: Placement, cpu0: usize, cpu1: usize, budget: Duration) {
+    let child_cpu = if place == Placement::Same { cpu0 } else { cpu1 };
+    let Some((tx, rx, pid, guard)) = echo_pair(child_cpu, 1) else {
+        ctx.skip("ctxsw_process", "pipe2 or fork failed");
+        return;
+    };
     let mut ok = true;
     let (s, cpu) = collect(2, 20, 2000, budget, || {
         let mut byte = 1u8;
@@ -116,13 +175,7 @@ fn pipe_switch(ctx: &mut Ctx, place: Placement, cpu0: usize, cpu1: usize, budget
         }
         ticks_ns(t0, takt_sched::tsc_end()) / 1000.0 / (2 * ROUND_TRIPS) as f64
     });
-    // SAFETY: closing our ends makes the child read EOF and exit.
-    unsafe {
-        libc::close(tx);
-        libc::close(rx);
-        libc::waitpid(pid, std::ptr::null_mut(), 0);
-    }
-    guard.keep();
+    end_echo(tx, rx, pid, guard);
     if !ok {
         ctx.skip("ctxsw_process", "the echo child stopped answering");
         return;

@@ -54,8 +54,10 @@
 //! ## `--compare`
 //! [`compare`] runs `perf bench`, `sysbench`, `iperf3` and `fio` on the same
 //! quantities, set up to measure them the same way (same CPUs, write sizes,
-//! file, statistic); each ratio states what still differs. For iperf3 and
-//! fio takt is re-measured alternately with the tool's runs
+//! file, statistic); each ratio states what still differs. For every tool
+//! takt is re-measured the tool's way (perf's loops, sysbench's word-by-word
+//! loop, fio's bytes over the run) in back-to-back pairs with the tool's
+//! runs, and the median of the pairs' ratios is the verdict
 //! ([`Comparison::ratio_interleaved`]).
 //!
 //! ## Cleanup
@@ -324,11 +326,12 @@ pub struct Comparison {
     pub ratio_best: f64,
     /// What the two measure differently.
     pub difference: String,
-    /// takt re-measured alternately with the tool, run for run in the same
-    /// minutes (median of takt's runs / median of the tool's runs): on a
-    /// shared machine the load moves between the suite's row and the
-    /// tool's runs, and alternation gives both the same conditions. When
-    /// present, `within_15pct` judges this ratio.
+    /// takt re-measured the tool's way, alternately with the tool's runs
+    /// (back-to-back pairs, the order swapped every pair): the median of
+    /// the pairs' ratios takt / tool. On a shared machine the load moves
+    /// between the suite's row and the tool's runs, and within a pair both
+    /// sides see the same machine. When present, `within_15pct` judges
+    /// this ratio.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ratio_interleaved: Option<f64>,
 }

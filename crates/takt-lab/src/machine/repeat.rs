@@ -101,6 +101,9 @@ pub fn known_unstable(name: &str, params: &Map<String, Value>) -> Option<&'stati
         "mem_bandwidth" if params.get("threads").and_then(Value::as_u64).unwrap_or(1) > 1 => Some(
             "all threads: every vCPU must run at once, so any host preemption of one vCPU (steal time) stalls the sample",
         ),
+        "mem_bandwidth" => Some(
+            "DRAM bandwidth is shared with the host's other guests: one core's read rate moved 31.7 to 35.3 GB/s between two runs seconds apart while each run's per-chunk medians were flat; the three kernels take turns over the whole budget, so they move together",
+        ),
         "ctxsw_process" | "ctxsw_thread_futex" | "ctxsw_thread_condvar"
             if p("placement") == "across_cpus" =>
         {

@@ -59,16 +59,18 @@ fn batch(f: &mut dyn FnMut()) -> f64 {
     ticks_ns(t0, t1) / BATCH as f64
 }
 
-/// Samples of `syscall_getppid` (ns per call, [`BATCH`] per sample) for
-/// `budget`, pinned to CPU 0: the `--compare` interleaving re-measures it.
-pub(crate) fn getppid_samples(budget: Duration) -> Vec<f64> {
-    let _pin = pin_current(0);
-    collect(5, 30, 3000, budget, || {
-        batch(&mut || {
-            std::hint::black_box(raw_syscall0(libc::SYS_getppid));
-        })
-    })
-    .0
+/// `perf bench syscall basic`'s quantity measured its way, for
+/// `--compare`: `loops` calls of glibc's `getppid()` (perf 6.x calls the
+/// wrapper, a plain `syscall` instruction) in one TSC bracket on the
+/// calling thread (pinned by the caller); ns per call, a mean with every
+/// interruption included, as perf's `gettimeofday` pair gives.
+pub(crate) fn perf_getppid_loop_ns(loops: u32) -> f64 {
+    let t0 = super::stats::start();
+    for _ in 0..loops {
+        // SAFETY: getppid has no preconditions.
+        std::hint::black_box(unsafe { libc::getppid() });
+    }
+    ticks_ns(t0, takt_sched::tsc_end()) / f64::from(loops.max(1))
 }
 
 pub(crate) fn run(ctx: &mut Ctx) {
