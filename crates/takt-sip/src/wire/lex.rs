@@ -86,6 +86,24 @@ pub(crate) fn is(c: u8, mask: u8) -> bool {
     CLASS[c as usize] & mask != 0
 }
 
+/// Characters of an unquoted generic-param value: `token`, plus `:`,
+/// `[` and `]` (a `host`, IPv6 references included).
+static PARAM_VALUE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = CLASS[i] & TOKEN != 0 || matches!(i as u8, b':' | b'[' | b']');
+        i += 1;
+    }
+    t
+};
+
+/// Whether `c` may appear in an unquoted generic-param value.
+#[inline(always)]
+pub(crate) fn is_param_value(c: u8) -> bool {
+    PARAM_VALUE[c as usize]
+}
+
 /// `token` characters: alphanum and `-.!%*_+`'~`.
 #[inline(always)]
 pub(crate) fn is_token(c: u8) -> bool {
