@@ -252,19 +252,34 @@ impl<'a> Message<'a> {
             while e + 2 < n && is_wsp(b[e + 2]) {
                 e = find_eol(b, e + 2, line)?;
             }
-            let name_end = scan_token(b, i, e);
-            if name_end == i {
-                return Err(ParseError::HeaderSyntax { line });
-            }
-            let mut c = name_end;
-            while c < e && is_wsp(b[c]) {
-                c += 1;
-            }
-            if c >= e || b[c] != b':' {
-                return Err(ParseError::HeaderSyntax { line });
-            }
-            let (vs, ve) = trim(b, c + 1, e);
-            let name = HeaderName::from_bytes(&b[i..name_end]);
+            let (name, name_end, c) = match known_name(&b[i..e]) {
+                Some((name, len)) => (name, i + len, i + len),
+                None => {
+                    let name_end = scan_token(b, i, e);
+                    if name_end == i {
+                        return Err(ParseError::HeaderSyntax { line });
+                    }
+                    let mut c = name_end;
+                    while c < e && is_wsp(b[c]) {
+                        c += 1;
+                    }
+                    if c >= e || b[c] != b':' {
+                        return Err(ParseError::HeaderSyntax { line });
+                    }
+                    (HeaderName::from_bytes(&b[i..name_end]), name_end, c)
+                }
+            };
+            // the common shape, `Name: value` with no white space around
+            // the value but the one SP, without `trim`'s general scan
+            let vs = c + 1 + usize::from(b[c + 1] == b' ');
+            let (vs, ve) = if vs < e
+                && !matches!(b[vs], b' ' | b'\t' | b'\r')
+                && !matches!(b[e - 1], b' ' | b'\t' | b'\r' | b'\n')
+            {
+                (vs, e)
+            } else {
+                trim(b, c + 1, e)
+            };
             let h = Header {
                 name,
                 name_span: Span::new(i, name_end),
@@ -533,13 +548,83 @@ impl<T> Extend<T> for Discard {
     }
 }
 
+/// The canonical spellings of the headers a proxy reads (what nearly
+/// every UA sends) when `line` starts with one directly followed by `:`:
+/// the name and its length. What scanning the token and
+/// [`HeaderName::from_bytes`] find for such a line, without the scan.
+#[inline]
+fn known_name(line: &[u8]) -> Option<(HeaderName, usize)> {
+    use HeaderName as H;
+    let is =
+        |pat: &[u8]| line.len() > pat.len() && &line[..pat.len()] == pat && line[pat.len()] == b':';
+    let (name, pat): (H, &[u8]) = match *line.first()? {
+        b'V' => (H::Via, b"Via"),
+        b'F' => (H::From, b"From"),
+        b'T' => (H::To, b"To"),
+        b'C' => match line.get(1..4)? {
+            b"all" => (H::CallId, b"Call-ID"),
+            b"Seq" => (H::CSeq, b"CSeq"),
+            b"ont" => match line.get(4..8)? {
+                b"act:" => (H::Contact, b"Contact"),
+                b"ent-" => match line.get(8)? {
+                    b'L' => (H::ContentLength, b"Content-Length"),
+                    b'T' => (H::ContentType, b"Content-Type"),
+                    _ => return None,
+                },
+                _ => return None,
+            },
+            _ => return None,
+        },
+        b'M' => (H::MaxForwards, b"Max-Forwards"),
+        b'R' => match line.get(1)? {
+            b'o' => (H::Route, b"Route"),
+            b'e' => (H::RecordRoute, b"Record-Route"),
+            _ => return None,
+        },
+        b'S' => (H::Subject, b"Subject"),
+        _ => return None,
+    };
+    is(pat).then_some((name, pat.len()))
+}
+
+/// The first CR or LF at or after `i` in `b`.
+#[inline(always)]
+fn find_cr_or_lf(b: &[u8], mut i: usize) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128,
+            _mm_set1_epi8,
+        };
+        while i + 16 <= b.len() {
+            // SAFETY: `i + 16 <= b.len()`: the 16 bytes read are inside
+            // `b`; `loadu` has no alignment requirement; SSE2 is part of
+            // the x86_64 baseline.
+            let m = unsafe {
+                let v = _mm_loadu_si128(b.as_ptr().add(i).cast::<__m128i>());
+                let cr = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\r' as i8));
+                let lf = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\n' as i8));
+                _mm_movemask_epi8(_mm_or_si128(cr, lf)) as u32
+            };
+            if m != 0 {
+                return Some(i + m.trailing_zeros() as usize);
+            }
+            i += 16;
+        }
+    }
+    let i = i.min(b.len());
+    b[i..]
+        .iter()
+        .position(|&c| c == b'\r' || c == b'\n')
+        .map(|p| i + p)
+}
+
 /// Finds the CRLF ending the line at `i`; returns the index of its CR.
 #[inline]
 fn find_eol(b: &[u8], i: usize, line: u16) -> Result<usize, ParseError> {
-    match memchr::memchr2(b'\r', b'\n', &b[i.min(b.len())..]) {
+    match find_cr_or_lf(b, i) {
         None => Err(ParseError::Unterminated),
-        Some(p) => {
-            let j = i + p;
+        Some(j) => {
             if b[j] == b'\r' && b.get(j + 1) == Some(&b'\n') {
                 Ok(j)
             } else if b[j] == b'\r' && j + 1 == b.len() {
@@ -643,4 +728,79 @@ fn parse_status_line(b: &[u8], s: usize, e: usize) -> Result<StartLine, ParseErr
         return Err(line_error(req, LineError::Malformed));
     }
     Ok(StartLine::Response { code, reason })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_names_agree_with_scanning() {
+        let names: &[&[u8]] = &[
+            b"Via",
+            b"From",
+            b"To",
+            b"Call-ID",
+            b"CSeq",
+            b"Contact",
+            b"Content-Length",
+            b"Content-Type",
+            b"Max-Forwards",
+            b"Route",
+            b"Record-Route",
+            b"Subject",
+            b"Contacts",
+            b"Content-Lengths",
+            b"Content-Encoding",
+            b"Call",
+            b"V",
+            b"Tox",
+            b"via",
+            b"CSEQ",
+            b"Rout",
+            b"Record-Routes",
+            b"Sub",
+            b"M",
+            b"C",
+            b"Re",
+        ];
+        let mut known = 0;
+        for n in names {
+            for tail in [&b":"[..], b" :", b":x", b"", b"x:", b"\t:"] {
+                let line = [*n, tail].concat();
+                let Some((name, len)) = known_name(&line) else {
+                    continue;
+                };
+                known += 1;
+                let end = scan_token(&line, 0, line.len());
+                assert_eq!(len, end, "{}", line.escape_ascii());
+                assert_eq!(line[end], b':');
+                assert_eq!(name, HeaderName::from_bytes(&line[..end]));
+            }
+        }
+        assert_eq!(known, 24);
+    }
+
+    #[test]
+    fn line_ends_are_found_at_every_offset() {
+        for len in 0..70 {
+            for at in 0..=len {
+                for c in [b'\r', b'\n'] {
+                    let mut b = vec![b'x'; len];
+                    if at < len {
+                        b[at] = c;
+                    }
+                    for i in 0..=len + 1 {
+                        let want = b
+                            .iter()
+                            .enumerate()
+                            .skip(i)
+                            .find(|(_, &x)| x == b'\r' || x == b'\n')
+                            .map(|(k, _)| k);
+                        assert_eq!(find_cr_or_lf(&b, i), want, "len {len} at {at} from {i}");
+                    }
+                }
+            }
+        }
+    }
 }

@@ -246,7 +246,7 @@ pub(crate) fn vias(
     out: &mut impl Extend<Via>,
 ) -> Result<(), ValueError> {
     let end = v.end();
-    let mut i = v.start();
+    let i = v.start();
     if let Some(via) = simple_via(b, i, end, header) {
         out.extend(Some(via));
         return Ok(());
