@@ -114,23 +114,33 @@ pub fn loop_hash(m: &Message<'_>) -> u32 {
 
 /// Writes our branch for `key` and `loop_hash`.
 pub fn write_branch(out: &mut Vec<u8>, key: u64, loop_hash: u32) {
-    out.extend_from_slice(PREFIX);
-    push_hex(out, key, 16);
-    out.push(b'.');
-    push_hex(out, u64::from(loop_hash), 8);
+    // written on the stack, appended in one copy
+    let mut t = [0u8; BRANCH_LEN];
+    t[..PREFIX.len()].copy_from_slice(PREFIX);
+    hex(&mut t[PREFIX.len()..PREFIX.len() + 16], key);
+    t[PREFIX.len() + 16] = b'.';
+    hex(&mut t[PREFIX.len() + 17..], u64::from(loop_hash));
+    out.extend_from_slice(&t);
 }
 
-fn push_hex(out: &mut Vec<u8>, v: u64, digits: u32) {
+/// Writes the low `out.len()` hex digits of `v`, most significant first.
+fn hex(out: &mut [u8], v: u64) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    for i in (0..digits).rev() {
-        out.push(HEX[((v >> (i * 4)) & 0xf) as usize]);
+    let n = out.len();
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = HEX[((v >> ((n - 1 - i) * 4)) & 0xf) as usize];
     }
 }
 
 fn parse_hex(s: &[u8]) -> Option<u64> {
     let mut v = 0u64;
     for &c in s {
-        let d = (c as char).to_digit(16)?;
+        let d = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b'A'..=b'F' => c - b'A' + 10,
+            _ => return None,
+        };
         v = (v << 4) | u64::from(d);
     }
     Some(v)

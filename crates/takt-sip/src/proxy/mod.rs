@@ -60,7 +60,7 @@ use smallvec::SmallVec;
 
 use self::branch::{loop_hash, parse_branch, request_key, Fnv};
 use self::build::{
-    forward_request, forward_response, local_response, Forward, Local, LocalOpts, Stamp,
+    forward_request, forward_response, local_response, Forward, Local, LocalOpts, Prebuilt, Stamp,
 };
 use self::route::{Resolver, RouteError};
 use self::table::Table;
@@ -420,6 +420,7 @@ struct Plan {
 #[derive(Debug)]
 pub struct Proxy {
     cfg: ProxyConfig,
+    prebuilt: Prebuilt,
     table: Table,
     resolver: Resolver,
     order: order::Gate,
@@ -431,6 +432,7 @@ impl Proxy {
         let shards = if cfg.shards == 0 { 4 } else { cfg.shards };
         let table = Table::new(shards, cfg.max_transactions);
         Proxy {
+            prebuilt: Prebuilt::new(&cfg.local),
             cfg,
             table,
             resolver: Resolver::default(),
@@ -669,7 +671,7 @@ impl Proxy {
             transport: target.transport,
             key,
             loop_hash: lh,
-            local: &self.cfg.local,
+            local: &self.prebuilt,
             new_ruri: plan.new_ruri,
             drop_routes: plan.drop_routes.clone(),
             append_route: plan.append_route,

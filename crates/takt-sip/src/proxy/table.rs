@@ -94,6 +94,8 @@ pub struct Shard {
     /// record's `scheduled` are stale (cancelled) and skipped when due.
     pub timers: Wheel,
     cap: usize,
+    /// Slots below this index are the preallocated ones.
+    pre: usize,
     /// Message buffers records gave back early (e.g. after a 2xx), reused
     /// by new ones; bounded by [`FREE_BUFFERS`].
     free: Vec<Vec<u8>>,
@@ -144,6 +146,7 @@ impl Shard {
             vacant: (0..pre as u32).rev().collect(),
             timers: Wheel::with_capacity(pre * TIMERS_PER_RECORD),
             cap,
+            pre,
             free: Vec::with_capacity(FREE_BUFFERS),
         }
     }
@@ -225,9 +228,17 @@ impl Shard {
                 (self.slots.len() - 1) as u32
             }
         };
-        if self.slots[i as usize].request.capacity() < request.len() {
+        let slot = &mut self.slots[i as usize];
+        if slot.request.capacity() < request.len() {
             if let Some(b) = self.free.pop() {
-                self.slots[i as usize].request = b;
+                slot.request = b;
+            }
+        }
+        if slot.response.capacity() == 0 {
+            // a reused slot whose buffers went to the spare list: take
+            // one back for the responses to come, not a new allocation
+            if let Some(b) = self.free.pop() {
+                slot.response = b;
             }
         }
         self.slots[i as usize].request.extend_from_slice(request);
@@ -238,6 +249,41 @@ impl Shard {
     /// An empty buffer, reused when one is spare.
     pub fn buf(&mut self) -> Vec<u8> {
         self.free.pop().unwrap_or_default()
+    }
+
+    /// The record of `key` no longer needs its stored request and/or
+    /// response (e.g. after a 2xx). A preallocated record clears them in
+    /// place: their memory is held from start-up whatever happens, and
+    /// handing them over would only cost a `free` now and a `malloc` when
+    /// the record is reused. A record beyond those gives them to the
+    /// spare list (or frees them when it is full), so that the memory of
+    /// a long Accepted period (RFC 6026: 64·T1) is not held per record.
+    pub fn release(&mut self, key: u64, request: bool, response: bool) {
+        let Some(&i) = self.index.get(&key) else {
+            return;
+        };
+        let t = &mut self.slots[i as usize];
+        if (i as usize) < self.pre {
+            if request {
+                t.request.clear();
+            }
+            if response {
+                t.response.clear();
+            }
+            return;
+        }
+        let req = if request {
+            std::mem::take(&mut t.request)
+        } else {
+            Vec::new()
+        };
+        let resp = if response {
+            std::mem::take(&mut t.response)
+        } else {
+            Vec::new()
+        };
+        self.give(req);
+        self.give(resp);
     }
 
     /// Takes back a buffer a record no longer needs.
