@@ -464,9 +464,11 @@ impl Proxy {
     /// Handles one received message; everything to send goes through `sink`.
     pub fn handle(&self, inb: &Inbound<'_>, s: &mut Scratch, sink: &mut dyn Sink) -> Outcome {
         s.clear();
-        let mut outcome = match Message::parse_proxy(inb.bytes) {
-            Ok(m) if m.is_request() => self.on_request(&m, inb, s),
-            Ok(m) => self.on_response(&m, inb, s, sink),
+        // parsed where it stays: the view is not moved (see `parse_proxy_in_place`)
+        let mut m = Message::empty(inb.bytes);
+        let mut outcome = match m.parse_proxy_in_place() {
+            Ok(()) if m.is_request() => self.on_request(&m, inb, s),
+            Ok(()) => self.on_response(&m, inb, s, sink),
             Err(e) => self.on_malformed(inb, e, s),
         };
         if !s.flush(sink) {

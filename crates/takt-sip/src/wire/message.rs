@@ -5,7 +5,7 @@ use smallvec::SmallVec;
 use super::error::{LineError, ParseError, UriError};
 use super::lex::{is_wsp, scan_token, trim};
 use super::uri::{parse_uri, Uri};
-use super::values::{self, AddrKind, NameAddr, Via};
+use super::values::{self, AddrKind, Discard, NameAddr, Via};
 use super::{HeaderName, Method, Span};
 
 /// Most header lines a message may have.
@@ -188,7 +188,56 @@ impl<'a> Message<'a> {
     }
 
     fn parse_with(buf: &'a [u8], stream: bool, depth: Depth) -> Result<Message<'a>, ParseError> {
-        let b = buf;
+        let mut m = Message::empty(buf);
+        m.parse_in_place(stream, depth)?;
+        Ok(m)
+    }
+
+    /// An empty view of `buf`, to be filled by
+    /// [`Message::parse_proxy_in_place`]. Not a parsed message: its
+    /// accessors may panic until a parse succeeded.
+    pub fn empty(buf: &'a [u8]) -> Message<'a> {
+        Message {
+            buf,
+            start: StartLine::Response {
+                code: 0,
+                reason: Span::default(),
+            },
+            start_line: Span::default(),
+            headers: SmallVec::new(),
+            vias: SmallVec::new(),
+            routes: SmallVec::new(),
+            request_uri: None,
+            from: None,
+            to: None,
+            call_id: Span::default(),
+            cseq: (0, Method::Other, Span::default()),
+            max_forwards: None,
+            content_length: None,
+            headers_end: 0,
+            body: Span::default(),
+        }
+    }
+
+    /// [`Message::parse_proxy`] of the view's buffer into `self` (what a
+    /// previous parse left is discarded): the same checks and the same
+    /// result, without moving the view (1.6 KiB, 25 cache lines) to the
+    /// caller. After an error the view is not a parsed message (its
+    /// accessors may panic).
+    pub fn parse_proxy_in_place(&mut self) -> Result<(), ParseError> {
+        self.parse_in_place(false, Depth::Proxy)
+    }
+
+    fn parse_in_place(&mut self, stream: bool, depth: Depth) -> Result<(), ParseError> {
+        let m = self;
+        m.headers.clear();
+        m.vias.clear();
+        m.routes.clear();
+        m.from = None;
+        m.to = None;
+        m.max_forwards = None;
+        m.content_length = None;
+        let b = m.buf;
         let n = b.len();
         // §7.5: CRLFs before the start line are ignored.
         let mut i = 0;
@@ -207,29 +256,14 @@ impl<'a> Message<'a> {
         } else {
             parse_status_line(b, sl_start, eol)?
         };
-        let request_uri = match start {
+        m.request_uri = match start {
             StartLine::Request { uri, .. } => {
                 Some(parse_uri(b, uri.start(), uri.end(), false).map_err(ParseError::RequestUri)?)
             }
             StartLine::Response { .. } => None,
         };
-        let mut m = Message {
-            buf,
-            start,
-            start_line: Span::new(sl_start, eol + 2),
-            headers: SmallVec::new(),
-            vias: SmallVec::new(),
-            routes: SmallVec::new(),
-            request_uri,
-            from: None,
-            to: None,
-            call_id: Span::default(),
-            cseq: (0, Method::Other, Span::default()),
-            max_forwards: None,
-            content_length: None,
-            headers_end: 0,
-            body: Span::default(),
-        };
+        m.start = start;
+        m.start_line = Span::new(sl_start, eol + 2);
         let mut have_call_id = false;
         let mut have_cseq = false;
         let mut seen: u32 = 0;
@@ -372,7 +406,7 @@ impl<'a> Message<'a> {
             None if stream => return Err(ParseError::Missing(HeaderName::ContentLength)),
             None => Span::new(i, n),
         };
-        Ok(m)
+        Ok(())
     }
 
     /// The buffer this view is over.
@@ -537,14 +571,6 @@ impl<'a> Message<'a> {
         }
         out.extend_from_slice(b"\r\n");
         out.extend_from_slice(self.body());
-    }
-}
-
-struct Discard;
-
-impl<T> Extend<T> for Discard {
-    fn extend<I: IntoIterator<Item = T>>(&mut self, iter: I) {
-        iter.into_iter().for_each(drop);
     }
 }
 

@@ -63,6 +63,35 @@ pub struct NameAddr {
     pub next_in_line: Option<u32>,
 }
 
+/// Where parsed values go: one `push` (the parse keeps them in small
+/// vectors; `Extend` with an `Option` costs a generic reserve per value).
+pub(crate) trait Push<T> {
+    /// Appends one value.
+    fn push(&mut self, v: T);
+}
+
+impl<T> Push<T> for Vec<T> {
+    #[inline]
+    fn push(&mut self, v: T) {
+        Vec::push(self, v);
+    }
+}
+
+impl<A: smallvec::Array> Push<A::Item> for smallvec::SmallVec<A> {
+    #[inline]
+    fn push(&mut self, v: A::Item) {
+        smallvec::SmallVec::push(self, v);
+    }
+}
+
+/// Checks values without keeping them.
+pub(crate) struct Discard;
+
+impl<T> Push<T> for Discard {
+    #[inline]
+    fn push(&mut self, _: T) {}
+}
+
 fn digits_err(e: DigitsError) -> ValueError {
     match e {
         DigitsError::Empty => ValueError::Empty,
@@ -145,6 +174,9 @@ impl ViaParams {
     #[inline]
     fn take(&mut self, b: &[u8], name_span: Span, value: Option<Span>) {
         let name = name_span.of(b);
+        if !matches!(name.len(), 5 | 6 | 8) {
+            return;
+        }
         if name.eq_ignore_ascii_case(b"branch") {
             self.branch = value;
             self.bad |= value.is_none();
@@ -243,12 +275,12 @@ pub(crate) fn vias(
     b: &[u8],
     v: Span,
     header: u16,
-    out: &mut impl Extend<Via>,
+    out: &mut impl Push<Via>,
 ) -> Result<(), ValueError> {
     let end = v.end();
     let i = v.start();
     if let Some(via) = simple_via(b, i, end, header) {
-        out.extend(Some(via));
+        out.push(via);
         return Ok(());
     }
     vias_slow(b, v, header, out)
@@ -257,7 +289,7 @@ pub(crate) fn vias(
 /// [`vias`] without its fast path.
 #[cold]
 #[inline(never)]
-fn vias_slow(b: &[u8], v: Span, header: u16, out: &mut impl Extend<Via>) -> Result<(), ValueError> {
+fn vias_slow(b: &[u8], v: Span, header: u16, out: &mut impl Push<Via>) -> Result<(), ValueError> {
     let end = v.end();
     let mut i = v.start();
     loop {
@@ -265,14 +297,14 @@ fn vias_slow(b: &[u8], v: Span, header: u16, out: &mut impl Extend<Via>) -> Resu
         let mut via = parse_via(b, start, end, header)?;
         let j = skip_lws(b, via.span.end(), end);
         if j == end {
-            out.extend(Some(via));
+            out.push(via);
             return Ok(());
         }
         if b[j] != b',' {
             return Err(ValueError::Trailing);
         }
         via.next_in_line = Some(skip_lws(b, j + 1, end) as u32);
-        out.extend(Some(via));
+        out.push(via);
         i = j + 1;
     }
 }
@@ -369,7 +401,7 @@ pub(crate) fn name_addrs(
     b: &[u8],
     v: Span,
     kind: AddrKind,
-    out: &mut impl Extend<NameAddr>,
+    out: &mut impl Push<NameAddr>,
 ) -> Result<(), ValueError> {
     let end = v.end();
     if kind == AddrKind::Contact && v.of(b) == b"*" {
@@ -377,7 +409,7 @@ pub(crate) fn name_addrs(
     }
     if kind == AddrKind::Single {
         if let Some(na) = simple_name_addr(b, v.start(), end) {
-            out.extend(Some(na));
+            out.push(na);
             return Ok(());
         }
     }
@@ -390,7 +422,7 @@ fn name_addrs_slow(
     b: &[u8],
     v: Span,
     kind: AddrKind,
-    out: &mut impl Extend<NameAddr>,
+    out: &mut impl Push<NameAddr>,
 ) -> Result<(), ValueError> {
     let end = v.end();
     let mut i = v.start();
@@ -399,14 +431,14 @@ fn name_addrs_slow(
         let mut na = name_addr(b, start, end, kind)?;
         let j = skip_lws(b, na.span.end(), end);
         if j == end {
-            out.extend(Some(na));
+            out.push(na);
             return Ok(());
         }
         if b[j] != b',' || kind == AddrKind::Single {
             return Err(ValueError::Trailing);
         }
         na.next_in_line = Some(skip_lws(b, j + 1, end) as u32);
-        out.extend(Some(na));
+        out.push(na);
         i = j + 1;
     }
 }
