@@ -206,9 +206,21 @@ pub fn push_ip(out: &mut Vec<u8>, ip: IpAddr) {
 
 /// Appends `SIP/2.0 <code> <reason>\r\n`.
 fn push_status_line(out: &mut Vec<u8>, code: u16, reason: &str) {
-    out.extend_from_slice(b"SIP/2.0 ");
-    push_dec(out, u64::from(code));
-    out.push(b' ');
+    if (100..1000).contains(&code) {
+        // a status code has three digits (RFC 3261 §25.1): one copy
+        let d = [
+            b'0' + (code / 100) as u8,
+            b'0' + (code / 10 % 10) as u8,
+            b'0' + (code % 10) as u8,
+        ];
+        out.extend_from_slice(&[
+            b'S', b'I', b'P', b'/', b'2', b'.', b'0', b' ', d[0], d[1], d[2], b' ',
+        ]);
+    } else {
+        out.extend_from_slice(b"SIP/2.0 ");
+        push_dec(out, u64::from(code));
+        out.push(b' ');
+    }
     out.extend_from_slice(reason.as_bytes());
     out.extend_from_slice(b"\r\n");
 }

@@ -414,6 +414,9 @@ struct Plan {
     new_ruri: Option<Span>,
     drop_routes: SmallVec<[usize; 3]>,
     append_route: Option<Span>,
+    /// received/rport for the top Via (§18.2.1, RFC 3581), also what a
+    /// 100 Trying echoes.
+    stamp: Stamp,
 }
 
 /// The proxy.
@@ -647,6 +650,7 @@ impl Proxy {
             new_ruri,
             drop_routes: drop,
             append_route,
+            stamp: Stamp::default(),
         })
     }
 
@@ -677,7 +681,7 @@ impl Proxy {
             new_ruri: plan.new_ruri,
             drop_routes: plan.drop_routes.clone(),
             append_route: plan.append_route,
-            stamp: Stamp::for_request(m, inb.from.addr),
+            stamp: plan.stamp,
             record_route,
         };
         let start = s.mark();
@@ -761,7 +765,10 @@ impl Proxy {
             shard = Some(sh);
         }
         // the ACK to a negative response we generated ends here
-        if m.method() == Some(Method::Ack) && m.to_tag() == Some(&self.local_tag(m)[..]) {
+        if m.method() == Some(Method::Ack)
+            && m.to_tag()
+                .is_some_and(|t| t.starts_with(b"takt") && t == self.local_tag(m))
+        {
             return Outcome::new(kind, Disposition::Absorbed);
         }
         let lh = loop_hash(m);
@@ -777,7 +784,7 @@ impl Proxy {
             // retransmission created meanwhile)
             shard = None;
         }
-        let plan = match self.plan(m) {
+        let mut plan = match self.plan(m) {
             Ok(p) => p,
             Err(e) => {
                 let (code, reason) = e.response();
@@ -794,6 +801,7 @@ impl Proxy {
                 );
             }
         };
+        plan.stamp = Stamp::for_request(m, inb.from.addr);
         if self.cfg.mode == Mode::Stateful
             && !matches!(m.method(), Some(Method::Ack | Method::Cancel))
         {

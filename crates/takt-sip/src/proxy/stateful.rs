@@ -143,7 +143,7 @@ pub(super) fn new_transaction(
             100,
             "Trying",
             LocalOpts {
-                stamp: Stamp::for_request(m, inb.from.addr),
+                stamp: plan.stamp,
                 ..LocalOpts::default()
             },
         );
