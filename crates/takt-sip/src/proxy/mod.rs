@@ -659,7 +659,6 @@ impl Proxy {
     fn forward(
         &self,
         m: &Message<'_>,
-        inb: &Inbound<'_>,
         plan: &Plan,
         key: u64,
         lh: u32,
@@ -809,7 +808,7 @@ impl Proxy {
             return stateful::new_transaction(self, sh, m, inb, kind, &plan, key, lh, s);
         }
         drop(shard);
-        match self.forward(m, inb, &plan, key, lh, s) {
+        match self.forward(m, &plan, key, lh, s) {
             Ok(_) => Outcome::new(kind, Disposition::Forwarded),
             Err(r) => self.refuse(m, inb, kind, r, s),
         }

@@ -149,7 +149,7 @@ pub(super) fn new_transaction(
         );
         s.queue(upstream, st);
     }
-    let (start, target) = match p.forward(m, inb, plan, key, lh, s) {
+    let (start, target) = match p.forward(m, plan, key, lh, s) {
         Ok(x) => x,
         Err(r) => {
             drop(sh);
