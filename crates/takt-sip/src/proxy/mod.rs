@@ -347,6 +347,9 @@ pub struct Outcome {
     pub disposition: Disposition,
     /// The parse error, for malformed input.
     pub error: Option<ParseError>,
+    /// Stateful: the transaction table's shard was locked by another
+    /// thread when this message asked for it (it waited).
+    pub lock_contended: bool,
 }
 
 impl Outcome {
@@ -355,6 +358,7 @@ impl Outcome {
             kind,
             disposition,
             error: None,
+            lock_contended: false,
         }
     }
 }
@@ -365,6 +369,8 @@ impl Outcome {
 pub struct Scratch {
     out: Vec<u8>,
     sends: SmallVec<[(Target, u32, u32); 4]>,
+    /// A shard lock this message asked for was held by another thread.
+    contended: bool,
 }
 
 impl Scratch {
@@ -373,6 +379,7 @@ impl Scratch {
         Scratch {
             out: Vec::with_capacity(8192),
             sends: SmallVec::new(),
+            contended: false,
         }
     }
 
@@ -467,6 +474,7 @@ impl Proxy {
     /// Handles one received message; everything to send goes through `sink`.
     pub fn handle(&self, inb: &Inbound<'_>, s: &mut Scratch, sink: &mut dyn Sink) -> Outcome {
         s.clear();
+        s.contended = false;
         // parsed where it stays: the view is not moved (see `parse_proxy_in_place`)
         let mut m = Message::empty(inb.bytes);
         let mut outcome = match m.parse_proxy_in_place() {
@@ -477,6 +485,7 @@ impl Proxy {
         if !s.flush(sink) {
             outcome.disposition = Disposition::SendFailed;
         }
+        outcome.lock_contended = s.contended;
         outcome
     }
 
@@ -757,7 +766,7 @@ impl Proxy {
         // new record's insertion (one lock, one lookup per request)
         let mut shard = None;
         if self.cfg.mode == Mode::Stateful {
-            let mut sh = self.table.shard(key);
+            let mut sh = self.table.shard_noting(key, &mut s.contended);
             if let Some(o) = stateful::match_request(self, &mut sh, m, inb, kind, key, s) {
                 return o;
             }
@@ -804,7 +813,10 @@ impl Proxy {
         if self.cfg.mode == Mode::Stateful
             && !matches!(m.method(), Some(Method::Ack | Method::Cancel))
         {
-            let sh = shard.unwrap_or_else(|| self.table.shard(key));
+            let sh = match shard {
+                Some(sh) => sh,
+                None => self.table.shard_noting(key, &mut s.contended),
+            };
             return stateful::new_transaction(self, sh, m, inb, kind, &plan, key, lh, s);
         }
         drop(shard);

@@ -202,7 +202,7 @@ pub(super) fn match_response(
     s: &mut Scratch,
     sink: &mut dyn Sink,
 ) -> Option<Outcome> {
-    let mut sh = p.table.shard(key);
+    let mut sh = p.table.shard_noting(key, &mut s.contended);
     // buffers the record no longer needs: (request, response)
     let mut spare = (false, false);
     let t = sh.get_mut(key)?;

@@ -398,6 +398,21 @@ impl Table {
         self.shard_at(self.index(key))
     }
 
+    /// Locks the shard of `key`; sets `contended` when another thread
+    /// held it (this one waited). One `try_lock` first: the uncontended
+    /// case costs what `lock` costs.
+    pub fn shard_noting(&self, key: u64, contended: &mut bool) -> MutexGuard<'_, Shard> {
+        let m = &self.slots[self.index(key)].shard;
+        match m.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                *contended = true;
+                m.lock().unwrap_or_else(|p| p.into_inner())
+            }
+        }
+    }
+
     /// Publishes the earliest deadline and the size of `sh`, the shard of
     /// `key` (call with its lock held, after changing it).
     pub fn publish(&self, key: u64, sh: &Shard) {
