@@ -252,8 +252,7 @@ impl RunResult {
                         t_sip_us: us(k.t_sip.p50),
                         k_rcv_us: (k.k_rcv.count > 0).then(|| us(k.k_rcv.p50)),
                         k_snd_us: (k.k_snd.count > 0).then(|| us(k.k_snd.p50)),
-                        t_sip_alone_us: (k.t_sip_alone.count > 0)
-                            .then(|| us(k.t_sip_alone.p50)),
+                        t_sip_alone_us: (k.t_sip_alone.count > 0).then(|| us(k.t_sip_alone.p50)),
                         overlapped: k.overlapped as f64 / k.count as f64,
                         lock_contended: k.lock_contended as f64 / k.count as f64,
                     },

@@ -96,6 +96,9 @@ pub struct Shard {
     cap: usize,
     /// Slots below this index are the preallocated ones.
     pre: usize,
+    /// The last key looked up or inserted and its slot (invariant: when
+    /// set, the index maps that key to that slot).
+    last: Option<(u64, u32)>,
     /// Message buffers records gave back early (e.g. after a 2xx), reused
     /// by new ones; bounded by [`FREE_BUFFERS`].
     free: Vec<Vec<u8>>,
@@ -147,6 +150,7 @@ impl Shard {
             timers: Wheel::with_capacity(pre * TIMERS_PER_RECORD),
             cap,
             pre,
+            last: None,
             free: Vec::with_capacity(FREE_BUFFERS),
         }
     }
@@ -181,6 +185,21 @@ impl Shard {
         }
     }
 
+    /// The slot of `key`'s record: from the last lookup when it was the
+    /// same key (a message looks its record up two or three times: to
+    /// match, to reschedule, to release buffers), else from the index.
+    #[inline]
+    fn slot_of(&mut self, key: u64) -> Option<u32> {
+        if let Some((k, i)) = self.last {
+            if k == key {
+                return Some(i);
+            }
+        }
+        let i = *self.index.get(&key)?;
+        self.last = Some((key, i));
+        Some(i)
+    }
+
     /// Records held.
     pub fn len(&self) -> usize {
         self.index.len()
@@ -193,7 +212,7 @@ impl Shard {
 
     /// The record of `key`.
     pub fn get_mut(&mut self, key: u64) -> Option<&mut Txn> {
-        let i = *self.index.get(&key)?;
+        let i = self.slot_of(key)?;
         Some(&mut self.slots[i as usize])
     }
 
@@ -243,6 +262,7 @@ impl Shard {
         }
         self.slots[i as usize].request.extend_from_slice(request);
         self.index.insert(key, i);
+        self.last = Some((key, i));
         true
     }
 
@@ -259,7 +279,7 @@ impl Shard {
     /// spare list (or frees them when it is full), so that the memory of
     /// a long Accepted period (RFC 6026: 64·T1) is not held per record.
     pub fn release(&mut self, key: u64, request: bool, response: bool) {
-        let Some(&i) = self.index.get(&key) else {
+        let Some(i) = self.slot_of(key) else {
             return;
         };
         let t = &mut self.slots[i as usize];
@@ -295,6 +315,9 @@ impl Shard {
     }
 
     fn remove(&mut self, key: u64) {
+        if self.last.is_some_and(|(k, _)| k == key) {
+            self.last = None;
+        }
         if let Some(i) = self.index.remove(&key) {
             let t = &mut self.slots[i as usize];
             for b in [

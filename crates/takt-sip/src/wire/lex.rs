@@ -140,11 +140,18 @@ pub(crate) fn skip_lws(b: &[u8], mut i: usize, end: usize) -> usize {
 
 /// Scans a token from `i`; returns its end (== `i` when there is none).
 #[inline]
-pub(crate) fn scan_token(b: &[u8], mut i: usize, end: usize) -> usize {
-    while i < end && is_token(b[i]) {
-        i += 1;
+pub(crate) fn scan_token(b: &[u8], i: usize, end: usize) -> usize {
+    run_while(b, i, end, is_token)
+}
+
+/// The end of the run of bytes from `i` (stopping at `end`) for which `f`
+/// holds: `i` itself when there is none.
+#[inline(always)]
+pub(crate) fn run_while(b: &[u8], i: usize, end: usize, f: impl Fn(u8) -> bool) -> usize {
+    match b.get(i..end.min(b.len())) {
+        Some(s) => i + s.iter().position(|&c| !f(c)).unwrap_or(s.len()),
+        None => i,
     }
-    i
 }
 
 /// Scans a quoted-string whose opening quote is at `i`; returns the index

@@ -82,12 +82,7 @@ pub(crate) fn simple_sip_uri(b: &[u8], start: usize, end: usize) -> Option<(Uri,
         return None;
     }
     let first = start + 4;
-    let run = |mut i: usize, mask: u8| {
-        while i < s.len() && is(s[i], mask) {
-            i += 1;
-        }
-        i
-    };
+    let run = |i: usize, mask: u8| super::lex::run_while(s, i, s.len(), |c| is(c, mask));
     let mut i = run(first, HOST);
     let mut userinfo = None;
     if i < s.len() && s[i] != b':' && is(s[i], UNRESERVED) {

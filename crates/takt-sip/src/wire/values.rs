@@ -151,12 +151,8 @@ fn params(
 
 /// Scans a parameter value (`token`, `host` or IPv6 reference characters) from `i`.
 #[inline]
-fn scan_param_value(b: &[u8], mut i: usize, end: usize) -> usize {
-    let s = &b[..end];
-    while i < s.len() && is_param_value(s[i]) {
-        i += 1;
-    }
-    i
+fn scan_param_value(b: &[u8], i: usize, end: usize) -> usize {
+    super::lex::run_while(b, i, end, is_param_value)
 }
 
 /// What a Via parameter sets, shared by [`parse_via`] and [`simple_via`]
