@@ -127,6 +127,9 @@ pub fn request_key(m: &Message<'_>) -> u64 {
 pub fn loop_hash(m: &Message<'_>) -> u32 {
     let b = m.buf();
     let mut h = Fnv::default().field(m.request_uri().map(|u| u.span.of(b)).unwrap_or(b""));
+    if !m.may_have(HeaderName::Route) && !m.may_have(HeaderName::ProxyRequire) {
+        return h.finish() as u32;
+    }
     for hd in m.headers() {
         if matches!(hd.name, HeaderName::Route | HeaderName::ProxyRequire) {
             h = h.field(hd.value.of(b));

@@ -63,6 +63,10 @@ pub struct Message<'a> {
     content_length: Option<u32>,
     headers_end: usize,
     body: Span,
+    /// Bit `name as u32 % 32` set for every header name present: a
+    /// lookup of a name whose bit is clear needs no scan (a set bit may
+    /// be another name's: the scan decides).
+    present: u32,
 }
 
 fn line_error(req: bool, e: LineError) -> ParseError {
@@ -216,6 +220,7 @@ impl<'a> Message<'a> {
             content_length: None,
             headers_end: 0,
             body: Span::default(),
+            present: 0,
         }
     }
 
@@ -230,6 +235,7 @@ impl<'a> Message<'a> {
 
     fn parse_in_place(&mut self, stream: bool, depth: Depth) -> Result<(), ParseError> {
         let m = self;
+        m.present = 0;
         m.headers.clear();
         m.vias.clear();
         m.routes.clear();
@@ -325,8 +331,9 @@ impl<'a> Message<'a> {
             }
             let idx = m.headers.len() as u16;
             m.headers.push(h);
+            let bit = 1u32 << (name as u32 % 32);
+            m.present |= bit;
             if name.is_single() {
-                let bit = 1u32 << (name as u32 % 32);
                 if seen & bit != 0 {
                     return Err(ParseError::Duplicate(name));
                 }
@@ -462,10 +469,19 @@ impl<'a> Message<'a> {
 
     /// The value of the first header named `name`.
     pub fn header(&self, name: HeaderName) -> Option<&'a [u8]> {
+        if !self.may_have(name) {
+            return None;
+        }
         self.headers
             .iter()
             .find(|h| h.name == name)
             .map(|h| h.value.of(self.buf))
+    }
+
+    /// Whether a header named `name` may be present: `false` means it is
+    /// not (no scan of the header lines); `true` that it may be.
+    pub fn may_have(&self, name: HeaderName) -> bool {
+        self.present & (1u32 << (name as u32 % 32)) != 0
     }
 
     /// Every via-parm, top first.
