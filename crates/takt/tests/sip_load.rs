@@ -73,6 +73,19 @@ fn load_json_document() {
             // the paper's Table I figure for 2 threads
             assert_eq!(r["published"], 76.9);
             find("k_rcv", model, Some(msg));
+            // what T_sip owes to another worker or a locked shard
+            for frac in ["overlapped", "lock_contended"] {
+                let f = find(frac, model, Some(msg));
+                assert_eq!(f["unit"], "fraction");
+                let (lo, hi) = (f["min"].as_f64().unwrap(), f["max"].as_f64().unwrap());
+                assert!(
+                    (0.0..=1.0).contains(&lo) && (0.0..=1.0).contains(&hi),
+                    "{f}"
+                );
+            }
+            if find("overlapped", model, Some(msg))["min"].as_f64() < Some(1.0) {
+                find("t_sip_alone", model, Some(msg));
+            }
         }
         find("k_snd", model, Some("invite"));
         let ok = find("calls_succeeded", model, None);

@@ -196,6 +196,15 @@ pub struct KindRun {
     pub k_rcv_us: Option<f64>,
     /// Median K_snd (None: this kind caused no send).
     pub k_snd_us: Option<f64>,
+    /// Median T_sip of the messages no other worker was handling at
+    /// their start or end (None: every one overlapped).
+    pub t_sip_alone_us: Option<f64>,
+    /// Fraction of the messages another worker was handling at their
+    /// start or end.
+    pub overlapped: f64,
+    /// Stateful: fraction of the messages that found their shard of the
+    /// transaction table locked by another thread.
+    pub lock_contended: f64,
 }
 
 /// What one run measured.
@@ -243,6 +252,9 @@ impl RunResult {
                         t_sip_us: us(k.t_sip.p50),
                         k_rcv_us: (k.k_rcv.count > 0).then(|| us(k.k_rcv.p50)),
                         k_snd_us: (k.k_snd.count > 0).then(|| us(k.k_snd.p50)),
+                        t_sip_alone_us: (k.t_sip_alone.count > 0).then(|| us(k.t_sip_alone.p50)),
+                        overlapped: k.overlapped as f64 / k.count as f64,
+                        lock_contended: k.lock_contended as f64 / k.count as f64,
                     },
                 )
             })
@@ -521,6 +533,28 @@ pub fn rows(plan: &LoadPlan, case: LoadCase, runs: &[RunResult]) -> Vec<ResultRo
         let s = of(&|k| k.k_snd_us);
         if !s.is_empty() {
             out.push(row("k_snd", Some(kind), "us", Better::Lower, s));
+        }
+        // what the T_sip of a message owes to another worker running at
+        // the same time (see `takt_sip::stats::KindStats::t_sip_alone`)
+        let a = of(&|k| k.t_sip_alone_us);
+        if !a.is_empty() {
+            out.push(row("t_sip_alone", Some(kind), "us", Better::Lower, a));
+        }
+        out.push(row(
+            "overlapped",
+            Some(kind),
+            "fraction",
+            Better::Lower,
+            of(&|k| Some(k.overlapped)),
+        ));
+        if case.mode == Mode::Stateful {
+            out.push(row(
+                "lock_contended",
+                Some(kind),
+                "fraction",
+                Better::Lower,
+                of(&|k| Some(k.lock_contended)),
+            ));
         }
     }
     let per = |f: &dyn Fn(&RunResult) -> f64| -> Vec<f64> { runs.iter().map(f).collect() };

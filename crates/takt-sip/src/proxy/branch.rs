@@ -20,34 +20,57 @@ pub const PREFIX: &[u8] = b"z9hG4bKtk";
 /// Length of a branch this proxy creates.
 pub const BRANCH_LEN: usize = PREFIX.len() + 16 + 1 + 8;
 
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+const SEED: u64 = 0xcbf2_9ce4_8422_2325;
+const K: u64 = 0x9e37_79b9_7f4a_7c15;
 
-/// FNV-1a, 64 bits, with a field separator so that ("ab","c") != ("a","bc").
+/// A 64-bit hash of a sequence of fields, eight bytes at a step, with
+/// each field's length mixed in so that ("ab","c") != ("a","bc").
+///
+/// Each step, `(h ^ word) * K` (K odd) then an xor-shift, is a bijection
+/// of `h` for a given word and of the word for a given `h`: two fields
+/// that differ in one word never collide at that step. Not keyed: the
+/// keys it makes are transaction identities, not a defence against
+/// chosen collisions (neither was the byte-wise FNV-1a it replaces, at a
+/// quarter of the cost).
 #[derive(Debug, Clone, Copy)]
 pub struct Fnv(u64);
 
 impl Default for Fnv {
     fn default() -> Self {
-        Fnv(FNV_OFFSET)
+        Fnv(SEED)
     }
 }
 
+#[inline(always)]
+fn mix(h: u64, w: u64) -> u64 {
+    let x = (h ^ w).wrapping_mul(K);
+    x ^ (x >> 29)
+}
+
 impl Fnv {
-    /// Hashes one field.
+    /// Hashes one field. Not inlined: one copy of its loops serves the
+    /// key, the loop hash and the local tag (code lines, on a cold core,
+    /// cost more than a call).
+    #[inline(never)]
     pub fn field(mut self, bytes: &[u8]) -> Fnv {
-        for &b in bytes {
-            self.0 ^= u64::from(b);
-            self.0 = self.0.wrapping_mul(FNV_PRIME);
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            self.0 = mix(self.0, u64::from_le_bytes(w.try_into().expect("8 bytes")));
         }
-        self.0 ^= 0xff;
-        self.0 = self.0.wrapping_mul(FNV_PRIME);
+        let mut tail = 0u64;
+        for (i, &b) in words.remainder().iter().enumerate() {
+            tail |= u64::from(b) << (8 * i);
+        }
+        // the tail holds at most 7 bytes: the length goes in the top one
+        self.0 = mix(self.0, tail ^ ((bytes.len() as u64 & 0xff) << 56) ^ 0xff);
         self
     }
 
     /// Hashes an integer field.
-    pub fn num(self, n: u64) -> Fnv {
-        self.field(&n.to_le_bytes())
+    #[inline]
+    pub fn num(mut self, n: u64) -> Fnv {
+        self.0 = mix(mix(self.0, n), 0xff);
+        self
     }
 
     /// The hash, with a final avalanche so low bits (used for sharding) mix.
@@ -104,6 +127,9 @@ pub fn request_key(m: &Message<'_>) -> u64 {
 pub fn loop_hash(m: &Message<'_>) -> u32 {
     let b = m.buf();
     let mut h = Fnv::default().field(m.request_uri().map(|u| u.span.of(b)).unwrap_or(b""));
+    if !m.may_have(HeaderName::Route) && !m.may_have(HeaderName::ProxyRequire) {
+        return h.finish() as u32;
+    }
     for hd in m.headers() {
         if matches!(hd.name, HeaderName::Route | HeaderName::ProxyRequire) {
             h = h.field(hd.value.of(b));
@@ -114,23 +140,33 @@ pub fn loop_hash(m: &Message<'_>) -> u32 {
 
 /// Writes our branch for `key` and `loop_hash`.
 pub fn write_branch(out: &mut Vec<u8>, key: u64, loop_hash: u32) {
-    out.extend_from_slice(PREFIX);
-    push_hex(out, key, 16);
-    out.push(b'.');
-    push_hex(out, u64::from(loop_hash), 8);
+    // written on the stack, appended in one copy
+    let mut t = [0u8; BRANCH_LEN];
+    t[..PREFIX.len()].copy_from_slice(PREFIX);
+    hex(&mut t[PREFIX.len()..PREFIX.len() + 16], key);
+    t[PREFIX.len() + 16] = b'.';
+    hex(&mut t[PREFIX.len() + 17..], u64::from(loop_hash));
+    out.extend_from_slice(&t);
 }
 
-fn push_hex(out: &mut Vec<u8>, v: u64, digits: u32) {
+/// Writes the low `out.len()` hex digits of `v`, most significant first.
+fn hex(out: &mut [u8], v: u64) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    for i in (0..digits).rev() {
-        out.push(HEX[((v >> (i * 4)) & 0xf) as usize]);
+    let n = out.len();
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = HEX[((v >> ((n - 1 - i) * 4)) & 0xf) as usize];
     }
 }
 
 fn parse_hex(s: &[u8]) -> Option<u64> {
     let mut v = 0u64;
     for &c in s {
-        let d = (c as char).to_digit(16)?;
+        let d = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b'A'..=b'F' => c - b'A' + 10,
+            _ => return None,
+        };
         v = (v << 4) | u64::from(d);
     }
     Some(v)
@@ -164,5 +200,35 @@ mod tests {
         let a = Fnv::default().field(b"ab").field(b"c").finish();
         let b = Fnv::default().field(b"a").field(b"bc").finish();
         assert_ne!(a, b);
+        let a = Fnv::default().field(b"abcdefgh").field(b"").finish();
+        let b = Fnv::default().field(b"").field(b"abcdefgh").finish();
+        assert_ne!(a, b);
+        let a = Fnv::default().field(b"abcdefg\x00").finish();
+        let b = Fnv::default().field(b"abcdefg").finish();
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn sipp_like_keys_do_not_collide() {
+        let mut seen = std::collections::HashSet::new();
+        for i in 0..50_000u64 {
+            for br in 0..3 {
+                let branch = format!("z9hG4bK-{i}-1-{br}");
+                let k = Fnv::default()
+                    .field(branch.as_bytes())
+                    .field(b"127.0.0.1")
+                    .num(5061)
+                    .field(b"INVITE")
+                    .finish();
+                assert!(seen.insert(k), "{branch}");
+            }
+        }
+        // the low bits (the shard) spread evenly
+        let mut per = [0usize; 8];
+        for k in &seen {
+            per[(k & 7) as usize] += 1;
+        }
+        let mean = seen.len() / 8;
+        assert!(per.iter().all(|&n| n.abs_diff(mean) < mean / 50), "{per:?}");
     }
 }

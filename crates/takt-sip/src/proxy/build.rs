@@ -62,33 +62,88 @@ impl Stamp {
 /// standard parser refuses leading zeros) without the parser's cost.
 fn same_ip(host: &[u8], ip: IpAddr) -> bool {
     match ip {
-        IpAddr::V4(_) => {
+        IpAddr::V4(v4) => {
             // the dotted quad is at most 15 bytes: written on the stack
-            let mut b: SmallVec<[u8; 16]> = SmallVec::new();
-            write_v4(&mut b, ip);
-            host == &b[..]
+            let mut t = [0u8; 15];
+            let mut n = 0;
+            for (k, o) in v4.octets().into_iter().enumerate() {
+                if k > 0 {
+                    t[n] = b'.';
+                    n += 1;
+                }
+                if o >= 100 {
+                    t[n] = b'0' + o / 100;
+                    n += 1;
+                }
+                if o >= 10 {
+                    t[n] = b'0' + (o / 10) % 10;
+                    n += 1;
+                }
+                t[n] = b'0' + o % 10;
+                n += 1;
+            }
+            host == &t[..n]
         }
-        IpAddr::V6(_) => std::str::from_utf8(host)
-            .ok()
-            .and_then(|h| h.parse::<IpAddr>().ok())
-            .is_some_and(|h| h == ip),
+        IpAddr::V6(_) => same_ip_v6(host, ip),
     }
 }
 
-fn write_v4(out: &mut SmallVec<[u8; 16]>, ip: IpAddr) {
-    if let IpAddr::V4(v4) = ip {
-        for (k, o) in v4.octets().into_iter().enumerate() {
-            if k > 0 {
-                out.push(b'.');
+#[cold]
+fn same_ip_v6(host: &[u8], ip: IpAddr) -> bool {
+    std::str::from_utf8(host)
+        .ok()
+        .and_then(|h| h.parse::<IpAddr>().ok())
+        .is_some_and(|h| h == ip)
+}
+
+/// The parts of what the proxy writes that depend on its address only,
+/// written once: our Via up to the branch value and our Record-Route
+/// line, per transport (one copy each on the message path instead of a
+/// dozen small appends and a number to format).
+#[derive(Debug, Clone)]
+pub struct Prebuilt {
+    /// `SIP/2.0/<T> host:port;branch=`, by transport (UDP, TCP).
+    via: [Vec<u8>; 2],
+    /// `Record-Route: <sip:host:port[;transport=tcp];lr>\r\n`, by transport.
+    record_route: [Vec<u8>; 2],
+}
+
+impl Prebuilt {
+    /// The texts for `local`.
+    pub fn new(local: &Local) -> Prebuilt {
+        let via = |t: Transport| {
+            let mut v = b"SIP/2.0/".to_vec();
+            v.extend_from_slice(transport_token(t));
+            v.push(b' ');
+            v.extend_from_slice(local.host.as_bytes());
+            v.push(b':');
+            push_dec(&mut v, u64::from(local.port));
+            v.extend_from_slice(b";branch=");
+            v
+        };
+        let rr = |t: Transport| {
+            let mut v = b"Record-Route: <sip:".to_vec();
+            v.extend_from_slice(local.host.as_bytes());
+            v.push(b':');
+            push_dec(&mut v, u64::from(local.port));
+            if t == Transport::Tcp {
+                v.extend_from_slice(b";transport=tcp");
             }
-            if o >= 100 {
-                out.push(b'0' + o / 100);
-            }
-            if o >= 10 {
-                out.push(b'0' + (o / 10) % 10);
-            }
-            out.push(b'0' + o % 10);
+            v.extend_from_slice(b";lr>\r\n");
+            v
+        };
+        Prebuilt {
+            via: [via(Transport::Udp), via(Transport::Tcp)],
+            record_route: [rr(Transport::Udp), rr(Transport::Tcp)],
         }
+    }
+
+    fn via(&self, t: Transport) -> &[u8] {
+        &self.via[usize::from(t == Transport::Tcp)]
+    }
+
+    fn record_route(&self, t: Transport) -> &[u8] {
+        &self.record_route[usize::from(t == Transport::Tcp)]
     }
 }
 
@@ -101,8 +156,8 @@ pub struct Forward<'l> {
     pub key: u64,
     /// Loop hash.
     pub loop_hash: u32,
-    /// Our address.
-    pub local: &'l Local,
+    /// Our Via and Record-Route texts ([`Prebuilt::new`] of our address).
+    pub local: &'l Prebuilt,
     /// A new Request-URI (strict routing), as a span of the input.
     pub new_ruri: Option<Span>,
     /// Route values to drop (indices into `Message::routes`).
@@ -151,9 +206,21 @@ pub fn push_ip(out: &mut Vec<u8>, ip: IpAddr) {
 
 /// Appends `SIP/2.0 <code> <reason>\r\n`.
 fn push_status_line(out: &mut Vec<u8>, code: u16, reason: &str) {
-    out.extend_from_slice(b"SIP/2.0 ");
-    push_dec(out, u64::from(code));
-    out.push(b' ');
+    if (100..1000).contains(&code) {
+        // a status code has three digits (RFC 3261 §25.1): one copy
+        let d = [
+            b'0' + (code / 100) as u8,
+            b'0' + (code / 10 % 10) as u8,
+            b'0' + (code % 10) as u8,
+        ];
+        out.extend_from_slice(&[
+            b'S', b'I', b'P', b'/', b'2', b'.', b'0', b' ', d[0], d[1], d[2], b' ',
+        ]);
+    } else {
+        out.extend_from_slice(b"SIP/2.0 ");
+        push_dec(out, u64::from(code));
+        out.push(b' ');
+    }
     out.extend_from_slice(reason.as_bytes());
     out.extend_from_slice(b"\r\n");
 }
@@ -213,6 +280,39 @@ fn write_route_line(out: &mut Vec<u8>, m: &Message<'_>, value: Span, drop: &[usi
     }
 }
 
+/// Copies runs of header lines unchanged: consecutive lines are adjacent
+/// in the input, so a run of them is one copy.
+struct Runs<'b> {
+    b: &'b [u8],
+    run: Option<(usize, usize)>,
+}
+
+impl<'b> Runs<'b> {
+    fn new(b: &'b [u8]) -> Self {
+        Runs { b, run: None }
+    }
+
+    /// Adds the line `l` to the run (flushing the run when not adjacent).
+    #[inline]
+    fn keep(&mut self, out: &mut Vec<u8>, l: Span) {
+        match &mut self.run {
+            Some((_, e)) if *e == l.start() => *e = l.end(),
+            _ => {
+                self.flush(out);
+                self.run = Some((l.start(), l.end()));
+            }
+        }
+    }
+
+    /// Writes the run so far.
+    #[inline]
+    fn flush(&mut self, out: &mut Vec<u8>) {
+        if let Some((a, e)) = self.run.take() {
+            out.extend_from_slice(&self.b[a..e]);
+        }
+    }
+}
+
 /// Appends the forwarded request (§16.6 steps 2–8).
 pub fn forward_request(out: &mut Vec<u8>, m: &Message<'_>, f: &Forward<'_>) {
     let b = m.buf();
@@ -226,30 +326,27 @@ pub fn forward_request(out: &mut Vec<u8>, m: &Message<'_>, f: &Forward<'_>) {
     out.push(b' ');
     out.extend_from_slice(f.new_ruri.unwrap_or(uri).of(b));
     out.extend_from_slice(b" SIP/2.0\r\nVia: ");
-    write_our_via(out, f.local, f.transport, f.key, f.loop_hash);
+    out.extend_from_slice(f.local.via(f.transport));
+    write_branch(out, f.key, f.loop_hash);
     out.extend_from_slice(b"\r\n");
     if f.record_route {
-        out.extend_from_slice(b"Record-Route: <sip:");
-        out.extend_from_slice(f.local.host.as_bytes());
-        out.push(b':');
-        push_dec(out, u64::from(f.local.port));
-        if f.transport == Transport::Tcp {
-            out.extend_from_slice(b";transport=tcp");
-        }
-        out.extend_from_slice(b";lr>\r\n");
+        out.extend_from_slice(f.local.record_route(f.transport));
     }
     let top_via_header = m.top_via().header as usize;
     let mut have_mf = false;
     let mut have_cl = false;
+    let mut runs = Runs::new(b);
     for (i, h) in m.headers().iter().enumerate() {
         match h.name {
             HeaderName::Via if i == top_via_header => {
+                runs.flush(out);
                 out.extend_from_slice(h.name_span.of(b));
                 out.extend_from_slice(b": ");
                 write_stamped_via_value(out, m, h.value, f.stamp);
                 out.extend_from_slice(b"\r\n");
             }
             HeaderName::MaxForwards => {
+                runs.flush(out);
                 have_mf = true;
                 let v = m.max_forwards().unwrap_or(1).saturating_sub(1);
                 out.extend_from_slice(b"Max-Forwards: ");
@@ -257,15 +354,17 @@ pub fn forward_request(out: &mut Vec<u8>, m: &Message<'_>, f: &Forward<'_>) {
                 out.extend_from_slice(b"\r\n");
             }
             HeaderName::Route if !f.drop_routes.is_empty() => {
+                runs.flush(out);
                 write_route_line(out, m, h.value, &f.drop_routes);
             }
             HeaderName::ContentLength => {
                 have_cl = true;
-                out.extend_from_slice(h.line.of(b));
+                runs.keep(out, h.line);
             }
-            _ => out.extend_from_slice(h.line.of(b)),
+            _ => runs.keep(out, h.line),
         }
     }
+    runs.flush(out);
     if let Some(r) = f.append_route {
         out.extend_from_slice(b"Route: <");
         out.extend_from_slice(r.of(b));
@@ -298,8 +397,10 @@ pub fn forward_response(out: &mut Vec<u8>, m: &Message<'_>) -> bool {
 fn write_headers_popping_via(out: &mut Vec<u8>, m: &Message<'_>) {
     let b = m.buf();
     let top = m.top_via();
+    let mut runs = Runs::new(b);
     for (i, h) in m.headers().iter().enumerate() {
         if i == top.header as usize {
+            runs.flush(out);
             if let Some(next) = top.next_in_line {
                 out.extend_from_slice(h.name_span.of(b));
                 out.extend_from_slice(b": ");
@@ -308,8 +409,9 @@ fn write_headers_popping_via(out: &mut Vec<u8>, m: &Message<'_>) {
             }
             continue;
         }
-        out.extend_from_slice(h.line.of(b));
+        runs.keep(out, h.line);
     }
+    runs.flush(out);
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(m.body());
 }

@@ -60,7 +60,7 @@ use smallvec::SmallVec;
 
 use self::branch::{loop_hash, parse_branch, request_key, Fnv};
 use self::build::{
-    forward_request, forward_response, local_response, Forward, Local, LocalOpts, Stamp,
+    forward_request, forward_response, local_response, Forward, Local, LocalOpts, Prebuilt, Stamp,
 };
 use self::route::{Resolver, RouteError};
 use self::table::Table;
@@ -347,6 +347,9 @@ pub struct Outcome {
     pub disposition: Disposition,
     /// The parse error, for malformed input.
     pub error: Option<ParseError>,
+    /// Stateful: the transaction table's shard was locked by another
+    /// thread when this message asked for it (it waited).
+    pub lock_contended: bool,
 }
 
 impl Outcome {
@@ -355,6 +358,7 @@ impl Outcome {
             kind,
             disposition,
             error: None,
+            lock_contended: false,
         }
     }
 }
@@ -365,6 +369,8 @@ impl Outcome {
 pub struct Scratch {
     out: Vec<u8>,
     sends: SmallVec<[(Target, u32, u32); 4]>,
+    /// A shard lock this message asked for was held by another thread.
+    contended: bool,
 }
 
 impl Scratch {
@@ -373,6 +379,7 @@ impl Scratch {
         Scratch {
             out: Vec::with_capacity(8192),
             sends: SmallVec::new(),
+            contended: false,
         }
     }
 
@@ -414,12 +421,16 @@ struct Plan {
     new_ruri: Option<Span>,
     drop_routes: SmallVec<[usize; 3]>,
     append_route: Option<Span>,
+    /// received/rport for the top Via (§18.2.1, RFC 3581), also what a
+    /// 100 Trying echoes.
+    stamp: Stamp,
 }
 
 /// The proxy.
 #[derive(Debug)]
 pub struct Proxy {
     cfg: ProxyConfig,
+    prebuilt: Prebuilt,
     table: Table,
     resolver: Resolver,
     order: order::Gate,
@@ -431,6 +442,7 @@ impl Proxy {
         let shards = if cfg.shards == 0 { 4 } else { cfg.shards };
         let table = Table::new(shards, cfg.max_transactions);
         Proxy {
+            prebuilt: Prebuilt::new(&cfg.local),
             cfg,
             table,
             resolver: Resolver::default(),
@@ -462,14 +474,18 @@ impl Proxy {
     /// Handles one received message; everything to send goes through `sink`.
     pub fn handle(&self, inb: &Inbound<'_>, s: &mut Scratch, sink: &mut dyn Sink) -> Outcome {
         s.clear();
-        let mut outcome = match Message::parse_proxy(inb.bytes) {
-            Ok(m) if m.is_request() => self.on_request(&m, inb, s),
-            Ok(m) => self.on_response(&m, inb, s, sink),
+        s.contended = false;
+        // parsed where it stays: the view is not moved (see `parse_proxy_in_place`)
+        let mut m = Message::empty(inb.bytes);
+        let mut outcome = match m.parse_proxy_in_place() {
+            Ok(()) if m.is_request() => self.on_request(&m, inb, s),
+            Ok(()) => self.on_response(&m, inb, s, sink),
             Err(e) => self.on_malformed(inb, e, s),
         };
         if !s.flush(sink) {
             outcome.disposition = Disposition::SendFailed;
         }
+        outcome.lock_contended = s.contended;
         outcome
     }
 
@@ -643,6 +659,7 @@ impl Proxy {
             new_ruri,
             drop_routes: drop,
             append_route,
+            stamp: Stamp::default(),
         })
     }
 
@@ -651,7 +668,6 @@ impl Proxy {
     fn forward(
         &self,
         m: &Message<'_>,
-        inb: &Inbound<'_>,
         plan: &Plan,
         key: u64,
         lh: u32,
@@ -669,11 +685,11 @@ impl Proxy {
             transport: target.transport,
             key,
             loop_hash: lh,
-            local: &self.cfg.local,
+            local: &self.prebuilt,
             new_ruri: plan.new_ruri,
             drop_routes: plan.drop_routes.clone(),
             append_route: plan.append_route,
-            stamp: Stamp::for_request(m, inb.from.addr),
+            stamp: plan.stamp,
             record_route,
         };
         let start = s.mark();
@@ -750,14 +766,17 @@ impl Proxy {
         // new record's insertion (one lock, one lookup per request)
         let mut shard = None;
         if self.cfg.mode == Mode::Stateful {
-            let mut sh = self.table.shard(key);
+            let mut sh = self.table.shard_noting(key, &mut s.contended);
             if let Some(o) = stateful::match_request(self, &mut sh, m, inb, kind, key, s) {
                 return o;
             }
             shard = Some(sh);
         }
         // the ACK to a negative response we generated ends here
-        if m.method() == Some(Method::Ack) && m.to_tag() == Some(&self.local_tag(m)[..]) {
+        if m.method() == Some(Method::Ack)
+            && m.to_tag()
+                .is_some_and(|t| t.starts_with(b"takt") && t == self.local_tag(m))
+        {
             return Outcome::new(kind, Disposition::Absorbed);
         }
         let lh = loop_hash(m);
@@ -773,7 +792,7 @@ impl Proxy {
             // retransmission created meanwhile)
             shard = None;
         }
-        let plan = match self.plan(m) {
+        let mut plan = match self.plan(m) {
             Ok(p) => p,
             Err(e) => {
                 let (code, reason) = e.response();
@@ -790,14 +809,18 @@ impl Proxy {
                 );
             }
         };
+        plan.stamp = Stamp::for_request(m, inb.from.addr);
         if self.cfg.mode == Mode::Stateful
             && !matches!(m.method(), Some(Method::Ack | Method::Cancel))
         {
-            let sh = shard.unwrap_or_else(|| self.table.shard(key));
+            let sh = match shard {
+                Some(sh) => sh,
+                None => self.table.shard_noting(key, &mut s.contended),
+            };
             return stateful::new_transaction(self, sh, m, inb, kind, &plan, key, lh, s);
         }
         drop(shard);
-        match self.forward(m, inb, &plan, key, lh, s) {
+        match self.forward(m, &plan, key, lh, s) {
             Ok(_) => Outcome::new(kind, Disposition::Forwarded),
             Err(r) => self.refuse(m, inb, kind, r, s),
         }

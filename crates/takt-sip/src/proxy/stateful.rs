@@ -143,13 +143,13 @@ pub(super) fn new_transaction(
             100,
             "Trying",
             LocalOpts {
-                stamp: Stamp::for_request(m, inb.from.addr),
+                stamp: plan.stamp,
                 ..LocalOpts::default()
             },
         );
         s.queue(upstream, st);
     }
-    let (start, target) = match p.forward(m, inb, plan, key, lh, s) {
+    let (start, target) = match p.forward(m, plan, key, lh, s) {
         Ok(x) => x,
         Err(r) => {
             drop(sh);
@@ -202,8 +202,9 @@ pub(super) fn match_response(
     s: &mut Scratch,
     sink: &mut dyn Sink,
 ) -> Option<Outcome> {
-    let mut sh = p.table.shard(key);
-    let mut spare: smallvec::SmallVec<[Vec<u8>; 2]> = smallvec::SmallVec::new();
+    let mut sh = p.table.shard_noting(key, &mut s.contended);
+    // buffers the record no longer needs: (request, response)
+    let mut spare = (false, false);
     let t = sh.get_mut(key)?;
     let tm = p.cfg.timers;
     let code = m.status().unwrap_or(0);
@@ -251,8 +252,7 @@ pub(super) fn match_response(
         forward_up(t, m, s);
         // Accepted absorbs INVITE retransmissions silently and passes every
         // 2xx on: the stored request and response are not needed any more
-        spare.push(std::mem::take(&mut t.request));
-        spare.push(std::mem::take(&mut t.response));
+        spare = (true, true);
         forwarded
     } else {
         match t.client {
@@ -274,7 +274,7 @@ pub(super) fn match_response(
                     t.server_final_sent(&tm, now);
                 }
                 // no retransmission, CANCEL or 408 will need the request now
-                spare.push(std::mem::take(&mut t.request));
+                spare.0 = true;
                 forwarded
             }
             ClientState::Completed => {
@@ -288,8 +288,8 @@ pub(super) fn match_response(
             ClientState::Terminated => absorbed,
         }
     };
-    for b in spare {
-        sh.give(b);
+    if spare != (false, false) {
+        sh.release(key, spare.0, spare.1);
     }
     finish(p, &mut sh, key);
     let mut out = out;

@@ -94,6 +94,11 @@ pub struct Shard {
     /// record's `scheduled` are stale (cancelled) and skipped when due.
     pub timers: Wheel,
     cap: usize,
+    /// Slots below this index are the preallocated ones.
+    pre: usize,
+    /// The last key looked up or inserted and its slot (invariant: when
+    /// set, the index maps that key to that slot).
+    last: Option<(u64, u32)>,
     /// Message buffers records gave back early (e.g. after a 2xx), reused
     /// by new ones; bounded by [`FREE_BUFFERS`].
     free: Vec<Vec<u8>>,
@@ -144,6 +149,8 @@ impl Shard {
             vacant: (0..pre as u32).rev().collect(),
             timers: Wheel::with_capacity(pre * TIMERS_PER_RECORD),
             cap,
+            pre,
+            last: None,
             free: Vec::with_capacity(FREE_BUFFERS),
         }
     }
@@ -178,6 +185,21 @@ impl Shard {
         }
     }
 
+    /// The slot of `key`'s record: from the last lookup when it was the
+    /// same key (a message looks its record up two or three times: to
+    /// match, to reschedule, to release buffers), else from the index.
+    #[inline]
+    fn slot_of(&mut self, key: u64) -> Option<u32> {
+        if let Some((k, i)) = self.last {
+            if k == key {
+                return Some(i);
+            }
+        }
+        let i = *self.index.get(&key)?;
+        self.last = Some((key, i));
+        Some(i)
+    }
+
     /// Records held.
     pub fn len(&self) -> usize {
         self.index.len()
@@ -190,7 +212,7 @@ impl Shard {
 
     /// The record of `key`.
     pub fn get_mut(&mut self, key: u64) -> Option<&mut Txn> {
-        let i = *self.index.get(&key)?;
+        let i = self.slot_of(key)?;
         Some(&mut self.slots[i as usize])
     }
 
@@ -225,19 +247,63 @@ impl Shard {
                 (self.slots.len() - 1) as u32
             }
         };
-        if self.slots[i as usize].request.capacity() < request.len() {
+        let slot = &mut self.slots[i as usize];
+        if slot.request.capacity() < request.len() {
             if let Some(b) = self.free.pop() {
-                self.slots[i as usize].request = b;
+                slot.request = b;
+            }
+        }
+        if slot.response.capacity() == 0 {
+            // a reused slot whose buffers went to the spare list: take
+            // one back for the responses to come, not a new allocation
+            if let Some(b) = self.free.pop() {
+                slot.response = b;
             }
         }
         self.slots[i as usize].request.extend_from_slice(request);
         self.index.insert(key, i);
+        self.last = Some((key, i));
         true
     }
 
     /// An empty buffer, reused when one is spare.
     pub fn buf(&mut self) -> Vec<u8> {
         self.free.pop().unwrap_or_default()
+    }
+
+    /// The record of `key` no longer needs its stored request and/or
+    /// response (e.g. after a 2xx). A preallocated record clears them in
+    /// place: their memory is held from start-up whatever happens, and
+    /// handing them over would only cost a `free` now and a `malloc` when
+    /// the record is reused. A record beyond those gives them to the
+    /// spare list (or frees them when it is full), so that the memory of
+    /// a long Accepted period (RFC 6026: 64·T1) is not held per record.
+    pub fn release(&mut self, key: u64, request: bool, response: bool) {
+        let Some(i) = self.slot_of(key) else {
+            return;
+        };
+        let t = &mut self.slots[i as usize];
+        if (i as usize) < self.pre {
+            if request {
+                t.request.clear();
+            }
+            if response {
+                t.response.clear();
+            }
+            return;
+        }
+        let req = if request {
+            std::mem::take(&mut t.request)
+        } else {
+            Vec::new()
+        };
+        let resp = if response {
+            std::mem::take(&mut t.response)
+        } else {
+            Vec::new()
+        };
+        self.give(req);
+        self.give(resp);
     }
 
     /// Takes back a buffer a record no longer needs.
@@ -249,6 +315,9 @@ impl Shard {
     }
 
     fn remove(&mut self, key: u64) {
+        if self.last.is_some_and(|(k, _)| k == key) {
+            self.last = None;
+        }
         if let Some(i) = self.index.remove(&key) {
             let t = &mut self.slots[i as usize];
             for b in [
@@ -350,6 +419,21 @@ impl Table {
     /// Locks the shard of `key`.
     pub fn shard(&self, key: u64) -> MutexGuard<'_, Shard> {
         self.shard_at(self.index(key))
+    }
+
+    /// Locks the shard of `key`; sets `contended` when another thread
+    /// held it (this one waited). One `try_lock` first: the uncontended
+    /// case costs what `lock` costs.
+    pub fn shard_noting(&self, key: u64, contended: &mut bool) -> MutexGuard<'_, Shard> {
+        let m = &self.slots[self.index(key)].shard;
+        match m.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                *contended = true;
+                m.lock().unwrap_or_else(|p| p.into_inner())
+            }
+        }
     }
 
     /// Publishes the earliest deadline and the size of `sh`, the shard of

@@ -58,6 +58,10 @@ pub struct Sample {
     pub t_sip_ns: u64,
     /// K_snd.
     pub k_snd_ns: u64,
+    /// Another worker was handling a message when this one started or
+    /// ended (the two may have run at once, competing for the core's
+    /// sibling, the memory system and the table's locks).
+    pub overlapped: bool,
 }
 
 const N_KIND: usize = MsgKind::ALL.len();
@@ -104,8 +108,11 @@ fn hist() -> Histogram<u64> {
 #[derive(Debug)]
 pub struct WorkerStats {
     name: String,
-    hist: Vec<[Histogram<u64>; 3]>,
+    /// Per kind: K_rcv, T_sip, K_snd, T_sip of messages that did not overlap.
+    hist: Vec<[Histogram<u64>; 4]>,
     disp: [[u64; N_DISP]; N_KIND],
+    overlapped: [u64; N_KIND],
+    lock_contended: [u64; N_KIND],
     replied: BTreeMap<u16, u64>,
     parse_errors: BTreeMap<&'static str, u64>,
     socket: usize,
@@ -119,8 +126,12 @@ impl WorkerStats {
     pub fn new(name: impl Into<String>) -> WorkerStats {
         WorkerStats {
             name: name.into(),
-            hist: (0..N_KIND).map(|_| [hist(), hist(), hist()]).collect(),
+            hist: (0..N_KIND)
+                .map(|_| [hist(), hist(), hist(), hist()])
+                .collect(),
             disp: [[0; N_DISP]; N_KIND],
+            overlapped: [0; N_KIND],
+            lock_contended: [0; N_KIND],
             replied: BTreeMap::new(),
             parse_errors: BTreeMap::new(),
             socket: usize::MAX,
@@ -141,6 +152,12 @@ impl WorkerStats {
         if s.k_snd_ns > 0 {
             h[2].saturating_record(s.k_snd_ns);
         }
+        if s.overlapped {
+            self.overlapped[k] += 1;
+        } else {
+            h[3].saturating_record(s.t_sip_ns.max(1));
+        }
+        self.lock_contended[k] += u64::from(o.lock_contended);
         self.disp[k][disp_index(o.disposition)] += 1;
         if let Disposition::Replied(c) = o.disposition {
             *self.replied.entry(c).or_insert(0) += 1;
@@ -249,9 +266,12 @@ impl Registry {
 
     /// Merges everything into a snapshot.
     pub fn snapshot(&self) -> Snapshot {
-        let mut hist: Vec<[Histogram<u64>; 3]> =
-            (0..N_KIND).map(|_| [hist(), hist(), hist()]).collect();
+        let mut hist: Vec<[Histogram<u64>; 4]> = (0..N_KIND)
+            .map(|_| [hist(), hist(), hist(), hist()])
+            .collect();
         let mut disp = [[0u64; N_DISP]; N_KIND];
+        let mut overlapped = [0u64; N_KIND];
+        let mut lock_contended = [0u64; N_KIND];
         let mut replied = BTreeMap::new();
         let mut parse_errors = BTreeMap::new();
         let mut drops_by_socket: BTreeMap<usize, u64> = BTreeMap::new();
@@ -269,6 +289,10 @@ impl Registry {
                 for (c, h) in hs.iter().enumerate() {
                     let _ = hist[k][c].add(h);
                 }
+            }
+            for k in 0..N_KIND {
+                overlapped[k] += w.overlapped[k];
+                lock_contended[k] += w.lock_contended[k];
             }
             let mut total = 0;
             for (acc, row) in disp.iter_mut().zip(&w.disp) {
@@ -315,6 +339,9 @@ impl Registry {
                     k_rcv: Dist::of(&hist[k][0]),
                     t_sip: Dist::of(&hist[k][1]),
                     k_snd: Dist::of(&hist[k][2]),
+                    t_sip_alone: Dist::of(&hist[k][3]),
+                    overlapped: overlapped[k],
+                    lock_contended: lock_contended[k],
                 },
             );
         }
@@ -398,6 +425,14 @@ pub struct KindStats {
     pub t_sip: Dist,
     /// K_snd, ns.
     pub k_snd: Dist,
+    /// T_sip of the messages no other worker was handling at their start
+    /// or end, ns.
+    pub t_sip_alone: Dist,
+    /// Messages another worker was handling at their start or end.
+    pub overlapped: u64,
+    /// Stateful: messages that found their shard of the transaction
+    /// table locked by another thread.
+    pub lock_contended: u64,
 }
 
 /// One worker's totals.
@@ -563,12 +598,14 @@ mod tests {
             kind: MsgKind::Invite,
             disposition: Disposition::Forwarded,
             error: None,
+            lock_contended: false,
         };
         for i in 1..=100u64 {
             let s = Sample {
                 k_rcv_ns: Some(10_000 + i),
                 t_sip_ns: 1_000 + i,
                 k_snd_ns: 5_000,
+                overlapped: i > 90,
             };
             w1.lock().unwrap().record(&s, &fwd);
             w2.lock().unwrap().record(&s, &fwd);
@@ -579,6 +616,10 @@ mod tests {
         assert_eq!(inv.count, 200);
         assert_eq!(inv.outcomes["forwarded"], 200);
         assert!((1_040..=1_060).contains(&inv.t_sip.p50), "{:?}", inv.t_sip);
+        assert_eq!(inv.overlapped, 20);
+        assert_eq!(inv.t_sip_alone.count, 180);
+        assert!((1_085..=1_095).contains(&inv.t_sip_alone.max));
+        assert_eq!(inv.lock_contended, 0);
         assert_eq!(s.socket_drops, 3);
         let p = s.prometheus();
         assert!(p.contains("takt_sip_messages_total{kind=\"invite\",outcome=\"forwarded\"} 200"));

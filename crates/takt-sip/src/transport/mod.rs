@@ -242,6 +242,7 @@ impl Server {
             None => None,
         };
         let n = scfg.workers.max(1);
+        let busy = Arc::new(worker::Busy::new(n));
         let mut owned = socks.into_iter();
         let shared = if reuse { None } else { owned.next() };
         for i in 0..n {
@@ -266,6 +267,8 @@ impl Server {
                 max_message: scfg.max_message,
                 clock,
                 spin: scfg.spin,
+                busy: busy.clone(),
+                index: i,
             };
             let model = scfg.model;
             let batch = scfg.batch;

@@ -225,6 +225,8 @@ impl Tcp {
                             k_rcv_ns: k_rcv,
                             t_sip_ns: total.saturating_sub(snd),
                             k_snd_ns: snd,
+                            // not tracked for the TCP thread
+                            overlapped: false,
                         };
                         Self::lock(&self.stats).record(&sample, &o);
                         buf.drain(..skip + len);

@@ -75,6 +75,41 @@ impl Sink for NetSink<'_> {
     }
 }
 
+/// Which UDP workers are handling a message now: one flag per worker,
+/// each alone on its cache line (a worker writes only its own), read by
+/// the others outside the timed region. What [`Sample::overlapped`] is
+/// made of.
+#[derive(Debug)]
+pub(crate) struct Busy {
+    flags: Box<[BusyFlag]>,
+}
+
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct BusyFlag(AtomicBool);
+
+impl Busy {
+    pub(crate) fn new(workers: usize) -> Busy {
+        Busy {
+            flags: (0..workers).map(|_| BusyFlag::default()).collect(),
+        }
+    }
+
+    fn set(&self, me: usize, busy: bool) {
+        // Relaxed: a statistic; nothing is published through the flag.
+        self.flags[me].0.store(busy, Ordering::Relaxed);
+    }
+
+    /// Whether a worker other than `me` is handling a message.
+    fn others(&self, me: usize) -> bool {
+        self.flags
+            .iter()
+            .enumerate()
+            // Relaxed: see `set`.
+            .any(|(i, f)| i != me && f.0.load(Ordering::Relaxed))
+    }
+}
+
 /// Everything a worker needs.
 pub(crate) struct Worker {
     pub(crate) proxy: Arc<Proxy>,
@@ -86,6 +121,9 @@ pub(crate) struct Worker {
     pub(crate) clock: &'static Clock,
     /// How long to poll the socket without blocking before a blocking receive.
     pub(crate) spin: SpinBudget,
+    /// The workers' busy flags, and this worker's index among them.
+    pub(crate) busy: Arc<Busy>,
+    pub(crate) index: usize,
 }
 
 /// Pause after a receive error that is not a timeout or an interruption.
@@ -146,14 +184,17 @@ impl Worker {
                     }
                 };
             let t_in_real = udp::realtime_ns();
+            let before = self.busy.others(self.index);
+            self.busy.set(self.index, true);
             let t0 = c.now();
             if meta.truncated || meta.len > self.max_message {
+                self.busy.set(self.index, false);
                 let mut st = self.stats.lock().unwrap_or_else(|p| p.into_inner());
                 st.record_oversized();
                 continue;
             }
             let mut sink = NetSink::new(&self.sock, None, self.tcp.as_ref(), c);
-            let (sample, o) = self.handle_datagram(
+            let (mut sample, o) = self.handle_datagram(
                 &buf[..meta.len],
                 &meta,
                 t_in_real,
@@ -161,6 +202,8 @@ impl Worker {
                 &mut scratch,
                 &mut sink,
             );
+            sample.overlapped = before || self.busy.others(self.index);
+            self.busy.set(self.index, false);
             let mut st = self.stats.lock().unwrap_or_else(|p| p.into_inner());
             st.record(&sample, &o);
             if let Some(d) = meta.drops {
@@ -204,6 +247,7 @@ impl Worker {
             k_rcv_ns: k_rcv,
             t_sip_ns: total.saturating_sub(snd),
             k_snd_ns: snd,
+            overlapped: false,
         };
         (sample, o)
     }
@@ -239,11 +283,13 @@ impl Worker {
                     oversized += 1;
                     continue;
                 }
+                let before = self.busy.others(self.index);
+                self.busy.set(self.index, true);
                 let t0 = c.now();
                 let mut sink = NetSink::new(&self.sock, Some(&mut tx), self.tcp.as_ref(), c);
                 // K_snd so far covers only TCP sends; the UDP datagrams this
                 // message queued get their share of the sendmmsg below.
-                let (sample, o) = self.handle_datagram(
+                let (mut sample, o) = self.handle_datagram(
                     rx.datagram(i),
                     &meta,
                     t_in_real,
@@ -251,6 +297,8 @@ impl Worker {
                     &mut scratch,
                     &mut sink,
                 );
+                sample.overlapped = before || self.busy.others(self.index);
+                self.busy.set(self.index, false);
                 per_msg.push((sample, o, sink.queued));
             }
             let total_queued = tx.queued();

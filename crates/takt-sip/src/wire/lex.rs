@@ -86,6 +86,24 @@ pub(crate) fn is(c: u8, mask: u8) -> bool {
     CLASS[c as usize] & mask != 0
 }
 
+/// Characters of an unquoted generic-param value: `token`, plus `:`,
+/// `[` and `]` (a `host`, IPv6 references included).
+static PARAM_VALUE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = CLASS[i] & TOKEN != 0 || matches!(i as u8, b':' | b'[' | b']');
+        i += 1;
+    }
+    t
+};
+
+/// Whether `c` may appear in an unquoted generic-param value.
+#[inline(always)]
+pub(crate) fn is_param_value(c: u8) -> bool {
+    PARAM_VALUE[c as usize]
+}
+
 /// `token` characters: alphanum and `-.!%*_+`'~`.
 #[inline(always)]
 pub(crate) fn is_token(c: u8) -> bool {
@@ -122,11 +140,18 @@ pub(crate) fn skip_lws(b: &[u8], mut i: usize, end: usize) -> usize {
 
 /// Scans a token from `i`; returns its end (== `i` when there is none).
 #[inline]
-pub(crate) fn scan_token(b: &[u8], mut i: usize, end: usize) -> usize {
-    while i < end && is_token(b[i]) {
-        i += 1;
+pub(crate) fn scan_token(b: &[u8], i: usize, end: usize) -> usize {
+    run_while(b, i, end, is_token)
+}
+
+/// The end of the run of bytes from `i` (stopping at `end`) for which `f`
+/// holds: `i` itself when there is none.
+#[inline(always)]
+pub(crate) fn run_while(b: &[u8], i: usize, end: usize, f: impl Fn(u8) -> bool) -> usize {
+    match b.get(i..end.min(b.len())) {
+        Some(s) => i + s.iter().position(|&c| !f(c)).unwrap_or(s.len()),
+        None => i,
     }
-    i
 }
 
 /// Scans a quoted-string whose opening quote is at `i`; returns the index

@@ -6,10 +6,10 @@
 
 use super::error::ValueError;
 use super::lex::{
-    find_top_level, is_token, is_word, parse_digits, scan_quoted, scan_token, skip_lws, trim,
+    find_top_level, is_param_value, is_word, parse_digits, scan_quoted, scan_token, skip_lws, trim,
     DigitsError,
 };
-use super::uri::parse_uri;
+use super::uri::{parse_uri, simple_sip_uri};
 use super::Span;
 
 /// The `rport` parameter of a Via (RFC 3581).
@@ -63,6 +63,35 @@ pub struct NameAddr {
     pub next_in_line: Option<u32>,
 }
 
+/// Where parsed values go: one `push` (the parse keeps them in small
+/// vectors; `Extend` with an `Option` costs a generic reserve per value).
+pub(crate) trait Push<T> {
+    /// Appends one value.
+    fn push(&mut self, v: T);
+}
+
+impl<T> Push<T> for Vec<T> {
+    #[inline]
+    fn push(&mut self, v: T) {
+        Vec::push(self, v);
+    }
+}
+
+impl<A: smallvec::Array> Push<A::Item> for smallvec::SmallVec<A> {
+    #[inline]
+    fn push(&mut self, v: A::Item) {
+        smallvec::SmallVec::push(self, v);
+    }
+}
+
+/// Checks values without keeping them.
+pub(crate) struct Discard;
+
+impl<T> Push<T> for Discard {
+    #[inline]
+    fn push(&mut self, _: T) {}
+}
+
 fn digits_err(e: DigitsError) -> ValueError {
     match e {
         DigitsError::Empty => ValueError::Empty,
@@ -105,11 +134,7 @@ fn params(
             let ve = if vs < end && b[vs] == b'"' {
                 scan_quoted(b, vs, end).ok_or(ValueError::Quote)?
             } else {
-                let mut e = vs;
-                while e < end && (is_token(b[e]) || matches!(b[e], b':' | b'[' | b']')) {
-                    e += 1;
-                }
-                e
+                scan_param_value(b, vs, end)
             };
             if ve == vs {
                 return Err(ValueError::Param);
@@ -124,13 +149,143 @@ fn params(
     }
 }
 
+/// Scans a parameter value (`token`, `host` or IPv6 reference characters) from `i`.
+#[inline]
+fn scan_param_value(b: &[u8], i: usize, end: usize) -> usize {
+    super::lex::run_while(b, i, end, is_param_value)
+}
+
+/// What a Via parameter sets, shared by [`parse_via`] and [`simple_via`]
+/// so both read parameters the same way.
+#[derive(Default)]
+struct ViaParams {
+    branch: Option<Span>,
+    received: Option<Span>,
+    rport: Option<Rport>,
+    rport_span: Option<Span>,
+    bad: bool,
+}
+
+impl ViaParams {
+    #[inline]
+    fn take(&mut self, b: &[u8], name_span: Span, value: Option<Span>) {
+        let name = name_span.of(b);
+        if !matches!(name.len(), 5 | 6 | 8) {
+            return;
+        }
+        if name.eq_ignore_ascii_case(b"branch") {
+            self.branch = value;
+            self.bad |= value.is_none();
+        } else if name.eq_ignore_ascii_case(b"received") {
+            self.received = value;
+            self.bad |= value.is_none();
+        } else if name.eq_ignore_ascii_case(b"rport") {
+            self.rport_span = Some(name_span);
+            self.rport = Some(match value {
+                None => Rport::Requested,
+                Some(v) => match parse_digits(v.of(b), 65535) {
+                    Ok(p) => Rport::Value(p as u16),
+                    Err(_) => {
+                        self.bad = true;
+                        Rport::Absent
+                    }
+                },
+            });
+        }
+    }
+}
+
+/// The common shape of a Via value, one via-parm without white space
+/// inside: `SIP/2.0/transport SP host[:port]*(;name[=value])` with
+/// unquoted values, the whole of `[start, end)`. `None` when it has
+/// another shape; what it returns is what [`parse_via`] returns (tested
+/// against it in `simple_forms_agree_with_the_parser`), in one pass.
+#[inline]
+fn simple_via(b: &[u8], start: usize, end: usize, header: u16) -> Option<Via> {
+    let s = b.get(..end)?;
+    if s.get(start..start + 8)? != b"SIP/2.0/" {
+        return None;
+    }
+    let ts = start + 8;
+    let te = scan_token(s, ts, end);
+    if te == ts || s.get(te) != Some(&b' ') {
+        return None;
+    }
+    let h = te + 1;
+    let mut i = h;
+    while i < end && (s[i].is_ascii_alphanumeric() || matches!(s[i], b'-' | b'.')) {
+        i += 1;
+    }
+    if i == h {
+        return None;
+    }
+    let host = Span::new(h, i);
+    let mut port = None;
+    if i < end && s[i] == b':' {
+        let p = i + 1;
+        i = p;
+        while i < end && s[i].is_ascii_digit() {
+            i += 1;
+        }
+        port = Some(parse_digits(&s[p..i], 65535).ok()? as u16);
+    }
+    let mut ps = ViaParams::default();
+    while i < end && s[i] == b';' {
+        let n = i + 1;
+        let ne = scan_token(s, n, end);
+        if ne == n {
+            return None;
+        }
+        let mut value = None;
+        i = ne;
+        if i < end && s[i] == b'=' {
+            let vs = i + 1;
+            let ve = scan_param_value(s, vs, end);
+            if ve == vs {
+                return None;
+            }
+            value = Some(Span::new(vs, ve));
+            i = ve;
+        }
+        ps.take(s, Span::new(n, ne), value);
+    }
+    if i != end || ps.bad {
+        return None;
+    }
+    Some(Via {
+        span: Span::new(start, end),
+        header,
+        transport: Span::new(ts, te),
+        host,
+        port,
+        branch: ps.branch,
+        received: ps.received,
+        rport: ps.rport.unwrap_or(Rport::Absent),
+        rport_span: ps.rport_span,
+        next_in_line: None,
+    })
+}
+
 /// Parses the via-parms of one Via header value, appending to `out`.
 pub(crate) fn vias(
     b: &[u8],
     v: Span,
     header: u16,
-    out: &mut impl Extend<Via>,
+    out: &mut impl Push<Via>,
 ) -> Result<(), ValueError> {
+    let end = v.end();
+    let i = v.start();
+    if let Some(via) = simple_via(b, i, end, header) {
+        out.push(via);
+        return Ok(());
+    }
+    vias_slow(b, v, header, out)
+}
+
+/// [`vias`] without its fast path.
+#[cold]
+#[inline(never)]
+fn vias_slow(b: &[u8], v: Span, header: u16, out: &mut impl Push<Via>) -> Result<(), ValueError> {
     let end = v.end();
     let mut i = v.start();
     loop {
@@ -138,14 +293,14 @@ pub(crate) fn vias(
         let mut via = parse_via(b, start, end, header)?;
         let j = skip_lws(b, via.span.end(), end);
         if j == end {
-            out.extend(Some(via));
+            out.push(via);
             return Ok(());
         }
         if b[j] != b',' {
             return Err(ValueError::Trailing);
         }
         via.next_in_line = Some(skip_lws(b, j + 1, end) as u32);
-        out.extend(Some(via));
+        out.push(via);
         i = j + 1;
     }
 }
@@ -207,34 +362,9 @@ fn parse_via(b: &[u8], start: usize, end: usize, header: u16) -> Result<Via, Val
         port = Some(parse_digits(&b[p..pe], 65535).map_err(|_| ValueError::Via)? as u16);
         i = pe;
     }
-    let mut branch = None;
-    let mut received = None;
-    let mut rport = Rport::Absent;
-    let mut bad = false;
-    let mut rport_span = None;
-    let pe = params(b, i, end, |name_span, value| {
-        let name = name_span.of(b);
-        if name.eq_ignore_ascii_case(b"branch") {
-            branch = value;
-            bad |= value.is_none();
-        } else if name.eq_ignore_ascii_case(b"received") {
-            received = value;
-            bad |= value.is_none();
-        } else if name.eq_ignore_ascii_case(b"rport") {
-            rport_span = Some(name_span);
-            rport = match value {
-                None => Rport::Requested,
-                Some(v) => match parse_digits(v.of(b), 65535) {
-                    Ok(p) => Rport::Value(p as u16),
-                    Err(_) => {
-                        bad = true;
-                        Rport::Absent
-                    }
-                },
-            };
-        }
-    })?;
-    if bad {
+    let mut ps = ViaParams::default();
+    let pe = params(b, i, end, |name_span, value| ps.take(b, name_span, value))?;
+    if ps.bad {
         return Err(ValueError::Param);
     }
     Ok(Via {
@@ -243,10 +373,10 @@ fn parse_via(b: &[u8], start: usize, end: usize, header: u16) -> Result<Via, Val
         transport: fields[2],
         host,
         port,
-        branch,
-        received,
-        rport,
-        rport_span,
+        branch: ps.branch,
+        received: ps.received,
+        rport: ps.rport.unwrap_or(Rport::Absent),
+        rport_span: ps.rport_span,
         next_in_line: None,
     })
 }
@@ -267,28 +397,92 @@ pub(crate) fn name_addrs(
     b: &[u8],
     v: Span,
     kind: AddrKind,
-    out: &mut impl Extend<NameAddr>,
+    out: &mut impl Push<NameAddr>,
 ) -> Result<(), ValueError> {
     let end = v.end();
     if kind == AddrKind::Contact && v.of(b) == b"*" {
         return Ok(());
     }
+    if kind == AddrKind::Single {
+        if let Some(na) = simple_name_addr(b, v.start(), end) {
+            out.push(na);
+            return Ok(());
+        }
+    }
+    name_addrs_slow(b, v, kind, out)
+}
+
+/// [`name_addrs`] without its fast path.
+#[inline(never)]
+fn name_addrs_slow(
+    b: &[u8],
+    v: Span,
+    kind: AddrKind,
+    out: &mut impl Push<NameAddr>,
+) -> Result<(), ValueError> {
+    let end = v.end();
     let mut i = v.start();
     loop {
         let start = skip_lws(b, i, end);
         let mut na = name_addr(b, start, end, kind)?;
         let j = skip_lws(b, na.span.end(), end);
         if j == end {
-            out.extend(Some(na));
+            out.push(na);
             return Ok(());
         }
         if b[j] != b',' || kind == AddrKind::Single {
             return Err(ValueError::Trailing);
         }
         na.next_in_line = Some(skip_lws(b, j + 1, end) as u32);
-        out.extend(Some(na));
+        out.push(na);
         i = j + 1;
     }
+}
+
+/// The common shape of a From or To value, the whole of `[start, end)`:
+/// `[token SP]<sip:[user@]host[:port]>[;tag=token]` (see
+/// [`simple_sip_uri`]). `None` when it has another shape; what it returns
+/// is what [`name_addr`] returns (tested against it in
+/// `simple_forms_agree_with_the_parser`), in one pass.
+#[inline]
+fn simple_name_addr(b: &[u8], start: usize, end: usize) -> Option<NameAddr> {
+    let s = b.get(..end)?;
+    let mut l = start;
+    if s.get(l) != Some(&b'<') {
+        l = scan_token(s, start, end);
+        if l == start || s.get(l) != Some(&b' ') {
+            return None;
+        }
+        l += 1;
+        if s.get(l) != Some(&b'<') {
+            return None;
+        }
+    }
+    let (_, r) = simple_sip_uri(s, l + 1, end)?;
+    if s.get(r) != Some(&b'>') {
+        return None;
+    }
+    let after = r + 1;
+    let tag = if after == end {
+        None
+    } else {
+        let vs = after + 5;
+        if s.get(after..vs)? != b";tag=" {
+            return None;
+        }
+        let ve = scan_token(s, vs, end);
+        if ve == vs || ve != end {
+            return None;
+        }
+        Some(Span::new(vs, ve))
+    };
+    Some(NameAddr {
+        span: Span::new(start, end),
+        uri: Span::new(l + 1, r),
+        tag,
+        lr: false,
+        next_in_line: None,
+    })
 }
 
 fn name_addr(b: &[u8], start: usize, end: usize, kind: AddrKind) -> Result<NameAddr, ValueError> {
@@ -503,6 +697,103 @@ mod tests {
         assert!(v[0].next_in_line.is_some());
         let bad = b"SIP/2.0/UDP 192.0.2.15;;,;,,";
         assert_eq!(vias(bad, s(bad), 0, &mut v), Err(ValueError::Param));
+    }
+
+    /// Every value one edit away from each seed: each byte replaced by,
+    /// or preceded by, each of `alphabet`, and each byte deleted.
+    fn one_edit_away(seeds: &[&[u8]], alphabet: &[u8]) -> Vec<Vec<u8>> {
+        let mut all = Vec::new();
+        for seed in seeds {
+            all.push(seed.to_vec());
+            for k in 0..=seed.len() {
+                for &c in alphabet {
+                    let mut ins = seed.to_vec();
+                    ins.insert(k, c);
+                    all.push(ins);
+                    if k < seed.len() {
+                        let mut rep = seed.to_vec();
+                        rep[k] = c;
+                        all.push(rep);
+                    }
+                }
+                if k < seed.len() {
+                    let mut del = seed.to_vec();
+                    del.remove(k);
+                    all.push(del);
+                }
+            }
+        }
+        all
+    }
+
+    const EDITS: &[u8] = b" \t\r\n<>;=:@%\",?[]/\\&_!.-aZ09tT\x00\x7f\xff";
+
+    #[test]
+    fn simple_forms_agree_with_the_parser() {
+        let tos: &[&[u8]] = &[
+            b"sipp <sip:sipp@127.0.0.1:5061>;tag=42SIPpTag001",
+            b"service <sip:service@127.0.0.1:5060>",
+            b"<sip:bob@biloxi.example.com>;tag=a6c85cf",
+            b"<sip:h.example.com:99999>",
+            b"Bob <sip:b_o!b@x-y.z>",
+            b"<sip:alice@[::1]>",
+        ];
+        let mut fast = 0;
+        for v in one_edit_away(tos, EDITS) {
+            let mut got: Vec<NameAddr> = Vec::new();
+            let mut want: Vec<NameAddr> = Vec::new();
+            if let Some(na) = simple_name_addr(&v, 0, v.len()) {
+                fast += 1;
+                got.push(na);
+                name_addrs_slow(&v, s(&v), AddrKind::Single, &mut want).unwrap_or_else(|e| {
+                    panic!(
+                        "{:?}: fast path accepted, parser says {e:?}",
+                        v.escape_ascii()
+                    )
+                });
+                assert_eq!(got, want, "{}", v.escape_ascii());
+            }
+        }
+        assert!(fast > 100, "the fast path took {fast} values");
+        let vias: &[&[u8]] = &[
+            b"SIP/2.0/UDP 127.0.0.1:5061;branch=z9hG4bK-42-1-0",
+            b"SIP/2.0/UDP 127.0.0.1:5060;branch=z9hG4bKtk0123456789abcdef.01234567;rport=5;received=1.2.3.4",
+            b"SIP/2.0/TCP pc33.atlanta.com;branch=z9hG4bK776asdhds;rport;maddr=[::1]",
+            b"SIP/2.0/UDP h:70000;branch=x",
+        ];
+        let mut fast = 0;
+        for v in one_edit_away(vias, EDITS) {
+            if let Some(via) = simple_via(&v, 0, v.len(), 3) {
+                fast += 1;
+                let mut want: Vec<Via> = Vec::new();
+                vias_slow(&v, s(&v), 3, &mut want).unwrap_or_else(|e| {
+                    panic!(
+                        "{:?}: fast path accepted, parser says {e:?}",
+                        v.escape_ascii()
+                    )
+                });
+                assert_eq!(vec![via], want, "{}", v.escape_ascii());
+            }
+        }
+        assert!(fast > 100, "the fast path took {fast} values");
+        let uris: &[&[u8]] = &[
+            b"sip:service@127.0.0.1:5060",
+            b"sip:127.0.0.1:5070",
+            b"sip:a.b-c",
+            b"sip:u_s(e)r@h:65535",
+            b"sip:user:pw@host",
+        ];
+        let mut fast = 0;
+        for v in one_edit_away(uris, EDITS) {
+            for allow in [false, true] {
+                if let Some((u, stop)) = simple_sip_uri(&v, 0, v.len()) {
+                    fast += 1;
+                    let want = super::super::uri::parse_uri_slow(&v, 0, stop, allow);
+                    assert_eq!(Ok(u), want, "{}", v.escape_ascii());
+                }
+            }
+        }
+        assert!(fast > 100, "the fast path took {fast} values");
     }
 
     #[test]
