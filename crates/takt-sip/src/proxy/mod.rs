@@ -426,6 +426,10 @@ struct Plan {
     stamp: Stamp,
 }
 
+/// Bytes of a new record's request buffer [`Proxy::prepare_idle`] loads:
+/// a typical forwarded INVITE or BYE.
+const IDLE_WARM_BYTES: usize = 1024;
+
 /// The proxy.
 #[derive(Debug)]
 pub struct Proxy {
@@ -464,6 +468,16 @@ impl Proxy {
     /// (cheap: no lock taken).
     pub fn transactions_hint(&self) -> usize {
         self.table.len_hint()
+    }
+
+    /// Prepares for the next message while the calling worker has nothing
+    /// to do (stateful: loads the records new transactions will use next,
+    /// see [`Table::prepare_idle`]). Cheap, never blocks; call it before
+    /// blocking in a receive.
+    pub fn prepare_idle(&self) {
+        if self.cfg.mode == Mode::Stateful {
+            self.table.prepare_idle(IDLE_WARM_BYTES);
+        }
     }
 
     /// Capacity of the transaction table.

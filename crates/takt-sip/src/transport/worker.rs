@@ -144,25 +144,33 @@ impl Worker {
         self.stop.load(Ordering::Acquire)
     }
 
-    /// Runs `recv` with `MSG_DONTWAIT` until it yields something other than
-    /// `WouldBlock` or the spin budget is spent, then once blocking. The
+    /// Runs `recv` with `MSG_DONTWAIT`; when nothing is queued, lets the
+    /// proxy prepare for the next message ([`Proxy::prepare_idle`]), polls
+    /// again until the spin budget is spent, then receives blocking. The
     /// polling keeps this thread (and its vCPU) awake between messages
     /// that arrive within the budget, at the cost of the CPU it burns.
     fn recv_spinning<T>(
         &self,
         mut recv: impl FnMut(libc::c_int) -> io::Result<T>,
     ) -> io::Result<T> {
-        if self.spin == SpinBudget::NONE {
-            return recv(0);
-        }
         let mut got = None;
-        self.spin.spin_until(|| match recv(libc::MSG_DONTWAIT) {
+        let polled = |got: &mut Option<io::Result<T>>, r: io::Result<T>| match r {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
             r => {
-                got = Some(r);
+                *got = Some(r);
                 true
             }
-        });
+        };
+        // Something queued already: no wait, nothing to prepare.
+        if polled(&mut got, recv(libc::MSG_DONTWAIT)) {
+            return got.expect("set when polled");
+        }
+        // Idle: use the gap to load what the next message will touch.
+        self.proxy.prepare_idle();
+        if self.spin != SpinBudget::NONE {
+            self.spin
+                .spin_until(|| polled(&mut got, recv(libc::MSG_DONTWAIT)));
+        }
         got.unwrap_or_else(|| recv(0))
     }
 
