@@ -526,3 +526,21 @@ impl Table {
         n as f64 / self.per_shard as f64
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prepare_idle_skips_locked_shards_and_changes_nothing() {
+        let t = Table::new(4, 64);
+        let held = t.shard_at(1);
+        // Would deadlock if it waited for shard 1's lock (held here).
+        t.prepare_idle(1024);
+        drop(held);
+        t.prepare_idle(usize::MAX);
+        assert!(t.is_empty());
+        let sh = t.shard_at(0);
+        assert_eq!(sh.vacant.len(), sh.pre);
+    }
+}
