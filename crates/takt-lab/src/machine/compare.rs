@@ -88,7 +88,7 @@
 //!   the suite's net phase than beside iperf3. The loop's own share is
 //!   measured: each sysbench pair also runs the row's vectorized kernel on
 //!   the same buffer right after the scalar one, `detail.vectorized_over_scalar`
-//!   (read 1.03–1.10, write 0.92–1.02 on a busy machine).
+//!   (0.92–1.14 over two busy runs: the loop is within ~6% of the row).
 //!
 //! On a loaded machine, tools that report a mean over a long loop (`perf
 //! bench`, `sysbench`) include the time their process spent preempted by
