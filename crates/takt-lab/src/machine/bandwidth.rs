@@ -76,12 +76,35 @@ fn write_pass(buf: &mut [u64], v: u64) {
 /// access per iteration: one core walking memory word by word (on the
 /// development VMs that still reaches what memory delivers, within 7% of
 /// the vectorized `mem_bandwidth` row).
-pub(crate) fn sysbench_like_gbs(op: &str, bytes: usize, blocks: u32) -> Option<f64> {
+///
+/// With `vectorized`, the same passes run the row's own kernels
+/// (`read_pass`/`write_pass`, which the compiler vectorizes) instead, so
+/// `--compare` can measure the two loops on the same buffer moments apart.
+pub(crate) fn sysbench_like_gbs(
+    op: &str,
+    bytes: usize,
+    blocks: u32,
+    vectorized: bool,
+) -> Option<f64> {
     let mut region = super::latency::Region::new(bytes, false)?;
     region.pretouch();
     let words = bytes / 8;
     let base = region.ptr().cast::<u64>();
     let write = op == "write";
+    if vectorized {
+        // SAFETY: the region is `bytes` long, 8-byte aligned and owned here.
+        let buf = unsafe { std::slice::from_raw_parts_mut(base, words) };
+        let t0 = super::stats::start();
+        for b in 0..blocks {
+            if write {
+                write_pass(buf, u64::from(b));
+            } else {
+                std::hint::black_box(read_pass(buf));
+            }
+        }
+        let t1 = takt_sched::tsc_end();
+        return Some(bytes as f64 * f64::from(blocks) / ticks_ns(t0, t1));
+    }
     let t0 = super::stats::start();
     for _ in 0..blocks {
         for i in 0..words {
