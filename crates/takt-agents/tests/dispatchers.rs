@@ -101,7 +101,16 @@ fn exercise(
     for s in senders {
         s.join().unwrap();
     }
-    assert!(done.wait(), "{} messages not handled", done.left());
+    assert!(
+        done.wait(),
+        "{} messages not handled; dispatchers: {:?}; busy flags: {:?}",
+        done.left(),
+        rt.dispatcher_stats(),
+        checks
+            .iter()
+            .map(|c| c.busy.load(Ordering::SeqCst))
+            .collect::<Vec<_>>()
+    );
     assert_eq!(
         fifo_errors.load(Ordering::SeqCst),
         0,
