@@ -1,7 +1,7 @@
 //! The benchmarks on kameo 0.22.
 //!
 //! One-thread rows run on a tokio current-thread runtime; `ping_pong`
-//! `thread_per_agent` puts each player on a [`Home`] of its own, `two_workers`
+//! `thread_per_agent` puts each player on a [`Home`](super::tokio_rt::Home) of its own, `two_workers`
 //! on a tokio multi-thread runtime with two workers (tokio decides where each
 //! actor's task runs; see the module docs of `agents_peers`). The driver is
 //! the calling thread, inside `Runtime::block_on`.
@@ -22,7 +22,7 @@ use kameo::message::{Context, Message};
 use kameo::Actor;
 
 use super::board::{span, Board};
-use super::tokio_rt::{for_placement, runtime, Home};
+use super::tokio_rt::{for_ping_pong, runtime};
 use super::{
     thread_tag, token_start, CrossingCounter, PeerError, PingPongRun, Placement, RingTimes, Run,
     SKYNET_FANOUT,
@@ -107,21 +107,14 @@ impl Message<Ball> for Player {
 }
 
 /// `messages` deliveries between two players, placed as `placement` says:
-/// both on a current-thread runtime, each on a [`Home`] of its own, or both
+/// both on a current-thread runtime, each on a [`Home`](super::tokio_rt::Home) of its own, or both
 /// on a two-worker runtime.
 pub(super) fn ping_pong(
     run: &Run,
     messages: u64,
     placement: Placement,
 ) -> Result<PingPongRun, PeerError> {
-    let rt = for_placement(run, placement)?;
-    let homes = match placement {
-        Placement::ThreadPerAgent => vec![
-            Home::new(run, "takt-peer-kameo-a")?,
-            Home::new(run, "takt-peer-kameo-b")?,
-        ],
-        _ => Vec::new(),
-    };
+    let (rt, homes) = for_ping_pong(run, placement)?;
     let board = Arc::new(Board::new(2, 1));
     let spawn_player = |i: usize| {
         // With homes, the actor's task is spawned on (and stays on) home i.

@@ -101,8 +101,8 @@
 //!   reference only once an actor is spawned, so the last actor of the ring
 //!   learns its successor from one `Link` message, sent before any token (its
 //!   mailbox is FIFO, so it is handled first).
-//! - **kameo and ractor, `thread_per_agent`**: each player is spawned on a
-//!   [`tokio_rt::Home`] of its own — a current-thread runtime on a thread of
+//! - **kameo and ractor, `thread_per_agent`**: each player is spawned on
+//!   a `Home` (`tokio_rt.rs`) of its own — a current-thread runtime on a thread of
 //!   its own — so every delivery wakes the other runtime's thread, as an
 //!   actix `Arbiter` per actor does.
 //! - **kameo and ractor, `two_workers`**: both players on one tokio

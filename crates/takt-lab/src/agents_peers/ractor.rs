@@ -1,7 +1,7 @@
 //! The benchmarks on ractor 0.16.
 //!
 //! Runtimes as for kameo (`tokio_rt`): a tokio current-thread runtime for
-//! the one-thread rows, a [`Home`] thread per player for
+//! the one-thread rows, a [`Home`](super::tokio_rt::Home) thread per player for
 //! `thread_per_agent` `ping_pong`, a two-worker multi-thread runtime for
 //! `two_workers`; the calling thread drives inside `Runtime::block_on`.
 //!
@@ -18,7 +18,7 @@ use ractor::concurrency::JoinHandle;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use super::board::{span, Board};
-use super::tokio_rt::{for_placement, runtime, Home};
+use super::tokio_rt::{for_ping_pong, runtime};
 use super::{
     thread_tag, token_start, CrossingCounter, PeerError, PingPongRun, Placement, RingTimes, Run,
     SKYNET_FANOUT,
@@ -131,21 +131,14 @@ impl Actor for Player {
 }
 
 /// `messages` deliveries between two players, placed as `placement` says:
-/// both on a current-thread runtime, each on a [`Home`] of its own, or both
+/// both on a current-thread runtime, each on a [`Home`](super::tokio_rt::Home) of its own, or both
 /// on a two-worker runtime.
 pub(super) fn ping_pong(
     run: &Run,
     messages: u64,
     placement: Placement,
 ) -> Result<PingPongRun, PeerError> {
-    let rt = for_placement(run, placement)?;
-    let homes = match placement {
-        Placement::ThreadPerAgent => vec![
-            Home::new(run, "takt-peer-ractor-a")?,
-            Home::new(run, "takt-peer-ractor-b")?,
-        ],
-        _ => Vec::new(),
-    };
+    let (rt, homes) = for_ping_pong(run, placement)?;
     let board = Arc::new(Board::new(2, 1));
     let player = || PlayerState {
         peer: None,

@@ -33,18 +33,30 @@ pub(super) fn runtime(run: &Run, workers: usize) -> Result<Runtime, PeerError> {
         .map_err(|e| run.setup(format_args!("tokio runtime: {e}")))
 }
 
-/// The driving runtime of a `ping_pong` run: two workers for
-/// [`Placement::TwoWorkers`] (the players run on it), current-thread
-/// otherwise (the players run on it, or on their [`Home`]s).
-pub(super) fn for_placement(run: &Run, placement: Placement) -> Result<Runtime, PeerError> {
-    runtime(
+/// The runtimes of a `ping_pong` run: the driving runtime — two workers
+/// for [`Placement::TwoWorkers`] (the players run on it), current-thread
+/// otherwise — and, for [`Placement::ThreadPerAgent`], one [`Home`] per
+/// player (none otherwise). Drop the homes before the runtime.
+pub(super) fn for_ping_pong(
+    run: &Run,
+    placement: Placement,
+) -> Result<(Runtime, Vec<Home>), PeerError> {
+    let rt = runtime(
         run,
         if placement == Placement::TwoWorkers {
             2
         } else {
             1
         },
-    )
+    )?;
+    let homes = match placement {
+        Placement::ThreadPerAgent => vec![
+            Home::new(run, &format!("takt-peer-{}-a", run.peer))?,
+            Home::new(run, &format!("takt-peer-{}-b", run.peer))?,
+        ],
+        _ => Vec::new(),
+    };
+    Ok((rt, homes))
 }
 
 /// A thread running a current-thread runtime until dropped. Tasks spawned
