@@ -44,8 +44,10 @@ fn delayed_periodic_and_cancelled_timers() {
     let once = rt
         .send_after(&clock, Tick(1), Duration::from_millis(30))
         .unwrap();
+    // Due well after it is cancelled even if this thread is descheduled
+    // for a while on a loaded machine (it was once, for over 20 ms).
     let cancelled = rt
-        .send_after(&clock, Tick(2), Duration::from_millis(20))
+        .send_after(&clock, Tick(2), Duration::from_millis(200))
         .unwrap();
     cancelled.cancel();
     let every = rt
@@ -75,6 +77,11 @@ fn delayed_periodic_and_cancelled_timers() {
     std::thread::sleep(Duration::from_millis(30));
     let n3 = ticks.lock().unwrap().iter().filter(|t| t.0 == 3).count();
     std::thread::sleep(Duration::from_millis(50));
+    // Past the cancelled message's due time before looking for it.
+    let due = t0 + Duration::from_millis(250);
+    if let Some(left) = due.checked_duration_since(Instant::now()) {
+        std::thread::sleep(left);
+    }
     let got = ticks.lock().unwrap().clone();
     assert_eq!(
         got.iter().filter(|t| t.0 == 3).count(),
