@@ -128,7 +128,18 @@ fn check_passive(b: &[u8], name: HeaderName, v: Span) -> Result<(), super::Value
 }
 
 /// Parses `SIP/x.y`; `Ok(true)` for 2.0, `Ok(false)` for another version.
+#[inline]
 fn version(s: &[u8]) -> Result<bool, ()> {
+    if s == b"SIP/2.0" {
+        return Ok(true);
+    }
+    version_slow(s)
+}
+
+/// [`version`] of anything but the exact bytes `SIP/2.0`.
+#[cold]
+#[inline(never)]
+fn version_slow(s: &[u8]) -> Result<bool, ()> {
     if s.len() < 7 || !s[..4].eq_ignore_ascii_case(b"SIP/") {
         return Err(());
     }
