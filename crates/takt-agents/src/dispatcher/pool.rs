@@ -32,7 +32,8 @@
 //! Sleeping follows the same Dekker pattern as `WakeQueue`: an idle worker
 //! spins, then marks its slot sleepy, increments `sleeping`, fences
 //! (SeqCst), re-checks the run queues and parks; `schedule` pushes, fences
-//! (SeqCst) and wakes one sleepy slot if `sleeping` is non-zero.
+//! (SeqCst) and wakes one sleepy slot if `sleeping` is non-zero
+//! (`tests/loom_pool_sleep.rs` models it with the same orderings).
 
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
