@@ -11,6 +11,7 @@
 //! degrades (sheds a new INVITE with 503, forwards other requests
 //! statelessly).
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -222,24 +223,17 @@ impl Shard {
     /// it is. The new record's buffers are the reused slot's (or spare
     /// ones): `txn`'s own are dropped.
     pub fn insert(&mut self, key: u64, txn: Txn, request: &[u8]) -> bool {
-        if self.index.contains_key(&key) {
-            return true;
-        }
         if self.index.len() >= self.cap {
-            return false;
+            // full: only a record already held counts as inserted
+            return self.index.contains_key(&key);
         }
+        // one probe of the index, for the check and the insertion
+        let Entry::Vacant(entry) = self.index.entry(key) else {
+            return true;
+        };
         let i = match self.vacant.pop() {
             Some(i) => {
-                let slot = &mut self.slots[i as usize];
-                let bufs = [
-                    std::mem::take(&mut slot.request),
-                    std::mem::take(&mut slot.response),
-                    std::mem::take(&mut slot.ack),
-                    std::mem::take(&mut slot.cancel_req),
-                ];
-                *slot = txn;
-                let [a, b, c, d] = bufs;
-                (slot.request, slot.response, slot.ack, slot.cancel_req) = (a, b, c, d);
+                self.slots[i as usize].reuse_for(txn);
                 i
             }
             None => {
@@ -261,7 +255,7 @@ impl Shard {
             }
         }
         self.slots[i as usize].request.extend_from_slice(request);
-        self.index.insert(key, i);
+        entry.insert(i);
         self.last = Some((key, i));
         true
     }
@@ -542,5 +536,37 @@ mod tests {
         assert!(t.is_empty());
         let sh = t.shard_at(0);
         assert_eq!(sh.vacant.len(), sh.pre);
+    }
+
+    fn txn(now: u64) -> Txn {
+        let nowhere = super::super::Target {
+            addr: std::net::SocketAddr::from(([127, 0, 0, 1], 5060)),
+            transport: super::super::Transport::Udp,
+            conn: None,
+        };
+        Txn::new(true, nowhere, nowhere, &Default::default(), now)
+    }
+
+    #[test]
+    fn insert_keeps_a_held_record_reuses_slots_and_respects_the_bound() {
+        let mut sh = Shard::with_bound(2, 2);
+        assert!(sh.insert(1, txn(10), b"first"));
+        // a racing duplicate keeps the record as it was
+        assert!(sh.insert(1, txn(99), b"second"));
+        assert_eq!(sh.get_mut(1).expect("held").request, b"first");
+        assert!(sh.insert(2, txn(20), b"two"));
+        // full: a new key fails, a held one still counts as inserted
+        assert!(!sh.insert(3, txn(30), b"three"));
+        assert!(sh.insert(2, txn(31), b"again"));
+        // a freed slot is reused with its buffer, holding only the new request
+        let cap = sh.get_mut(1).expect("held").request.capacity();
+        sh.remove(1);
+        assert!(sh.insert(3, txn(40), b"third"));
+        let t = sh.get_mut(3).expect("held");
+        assert_eq!(t.request, b"third");
+        assert!(t.response.is_empty() && t.ack.is_empty() && t.cancel_req.is_empty());
+        assert_eq!(t.t_timeout, txn(40).t_timeout);
+        assert!(t.request.capacity() >= cap.min(REQUEST_BUF));
+        assert_eq!(sh.len(), 2);
     }
 }

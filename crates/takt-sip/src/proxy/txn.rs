@@ -167,6 +167,60 @@ impl Txn {
         }
     }
 
+    /// Makes this record (a vacant slot being reused) `fresh`, keeping this
+    /// record's four buffer allocations, cleared: reusing a slot allocates
+    /// nothing. `fresh`'s own buffers are dropped. Field by field rather
+    /// than `*self = fresh`, which moved the whole record and ran its drop
+    /// glue twice on the message path.
+    pub fn reuse_for(&mut self, fresh: Txn) {
+        let Txn {
+            invite,
+            server,
+            client,
+            upstream,
+            downstream,
+            request: _,
+            response: _,
+            ack: _,
+            cancel_req: _,
+            cancel,
+            t_retx,
+            retx_interval,
+            t_timeout,
+            t_c,
+            t_wait,
+            t_resp_retx,
+            resp_interval,
+            t_server_end,
+            t_cancel_retx,
+            cancel_interval,
+            t_cancel_timeout,
+            scheduled,
+        } = fresh;
+        self.request.clear();
+        self.response.clear();
+        self.ack.clear();
+        self.cancel_req.clear();
+        self.invite = invite;
+        self.server = server;
+        self.client = client;
+        self.upstream = upstream;
+        self.downstream = downstream;
+        self.cancel = cancel;
+        self.t_retx = t_retx;
+        self.retx_interval = retx_interval;
+        self.t_timeout = t_timeout;
+        self.t_c = t_c;
+        self.t_wait = t_wait;
+        self.t_resp_retx = t_resp_retx;
+        self.resp_interval = resp_interval;
+        self.t_server_end = t_server_end;
+        self.t_cancel_retx = t_cancel_retx;
+        self.cancel_interval = cancel_interval;
+        self.t_cancel_timeout = t_cancel_timeout;
+        self.scheduled = scheduled;
+    }
+
     /// A record for a request the proxy answered itself with a final
     /// response: only the server side, absorbing retransmissions and the ACK.
     pub fn answered(
