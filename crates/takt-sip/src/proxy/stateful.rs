@@ -8,7 +8,7 @@ use super::build::{
     ack_for, cancel_for, forward_response, forward_response_as, local_response, LocalOpts, Stamp,
 };
 use super::table::Shard;
-use super::txn::{CancelState, ClientState, ServerState, Txn};
+use super::txn::{CancelState, ClientState, Fresh, ServerState, Txn};
 use super::{
     Disposition, Inbound, MsgKind, Outcome, Plan, Proxy, Scratch, Sink, Target, Transport,
 };
@@ -157,8 +157,14 @@ pub(super) fn new_transaction(
             return p.refuse(m, inb, kind, r, s);
         }
     };
-    let t = Txn::new(invite, upstream, target, &p.cfg.timers, inb.now);
-    if sh.insert(key, t, &s.out[start..]) {
+    let fresh = Fresh {
+        invite,
+        upstream,
+        downstream: target,
+        timers: &p.cfg.timers,
+        now: inb.now,
+    };
+    if sh.insert(key, &fresh, &s.out[start..]) {
         finish(p, &mut sh, key);
         Outcome::new(kind, Disposition::Forwarded)
     } else if invite {

@@ -17,7 +17,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use super::txn::Txn;
+use super::txn::{Fresh, Txn};
 use super::wheel::Wheel;
 
 /// Keys are already hashes: the map uses them as they are.
@@ -220,9 +220,9 @@ impl Shard {
     /// Inserts a record whose forwarded request is `request` unless the
     /// shard is full; returns false only then. A record already held under
     /// `key` (two workers racing on one retransmitted request) is kept as
-    /// it is. The new record's buffers are the reused slot's (or spare
-    /// ones): `txn`'s own are dropped.
-    pub fn insert(&mut self, key: u64, txn: Txn, request: &[u8]) -> bool {
+    /// it is. The new record ([`Txn::start`]) keeps the reused slot's
+    /// buffers (or takes spare ones).
+    pub fn insert(&mut self, key: u64, fresh: &Fresh<'_>, request: &[u8]) -> bool {
         if self.index.len() >= self.cap {
             // full: only a record already held counts as inserted
             return self.index.contains_key(&key);
@@ -233,11 +233,18 @@ impl Shard {
         };
         let i = match self.vacant.pop() {
             Some(i) => {
-                self.slots[i as usize].reuse_for(txn);
+                self.slots[i as usize].start(fresh);
                 i
             }
             None => {
-                self.slots.push(txn);
+                let f = fresh;
+                self.slots.push(Txn::new(
+                    f.invite,
+                    f.upstream,
+                    f.downstream,
+                    f.timers,
+                    f.now,
+                ));
                 (self.slots.len() - 1) as u32
             }
         };
@@ -538,34 +545,49 @@ mod tests {
         assert_eq!(sh.vacant.len(), sh.pre);
     }
 
-    fn txn(now: u64) -> Txn {
+    const TIMERS: super::super::txn::Timers = super::super::txn::Timers {
+        t1: 500,
+        t2: 4_000,
+        t4: 5_000,
+        c: 181_000,
+    };
+
+    fn txn(now: u64) -> Fresh<'static> {
         let nowhere = super::super::Target {
             addr: std::net::SocketAddr::from(([127, 0, 0, 1], 5060)),
             transport: super::super::Transport::Udp,
             conn: None,
         };
-        Txn::new(true, nowhere, nowhere, &Default::default(), now)
+        Fresh {
+            invite: true,
+            upstream: nowhere,
+            downstream: nowhere,
+            timers: &TIMERS,
+            now,
+        }
     }
 
     #[test]
     fn insert_keeps_a_held_record_reuses_slots_and_respects_the_bound() {
         let mut sh = Shard::with_bound(2, 2);
-        assert!(sh.insert(1, txn(10), b"first"));
+        assert!(sh.insert(1, &txn(10), b"first"));
         // a racing duplicate keeps the record as it was
-        assert!(sh.insert(1, txn(99), b"second"));
+        assert!(sh.insert(1, &txn(99), b"second"));
         assert_eq!(sh.get_mut(1).expect("held").request, b"first");
-        assert!(sh.insert(2, txn(20), b"two"));
+        assert!(sh.insert(2, &txn(20), b"two"));
         // full: a new key fails, a held one still counts as inserted
-        assert!(!sh.insert(3, txn(30), b"three"));
-        assert!(sh.insert(2, txn(31), b"again"));
+        assert!(!sh.insert(3, &txn(30), b"three"));
+        assert!(sh.insert(2, &txn(31), b"again"));
         // a freed slot is reused with its buffer, holding only the new request
         let cap = sh.get_mut(1).expect("held").request.capacity();
         sh.remove(1);
-        assert!(sh.insert(3, txn(40), b"third"));
+        assert!(sh.insert(3, &txn(40), b"third"));
         let t = sh.get_mut(3).expect("held");
         assert_eq!(t.request, b"third");
         assert!(t.response.is_empty() && t.ack.is_empty() && t.cancel_req.is_empty());
-        assert_eq!(t.t_timeout, txn(40).t_timeout);
+        assert_eq!(t.t_timeout, 40 + 64 * TIMERS.t1);
+        assert_eq!(t.t_c, 40 + TIMERS.c);
+        assert_eq!(t.client, super::super::txn::ClientState::Calling);
         assert!(t.request.capacity() >= cap.min(REQUEST_BUF));
         assert_eq!(sh.len(), 2);
     }

@@ -88,6 +88,21 @@ pub enum CancelState {
     Sent,
 }
 
+/// What a new record is made from ([`Txn::start`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Fresh<'t> {
+    /// INVITE transaction (else non-INVITE).
+    pub invite: bool,
+    /// Where responses go.
+    pub upstream: Target,
+    /// Where the request went.
+    pub downstream: Target,
+    /// Timer base values.
+    pub timers: &'t Timers,
+    /// When the request was forwarded.
+    pub now: u64,
+}
+
 /// One proxy transaction.
 #[derive(Debug)]
 pub struct Txn {
@@ -140,8 +155,7 @@ pub struct Txn {
 impl Txn {
     /// A fresh record for a request forwarded at `now`.
     pub fn new(invite: bool, upstream: Target, downstream: Target, t: &Timers, now: u64) -> Txn {
-        let unreliable = downstream.transport == super::Transport::Udp;
-        Txn {
+        let mut x = Txn {
             invite,
             server: ServerState::Proceeding,
             client: ClientState::Calling,
@@ -152,73 +166,61 @@ impl Txn {
             ack: Vec::new(),
             cancel_req: Vec::new(),
             cancel: CancelState::None,
-            t_retx: if unreliable { now + t.t1 } else { 0 },
-            retx_interval: t.t1,
-            t_timeout: now + 64 * t.t1,
-            t_c: if invite { now + t.c } else { 0 },
+            t_retx: 0,
+            retx_interval: 0,
+            t_timeout: 0,
+            t_c: 0,
             t_wait: 0,
             t_resp_retx: 0,
-            resp_interval: t.t1,
+            resp_interval: 0,
             t_server_end: 0,
             t_cancel_retx: 0,
-            cancel_interval: t.t1,
+            cancel_interval: 0,
             t_cancel_timeout: 0,
             scheduled: 0,
-        }
-    }
-
-    /// Makes this record (a vacant slot being reused) `fresh`, keeping this
-    /// record's four buffer allocations, cleared: reusing a slot allocates
-    /// nothing. `fresh`'s own buffers are dropped. Field by field rather
-    /// than `*self = fresh`, which moved the whole record and ran its drop
-    /// glue twice on the message path.
-    pub fn reuse_for(&mut self, fresh: Txn) {
-        let Txn {
+        };
+        x.start(&Fresh {
             invite,
-            server,
-            client,
             upstream,
             downstream,
-            request: _,
-            response: _,
-            ack: _,
-            cancel_req: _,
-            cancel,
-            t_retx,
-            retx_interval,
-            t_timeout,
-            t_c,
-            t_wait,
-            t_resp_retx,
-            resp_interval,
-            t_server_end,
-            t_cancel_retx,
-            cancel_interval,
-            t_cancel_timeout,
-            scheduled,
-        } = fresh;
+            timers: t,
+            now,
+        });
+        x
+    }
+
+    /// Makes this record the fresh one `f` describes, in place: every
+    /// state field and deadline is set as [`Txn::new`] sets it, and the
+    /// four buffers are cleared but keep their allocations (a reused slot
+    /// allocates nothing). In place rather than from a `Txn` built on the
+    /// stack: moving a whole record in and dropping the old one was two
+    /// hundred instructions on the message path.
+    pub fn start(&mut self, f: &Fresh<'_>) {
+        let t = f.timers;
+        let now = f.now;
+        let unreliable = f.downstream.transport == super::Transport::Udp;
         self.request.clear();
         self.response.clear();
         self.ack.clear();
         self.cancel_req.clear();
-        self.invite = invite;
-        self.server = server;
-        self.client = client;
-        self.upstream = upstream;
-        self.downstream = downstream;
-        self.cancel = cancel;
-        self.t_retx = t_retx;
-        self.retx_interval = retx_interval;
-        self.t_timeout = t_timeout;
-        self.t_c = t_c;
-        self.t_wait = t_wait;
-        self.t_resp_retx = t_resp_retx;
-        self.resp_interval = resp_interval;
-        self.t_server_end = t_server_end;
-        self.t_cancel_retx = t_cancel_retx;
-        self.cancel_interval = cancel_interval;
-        self.t_cancel_timeout = t_cancel_timeout;
-        self.scheduled = scheduled;
+        self.invite = f.invite;
+        self.server = ServerState::Proceeding;
+        self.client = ClientState::Calling;
+        self.upstream = f.upstream;
+        self.downstream = f.downstream;
+        self.cancel = CancelState::None;
+        self.t_retx = if unreliable { now + t.t1 } else { 0 };
+        self.retx_interval = t.t1;
+        self.t_timeout = now + 64 * t.t1;
+        self.t_c = if f.invite { now + t.c } else { 0 };
+        self.t_wait = 0;
+        self.t_resp_retx = 0;
+        self.resp_interval = t.t1;
+        self.t_server_end = 0;
+        self.t_cancel_retx = 0;
+        self.cancel_interval = t.t1;
+        self.t_cancel_timeout = 0;
+        self.scheduled = 0;
     }
 
     /// A record for a request the proxy answered itself with a final
