@@ -8,8 +8,6 @@
 use std::io::Write as _;
 use std::net::IpAddr;
 
-use smallvec::SmallVec;
-
 use super::branch::write_branch;
 use super::Transport;
 use crate::wire::{HeaderName, Message, Rport, Span};
@@ -161,7 +159,7 @@ pub struct Forward<'l> {
     /// A new Request-URI (strict routing), as a span of the input.
     pub new_ruri: Option<Span>,
     /// Route values to drop (indices into `Message::routes`).
-    pub drop_routes: SmallVec<[usize; 3]>,
+    pub drop_routes: &'l [usize],
     /// A URI to append as the last Route value (strict routing), as a span of the input.
     pub append_route: Option<Span>,
     /// received/rport for the top Via.
@@ -355,7 +353,7 @@ pub fn forward_request(out: &mut Vec<u8>, m: &Message<'_>, f: &Forward<'_>) {
             }
             HeaderName::Route if !f.drop_routes.is_empty() => {
                 runs.flush(out);
-                write_route_line(out, m, h.value, &f.drop_routes);
+                write_route_line(out, m, h.value, f.drop_routes);
             }
             HeaderName::ContentLength => {
                 have_cl = true;

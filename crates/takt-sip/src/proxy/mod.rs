@@ -708,7 +708,7 @@ impl Proxy {
             loop_hash: lh,
             local: &self.prebuilt,
             new_ruri: plan.new_ruri,
-            drop_routes: plan.drop_routes.clone(),
+            drop_routes: &plan.drop_routes,
             append_route: plan.append_route,
             stamp: plan.stamp,
             record_route,
