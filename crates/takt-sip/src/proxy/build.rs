@@ -342,7 +342,8 @@ pub fn forward_request(out: &mut Vec<u8>, m: &Message<'_>, f: &Forward<'_>) {
     let mut runs = Runs::new(b);
     for (i, h) in m.headers().iter().enumerate() {
         match h.name {
-            HeaderName::Via if i == top_via_header => {
+            // nothing to stamp (the common case): the line goes as it came
+            HeaderName::Via if i == top_via_header && f.stamp != Stamp::default() => {
                 runs.flush(out);
                 out.extend_from_slice(h.name_span.of(b));
                 out.extend_from_slice(b": ");

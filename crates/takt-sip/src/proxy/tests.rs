@@ -895,3 +895,37 @@ fn auto_shard_count_is_two_per_worker() {
     assert_eq!(o.disposition, Disposition::Forwarded);
     assert_eq!(p.transactions(), 1);
 }
+
+#[test]
+fn an_unstamped_top_via_is_forwarded_as_it_came() {
+    // sent-by is the source address and no rport: nothing to add (§18.2.1),
+    // so the line goes out byte for byte, compact name and spacing included
+    let inv = b"INVITE sip:service@10.0.0.9:5060 SIP/2.0\r\n\
+v:  SIP/2.0/UDP 10.0.0.1:5061;branch=z9hG4bK-v1\r\n\
+From: <sip:a@10.0.0.1>;tag=f\r\n\
+To: <sip:service@10.0.0.9:5060>\r\n\
+Call-ID: c-verbatim\r\n\
+CSeq: 1 INVITE\r\n\
+Content-Length: 0\r\n\r\n";
+    for mode in [Mode::Stateless, Mode::Stateful] {
+        let p = proxy(mode);
+        let mut r = Rec::default();
+        feed(&p, inv, UAC, 0, &mut r);
+        let sent = r.take();
+        let (_, fwd) = sent.last().expect("forwarded");
+        let t = text(fwd);
+        assert!(
+            t.contains("\r\nv:  SIP/2.0/UDP 10.0.0.1:5061;branch=z9hG4bK-v1\r\n"),
+            "{t}"
+        );
+        // from another address the same Via gets received=
+        let p = proxy(mode);
+        feed(&p, inv, "10.0.0.7:5061", 0, &mut r);
+        let sent = r.take();
+        let t = text(&sent.last().expect("forwarded").1);
+        assert!(
+            t.contains("SIP/2.0/UDP 10.0.0.1:5061;branch=z9hG4bK-v1;received=10.0.0.7\r\n"),
+            "{t}"
+        );
+    }
+}
