@@ -303,7 +303,7 @@ impl<'a> Message<'a> {
             while e + 2 < n && is_wsp(b[e + 2]) {
                 e = find_eol(b, e + 2, line)?;
             }
-            let (name, name_end, c) = match known_name(&b[i..e]) {
+            let (name, name_end, c) = match known_name(&b[i..]) {
                 Some((name, len)) => (name, i + len, i + len),
                 None => {
                     let name_end = scan_token(b, i, e);
@@ -602,36 +602,97 @@ impl<'a> Message<'a> {
 }
 
 /// The canonical spellings of the headers a proxy reads (what nearly
-/// every UA sends) when `line` starts with one directly followed by `:`:
-/// the name and its length. What scanning the token and
-/// [`HeaderName::from_bytes`] find for such a line, without the scan.
+/// every UA sends), each followed by its colon, in the slot
+/// [`name_slot`] gives it; other slots are empty (all zero bytes).
+const NAME_SLOTS: [([u8; 16], HeaderName); 16] = {
+    use HeaderName as H;
+    const NAMES: [(&[u8], HeaderName); 12] = [
+        (b"Via:", H::Via),
+        (b"From:", H::From),
+        (b"To:", H::To),
+        (b"Call-ID:", H::CallId),
+        (b"CSeq:", H::CSeq),
+        (b"Contact:", H::Contact),
+        (b"Content-Length:", H::ContentLength),
+        (b"Content-Type:", H::ContentType),
+        (b"Max-Forwards:", H::MaxForwards),
+        (b"Route:", H::Route),
+        (b"Record-Route:", H::RecordRoute),
+        (b"Subject:", H::Subject),
+    ];
+    let mut t = [([0u8; 16], H::Other); 16];
+    let mut k = 0;
+    while k < NAMES.len() {
+        let (pat, name) = NAMES[k];
+        let slot = name_slot(pat.len() - 1, pat[1]);
+        // a perfect hash: a collision fails the build
+        assert!(t[slot].0[0] == 0);
+        let mut j = 0;
+        while j < pat.len() {
+            t[slot].0[j] = pat[j];
+            j += 1;
+        }
+        t[slot].1 = name;
+        k += 1;
+    }
+    t
+};
+
+/// The slot in [`NAME_SLOTS`] of a name of `len` bytes whose second byte
+/// is `second` (distinct for the twelve names of the table).
+#[inline(always)]
+const fn name_slot(len: usize, second: u8) -> usize {
+    ((len + second as usize * 6) >> 1) & 15
+}
+
+/// When `line` starts with one of the names of [`NAME_SLOTS`], spelled
+/// as there and directly followed by `:`: the name and its length. What
+/// scanning the token and [`HeaderName::from_bytes`] find for such a
+/// line, without the scan: the first colon of the line's first 16 bytes
+/// gives the length, which with the second byte picks the one name the
+/// line can be, compared with it as one 16-byte word.
 #[inline]
 fn known_name(line: &[u8]) -> Option<(HeaderName, usize)> {
-    use HeaderName as H;
-    /// `line` starts with `pat` and a colon (compared as fixed-size
-    /// arrays: word loads, no `memcmp` call).
-    #[inline(always)]
-    fn is<const N: usize>(line: &[u8], pat: &[u8; N]) -> bool {
-        line.len() > N && line[..N] == pat[..] && line[N] == b':'
+    let chunk: &[u8; 16] = line.get(..16)?.try_into().ok()?;
+    let (len, equal) = colon_and_match(chunk, |len| &NAME_SLOTS[name_slot(len, chunk[1])].0);
+    // `equal` has bit k set when byte k is the table's: bytes 0..=len
+    // must all be (the name and the colon after it; the table's own
+    // colon sits at its name's length, so no other name matches)
+    let want = (2u32 << (len & 15)) - 1;
+    if len < 15 && equal & want == want {
+        Some((NAME_SLOTS[name_slot(len, chunk[1])].1, len))
+    } else {
+        None
     }
-    let hit = |name: H, n: usize| Some((name, n));
-    match *line.first()? {
-        b'V' if is(line, b"Via") => hit(H::Via, 3),
-        b'F' if is(line, b"From") => hit(H::From, 4),
-        b'T' if is(line, b"To") => hit(H::To, 2),
-        b'C' => match line.get(1)? {
-            b'a' if is(line, b"Call-ID") => hit(H::CallId, 7),
-            b'S' if is(line, b"CSeq") => hit(H::CSeq, 4),
-            b'o' if is(line, b"Contact") => hit(H::Contact, 7),
-            b'o' if is(line, b"Content-Length") => hit(H::ContentLength, 14),
-            b'o' if is(line, b"Content-Type") => hit(H::ContentType, 12),
-            _ => None,
-        },
-        b'M' if is(line, b"Max-Forwards") => hit(H::MaxForwards, 12),
-        b'R' if is(line, b"Route") => hit(H::Route, 5),
-        b'R' if is(line, b"Record-Route") => hit(H::RecordRoute, 12),
-        b'S' if is(line, b"Subject") => hit(H::Subject, 7),
-        _ => None,
+}
+
+/// The index of the first colon in `chunk` (16 or more when there is
+/// none) and, for that index, the bit mask of the bytes of `chunk` equal
+/// to those of `pattern(index)` (any mask when there is none).
+#[inline(always)]
+fn colon_and_match(chunk: &[u8; 16], pattern: impl Fn(usize) -> &'static [u8; 16]) -> (usize, u32) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8,
+        };
+        // SAFETY: both loads read 16 bytes from 16-byte arrays; `loadu`
+        // has no alignment requirement; SSE2 is part of the x86_64
+        // baseline.
+        unsafe {
+            let v = _mm_loadu_si128(chunk.as_ptr().cast::<__m128i>());
+            let colons = _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b':' as i8))) as u32;
+            let len = colons.trailing_zeros() as usize;
+            let p = _mm_loadu_si128(pattern(len & 15).as_ptr().cast::<__m128i>());
+            (len, _mm_movemask_epi8(_mm_cmpeq_epi8(v, p)) as u32)
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let len = chunk.iter().position(|&c| c == b':').unwrap_or(16);
+        let p = pattern(len & 15);
+        let equal = (0..16).fold(0u32, |m, k| m | (u32::from(chunk[k] == p[k]) << k));
+        (len, equal)
     }
 }
 
@@ -815,7 +876,9 @@ mod tests {
         let mut known = 0;
         for n in names {
             for tail in [&b":"[..], b" :", b":x", b"", b"x:", b"\t:"] {
-                let line = [*n, tail].concat();
+                // known names are read from the line and what follows
+                // it, 16 bytes at least
+                let line = [*n, tail, b"\r\nX-Pad: 0123456789"].concat();
                 let Some((name, len)) = known_name(&line) else {
                     continue;
                 };
