@@ -676,7 +676,7 @@ pub fn split_commas(b: &[u8], v: Span) -> impl Iterator<Item = Span> + '_ {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     fn s(x: &[u8]) -> Span {
@@ -701,7 +701,7 @@ mod tests {
 
     /// Every value one edit away from each seed: each byte replaced by,
     /// or preceded by, each of `alphabet`, and each byte deleted.
-    fn one_edit_away(seeds: &[&[u8]], alphabet: &[u8]) -> Vec<Vec<u8>> {
+    pub(crate) fn one_edit_away(seeds: &[&[u8]], alphabet: &[u8]) -> Vec<Vec<u8>> {
         let mut all = Vec::new();
         for seed in seeds {
             all.push(seed.to_vec());
@@ -726,7 +726,7 @@ mod tests {
         all
     }
 
-    const EDITS: &[u8] = b" \t\r\n<>;=:@%\",?[]/\\&_!.-aZ09tT\x00\x7f\xff";
+    pub(crate) const EDITS: &[u8] = b" \t\r\n<>;=:@%\",?[]/\\&_!.-aZ09tT\x00\x7f\xff";
 
     #[test]
     fn simple_forms_agree_with_the_parser() {
