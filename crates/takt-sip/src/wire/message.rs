@@ -361,13 +361,14 @@ impl<'a> Message<'a> {
             match name {
                 HeaderName::Via => values::vias(b, v, idx, &mut m.vias).map_err(err)?,
                 HeaderName::From | HeaderName::To => {
-                    let mut one: SmallVec<[NameAddr; 1]> = SmallVec::new();
-                    values::name_addrs(b, v, AddrKind::Single, &mut one).map_err(err)?;
-                    if name == HeaderName::From {
-                        m.from = one.first().copied();
+                    // single-valued: `None` until this line (a second
+                    // one is a duplicate, refused above)
+                    let slot = if name == HeaderName::From {
+                        &mut m.from
                     } else {
-                        m.to = one.first().copied();
-                    }
+                        &mut m.to
+                    };
+                    values::name_addrs(b, v, AddrKind::Single, slot).map_err(err)?;
                 }
                 HeaderName::Route => {
                     values::name_addrs(b, v, AddrKind::Route, &mut m.routes).map_err(err)?;

@@ -84,6 +84,14 @@ impl<A: smallvec::Array> Push<A::Item> for smallvec::SmallVec<A> {
     }
 }
 
+/// Keeps the last value (a single-valued header: From, To).
+impl<T> Push<T> for Option<T> {
+    #[inline]
+    fn push(&mut self, v: T) {
+        *self = Some(v);
+    }
+}
+
 /// Checks values without keeping them.
 pub(crate) struct Discard;
 
