@@ -390,7 +390,9 @@ impl<'a> Message<'a> {
                     m.content_length =
                         Some(values::number(b, v, u64::from(u32::MAX)).map_err(err)? as u32);
                 }
-                _ => check_passive(b, name, v).map_err(err)?,
+                _ if is_passive(name) => check_passive(b, name, v).map_err(err)?,
+                // no grammar checked (Subject, Content-Type, unknown names)
+                _ => {}
             }
             i = e + 2;
         }
