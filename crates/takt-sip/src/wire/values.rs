@@ -177,29 +177,84 @@ struct ViaParams {
 impl ViaParams {
     #[inline]
     fn take(&mut self, b: &[u8], name_span: Span, value: Option<Span>) {
-        let name = name_span.of(b);
-        if !matches!(name.len(), 5 | 6 | 8) {
-            return;
+        match via_param(b, name_span) {
+            ViaParam::Branch => {
+                self.branch = value;
+                self.bad |= value.is_none();
+            }
+            ViaParam::Received => {
+                self.received = value;
+                self.bad |= value.is_none();
+            }
+            ViaParam::Rport => {
+                self.rport_span = Some(name_span);
+                self.rport = Some(match value {
+                    None => Rport::Requested,
+                    Some(v) => match parse_digits(v.of(b), 65535) {
+                        Ok(p) => Rport::Value(p as u16),
+                        Err(_) => {
+                            self.bad = true;
+                            Rport::Absent
+                        }
+                    },
+                });
+            }
+            ViaParam::Other => {}
         }
-        if name.eq_ignore_ascii_case(b"branch") {
-            self.branch = value;
-            self.bad |= value.is_none();
-        } else if name.eq_ignore_ascii_case(b"received") {
-            self.received = value;
-            self.bad |= value.is_none();
-        } else if name.eq_ignore_ascii_case(b"rport") {
-            self.rport_span = Some(name_span);
-            self.rport = Some(match value {
-                None => Rport::Requested,
-                Some(v) => match parse_digits(v.of(b), 65535) {
-                    Ok(p) => Rport::Value(p as u16),
-                    Err(_) => {
-                        self.bad = true;
-                        Rport::Absent
-                    }
-                },
-            });
-        }
+    }
+}
+
+/// The Via parameters a proxy reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ViaParam {
+    Branch,
+    Received,
+    Rport,
+    Other,
+}
+
+/// Which Via parameter the name `name` of `b` is, ASCII case ignored:
+/// its bytes (and what follows them, masked off) as one word, with the
+/// case bit of every byte set, against the lower-case names. Setting
+/// bit 5 maps only a letter's two cases onto a lower-case letter, so
+/// the compare is `eq_ignore_ascii_case`.
+#[inline(always)]
+fn via_param(b: &[u8], name: Span) -> ViaParam {
+    const fn word(s: &[u8; 8]) -> u64 {
+        u64::from_le_bytes(*s)
+    }
+    let len = name.len();
+    if !matches!(len, 5 | 6 | 8) {
+        return ViaParam::Other;
+    }
+    let Some(w) = b
+        .get(name.start()..name.start() + 8)
+        .and_then(|w| <[u8; 8]>::try_from(w).ok())
+    else {
+        return via_param_short(name.of(b));
+    };
+    let mask = u64::MAX >> (64 - 8 * len);
+    match (u64::from_le_bytes(w) | 0x2020_2020_2020_2020) & mask {
+        x if x == word(b"branch\0\0") => ViaParam::Branch,
+        x if x == word(b"received") => ViaParam::Received,
+        x if x == word(b"rport\0\0\0") => ViaParam::Rport,
+        _ => ViaParam::Other,
+    }
+}
+
+/// [`via_param`] of a name too close to the end of the buffer to be
+/// read as a word.
+#[cold]
+#[inline(never)]
+fn via_param_short(name: &[u8]) -> ViaParam {
+    if name.eq_ignore_ascii_case(b"branch") {
+        ViaParam::Branch
+    } else if name.eq_ignore_ascii_case(b"received") {
+        ViaParam::Received
+    } else if name.eq_ignore_ascii_case(b"rport") {
+        ViaParam::Rport
+    } else {
+        ViaParam::Other
     }
 }
 
@@ -853,6 +908,47 @@ pub(super) mod tests {
             }
         }
         assert!(fast > 100, "the fast path took {fast} values");
+    }
+
+    #[test]
+    fn via_params_ignore_case_as_words() {
+        let names: &[&[u8]] = &[
+            b"branch",
+            b"BRANCH",
+            b"bRaNcH",
+            b"received",
+            b"Received",
+            b"rport",
+            b"RPORT",
+            b"branc",
+            b"branchx",
+            b"rports",
+            b"receive",
+            b"bRanch\x00",
+            b"b\x02anch",
+            b"rpor\x14",
+            b"brAnCh",
+            b"r`ort",
+            b"rp@rt",
+            b"ttl",
+            b"maddr",
+            b"recei\xe5ed",
+        ];
+        for n in names {
+            let want = via_param_short(n);
+            // at the end of the buffer, and followed by bytes masked off
+            for tail in [&b""[..], b"=z9hG4bK", b"\xff\xff\xff"] {
+                let b = [*n, tail].concat();
+                assert_eq!(
+                    via_param(&b, Span::new(0, n.len())),
+                    want,
+                    "{}",
+                    b.escape_ascii()
+                );
+            }
+        }
+        assert_eq!(via_param(b"BrAnCh=1", Span::new(0, 6)), ViaParam::Branch);
+        assert_eq!(via_param(b"rPoRt;x", Span::new(0, 5)), ViaParam::Rport);
     }
 
     #[test]
