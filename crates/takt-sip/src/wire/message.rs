@@ -4,7 +4,7 @@ use smallvec::SmallVec;
 
 use super::error::{LineError, ParseError, UriError};
 use super::lex::{is_wsp, scan_token, trim};
-use super::uri::{parse_uri, simple_sip_uri, Uri};
+use super::uri::{parse_uri, scan_sip_uri, Uri};
 use super::values::{self, AddrKind, Discard, NameAddr, Via};
 use super::{HeaderName, Method, Span};
 
@@ -268,16 +268,16 @@ impl<'a> Message<'a> {
         let eol = find_eol(b, i, 1)?;
         let sl = &b[sl_start..eol];
         let req = !(sl.len() >= 4 && sl[..4].eq_ignore_ascii_case(b"SIP/"));
-        let (start, request_uri) = if !req {
-            (parse_status_line(b, sl_start, eol)?, None)
-        } else if let Some((start, uri)) = simple_request_line(b, sl_start, eol) {
-            (start, Some(uri))
+        m.start = if !req {
+            m.request_uri = None;
+            parse_status_line(b, sl_start, eol)?
+        } else if let Some(start) = simple_request_line(b, sl_start, eol, &mut m.request_uri) {
+            start
         } else {
             let (start, uri) = request_line_slow(b, sl_start, eol)?;
-            (start, Some(uri))
+            m.request_uri = Some(uri);
+            start
         };
-        m.request_uri = request_uri;
-        m.start = start;
         m.start_line = Span::new(sl_start, eol + 2);
         let mut have_call_id = false;
         let mut have_cseq = false;
@@ -750,28 +750,28 @@ fn find_eol(b: &[u8], i: usize, line: u16) -> Result<usize, ParseError> {
 }
 
 /// The common shape of a request line, `[s, e)`: `Method SP
-/// sip:[user@]host[:port] SP SIP/2.0` (the URI as [`simple_sip_uri`]
-/// takes it). `None` when it has another shape; what it returns is what
-/// [`request_line_slow`] returns (tested against it in
+/// sip:[user@]host[:port] SP SIP/2.0` (the URI as [`scan_sip_uri`]
+/// takes it), with the Request-URI written to `uri`. `None` when it has
+/// another shape (`uri` may then have been written); what it returns
+/// is what [`request_line_slow`] returns (tested against it in
 /// `simple_request_lines_agree_with_the_parser`), in one pass.
 #[inline]
-fn simple_request_line(b: &[u8], s: usize, e: usize) -> Option<(StartLine, Uri)> {
+fn simple_request_line(b: &[u8], s: usize, e: usize, uri: &mut Option<Uri>) -> Option<StartLine> {
     let m_end = scan_token(b, s, e);
     if m_end == s || b.get(m_end) != Some(&b' ') {
         return None;
     }
     let u = m_end + 1;
-    let (uri, stop) = simple_sip_uri(b, u, e)?;
+    let stop = scan_sip_uri(b, u, e, uri)?;
     if b.get(stop..e)? != b" SIP/2.0" {
         return None;
     }
     let method_span = Span::new(s, m_end);
-    let start = StartLine::Request {
+    Some(StartLine::Request {
         method: Method::from_bytes(method_span.of(b)),
         method_span,
         uri: Span::new(u, stop),
-    };
-    Some((start, uri))
+    })
 }
 
 /// The request line `[s, e)` and its Request-URI, by the full grammar.
@@ -937,10 +937,11 @@ mod tests {
         ];
         let mut fast = 0;
         for l in one_edit_away(lines, EDITS) {
-            if let Some(got) = simple_request_line(&l, 0, l.len()) {
+            let mut uri = None;
+            if let Some(got) = simple_request_line(&l, 0, l.len(), &mut uri) {
                 fast += 1;
                 let want = request_line_slow(&l, 0, l.len());
-                assert_eq!(Ok(got), want, "{}", l.escape_ascii());
+                assert_eq!(Ok((got, uri.unwrap())), want, "{}", l.escape_ascii());
             }
         }
         assert!(fast > 100, "the fast path took {fast} lines");

@@ -9,7 +9,7 @@ use super::lex::{
     find_top_level, is_param_value, is_word, parse_digits, scan_quoted, scan_token, skip_lws, trim,
     DigitsError,
 };
-use super::uri::{parse_uri, simple_sip_uri};
+use super::uri::{parse_uri, scan_sip_uri};
 use super::Span;
 
 /// The `rport` parameter of a Via (RFC 3581).
@@ -521,7 +521,7 @@ fn simple_name_addr(b: &[u8], start: usize, end: usize) -> Option<NameAddr> {
             return None;
         }
     }
-    let (_, r) = simple_sip_uri(s, l + 1, end)?;
+    let r = scan_sip_uri(s, l + 1, end, &mut None)?;
     if s.get(r) != Some(&b'>') {
         return None;
     }
@@ -900,7 +900,7 @@ pub(super) mod tests {
         let mut fast = 0;
         for v in one_edit_away(uris, EDITS) {
             for allow in [false, true] {
-                if let Some((u, stop)) = simple_sip_uri(&v, 0, v.len()) {
+                if let Some((u, stop)) = super::super::uri::simple_sip_uri(&v, 0, v.len()) {
                     fast += 1;
                     let want = super::super::uri::parse_uri_slow(&v, 0, stop, allow);
                     assert_eq!(Ok(u), want, "{}", v.escape_ascii());
