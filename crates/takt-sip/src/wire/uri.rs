@@ -121,12 +121,9 @@ pub(crate) fn scan_sip_uri(
     let host = Span::new(userinfo.map_or(first, |u| u.end() + 1), i);
     let mut port = None;
     if i < s.len() && s[i] == b':' {
-        let p = i + 1;
-        i = p;
-        while i < s.len() && s[i].is_ascii_digit() {
-            i += 1;
-        }
-        port = Some(super::lex::parse_digits(&s[p..i], 65535).ok()? as u16);
+        let (p, after) = super::lex::short_port(s, i + 1, s.len())?;
+        port = Some(p);
+        i = after;
     }
     *out = Some(Uri {
         span: Span::new(start, i),

@@ -285,12 +285,9 @@ fn simple_via(b: &[u8], start: usize, end: usize, header: u16) -> Option<Via> {
     let host = Span::new(h, i);
     let mut port = None;
     if i < end && s[i] == b':' {
-        let p = i + 1;
-        i = p;
-        while i < end && s[i].is_ascii_digit() {
-            i += 1;
-        }
-        port = Some(parse_digits(&s[p..i], 65535).ok()? as u16);
+        let (p, after) = super::lex::short_port(s, i + 1, end)?;
+        port = Some(p);
+        i = after;
     }
     let mut ps = ViaParams::default();
     while i < end && s[i] == b';' {
