@@ -266,11 +266,13 @@ impl<'a> Message<'a> {
         }
         let sl_start = i;
         let eol = find_eol(b, i, 1)?;
-        let sl = &b[sl_start..eol];
-        let req = !(sl.len() >= 4 && sl[..4].eq_ignore_ascii_case(b"SIP/"));
+        let req = !is_status_line(&b[sl_start..eol]);
         m.start = if !req {
             m.request_uri = None;
-            parse_status_line(b, sl_start, eol)?
+            match simple_status_line(b, sl_start, eol) {
+                Some(start) => start,
+                None => parse_status_line(b, sl_start, eol)?,
+            }
         } else if let Some(start) = simple_request_line(b, sl_start, eol, &mut m.request_uri) {
             start
         } else {
@@ -835,6 +837,46 @@ fn request_line_slow(b: &[u8], s: usize, e: usize) -> Result<(StartLine, Uri), P
     Ok((start, uri))
 }
 
+/// Whether the start line `sl` is a status line: it starts with `SIP/`,
+/// ASCII case ignored (`S`, `I` and `P` compared with their case bit
+/// set, which maps only a letter's two cases onto the lower-case one).
+#[inline]
+fn is_status_line(sl: &[u8]) -> bool {
+    match sl.get(..4).and_then(|w| <[u8; 4]>::try_from(w).ok()) {
+        Some(w) => u32::from_le_bytes(w) | 0x0020_2020 == u32::from_le_bytes(*b"sip/"),
+        None => false,
+    }
+}
+
+/// The common shape of a status line, `[s, e)`: `SIP/2.0 SP 3DIGIT SP
+/// reason`. `None` when it has another shape; what it returns is what
+/// [`parse_status_line`] returns (tested against it in
+/// `simple_status_lines_agree_with_the_parser`), in one pass.
+#[inline]
+fn simple_status_line(b: &[u8], s: usize, e: usize) -> Option<StartLine> {
+    let l = b.get(s..e)?;
+    if l.len() < 12 || l[..8] != *b"SIP/2.0 " || l[11] != b' ' {
+        return None;
+    }
+    let mut code = 0;
+    for &c in &l[8..11] {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        code = code * 10 + u16::from(c - b'0');
+    }
+    let reason = &l[12..];
+    if !(100..=699).contains(&code) || reason.iter().any(|&c| c < 0x20 && c != b'\t') {
+        return None;
+    }
+    Some(StartLine::Response {
+        code,
+        reason: Span::new(s + 12, e),
+    })
+}
+
+#[cold]
+#[inline(never)]
 fn parse_status_line(b: &[u8], s: usize, e: usize) -> Result<StartLine, ParseError> {
     let req = false;
     let v_end = b[s..e]
@@ -945,6 +987,39 @@ mod tests {
             }
         }
         assert!(fast > 100, "the fast path took {fast} lines");
+    }
+
+    #[test]
+    fn simple_status_lines_agree_with_the_parser() {
+        use crate::wire::values::tests::{one_edit_away, EDITS};
+        let lines: &[&[u8]] = &[
+            b"SIP/2.0 200 OK",
+            b"SIP/2.0 100 Trying",
+            b"SIP/2.0 699 ",
+            b"SIP/2.0 180 Ringing\tnow",
+            b"SIP/2.0 486 Busy Here",
+        ];
+        let mut fast = 0;
+        for l in one_edit_away(lines, EDITS) {
+            if let Some(got) = simple_status_line(&l, 0, l.len()) {
+                fast += 1;
+                assert_eq!(
+                    Ok(got),
+                    parse_status_line(&l, 0, l.len()),
+                    "{}",
+                    l.escape_ascii()
+                );
+            }
+            let sip = l.len() >= 4 && l[..4].eq_ignore_ascii_case(b"SIP/");
+            assert_eq!(is_status_line(&l), sip, "{}", l.escape_ascii());
+        }
+        assert!(fast > 100, "the fast path took {fast} lines");
+        for c in 0..=255u8 {
+            let l = [b'S', b'I', b'P', c];
+            assert_eq!(is_status_line(&l), l.eq_ignore_ascii_case(b"SIP/"), "{c}");
+            let l = [c, b'i', b'p', b'/'];
+            assert_eq!(is_status_line(&l), l.eq_ignore_ascii_case(b"SIP/"), "{c}");
+        }
     }
 
     #[test]
