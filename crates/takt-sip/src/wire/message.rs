@@ -370,7 +370,7 @@ impl<'a> Message<'a> {
                     } else {
                         &mut m.to
                     };
-                    values::name_addrs(b, v, AddrKind::Single, slot).map_err(err)?;
+                    values::single_name_addr(b, v, slot).map_err(err)?;
                 }
                 HeaderName::Route => {
                     values::name_addrs(b, v, AddrKind::Route, &mut m.routes).map_err(err)?;

@@ -464,12 +464,29 @@ pub(crate) fn name_addrs(
         return Ok(());
     }
     if kind == AddrKind::Single {
-        if let Some(na) = simple_name_addr(b, v.start(), end) {
-            out.push(na);
+        let mut one = None;
+        if simple_name_addr(b, v.start(), end, &mut one).is_some() {
+            if let Some(na) = one {
+                out.push(na);
+            }
             return Ok(());
         }
     }
     name_addrs_slow(b, v, kind, out)
+}
+
+/// [`name_addrs`] of a From or To value, into `out` (set when `Ok`):
+/// the fast path writes the view's field without a copy.
+#[inline]
+pub(crate) fn single_name_addr(
+    b: &[u8],
+    v: Span,
+    out: &mut Option<NameAddr>,
+) -> Result<(), ValueError> {
+    if simple_name_addr(b, v.start(), v.end(), out).is_some() {
+        return Ok(());
+    }
+    name_addrs_slow(b, v, AddrKind::Single, out)
 }
 
 /// [`name_addrs`] without its fast path.
@@ -505,7 +522,7 @@ fn name_addrs_slow(
 /// is what [`name_addr`] returns (tested against it in
 /// `simple_forms_agree_with_the_parser`), in one pass.
 #[inline]
-fn simple_name_addr(b: &[u8], start: usize, end: usize) -> Option<NameAddr> {
+fn simple_name_addr(b: &[u8], start: usize, end: usize, out: &mut Option<NameAddr>) -> Option<()> {
     let s = b.get(..end)?;
     let mut l = start;
     if s.get(l) != Some(&b'<') {
@@ -536,13 +553,14 @@ fn simple_name_addr(b: &[u8], start: usize, end: usize) -> Option<NameAddr> {
         }
         Some(Span::new(vs, ve))
     };
-    Some(NameAddr {
+    *out = Some(NameAddr {
         span: Span::new(start, end),
         uri: Span::new(l + 1, r),
         tag,
         lr: false,
         next_in_line: None,
-    })
+    });
+    Some(())
 }
 
 fn name_addr(b: &[u8], start: usize, end: usize, kind: AddrKind) -> Result<NameAddr, ValueError> {
@@ -839,9 +857,10 @@ pub(super) mod tests {
         for v in one_edit_away(tos, EDITS) {
             let mut got: Vec<NameAddr> = Vec::new();
             let mut want: Vec<NameAddr> = Vec::new();
-            if let Some(na) = simple_name_addr(&v, 0, v.len()) {
+            let mut one = None;
+            if simple_name_addr(&v, 0, v.len(), &mut one).is_some() {
                 fast += 1;
-                got.push(na);
+                got.extend(one);
                 name_addrs_slow(&v, s(&v), AddrKind::Single, &mut want).unwrap_or_else(|e| {
                     panic!(
                         "{:?}: fast path accepted, parser says {e:?}",
