@@ -109,7 +109,19 @@ fn digits_err(e: DigitsError) -> ValueError {
 }
 
 /// Parses a whole value as a number no larger than `max`.
+#[inline]
 pub(crate) fn number(b: &[u8], v: Span, max: u64) -> Result<u64, ValueError> {
+    match parse_digits(v.of(b), max) {
+        Ok(n) => Ok(n),
+        Err(_) => number_error(b, v, max),
+    }
+}
+
+/// The error [`number`] gives for a value that is not a number up to
+/// `max` (a negative number is told apart).
+#[cold]
+#[inline(never)]
+fn number_error(b: &[u8], v: Span, max: u64) -> Result<u64, ValueError> {
     let s = v.of(b);
     if s.first() == Some(&b'-') && s.len() > 1 && s[1..].iter().all(u8::is_ascii_digit) {
         return Err(ValueError::Negative);
