@@ -670,7 +670,7 @@ pub(crate) fn cseq(b: &[u8], v: Span) -> Result<(u32, Span), ValueError> {
 /// `None` when it has another shape; what it returns is what
 /// [`cseq_slow`] returns (tested against it in
 /// `simple_forms_agree_with_the_parser`), in one pass.
-#[inline]
+#[inline(always)]
 fn simple_cseq(b: &[u8], v: Span) -> Option<(u32, Span)> {
     let s = b.get(v.start()..v.end())?;
     let mut n: u32 = 0;
