@@ -721,6 +721,7 @@ fn cseq_slow(b: &[u8], v: Span) -> Result<(u32, Span), ValueError> {
 }
 
 /// Call-ID: `word ["@" word]`.
+#[inline(always)]
 pub(crate) fn call_id(b: &[u8], v: Span) -> Result<(), ValueError> {
     let s = v.of(b);
     if s.is_empty() {
