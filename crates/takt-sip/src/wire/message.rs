@@ -692,11 +692,22 @@ fn colon_and_match(chunk: &[u8; 16], pattern: impl Fn(usize) -> &'static [u8; 16
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let len = chunk.iter().position(|&c| c == b':').unwrap_or(16);
-        let p = pattern(len & 15);
-        let equal = (0..16).fold(0u32, |m, k| m | (u32::from(chunk[k] == p[k]) << k));
-        (len, equal)
+        colon_and_match_portable(chunk, pattern)
     }
+}
+
+/// [`colon_and_match`] without SIMD: for other targets, and tested
+/// against the SSE2 version on x86_64.
+#[cfg_attr(all(target_arch = "x86_64", not(test)), allow(dead_code))]
+#[inline(always)]
+fn colon_and_match_portable(
+    chunk: &[u8; 16],
+    pattern: impl Fn(usize) -> &'static [u8; 16],
+) -> (usize, u32) {
+    let len = chunk.iter().position(|&c| c == b':').unwrap_or(16);
+    let p = pattern(len & 15);
+    let equal = (0..16).fold(0u32, |m, k| m | (u32::from(chunk[k] == p[k]) << k));
+    (len, equal)
 }
 
 /// The first CR or LF at or after `i` in `b`.
@@ -1019,6 +1030,28 @@ mod tests {
             assert_eq!(is_status_line(&l), l.eq_ignore_ascii_case(b"SIP/"), "{c}");
             let l = [c, b'i', b'p', b'/'];
             assert_eq!(is_status_line(&l), l.eq_ignore_ascii_case(b"SIP/"), "{c}");
+        }
+    }
+
+    #[test]
+    fn colon_and_match_agrees_without_simd() {
+        let mut chunks: Vec<[u8; 16]> = Vec::new();
+        for (pat, _) in NAME_SLOTS {
+            for k in 0..16 {
+                for c in [b':', b'x', 0, pat[k] ^ 0x20] {
+                    let mut ch = pat;
+                    ch[k] = c;
+                    chunks.push(ch);
+                }
+            }
+        }
+        chunks.push(*b"no colon at all!");
+        chunks.push(*b"Via: SIP/2.0/UDP");
+        for ch in chunks {
+            let slot = |len: usize| &NAME_SLOTS[name_slot(len, ch[1])].0;
+            let (a, am) = colon_and_match(&ch, slot);
+            let (p, pm) = colon_and_match_portable(&ch, slot);
+            assert_eq!((a.min(16), am), (p.min(16), pm), "{}", ch.escape_ascii());
         }
     }
 
