@@ -210,6 +210,28 @@ pub(crate) fn parse_digits(s: &[u8], max: u64) -> Result<u64, DigitsError> {
     Ok(v)
 }
 
+/// The common form of a port from `i` (before `end`): one to five
+/// digits worth at most 65535, read in the pass that finds them. The
+/// port and the index after its digits; `None` for anything else (no
+/// digit, six or more, or a larger value), which the full grammar then
+/// decides.
+#[inline(always)]
+pub(crate) fn short_port(s: &[u8], i: usize, end: usize) -> Option<(u16, usize)> {
+    let end = end.min(s.len());
+    let mut v: u32 = 0;
+    let mut k = i;
+    // no bound on the run (a bound lets the loop be unrolled): past
+    // five digits the value wraps, and is not used
+    while k < end && s[k].is_ascii_digit() {
+        v = v.wrapping_mul(10).wrapping_add(u32::from(s[k] - b'0'));
+        k += 1;
+    }
+    if k == i || k - i > 5 {
+        return None;
+    }
+    Some((u16::try_from(v).ok()?, k))
+}
+
 /// Why a run of digits did not parse.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum DigitsError {
@@ -284,6 +306,27 @@ mod tests {
         assert_eq!(scan_quoted(b, 0, b.len()), None);
         let b = b"\"nul \\\x00 ok\"";
         assert_eq!(scan_quoted(b, 0, b.len()), Some(b.len()));
+    }
+
+    #[test]
+    fn short_ports_agree_with_parse_digits() {
+        for p in [
+            "0", "5060", "65535", "65536", "99999", "005060", "123456", "", "x", "80x", "1:",
+        ] {
+            let b = p.as_bytes();
+            let run = b.iter().take_while(|c| c.is_ascii_digit()).count();
+            match short_port(b, 0, b.len()) {
+                Some((v, k)) => {
+                    assert_eq!(k, run, "{p}");
+                    assert!(run <= 5, "{p}");
+                    assert_eq!(parse_digits(&b[..run], 65535), Ok(u64::from(v)), "{p}");
+                }
+                None => assert!(
+                    run == 0 || run > 5 || parse_digits(&b[..run], 65535).is_err(),
+                    "{p}"
+                ),
+            }
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@ use smallvec::SmallVec;
 
 use super::error::{LineError, ParseError, UriError};
 use super::lex::{is_wsp, scan_token, trim};
-use super::uri::{parse_uri, Uri};
+use super::uri::{parse_uri, scan_sip_uri, Uri};
 use super::values::{self, AddrKind, Discard, NameAddr, Via};
 use super::{HeaderName, Method, Span};
 
@@ -266,20 +266,20 @@ impl<'a> Message<'a> {
         }
         let sl_start = i;
         let eol = find_eol(b, i, 1)?;
-        let sl = &b[sl_start..eol];
-        let req = !(sl.len() >= 4 && sl[..4].eq_ignore_ascii_case(b"SIP/"));
-        let start = if req {
-            parse_request_line(b, sl_start, eol)?
-        } else {
-            parse_status_line(b, sl_start, eol)?
-        };
-        m.request_uri = match start {
-            StartLine::Request { uri, .. } => {
-                Some(parse_uri(b, uri.start(), uri.end(), false).map_err(ParseError::RequestUri)?)
+        let req = !is_status_line(&b[sl_start..eol]);
+        m.start = if !req {
+            m.request_uri = None;
+            match simple_status_line(b, sl_start, eol) {
+                Some(start) => start,
+                None => parse_status_line(b, sl_start, eol)?,
             }
-            StartLine::Response { .. } => None,
+        } else if let Some(start) = simple_request_line(b, sl_start, eol, &mut m.request_uri) {
+            start
+        } else {
+            let (start, uri) = request_line_slow(b, sl_start, eol)?;
+            m.request_uri = Some(uri);
+            start
         };
-        m.start = start;
         m.start_line = Span::new(sl_start, eol + 2);
         let mut have_call_id = false;
         let mut have_cseq = false;
@@ -303,7 +303,7 @@ impl<'a> Message<'a> {
             while e + 2 < n && is_wsp(b[e + 2]) {
                 e = find_eol(b, e + 2, line)?;
             }
-            let (name, name_end, c) = match known_name(&b[i..e]) {
+            let (name, name_end, c) = match known_name(&b[i..]) {
                 Some((name, len)) => (name, i + len, i + len),
                 None => {
                     let name_end = scan_token(b, i, e);
@@ -363,13 +363,14 @@ impl<'a> Message<'a> {
             match name {
                 HeaderName::Via => values::vias(b, v, idx, &mut m.vias).map_err(err)?,
                 HeaderName::From | HeaderName::To => {
-                    let mut one: SmallVec<[NameAddr; 1]> = SmallVec::new();
-                    values::name_addrs(b, v, AddrKind::Single, &mut one).map_err(err)?;
-                    if name == HeaderName::From {
-                        m.from = one.first().copied();
+                    // single-valued: `None` until this line (a second
+                    // one is a duplicate, refused above)
+                    let slot = if name == HeaderName::From {
+                        &mut m.from
                     } else {
-                        m.to = one.first().copied();
-                    }
+                        &mut m.to
+                    };
+                    values::single_name_addr(b, v, slot).map_err(err)?;
                 }
                 HeaderName::Route => {
                     values::name_addrs(b, v, AddrKind::Route, &mut m.routes).map_err(err)?;
@@ -391,7 +392,9 @@ impl<'a> Message<'a> {
                     m.content_length =
                         Some(values::number(b, v, u64::from(u32::MAX)).map_err(err)? as u32);
                 }
-                _ => check_passive(b, name, v).map_err(err)?,
+                _ if is_passive(name) => check_passive(b, name, v).map_err(err)?,
+                // no grammar checked (Subject, Content-Type, unknown names)
+                _ => {}
             }
             i = e + 2;
         }
@@ -602,37 +605,109 @@ impl<'a> Message<'a> {
 }
 
 /// The canonical spellings of the headers a proxy reads (what nearly
-/// every UA sends) when `line` starts with one directly followed by `:`:
-/// the name and its length. What scanning the token and
-/// [`HeaderName::from_bytes`] find for such a line, without the scan.
+/// every UA sends), each followed by its colon, in the slot
+/// [`name_slot`] gives it; other slots are empty (all zero bytes).
+const NAME_SLOTS: [([u8; 16], HeaderName); 16] = {
+    use HeaderName as H;
+    const NAMES: [(&[u8], HeaderName); 12] = [
+        (b"Via:", H::Via),
+        (b"From:", H::From),
+        (b"To:", H::To),
+        (b"Call-ID:", H::CallId),
+        (b"CSeq:", H::CSeq),
+        (b"Contact:", H::Contact),
+        (b"Content-Length:", H::ContentLength),
+        (b"Content-Type:", H::ContentType),
+        (b"Max-Forwards:", H::MaxForwards),
+        (b"Route:", H::Route),
+        (b"Record-Route:", H::RecordRoute),
+        (b"Subject:", H::Subject),
+    ];
+    let mut t = [([0u8; 16], H::Other); 16];
+    let mut k = 0;
+    while k < NAMES.len() {
+        let (pat, name) = NAMES[k];
+        let slot = name_slot(pat.len() - 1, pat[1]);
+        // a perfect hash: a collision fails the build
+        assert!(t[slot].0[0] == 0);
+        let mut j = 0;
+        while j < pat.len() {
+            t[slot].0[j] = pat[j];
+            j += 1;
+        }
+        t[slot].1 = name;
+        k += 1;
+    }
+    t
+};
+
+/// The slot in [`NAME_SLOTS`] of a name of `len` bytes whose second byte
+/// is `second` (distinct for the twelve names of the table).
+#[inline(always)]
+const fn name_slot(len: usize, second: u8) -> usize {
+    ((len + second as usize * 6) >> 1) & 15
+}
+
+/// When `line` starts with one of the names of [`NAME_SLOTS`], spelled
+/// as there and directly followed by `:`: the name and its length. What
+/// scanning the token and [`HeaderName::from_bytes`] find for such a
+/// line, without the scan: the first colon of the line's first 16 bytes
+/// gives the length, which with the second byte picks the one name the
+/// line can be, compared with it as one 16-byte word.
 #[inline]
 fn known_name(line: &[u8]) -> Option<(HeaderName, usize)> {
-    use HeaderName as H;
-    /// `line` starts with `pat` and a colon (compared as fixed-size
-    /// arrays: word loads, no `memcmp` call).
-    #[inline(always)]
-    fn is<const N: usize>(line: &[u8], pat: &[u8; N]) -> bool {
-        line.len() > N && line[..N] == pat[..] && line[N] == b':'
+    let chunk: &[u8; 16] = line.get(..16)?.try_into().ok()?;
+    let (len, equal) = colon_and_match(chunk, |len| &NAME_SLOTS[name_slot(len, chunk[1])].0);
+    // `equal` has bit k set when byte k is the table's: bytes 0..=len
+    // must all be (the name and the colon after it; the table's own
+    // colon sits at its name's length, so no other name matches)
+    let want = (2u32 << (len & 15)) - 1;
+    if len < 15 && equal & want == want {
+        Some((NAME_SLOTS[name_slot(len, chunk[1])].1, len))
+    } else {
+        None
     }
-    let hit = |name: H, n: usize| Some((name, n));
-    match *line.first()? {
-        b'V' if is(line, b"Via") => hit(H::Via, 3),
-        b'F' if is(line, b"From") => hit(H::From, 4),
-        b'T' if is(line, b"To") => hit(H::To, 2),
-        b'C' => match line.get(1)? {
-            b'a' if is(line, b"Call-ID") => hit(H::CallId, 7),
-            b'S' if is(line, b"CSeq") => hit(H::CSeq, 4),
-            b'o' if is(line, b"Contact") => hit(H::Contact, 7),
-            b'o' if is(line, b"Content-Length") => hit(H::ContentLength, 14),
-            b'o' if is(line, b"Content-Type") => hit(H::ContentType, 12),
-            _ => None,
-        },
-        b'M' if is(line, b"Max-Forwards") => hit(H::MaxForwards, 12),
-        b'R' if is(line, b"Route") => hit(H::Route, 5),
-        b'R' if is(line, b"Record-Route") => hit(H::RecordRoute, 12),
-        b'S' if is(line, b"Subject") => hit(H::Subject, 7),
-        _ => None,
+}
+
+/// The index of the first colon in `chunk` (16 or more when there is
+/// none) and, for that index, the bit mask of the bytes of `chunk` equal
+/// to those of `pattern(index)` (any mask when there is none).
+#[inline(always)]
+fn colon_and_match(chunk: &[u8; 16], pattern: impl Fn(usize) -> &'static [u8; 16]) -> (usize, u32) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8,
+        };
+        // SAFETY: both loads read 16 bytes from 16-byte arrays; `loadu`
+        // has no alignment requirement; SSE2 is part of the x86_64
+        // baseline.
+        unsafe {
+            let v = _mm_loadu_si128(chunk.as_ptr().cast::<__m128i>());
+            let colons = _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b':' as i8))) as u32;
+            let len = colons.trailing_zeros() as usize;
+            let p = _mm_loadu_si128(pattern(len & 15).as_ptr().cast::<__m128i>());
+            (len, _mm_movemask_epi8(_mm_cmpeq_epi8(v, p)) as u32)
+        }
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        colon_and_match_portable(chunk, pattern)
+    }
+}
+
+/// [`colon_and_match`] without SIMD: for other targets, and tested
+/// against the SSE2 version on x86_64.
+#[cfg_attr(all(target_arch = "x86_64", not(test)), allow(dead_code))]
+#[inline(always)]
+fn colon_and_match_portable(
+    chunk: &[u8; 16],
+    pattern: impl Fn(usize) -> &'static [u8; 16],
+) -> (usize, u32) {
+    let len = chunk.iter().position(|&c| c == b':').unwrap_or(16);
+    let p = pattern(len & 15);
+    let equal = (0..16).fold(0u32, |m, k| m | (u32::from(chunk[k] == p[k]) << k));
+    (len, equal)
 }
 
 /// The first CR or LF at or after `i` in `b`.
@@ -668,7 +743,10 @@ fn find_cr_or_lf(b: &[u8], mut i: usize) -> Option<usize> {
 }
 
 /// Finds the CRLF ending the line at `i`; returns the index of its CR.
-#[inline]
+///
+/// One out-of-line copy for every line of a message (inlined, the scan
+/// would occupy its code lines once per call site).
+#[inline(never)]
 fn find_eol(b: &[u8], i: usize, line: u16) -> Result<usize, ParseError> {
     match find_cr_or_lf(b, i) {
         None => Err(ParseError::Unterminated),
@@ -684,7 +762,35 @@ fn find_eol(b: &[u8], i: usize, line: u16) -> Result<usize, ParseError> {
     }
 }
 
-fn parse_request_line(b: &[u8], s: usize, e: usize) -> Result<StartLine, ParseError> {
+/// The common shape of a request line, `[s, e)`: `Method SP
+/// sip:[user@]host[:port] SP SIP/2.0` (the URI as [`scan_sip_uri`]
+/// takes it), with the Request-URI written to `uri`. `None` when it has
+/// another shape (`uri` may then have been written); what it returns
+/// is what [`request_line_slow`] returns (tested against it in
+/// `simple_request_lines_agree_with_the_parser`), in one pass.
+#[inline]
+fn simple_request_line(b: &[u8], s: usize, e: usize, uri: &mut Option<Uri>) -> Option<StartLine> {
+    let m_end = scan_token(b, s, e);
+    if m_end == s || b.get(m_end) != Some(&b' ') {
+        return None;
+    }
+    let u = m_end + 1;
+    let stop = scan_sip_uri(b, u, e, uri)?;
+    if b.get(stop..e)? != b" SIP/2.0" {
+        return None;
+    }
+    let method_span = Span::new(s, m_end);
+    Some(StartLine::Request {
+        method: Method::from_bytes(method_span.of(b)),
+        method_span,
+        uri: Span::new(u, stop),
+    })
+}
+
+/// The request line `[s, e)` and its Request-URI, by the full grammar.
+#[cold]
+#[inline(never)]
+fn request_line_slow(b: &[u8], s: usize, e: usize) -> Result<(StartLine, Uri), ParseError> {
     let req = true;
     if e > s && is_wsp(b[e - 1]) {
         return Err(line_error(req, LineError::TrailingSpace));
@@ -732,14 +838,56 @@ fn parse_request_line(b: &[u8], s: usize, e: usize) -> Result<StartLine, ParseEr
     if b[u..last_sp].iter().any(|&c| is_wsp(c)) {
         return Err(ParseError::RequestUri(UriError::Whitespace));
     }
+    let uri = parse_uri(b, u, last_sp, false).map_err(ParseError::RequestUri)?;
     let method_span = Span::new(s, m_end);
-    Ok(StartLine::Request {
+    let start = StartLine::Request {
         method: Method::from_bytes(method_span.of(b)),
         method_span,
         uri: Span::new(u, last_sp),
+    };
+    Ok((start, uri))
+}
+
+/// Whether the start line `sl` is a status line: it starts with `SIP/`,
+/// ASCII case ignored (`S`, `I` and `P` compared with their case bit
+/// set, which maps only a letter's two cases onto the lower-case one).
+#[inline]
+fn is_status_line(sl: &[u8]) -> bool {
+    match sl.get(..4).and_then(|w| <[u8; 4]>::try_from(w).ok()) {
+        Some(w) => u32::from_le_bytes(w) | 0x0020_2020 == u32::from_le_bytes(*b"sip/"),
+        None => false,
+    }
+}
+
+/// The common shape of a status line, `[s, e)`: `SIP/2.0 SP 3DIGIT SP
+/// reason`. `None` when it has another shape; what it returns is what
+/// [`parse_status_line`] returns (tested against it in
+/// `simple_status_lines_agree_with_the_parser`), in one pass.
+#[inline]
+fn simple_status_line(b: &[u8], s: usize, e: usize) -> Option<StartLine> {
+    let l = b.get(s..e)?;
+    if l.len() < 12 || l[..8] != *b"SIP/2.0 " || l[11] != b' ' {
+        return None;
+    }
+    let mut code = 0;
+    for &c in &l[8..11] {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        code = code * 10 + u16::from(c - b'0');
+    }
+    let reason = &l[12..];
+    if !(100..=699).contains(&code) || reason.iter().any(|&c| c < 0x20 && c != b'\t') {
+        return None;
+    }
+    Some(StartLine::Response {
+        code,
+        reason: Span::new(s + 12, e),
     })
 }
 
+#[cold]
+#[inline(never)]
 fn parse_status_line(b: &[u8], s: usize, e: usize) -> Result<StartLine, ParseError> {
     let req = false;
     let v_end = b[s..e]
@@ -815,7 +963,9 @@ mod tests {
         let mut known = 0;
         for n in names {
             for tail in [&b":"[..], b" :", b":x", b"", b"x:", b"\t:"] {
-                let line = [*n, tail].concat();
+                // known names are read from the line and what follows
+                // it, 16 bytes at least
+                let line = [*n, tail, b"\r\nX-Pad: 0123456789"].concat();
                 let Some((name, len)) = known_name(&line) else {
                     continue;
                 };
@@ -827,6 +977,82 @@ mod tests {
             }
         }
         assert_eq!(known, 24);
+    }
+
+    #[test]
+    fn simple_request_lines_agree_with_the_parser() {
+        use crate::wire::values::tests::{one_edit_away, EDITS};
+        let lines: &[&[u8]] = &[
+            b"INVITE sip:service@127.0.0.1:5060 SIP/2.0",
+            b"BYE sip:127.0.0.1:5070 SIP/2.0",
+            b"X-Y sip:u_s(e)r@a.b-c:65535 SIP/2.0",
+            b"ACK sip:h:99999 SIP/2.0",
+        ];
+        let mut fast = 0;
+        for l in one_edit_away(lines, EDITS) {
+            let mut uri = None;
+            if let Some(got) = simple_request_line(&l, 0, l.len(), &mut uri) {
+                fast += 1;
+                let want = request_line_slow(&l, 0, l.len());
+                assert_eq!(Ok((got, uri.unwrap())), want, "{}", l.escape_ascii());
+            }
+        }
+        assert!(fast > 100, "the fast path took {fast} lines");
+    }
+
+    #[test]
+    fn simple_status_lines_agree_with_the_parser() {
+        use crate::wire::values::tests::{one_edit_away, EDITS};
+        let lines: &[&[u8]] = &[
+            b"SIP/2.0 200 OK",
+            b"SIP/2.0 100 Trying",
+            b"SIP/2.0 699 ",
+            b"SIP/2.0 180 Ringing\tnow",
+            b"SIP/2.0 486 Busy Here",
+        ];
+        let mut fast = 0;
+        for l in one_edit_away(lines, EDITS) {
+            if let Some(got) = simple_status_line(&l, 0, l.len()) {
+                fast += 1;
+                assert_eq!(
+                    Ok(got),
+                    parse_status_line(&l, 0, l.len()),
+                    "{}",
+                    l.escape_ascii()
+                );
+            }
+            let sip = l.len() >= 4 && l[..4].eq_ignore_ascii_case(b"SIP/");
+            assert_eq!(is_status_line(&l), sip, "{}", l.escape_ascii());
+        }
+        assert!(fast > 100, "the fast path took {fast} lines");
+        for c in 0..=255u8 {
+            let l = [b'S', b'I', b'P', c];
+            assert_eq!(is_status_line(&l), l.eq_ignore_ascii_case(b"SIP/"), "{c}");
+            let l = [c, b'i', b'p', b'/'];
+            assert_eq!(is_status_line(&l), l.eq_ignore_ascii_case(b"SIP/"), "{c}");
+        }
+    }
+
+    #[test]
+    fn colon_and_match_agrees_without_simd() {
+        let mut chunks: Vec<[u8; 16]> = Vec::new();
+        for (pat, _) in NAME_SLOTS {
+            for k in 0..16 {
+                for c in [b':', b'x', 0, pat[k] ^ 0x20] {
+                    let mut ch = pat;
+                    ch[k] = c;
+                    chunks.push(ch);
+                }
+            }
+        }
+        chunks.push(*b"no colon at all!");
+        chunks.push(*b"Via: SIP/2.0/UDP");
+        for ch in chunks {
+            let slot = |len: usize| &NAME_SLOTS[name_slot(len, ch[1])].0;
+            let (a, am) = colon_and_match(&ch, slot);
+            let (p, pm) = colon_and_match_portable(&ch, slot);
+            assert_eq!((a.min(16), am), (p.min(16), pm), "{}", ch.escape_ascii());
+        }
     }
 
     #[test]

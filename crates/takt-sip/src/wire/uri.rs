@@ -75,8 +75,24 @@ fn check_escaped(b: &[u8], mut i: usize, end: usize, mask: u8) -> Result<(), Uri
 /// returns is what [`parse_uri`] returns for `[start, stop)` (tested
 /// against it in `simple_form_agrees_with_the_parser`), in one pass over
 /// the bytes instead of four.
+///
 #[inline]
 pub(crate) fn simple_sip_uri(b: &[u8], start: usize, end: usize) -> Option<(Uri, usize)> {
+    let mut uri = None;
+    let stop = scan_sip_uri(b, start, end, &mut uri)?;
+    Some((uri?, stop))
+}
+
+/// [`simple_sip_uri`], writing the URI to `out` (only when it returns
+/// `Some`): the Request-URI goes straight into the view, and a From or
+/// To value, which needs only `stop`, is not copied.
+#[inline(never)]
+pub(crate) fn scan_sip_uri(
+    b: &[u8],
+    start: usize,
+    end: usize,
+    out: &mut Option<Uri>,
+) -> Option<usize> {
     let s = b.get(..end)?;
     if s.get(start..start + 4)? != b"sip:" {
         return None;
@@ -105,28 +121,23 @@ pub(crate) fn simple_sip_uri(b: &[u8], start: usize, end: usize) -> Option<(Uri,
     let host = Span::new(userinfo.map_or(first, |u| u.end() + 1), i);
     let mut port = None;
     if i < s.len() && s[i] == b':' {
-        let p = i + 1;
-        i = p;
-        while i < s.len() && s[i].is_ascii_digit() {
-            i += 1;
-        }
-        port = Some(super::lex::parse_digits(&s[p..i], 65535).ok()? as u16);
+        let (p, after) = super::lex::short_port(s, i + 1, s.len())?;
+        port = Some(p);
+        i = after;
     }
-    Some((
-        Uri {
-            span: Span::new(start, i),
-            scheme: Scheme::Sip,
-            userinfo,
-            host,
-            port,
-            params: Span::new(i, i),
-            headers: None,
-            lr: false,
-            transport: None,
-            maddr: None,
-        },
-        i,
-    ))
+    *out = Some(Uri {
+        span: Span::new(start, i),
+        scheme: Scheme::Sip,
+        userinfo,
+        host,
+        port,
+        params: Span::new(i, i),
+        headers: None,
+        lr: false,
+        transport: None,
+        maddr: None,
+    });
+    Some(i)
 }
 
 /// Parses the URI in `[start, end)`. `allow_headers` is false for a

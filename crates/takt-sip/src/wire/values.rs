@@ -9,7 +9,7 @@ use super::lex::{
     find_top_level, is_param_value, is_word, parse_digits, scan_quoted, scan_token, skip_lws, trim,
     DigitsError,
 };
-use super::uri::{parse_uri, simple_sip_uri};
+use super::uri::{parse_uri, scan_sip_uri};
 use super::Span;
 
 /// The `rport` parameter of a Via (RFC 3581).
@@ -84,6 +84,14 @@ impl<A: smallvec::Array> Push<A::Item> for smallvec::SmallVec<A> {
     }
 }
 
+/// Keeps the last value (a single-valued header: From, To).
+impl<T> Push<T> for Option<T> {
+    #[inline]
+    fn push(&mut self, v: T) {
+        *self = Some(v);
+    }
+}
+
 /// Checks values without keeping them.
 pub(crate) struct Discard;
 
@@ -101,7 +109,19 @@ fn digits_err(e: DigitsError) -> ValueError {
 }
 
 /// Parses a whole value as a number no larger than `max`.
+#[inline]
 pub(crate) fn number(b: &[u8], v: Span, max: u64) -> Result<u64, ValueError> {
+    match parse_digits(v.of(b), max) {
+        Ok(n) => Ok(n),
+        Err(_) => number_error(b, v, max),
+    }
+}
+
+/// The error [`number`] gives for a value that is not a number up to
+/// `max` (a negative number is told apart).
+#[cold]
+#[inline(never)]
+fn number_error(b: &[u8], v: Span, max: u64) -> Result<u64, ValueError> {
     let s = v.of(b);
     if s.first() == Some(&b'-') && s.len() > 1 && s[1..].iter().all(u8::is_ascii_digit) {
         return Err(ValueError::Negative);
@@ -169,29 +189,84 @@ struct ViaParams {
 impl ViaParams {
     #[inline]
     fn take(&mut self, b: &[u8], name_span: Span, value: Option<Span>) {
-        let name = name_span.of(b);
-        if !matches!(name.len(), 5 | 6 | 8) {
-            return;
+        match via_param(b, name_span) {
+            ViaParam::Branch => {
+                self.branch = value;
+                self.bad |= value.is_none();
+            }
+            ViaParam::Received => {
+                self.received = value;
+                self.bad |= value.is_none();
+            }
+            ViaParam::Rport => {
+                self.rport_span = Some(name_span);
+                self.rport = Some(match value {
+                    None => Rport::Requested,
+                    Some(v) => match parse_digits(v.of(b), 65535) {
+                        Ok(p) => Rport::Value(p as u16),
+                        Err(_) => {
+                            self.bad = true;
+                            Rport::Absent
+                        }
+                    },
+                });
+            }
+            ViaParam::Other => {}
         }
-        if name.eq_ignore_ascii_case(b"branch") {
-            self.branch = value;
-            self.bad |= value.is_none();
-        } else if name.eq_ignore_ascii_case(b"received") {
-            self.received = value;
-            self.bad |= value.is_none();
-        } else if name.eq_ignore_ascii_case(b"rport") {
-            self.rport_span = Some(name_span);
-            self.rport = Some(match value {
-                None => Rport::Requested,
-                Some(v) => match parse_digits(v.of(b), 65535) {
-                    Ok(p) => Rport::Value(p as u16),
-                    Err(_) => {
-                        self.bad = true;
-                        Rport::Absent
-                    }
-                },
-            });
-        }
+    }
+}
+
+/// The Via parameters a proxy reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ViaParam {
+    Branch,
+    Received,
+    Rport,
+    Other,
+}
+
+/// Which Via parameter the name `name` of `b` is, ASCII case ignored:
+/// its bytes (and what follows them, masked off) as one word, with the
+/// case bit of every byte set, against the lower-case names. Setting
+/// bit 5 maps only a letter's two cases onto a lower-case letter, so
+/// the compare is `eq_ignore_ascii_case`.
+#[inline(always)]
+fn via_param(b: &[u8], name: Span) -> ViaParam {
+    const fn word(s: &[u8; 8]) -> u64 {
+        u64::from_le_bytes(*s)
+    }
+    let len = name.len();
+    if !matches!(len, 5 | 6 | 8) {
+        return ViaParam::Other;
+    }
+    let Some(w) = b
+        .get(name.start()..name.start() + 8)
+        .and_then(|w| <[u8; 8]>::try_from(w).ok())
+    else {
+        return via_param_short(name.of(b));
+    };
+    let mask = u64::MAX >> (64 - 8 * len);
+    match (u64::from_le_bytes(w) | 0x2020_2020_2020_2020) & mask {
+        x if x == word(b"branch\0\0") => ViaParam::Branch,
+        x if x == word(b"received") => ViaParam::Received,
+        x if x == word(b"rport\0\0\0") => ViaParam::Rport,
+        _ => ViaParam::Other,
+    }
+}
+
+/// [`via_param`] of a name too close to the end of the buffer to be
+/// read as a word.
+#[cold]
+#[inline(never)]
+fn via_param_short(name: &[u8]) -> ViaParam {
+    if name.eq_ignore_ascii_case(b"branch") {
+        ViaParam::Branch
+    } else if name.eq_ignore_ascii_case(b"received") {
+        ViaParam::Received
+    } else if name.eq_ignore_ascii_case(b"rport") {
+        ViaParam::Rport
+    } else {
+        ViaParam::Other
     }
 }
 
@@ -222,12 +297,9 @@ fn simple_via(b: &[u8], start: usize, end: usize, header: u16) -> Option<Via> {
     let host = Span::new(h, i);
     let mut port = None;
     if i < end && s[i] == b':' {
-        let p = i + 1;
-        i = p;
-        while i < end && s[i].is_ascii_digit() {
-            i += 1;
-        }
-        port = Some(parse_digits(&s[p..i], 65535).ok()? as u16);
+        let (p, after) = super::lex::short_port(s, i + 1, end)?;
+        port = Some(p);
+        i = after;
     }
     let mut ps = ViaParams::default();
     while i < end && s[i] == b';' {
@@ -404,12 +476,29 @@ pub(crate) fn name_addrs(
         return Ok(());
     }
     if kind == AddrKind::Single {
-        if let Some(na) = simple_name_addr(b, v.start(), end) {
-            out.push(na);
+        let mut one = None;
+        if simple_name_addr(b, v.start(), end, &mut one).is_some() {
+            if let Some(na) = one {
+                out.push(na);
+            }
             return Ok(());
         }
     }
     name_addrs_slow(b, v, kind, out)
+}
+
+/// [`name_addrs`] of a From or To value, into `out` (set when `Ok`):
+/// the fast path writes the view's field without a copy.
+#[inline]
+pub(crate) fn single_name_addr(
+    b: &[u8],
+    v: Span,
+    out: &mut Option<NameAddr>,
+) -> Result<(), ValueError> {
+    if simple_name_addr(b, v.start(), v.end(), out).is_some() {
+        return Ok(());
+    }
+    name_addrs_slow(b, v, AddrKind::Single, out)
 }
 
 /// [`name_addrs`] without its fast path.
@@ -445,7 +534,7 @@ fn name_addrs_slow(
 /// is what [`name_addr`] returns (tested against it in
 /// `simple_forms_agree_with_the_parser`), in one pass.
 #[inline]
-fn simple_name_addr(b: &[u8], start: usize, end: usize) -> Option<NameAddr> {
+fn simple_name_addr(b: &[u8], start: usize, end: usize, out: &mut Option<NameAddr>) -> Option<()> {
     let s = b.get(..end)?;
     let mut l = start;
     if s.get(l) != Some(&b'<') {
@@ -458,7 +547,7 @@ fn simple_name_addr(b: &[u8], start: usize, end: usize) -> Option<NameAddr> {
             return None;
         }
     }
-    let (_, r) = simple_sip_uri(s, l + 1, end)?;
+    let r = scan_sip_uri(s, l + 1, end, &mut None)?;
     if s.get(r) != Some(&b'>') {
         return None;
     }
@@ -476,13 +565,14 @@ fn simple_name_addr(b: &[u8], start: usize, end: usize) -> Option<NameAddr> {
         }
         Some(Span::new(vs, ve))
     };
-    Some(NameAddr {
+    *out = Some(NameAddr {
         span: Span::new(start, end),
         uri: Span::new(l + 1, r),
         tag,
         lr: false,
         next_in_line: None,
-    })
+    });
+    Some(())
 }
 
 fn name_addr(b: &[u8], start: usize, end: usize, kind: AddrKind) -> Result<NameAddr, ValueError> {
@@ -567,7 +657,44 @@ fn name_addr(b: &[u8], start: usize, end: usize, kind: AddrKind) -> Result<NameA
 }
 
 /// CSeq: `1*DIGIT LWS Method`; the number is below 2**31 (RFC 3261 §8.1.1.5).
+#[inline]
 pub(crate) fn cseq(b: &[u8], v: Span) -> Result<(u32, Span), ValueError> {
+    match simple_cseq(b, v) {
+        Some(c) => Ok(c),
+        None => cseq_slow(b, v),
+    }
+}
+
+/// The common shape of a CSeq value, the whole of `v`: one to nine
+/// digits (below 2**31 whatever they are), one SP, the method token.
+/// `None` when it has another shape; what it returns is what
+/// [`cseq_slow`] returns (tested against it in
+/// `simple_forms_agree_with_the_parser`), in one pass.
+#[inline(always)]
+fn simple_cseq(b: &[u8], v: Span) -> Option<(u32, Span)> {
+    let s = b.get(v.start()..v.end())?;
+    let mut n: u32 = 0;
+    let mut k = 0;
+    while k < s.len() && k < 9 && s[k].is_ascii_digit() {
+        n = n * 10 + u32::from(s[k] - b'0');
+        k += 1;
+    }
+    // a tenth digit is not the SP
+    if k == 0 || s.get(k) != Some(&b' ') {
+        return None;
+    }
+    let m = k + 1;
+    let me = scan_token(s, m, s.len());
+    if me == m || me != s.len() {
+        return None;
+    }
+    Some((n, Span::new(v.start() + m, v.start() + me)))
+}
+
+/// [`cseq`] without its fast path.
+#[cold]
+#[inline(never)]
+fn cseq_slow(b: &[u8], v: Span) -> Result<(u32, Span), ValueError> {
     let end = v.end();
     let s = v.start();
     let mut e = s;
@@ -594,6 +721,7 @@ pub(crate) fn cseq(b: &[u8], v: Span) -> Result<(u32, Span), ValueError> {
 }
 
 /// Call-ID: `word ["@" word]`.
+#[inline(always)]
 pub(crate) fn call_id(b: &[u8], v: Span) -> Result<(), ValueError> {
     let s = v.of(b);
     if s.is_empty() {
@@ -676,7 +804,7 @@ pub fn split_commas(b: &[u8], v: Span) -> impl Iterator<Item = Span> + '_ {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     fn s(x: &[u8]) -> Span {
@@ -701,7 +829,7 @@ mod tests {
 
     /// Every value one edit away from each seed: each byte replaced by,
     /// or preceded by, each of `alphabet`, and each byte deleted.
-    fn one_edit_away(seeds: &[&[u8]], alphabet: &[u8]) -> Vec<Vec<u8>> {
+    pub(crate) fn one_edit_away(seeds: &[&[u8]], alphabet: &[u8]) -> Vec<Vec<u8>> {
         let mut all = Vec::new();
         for seed in seeds {
             all.push(seed.to_vec());
@@ -726,7 +854,7 @@ mod tests {
         all
     }
 
-    const EDITS: &[u8] = b" \t\r\n<>;=:@%\",?[]/\\&_!.-aZ09tT\x00\x7f\xff";
+    pub(crate) const EDITS: &[u8] = b" \t\r\n<>;=:@%\",?[]/\\&_!.-aZ09tT\x00\x7f\xff";
 
     #[test]
     fn simple_forms_agree_with_the_parser() {
@@ -742,9 +870,10 @@ mod tests {
         for v in one_edit_away(tos, EDITS) {
             let mut got: Vec<NameAddr> = Vec::new();
             let mut want: Vec<NameAddr> = Vec::new();
-            if let Some(na) = simple_name_addr(&v, 0, v.len()) {
+            let mut one = None;
+            if simple_name_addr(&v, 0, v.len(), &mut one).is_some() {
                 fast += 1;
-                got.push(na);
+                got.extend(one);
                 name_addrs_slow(&v, s(&v), AddrKind::Single, &mut want).unwrap_or_else(|e| {
                     panic!(
                         "{:?}: fast path accepted, parser says {e:?}",
@@ -776,6 +905,20 @@ mod tests {
             }
         }
         assert!(fast > 100, "the fast path took {fast} values");
+        let cseqs: &[&[u8]] = &[
+            b"1 INVITE",
+            b"314159 BYE",
+            b"123456789 ACK",
+            b"2147483647 X",
+        ];
+        let mut fast = 0;
+        for v in one_edit_away(cseqs, EDITS) {
+            if let Some(got) = simple_cseq(&v, s(&v)) {
+                fast += 1;
+                assert_eq!(Ok(got), cseq_slow(&v, s(&v)), "{}", v.escape_ascii());
+            }
+        }
+        assert!(fast > 100, "the fast path took {fast} values");
         let uris: &[&[u8]] = &[
             b"sip:service@127.0.0.1:5060",
             b"sip:127.0.0.1:5070",
@@ -786,7 +929,7 @@ mod tests {
         let mut fast = 0;
         for v in one_edit_away(uris, EDITS) {
             for allow in [false, true] {
-                if let Some((u, stop)) = simple_sip_uri(&v, 0, v.len()) {
+                if let Some((u, stop)) = super::super::uri::simple_sip_uri(&v, 0, v.len()) {
                     fast += 1;
                     let want = super::super::uri::parse_uri_slow(&v, 0, stop, allow);
                     assert_eq!(Ok(u), want, "{}", v.escape_ascii());
@@ -794,6 +937,47 @@ mod tests {
             }
         }
         assert!(fast > 100, "the fast path took {fast} values");
+    }
+
+    #[test]
+    fn via_params_ignore_case_as_words() {
+        let names: &[&[u8]] = &[
+            b"branch",
+            b"BRANCH",
+            b"bRaNcH",
+            b"received",
+            b"Received",
+            b"rport",
+            b"RPORT",
+            b"branc",
+            b"branchx",
+            b"rports",
+            b"receive",
+            b"bRanch\x00",
+            b"b\x02anch",
+            b"rpor\x14",
+            b"brAnCh",
+            b"r`ort",
+            b"rp@rt",
+            b"ttl",
+            b"maddr",
+            b"recei\xe5ed",
+        ];
+        for n in names {
+            let want = via_param_short(n);
+            // at the end of the buffer, and followed by bytes masked off
+            for tail in [&b""[..], b"=z9hG4bK", b"\xff\xff\xff"] {
+                let b = [*n, tail].concat();
+                assert_eq!(
+                    via_param(&b, Span::new(0, n.len())),
+                    want,
+                    "{}",
+                    b.escape_ascii()
+                );
+            }
+        }
+        assert_eq!(via_param(b"BrAnCh=1", Span::new(0, 6)), ViaParam::Branch);
+        assert_eq!(via_param(b"rPoRt;x", Span::new(0, 5)), ViaParam::Rport);
     }
 
     #[test]
