@@ -18,4 +18,7 @@ pub mod config;
 pub mod proxy;
 pub mod stats;
 pub mod transport;
+
+#[cfg(test)]
+mod test_util;
 pub mod wire;

@@ -599,29 +599,9 @@ mod tests {
             }
         }
         // every one-byte edit of the texts of a few addresses
-        let alphabet = b"0123456789.a ";
         for ip in ["1.2.3.4", "10.0.20.255", "192.168.100.7", "0.0.0.0"] {
             let addr: IpAddr = ip.parse().unwrap();
-            let base = ip.as_bytes();
-            let mut variants = vec![base.to_vec()];
-            for i in 0..=base.len() {
-                for &c in alphabet {
-                    let mut ins = base.to_vec();
-                    ins.insert(i, c);
-                    variants.push(ins);
-                    if i < base.len() {
-                        let mut sub = base.to_vec();
-                        sub[i] = c;
-                        variants.push(sub);
-                    }
-                }
-                if i < base.len() {
-                    let mut del = base.to_vec();
-                    del.remove(i);
-                    variants.push(del);
-                }
-            }
-            for v in variants {
+            for v in crate::test_util::one_edit_away(&[ip.as_bytes()], b"0123456789.a ") {
                 let text = String::from_utf8(v.clone()).unwrap();
                 let parsed = text.parse::<IpAddr>().ok() == Some(addr);
                 assert_eq!(same_ip(&v, addr), parsed, "{text:?} vs {ip}");

@@ -153,38 +153,19 @@ mod tests {
 
     #[test]
     fn dotted_quads_agree_with_the_standard_parser() {
-        let alphabet = b"0123456789.a :";
-        for ip in [
-            "1.2.3.4",
-            "10.0.20.255",
-            "192.168.100.7",
-            "0.0.0.0",
-            "255.255.255.255",
-        ] {
-            let base = ip.as_bytes();
-            let mut variants = vec![base.to_vec(), b"".to_vec(), b"256.1.1.1".to_vec()];
-            for i in 0..=base.len() {
-                for &c in alphabet {
-                    let mut ins = base.to_vec();
-                    ins.insert(i, c);
-                    variants.push(ins);
-                    if i < base.len() {
-                        let mut sub = base.to_vec();
-                        sub[i] = c;
-                        variants.push(sub);
-                    }
-                }
-                if i < base.len() {
-                    let mut del = base.to_vec();
-                    del.remove(i);
-                    variants.push(del);
-                }
-            }
-            for v in variants {
-                let text = String::from_utf8(v.clone()).unwrap();
-                let std = text.parse::<std::net::Ipv4Addr>().ok().map(|a| a.octets());
-                assert_eq!(dotted_quad(&v), std, "{text:?}");
-            }
+        let seeds: [&[u8]; 7] = [
+            b"1.2.3.4",
+            b"10.0.20.255",
+            b"192.168.100.7",
+            b"0.0.0.0",
+            b"255.255.255.255",
+            b"256.1.1.1",
+            b"",
+        ];
+        for v in crate::test_util::one_edit_away(&seeds, b"0123456789.a :") {
+            let text = String::from_utf8(v.clone()).unwrap();
+            let std = text.parse::<std::net::Ipv4Addr>().ok().map(|a| a.octets());
+            assert_eq!(dotted_quad(&v), std, "{text:?}");
         }
     }
 
