@@ -223,25 +223,6 @@ impl Txn {
         self.scheduled = 0;
     }
 
-    /// A record for a request the proxy answered itself with a final
-    /// response: only the server side, absorbing retransmissions and the ACK.
-    pub fn answered(
-        invite: bool,
-        upstream: Target,
-        response: Vec<u8>,
-        t: &Timers,
-        now: u64,
-    ) -> Txn {
-        let mut x = Txn::new(invite, upstream, upstream, t, now);
-        x.client = ClientState::Terminated;
-        x.t_retx = 0;
-        x.t_timeout = 0;
-        x.t_c = 0;
-        x.response = response;
-        x.server_final_sent(t, now);
-        x
-    }
-
     /// The earliest deadline, if any timer runs.
     pub fn next_deadline(&self) -> Option<u64> {
         [
