@@ -117,6 +117,20 @@ pub enum SendError {
 pub trait Sink {
     /// Sends one message.
     fn send(&mut self, to: &Target, bytes: &[u8]) -> Result<(), SendError>;
+
+    /// Sends `out[range]`: bytes of the proxy's output buffer (a
+    /// [`Scratch`]'s). The default sends the slice. A sink that defers its
+    /// sends (the batched transport's `sendmmsg`) may instead note the
+    /// range and send from the buffer later, which [`Scratch::hold`] keeps
+    /// intact for it.
+    fn send_range(
+        &mut self,
+        to: &Target,
+        out: &[u8],
+        range: std::ops::Range<usize>,
+    ) -> Result<(), SendError> {
+        self.send(to, &out[range])
+    }
 }
 
 /// Proxy mode.
@@ -378,6 +392,8 @@ pub struct Scratch {
     sends: SmallVec<[(Target, u32, u32); 4]>,
     /// A shard lock this message asked for was held by another thread.
     contended: bool,
+    /// Output of earlier messages kept by [`Scratch::hold`]: `out[..base]`.
+    base: usize,
 }
 
 impl Scratch {
@@ -387,11 +403,34 @@ impl Scratch {
             out: Vec::with_capacity(8192),
             sends: SmallVec::new(),
             contended: false,
+            base: 0,
         }
     }
 
-    fn clear(&mut self) {
+    /// Keeps what the messages handled so far wrote: the next message's
+    /// output goes after it, and the ranges a deferring sink noted stay
+    /// valid (the batched transport sends a whole batch from here with one
+    /// `sendmmsg`, no copy). [`Scratch::release`] ends it.
+    pub fn hold(&mut self) {
+        self.base = self.out.len();
+    }
+
+    /// The output buffer, for a sink that noted ranges of it
+    /// ([`Sink::send_range`]).
+    pub fn output(&self) -> &[u8] {
+        &self.out
+    }
+
+    /// Ends a [`Scratch::hold`]: all output is discarded.
+    pub fn release(&mut self) {
+        self.base = 0;
         self.out.clear();
+        self.sends.clear();
+    }
+
+    /// Discards this message's output (what a [`Scratch::hold`] kept stays).
+    fn clear(&mut self) {
+        self.out.truncate(self.base);
         self.sends.clear();
     }
 
@@ -403,7 +442,9 @@ impl Scratch {
     fn flush(&mut self, sink: &mut dyn Sink) -> bool {
         let mut ok = true;
         for &(to, a, b) in &self.sends {
-            ok &= sink.send(&to, &self.out[a as usize..b as usize]).is_ok();
+            ok &= sink
+                .send_range(&to, &self.out, a as usize..b as usize)
+                .is_ok();
         }
         self.sends.clear();
         ok
@@ -583,8 +624,9 @@ impl Proxy {
     fn on_malformed(&self, inb: &Inbound<'_>, e: ParseError, s: &mut Scratch) -> Outcome {
         let mut o = Outcome::new(MsgKind::Malformed, Disposition::DroppedMalformed);
         o.error = Some(e);
+        let start = s.mark();
         if let Some(code) = stateful::answer_malformed(inb, e, &mut s.out) {
-            s.queue(inb.from, 0);
+            s.queue(inb.from, start);
             o.disposition = Disposition::Replied(code);
         }
         o

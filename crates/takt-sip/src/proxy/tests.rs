@@ -929,3 +929,62 @@ Content-Length: 0\r\n\r\n";
         );
     }
 }
+
+/// Notes the ranges it is given instead of sending (as the batched
+/// transport does).
+#[derive(Default)]
+struct Ranges(Vec<(Target, std::ops::Range<usize>)>);
+
+impl Sink for Ranges {
+    fn send(&mut self, _: &Target, _: &[u8]) -> Result<(), SendError> {
+        panic!("a deferring sink gets ranges");
+    }
+    fn send_range(
+        &mut self,
+        to: &Target,
+        _: &[u8],
+        range: std::ops::Range<usize>,
+    ) -> Result<(), SendError> {
+        self.0.push((*to, range));
+        Ok(())
+    }
+}
+
+#[test]
+fn held_output_survives_the_next_message_and_its_refusal() {
+    let p = proxy(Mode::Stateless);
+    let mut s = Scratch::new();
+    let mut sink = Ranges::default();
+    let inb = |bytes| Inbound {
+        bytes,
+        from: udp(UAC),
+        now: 0,
+        queue_delay_ns: 0,
+    };
+    let inv = req("INVITE", "z9hG4bK-h1", 1, None, "");
+    p.handle(&inb(&inv), &mut s, &mut sink);
+    s.hold();
+    // a request refused halfway (483: its output is discarded and redone)
+    let dead = req("OPTIONS", "z9hG4bK-h2", 1, None, "Max-Forwards: 0\r\n");
+    p.handle(&inb(&dead), &mut s, &mut sink);
+    s.hold();
+    // and a malformed one, answered 400
+    let bad = req("INVITE", "z9hG4bK-h3", 1, None, "Max-Forwards: 300\r\n");
+    p.handle(&inb(&bad), &mut s, &mut sink);
+    let got: Vec<_> = sink
+        .0
+        .iter()
+        .map(|(_, r)| Message::parse(&s.output()[r.clone()]).expect("intact"))
+        .map(|m| (m.method(), m.status()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (Some(Method::Invite), None),
+            (None, Some(483)),
+            (None, Some(400))
+        ]
+    );
+    s.release();
+    assert!(s.output().is_empty());
+}

@@ -195,9 +195,10 @@ pub(crate) struct Batch {
     hdrs: Vec<libc::mmsghdr>,
     /// Receive results.
     pub(crate) meta: Vec<RxMeta>,
-    // send side
+    // send side: datagrams copied into `out_data` (`in_scratch` false) or
+    // ranges of the caller's buffer passed to `flush` (true)
     out_data: Vec<u8>,
-    out: Vec<(SocketAddr, usize, usize)>,
+    out: Vec<(SocketAddr, bool, usize, usize)>,
 }
 
 impl std::fmt::Debug for Batch {
@@ -297,7 +298,14 @@ impl Batch {
     pub(crate) fn queue(&mut self, to: SocketAddr, bytes: &[u8]) {
         let s = self.out_data.len();
         self.out_data.extend_from_slice(bytes);
-        self.out.push((to, s, self.out_data.len()));
+        self.out.push((to, false, s, self.out_data.len()));
+    }
+
+    /// Queues `scratch[range]` for [`Batch::flush`], without a copy: the
+    /// caller passes the same `scratch`, unchanged in that range, to
+    /// `flush`.
+    pub(crate) fn queue_range(&mut self, to: SocketAddr, range: std::ops::Range<usize>) {
+        self.out.push((to, true, range.start, range.end));
     }
 
     /// Datagrams queued.
@@ -307,7 +315,7 @@ impl Batch {
 
     /// Sends everything queued with `sendmmsg` (several calls if the kernel
     /// takes fewer); returns datagrams the kernel refused.
-    pub(crate) fn flush(&mut self, sock: &UdpSocket) -> usize {
+    pub(crate) fn flush(&mut self, sock: &UdpSocket, scratch: &[u8]) -> usize {
         let mut failed = 0;
         let mut done = 0;
         while done < self.out.len() {
@@ -316,13 +324,17 @@ impl Batch {
             names.resize_with(k, MaybeUninit::zeroed);
             self.iovs.clear();
             self.hdrs.clear();
-            let base = self.out_data.as_mut_ptr();
             for (j, slot) in names.iter_mut().enumerate() {
-                let (to, s, e) = self.out[done + j];
+                let (to, in_scratch, s, e) = self.out[done + j];
+                let bytes = if in_scratch {
+                    &scratch[s..e]
+                } else {
+                    &self.out_data[s..e]
+                };
                 self.iovs.push(libc::iovec {
-                    // SAFETY: s..e lies inside out_data.
-                    iov_base: unsafe { base.add(s) }.cast(),
-                    iov_len: e - s,
+                    // sendmmsg only reads through it
+                    iov_base: bytes.as_ptr().cast_mut().cast(),
+                    iov_len: bytes.len(),
                 });
                 // SAFETY: zeroed storage is a valid sockaddr_storage.
                 let ss = unsafe { slot.assume_init_mut() };
@@ -337,7 +349,8 @@ impl Batch {
             for (h, iov) in self.hdrs.iter_mut().zip(self.iovs.iter_mut()) {
                 h.msg_hdr.msg_iov = iov;
             }
-            // SAFETY: hdrs describes k datagrams in out_data with valid addresses.
+            // SAFETY: hdrs describes k datagrams in out_data or `scratch`
+            // (both borrowed for this call) with valid addresses.
             let r =
                 unsafe { libc::sendmmsg(sock.as_raw_fd(), self.hdrs.as_mut_ptr(), k as u32, 0) };
             if r <= 0 {
@@ -379,14 +392,21 @@ mod tests {
         for i in 0..5u8 {
             b.queue(to, &[b'x', i]);
         }
-        assert_eq!(b.queued(), 5);
-        assert_eq!(b.flush(&tx), 0);
-        let mut got = 0;
+        // and two straight from a caller's buffer, between them
+        let scratch = b"..yz..";
+        b.queue_range(to, 2..3);
+        b.queue(to, b"w");
+        b.queue_range(to, 3..4);
+        assert_eq!(b.queued(), 8);
+        assert_eq!(b.flush(&tx, scratch), 0);
+        let mut got = Vec::new();
         let mut r = Batch::new(8, 2048);
-        while got < 5 {
-            got += r.recv(&rx, 0).unwrap();
+        while got.len() < 8 {
+            let n = r.recv(&rx, 0).unwrap();
+            got.extend((0..n).map(|i| r.datagram(i).to_vec()));
         }
-        assert_eq!(r.datagram(0)[0], b'x');
+        assert_eq!(got[0], b"x\x00");
+        assert_eq!(&got[5..], [&b"y"[..], b"w", b"z"]);
         // truncation is reported
         tx.send_to(&[7u8; 100], to).unwrap();
         let m = recv_one(&rx, &mut buf, &mut c, 0).unwrap();

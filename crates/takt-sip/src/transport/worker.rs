@@ -51,6 +51,23 @@ impl<'a> NetSink<'a> {
 }
 
 impl Sink for NetSink<'_> {
+    fn send_range(
+        &mut self,
+        to: &Target,
+        out: &[u8],
+        range: std::ops::Range<usize>,
+    ) -> Result<(), SendError> {
+        match (to.transport, self.batch.as_mut()) {
+            // batched UDP: sent from the worker's held scratch by `flush`
+            (Transport::Udp, Some(b)) => {
+                b.queue_range(to.addr, range);
+                self.queued += 1;
+                Ok(())
+            }
+            _ => self.send(to, &out[range]),
+        }
+    }
+
     fn send(&mut self, to: &Target, bytes: &[u8]) -> Result<(), SendError> {
         match to.transport {
             Transport::Tcp => {
@@ -308,12 +325,15 @@ impl Worker {
                 sample.overlapped = before || self.busy.others(self.index);
                 self.busy.set(self.index, false);
                 per_msg.push((sample, o, sink.queued));
+                // the ranges just queued stay valid until the flush below
+                scratch.hold();
             }
             let total_queued = tx.queued();
             let t0 = c.now();
             if total_queued > 0 {
-                tx.flush(&self.sock);
+                tx.flush(&self.sock, scratch.output());
             }
+            scratch.release();
             let snd = c.ticks_to_ns(c.now().saturating_sub(t0));
             let mut st = self.stats.lock().unwrap_or_else(|p| p.into_inner());
             st.record_batch(n);
