@@ -27,3 +27,23 @@ pub(crate) fn one_edit_away(seeds: &[&[u8]], alphabet: &[u8]) -> Vec<Vec<u8>> {
     }
     all
 }
+
+/// Checks a fast path against the full grammar behind it: for every value
+/// one edit away from `seeds` on which `fast` answers, `full` must give
+/// the same answer, and `fast` must answer for more than 100 of them (a
+/// fast path that never fires would prove nothing).
+pub(crate) fn fast_path_agrees<T: PartialEq + std::fmt::Debug>(
+    seeds: &[&[u8]],
+    alphabet: &[u8],
+    mut fast: impl FnMut(&[u8]) -> Option<T>,
+    mut full: impl FnMut(&[u8]) -> T,
+) {
+    let mut answered = 0;
+    for v in one_edit_away(seeds, alphabet) {
+        if let Some(got) = fast(&v) {
+            answered += 1;
+            assert_eq!(got, full(&v), "{}", v.escape_ascii());
+        }
+    }
+    assert!(answered > 100, "the fast path answered {answered} values");
+}
