@@ -116,7 +116,20 @@ pub fn run(cmd: MachineCmd) -> Result<(), String> {
     );
     let doc = match cmd.repeat {
         Some(n) => repeated(n as usize)?,
-        None => machine::run(cfg).map_err(|e| e.to_string())?,
+        None => match machine::run(cfg) {
+            Ok(doc) => doc,
+            // After a signal, whatever the run returned, exit as the signal's
+            // watcher does (`run_all` waits for its removals), so the status
+            // says "interrupted" whichever thread gets there first.
+            Err(e) => match machine::cleanup::interrupted() {
+                Some(sig) => {
+                    machine::cleanup::run_all();
+                    eprintln!("takt machine: {e}");
+                    std::process::exit(128 + sig);
+                }
+                None => return Err(e.to_string()),
+            },
+        },
     };
     let text = if cmd.json {
         let mut s = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;

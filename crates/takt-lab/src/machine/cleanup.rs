@@ -72,6 +72,15 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// stand-alone flag, read only to stop loops early.
 static INTERRUPTED: AtomicI32 = AtomicI32::new(0);
 static HANDLER: OnceLock<()> = OnceLock::new();
+/// Held while items are being removed, by [`run_all`] and by a dropping
+/// [`Guard`]: whoever exits the process after a cleanup (the watcher, or
+/// the main thread returning the interruption) has first waited for every
+/// removal in flight on another thread to finish.
+static REMOVING: Mutex<()> = Mutex::new(());
+
+fn removing() -> std::sync::MutexGuard<'static, ()> {
+    REMOVING.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 fn registry() -> std::sync::MutexGuard<'static, Vec<(u64, Item)>> {
     REGISTRY.lock().unwrap_or_else(|p| p.into_inner())
@@ -101,6 +110,7 @@ impl Guard {
 
 impl Drop for Guard {
     fn drop(&mut self) {
+        let _removing = removing();
         let item = {
             let mut r = registry();
             let pos = r.iter().position(|(i, _)| *i == self.id);
@@ -115,6 +125,7 @@ impl Drop for Guard {
 /// Removes everything still registered, newest first (children before the
 /// namespace they run in, files before their directory).
 pub fn run_all() {
+    let _removing = removing();
     let items: Vec<Item> = {
         let mut r = registry();
         r.drain(..).rev().map(|(_, i)| i).collect()
