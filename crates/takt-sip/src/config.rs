@@ -22,6 +22,7 @@
 //!
 //! [workers]
 //! model = "shared"             # shared | reuseport | batched
+//! wake = "lifo"                # shared: lifo (idle shortest first) | fifo
 //! count = 2
 //! rcvbuf = 4194304             # bytes per socket
 //! batch = 32
@@ -51,7 +52,7 @@ use crate::proxy::build::Local;
 use crate::proxy::txn::Timers;
 use crate::proxy::{Mode, ProxyConfig, ShedPolicy, Target, Transport};
 use crate::stats::EndpointAddr;
-use crate::transport::{ServerConfig, WorkerModel};
+use crate::transport::{ServerConfig, WakeOrder, WorkerModel};
 
 /// A configuration problem, naming the key.
 #[derive(Debug, thiserror::Error)]
@@ -163,6 +164,8 @@ impl Default for TimerSection {
 pub struct WorkerSection {
     /// Model.
     pub model: WorkerModel,
+    /// Wake order of the `shared` model's idle workers.
+    pub wake: WakeOrder,
     /// Count.
     pub count: usize,
     /// Receive buffer.
@@ -185,6 +188,7 @@ impl Default for WorkerSection {
     fn default() -> Self {
         WorkerSection {
             model: WorkerModel::Shared,
+            wake: WakeOrder::Lifo,
             count: 2,
             rcvbuf: None,
             batch: 32,
@@ -363,6 +367,7 @@ impl Config {
         };
         let mut sc = ServerConfig::new(listen);
         sc.model = self.workers.model;
+        sc.wake = self.workers.wake;
         sc.workers = self.workers.count;
         sc.rcvbuf = self.workers.rcvbuf;
         sc.batch = self.workers.batch.max(1);

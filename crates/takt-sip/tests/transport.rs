@@ -10,7 +10,7 @@ use takt_sched::ThreadSpec;
 use takt_sip::proxy::build::Local;
 use takt_sip::proxy::{Mode, ProxyConfig, Target, Transport};
 use takt_sip::stats::{serve, EndpointAddr};
-use takt_sip::transport::{Server, ServerConfig, WorkerModel};
+use takt_sip::transport::{Server, ServerConfig, WakeOrder, WorkerModel};
 use takt_sip::wire::{HeaderName, Message};
 
 fn server(
@@ -365,5 +365,69 @@ fn spinning_workers_forward_and_stop() {
         }
         let snap = srv.stop();
         assert_eq!(snap.kinds["options"].outcomes["forwarded"], 20, "{model:?}");
+    }
+}
+
+/// The `shared` model's wake order decides which idle worker gets a
+/// datagram: with `lifo` the worker that went idle last takes (nearly)
+/// every message of a sequence sent one at a time; with `fifo` (blocking
+/// recvmsg) the kernel hands them out in turn. Each request is answered
+/// and the reply collected before the next is sent, with a pause, so both
+/// workers are waiting when it arrives.
+#[test]
+fn shared_wake_order_decides_which_idle_worker_gets_a_message() {
+    const N: usize = 60;
+    for wake in [WakeOrder::Lifo, WakeOrder::Fifo] {
+        let uas = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut pc = ProxyConfig::new(
+            Mode::Stateless,
+            Local {
+                host: String::new(),
+                port: 0,
+            },
+        );
+        pc.next_hop = Some(Target {
+            addr: uas.local_addr().unwrap(),
+            transport: Transport::Udp,
+            conn: None,
+        });
+        let mut sc = ServerConfig::new("127.0.0.1:0".parse().unwrap());
+        sc.model = WorkerModel::Shared;
+        sc.wake = wake;
+        sc.workers = 2;
+        sc.tcp = false;
+        sc.spec = ThreadSpec::new("wake-test");
+        let srv = Server::start(pc, sc).unwrap();
+        let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let cport = client.local_addr().unwrap().port();
+        for i in 0..N {
+            let branch = format!("z9hG4bK-wake{i}");
+            client
+                .send_to(
+                    &request("OPTIONS", "127.0.0.1", cport, &branch, "", ""),
+                    srv.local_addr(),
+                )
+                .unwrap();
+            let fwd = recv(&uas);
+            std::thread::sleep(Duration::from_millis(3));
+            uas.send_to(&answer(&fwd, 200), srv.local_addr()).unwrap();
+            recv(&client);
+            std::thread::sleep(Duration::from_millis(3));
+        }
+        let snap = srv.stop();
+        let per: Vec<u64> = snap
+            .workers
+            .iter()
+            .filter(|w| w.name.starts_with("sip-w"))
+            .map(|w| w.messages)
+            .collect();
+        assert_eq!(per.iter().sum::<u64>(), 2 * N as u64, "{wake:?}: {per:?}");
+        let busiest = *per.iter().max().unwrap();
+        match wake {
+            // The request and its answer are two datagrams; one worker
+            // takes both unless it was not back waiting in time.
+            WakeOrder::Lifo => assert!(busiest >= (2 * N as u64) * 9 / 10, "{per:?}"),
+            WakeOrder::Fifo => assert!(busiest <= (2 * N as u64) * 7 / 10, "{per:?}"),
+        }
     }
 }

@@ -15,7 +15,7 @@ use takt_sched::SpinBudget;
 use takt_sip::config::Config;
 use takt_sip::proxy::{Mode, Transport};
 use takt_sip::stats::{serve, EndpointAddr};
-use takt_sip::transport::{Server, WorkerModel};
+use takt_sip::transport::{Server, WakeOrder, WorkerModel};
 
 use crate::args::{parse_spin, OutputArgs, SchedArgs};
 
@@ -69,6 +69,12 @@ pub struct LoadArgs {
     /// messages that arrive within the budget, at the cost of CPU.
     #[arg(long, value_name = "DURATION", value_parser = parse_spin, default_value = "0")]
     spin: SpinBudget,
+    /// Which idle worker of the `shared` model the kernel wakes for a
+    /// datagram: `lifo` (default; the one idle shortest, whose caches are
+    /// warm) or `fifo` (the one idle longest: blocking recvmsg, OpenSIPS's
+    /// order).
+    #[arg(long, value_name = "lifo|fifo", value_parser = parse_wake)]
+    wake: Option<WakeOrder>,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -110,6 +116,12 @@ pub struct ProxyArgs {
     /// messages that arrive within the budget, at the cost of CPU.
     #[arg(long, value_name = "DURATION", value_parser = parse_spin, default_value = "0")]
     spin: SpinBudget,
+    /// Which idle worker of the `shared` model the kernel wakes for a
+    /// datagram: `lifo` (default; the one idle shortest, whose caches are
+    /// warm) or `fifo` (the one idle longest: blocking recvmsg, OpenSIPS's
+    /// order).
+    #[arg(long, value_name = "lifo|fifo", value_parser = parse_wake)]
+    wake: Option<WakeOrder>,
     /// Datagrams per recvmmsg in the batched model.
     #[arg(long, value_name = "N")]
     batch: Option<usize>,
@@ -153,6 +165,10 @@ fn parse_mode(s: &str) -> Result<Mode, String> {
 }
 
 fn parse_model(s: &str) -> Result<WorkerModel, String> {
+    s.parse()
+}
+
+fn parse_wake(s: &str) -> Result<WakeOrder, String> {
     s.parse()
 }
 
@@ -220,6 +236,9 @@ fn load(a: LoadArgs) -> Result<(), String> {
     plan.runs = a.runs as usize;
     plan.rcvbuf = a.rcvbuf;
     plan.spin = a.spin;
+    if let Some(w) = a.wake {
+        plan.wake = w;
+    }
     plan.spec = a.sched.spec("sip");
     let stop = plan.stop.clone();
     // Release pairs with the Acquire load in LoadPlan's checks.
@@ -256,6 +275,9 @@ fn apply_flags(cfg: &mut Config, a: &ProxyArgs) {
     }
     if let Some(m) = a.model {
         cfg.workers.model = m;
+    }
+    if let Some(w) = a.wake {
+        cfg.workers.wake = w;
     }
     if let Some(w) = a.workers {
         cfg.workers.count = w as usize;
@@ -314,9 +336,12 @@ fn proxy(a: ProxyArgs) -> Result<(), String> {
     };
     let info = server.snapshot().server;
     eprintln!(
-        "takt sip proxy: {} {} x{} on {} (udp{}), next hop {}, rcvbuf {} B{}",
+        "takt sip proxy: {} {}{} x{} on {} (udp{}), next hop {}, rcvbuf {} B{}",
         info.mode,
         info.model,
+        info.wake
+            .map(|w| format!(" ({w} wake)"))
+            .unwrap_or_default(),
         info.workers,
         server.local_addr(),
         if info.tcp { "+tcp" } else { "" },

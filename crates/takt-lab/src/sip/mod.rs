@@ -50,7 +50,7 @@ use takt_sched::{SpinBudget, ThreadSpec};
 use takt_sip::proxy::build::Local;
 use takt_sip::proxy::{Mode, ProxyConfig, Target, Transport};
 use takt_sip::stats::Snapshot;
-use takt_sip::transport::{Server, ServerConfig, WorkerModel};
+use takt_sip::transport::{Server, ServerConfig, WakeOrder, WorkerModel};
 
 use crate::result::{Better, Document, DocumentBuilder, ResultRow};
 use sipp::{Kid, ScratchDir};
@@ -86,6 +86,9 @@ pub struct LoadPlan {
     /// How long the proxy's workers poll their sockets before blocking
     /// ([`ServerConfig::spin`]; default: not at all).
     pub spin: SpinBudget,
+    /// Which idle worker of the `shared` model gets a datagram
+    /// ([`ServerConfig::wake`]; default: the one idle shortest).
+    pub wake: WakeOrder,
     /// The `sipp` binary.
     pub sipp: PathBuf,
     /// Set from outside (Ctrl-C) to abandon the run; children are killed.
@@ -120,6 +123,7 @@ impl LoadPlan {
             spec: ThreadSpec::new("sip"),
             rcvbuf: None,
             spin: SpinBudget::NONE,
+            wake: WakeOrder::Lifo,
             sipp,
             stop: Arc::new(AtomicBool::new(false)),
         }
@@ -207,6 +211,18 @@ pub struct KindRun {
     pub lock_contended: f64,
 }
 
+/// The fraction of all UDP messages the busiest worker handled (1 / m:
+/// spread evenly over m workers; 1: one worker took everything).
+fn busiest_share(snap: &Snapshot) -> f64 {
+    let udp = snap.workers.iter().filter(|w| w.name.starts_with("sip-w"));
+    let (max, sum) = udp.fold((0, 0), |(m, s), w| (m.max(w.messages), s + w.messages));
+    if sum == 0 {
+        0.0
+    } else {
+        max as f64 / sum as f64
+    }
+}
+
 /// What one run measured.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunResult {
@@ -225,6 +241,8 @@ pub struct RunResult {
     pub reordered_dropped: u64,
     /// Host-wide UDP receive-buffer errors during the run (SIPp's sockets too).
     pub host_rcvbuf_errors: u64,
+    /// The fraction of the messages the busiest UDP worker handled.
+    pub busiest_worker_share: f64,
     /// Process CPU time (the proxy's threads) from the UAC's start to its exit, s.
     pub cpu_s: f64,
     /// Wall time from the UAC's start to its exit, s.
@@ -270,6 +288,7 @@ impl RunResult {
                 .filter_map(|k| k.outcomes.get("dropped_reordered"))
                 .sum(),
             host_rcvbuf_errors: snap.host_udp.rcvbuf_errors,
+            busiest_worker_share: busiest_share(snap),
             cpu_s: cpu,
             wall_s: wall,
         }
@@ -324,6 +343,7 @@ pub fn run_once(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult
     sc.tcp = false;
     sc.spec = plan.spec.clone();
     sc.spin = plan.spin;
+    sc.wake = plan.wake;
     let server = Server::start(pc, sc).map_err(io("starting the proxy"))?;
     let proxy = server.local_addr();
 
@@ -479,6 +499,9 @@ pub fn rows(plan: &LoadPlan, case: LoadCase, runs: &[RunResult]) -> Vec<ResultRo
     base.insert("cpus".into(), cpus.into());
     base.insert("sched".into(), sched.into());
     base.insert("spin".into(), plan.spin.to_string().into());
+    if case.model == WorkerModel::Shared {
+        base.insert("wake".into(), plan.wake.name().into());
+    }
     let cpu_s = runs.iter().map(|r| r.cpu_s).sum::<f64>() / runs.len().max(1) as f64;
     let load_note = format!(
         "cpu_s: the proxy's CPU time per run of {} calls at {} cps",
@@ -612,6 +635,20 @@ pub fn rows(plan: &LoadPlan, case: LoadCase, runs: &[RunResult]) -> Vec<ResultRo
             per(&|r| r.host_rcvbuf_errors as f64),
         )
         .with_note("host-wide UDP RcvbufErrors per run (SIPp's sockets included)"),
+    );
+    out.push(
+        row(
+            "busiest_worker_share",
+            None,
+            "fraction",
+            Better::Higher,
+            per(&|r| r.busiest_worker_share),
+        )
+        .with_note(format!(
+            "the fraction of the messages the busiest of the {} UDP workers handled per run \
+             (1/{}: evenly spread; 1: one worker, kept warm, took all)",
+            case.workers, case.workers
+        )),
     );
     out.push(
         row(

@@ -198,6 +198,8 @@ pub struct ServerInfo {
     pub mode: String,
     /// shared / reuseport / batched.
     pub model: String,
+    /// The `shared` model's wake order, lifo / fifo (None: other models).
+    pub wake: Option<String>,
     /// Worker threads.
     pub workers: usize,
     /// Listening address.

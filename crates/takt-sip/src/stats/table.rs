@@ -68,8 +68,17 @@ impl Snapshot {
         let s = &self.server;
         let _ = writeln!(
             o,
-            "takt sip proxy: {} mode, {} model, {} workers, listen {}, next hop {}, tcp {}",
-            s.mode, s.model, s.workers, s.listen, s.next_hop, s.tcp
+            "takt sip proxy: {} mode, {} model{}, {} workers, listen {}, next hop {}, tcp {}",
+            s.mode,
+            s.model,
+            s.wake
+                .as_ref()
+                .map(|w| format!(" ({w} wake)"))
+                .unwrap_or_default(),
+            s.workers,
+            s.listen,
+            s.next_hop,
+            s.tcp
         );
         let _ = writeln!(
             o,

@@ -10,6 +10,9 @@
 //! | [`WorkerModel::Reuseport`] | one per worker, `SO_REUSEPORT` | `recvmsg`/`sendto` | no contention on the socket; the kernel hashes the 4-tuple, so one client port lands on one worker |
 //! | [`WorkerModel::Batched`] | one per worker, `SO_REUSEPORT` | `recvmmsg`/`sendmmsg` | fewer system calls per message under load |
 //!
+//! Idle `shared` workers are woken in [`WakeOrder`]: by default the one
+//! that went idle last (warm), or, as OpenSIPS does, the one idle longest.
+//!
 //! The transaction table is shared (sharded), so with any model any worker
 //! can handle any message of any transaction. TCP connections get a reader
 //! thread each. In stateful mode a timer thread runs transaction timers
@@ -20,9 +23,11 @@
 
 mod tcp;
 pub(crate) mod udp;
+mod wake;
 mod worker;
 
 pub use tcp::{Tcp, CONNECT_TIMEOUT};
+pub use wake::WakeOrder;
 
 use std::io;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
@@ -102,6 +107,10 @@ pub struct ServerConfig {
     /// core that was given away; polling keeps it awake between messages
     /// that arrive within the budget, and burns CPU for it.
     pub spin: SpinBudget,
+    /// Which idle worker of the `shared` model gets a datagram
+    /// ([`WakeOrder`]; default: the one idle shortest). Ignored by the
+    /// per-worker-socket models.
+    pub wake: WakeOrder,
 }
 
 impl ServerConfig {
@@ -119,6 +128,7 @@ impl ServerConfig {
             tick: Duration::from_millis(10),
             spec: ThreadSpec::new("sip"),
             spin: SpinBudget::NONE,
+            wake: WakeOrder::Lifo,
         }
     }
 }
@@ -131,6 +141,8 @@ pub struct Server {
     stop: Arc<AtomicBool>,
     threads: Vec<TaktThread<()>>,
     tcp: Option<Arc<Tcp>>,
+    /// The `shared` model's epoll instance ([`WakeOrder::Lifo`]).
+    wait: Option<Arc<wake::SharedWait>>,
     local: SocketAddr,
 }
 
@@ -202,6 +214,7 @@ impl Server {
                 Mode::Stateful => "stateful".into(),
             },
             model: scfg.model.name().into(),
+            wake: (!reuse).then(|| scfg.wake.name().into()),
             workers: scfg.workers.max(1),
             listen: local.to_string(),
             rcvbuf_requested: scfg.rcvbuf.unwrap_or(0),
@@ -245,6 +258,10 @@ impl Server {
         let busy = Arc::new(worker::Busy::new(n));
         let mut owned = socks.into_iter();
         let shared = if reuse { None } else { owned.next() };
+        let wait = match (&shared, scfg.wake) {
+            (Some(s), WakeOrder::Lifo) => Some(Arc::new(wake::SharedWait::new(s)?)),
+            _ => None,
+        };
         for i in 0..n {
             let sock = match &shared {
                 Some(s) => s.try_clone()?,
@@ -267,6 +284,7 @@ impl Server {
                 max_message: scfg.max_message,
                 clock,
                 spin: scfg.spin,
+                wait: wait.clone(),
                 busy: busy.clone(),
                 index: i,
             };
@@ -303,6 +321,7 @@ impl Server {
             stop,
             threads,
             tcp,
+            wait,
             local,
         })
     }
@@ -336,6 +355,9 @@ impl Server {
     fn shutdown(&mut self) {
         // Release pairs with the Acquire loads in the worker loops.
         self.stop.store(true, Ordering::Release);
+        if let Some(w) = &self.wait {
+            w.wake_all();
+        }
         if let Some(t) = &self.tcp {
             t.shutdown();
         }

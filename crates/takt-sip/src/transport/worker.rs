@@ -138,6 +138,10 @@ pub(crate) struct Worker {
     pub(crate) clock: &'static Clock,
     /// How long to poll the socket without blocking before a blocking receive.
     pub(crate) spin: SpinBudget,
+    /// The `shared` model's epoll instance when idle workers are woken
+    /// last-idle-first ([`super::WakeOrder::Lifo`]); `None`: block in the
+    /// receive call itself.
+    pub(crate) wait: Option<Arc<super::wake::SharedWait>>,
     /// The workers' busy flags, and this worker's index among them.
     pub(crate) busy: Arc<Busy>,
     pub(crate) index: usize,
@@ -188,7 +192,13 @@ impl Worker {
             self.spin
                 .spin_until(|| polled(&mut got, recv(libc::MSG_DONTWAIT)));
         }
-        got.unwrap_or_else(|| recv(0))
+        got.unwrap_or_else(|| match &self.wait {
+            None => recv(0),
+            Some(w) => {
+                w.wait();
+                recv(libc::MSG_DONTWAIT)
+            }
+        })
     }
 
     /// `shared` and `reuseport`: one `recvmsg`, handle, send, repeat.

@@ -1,0 +1,134 @@
+//! Which idle worker of the `shared` model the kernel wakes for a datagram.
+//!
+//! The `shared` model's workers all wait on one socket, and the kernel
+//! hands each arriving datagram to one of the waiters. Which one decides
+//! whether a message starts on a warm core or a cold one:
+//!
+//! - [`WakeOrder::Fifo`] — each worker blocks in `recvmsg`. A receiver
+//!   queues at the *tail* of the socket's wait queue
+//!   (`prepare_to_wait_exclusive`) and a datagram wakes the head, so the
+//!   worker idle **longest** gets it. Under light load the workers take
+//!   turns (two workers: strict alternation) and every message starts on
+//!   a core that went idle one message ago. This is OpenSIPS's behaviour
+//!   and the paper's.
+//! - [`WakeOrder::Lifo`] — each worker blocks in `epoll_wait` on one epoll
+//!   instance shared by all of them, the socket registered edge-triggered.
+//!   A waiter queues at the *head* of the epoll instance's wait queue
+//!   (`__add_wait_queue_exclusive`), so the worker that went idle **last**
+//!   gets the datagram. Under light load one worker takes every message
+//!   and keeps its caches and branch predictors warm; under load every
+//!   arrival still wakes one more waiting worker, so no worker sits idle
+//!   while datagrams queue.
+//!
+//! Edge-triggered is what makes the shared instance safe: level-triggered
+//! re-arms the socket after each delivery and wakes a second waiter for a
+//! datagram the first one is already reading. A woken worker drains the
+//! socket (`MSG_DONTWAIT` until `EAGAIN`) before it waits again, so a
+//! datagram that arrived while it was busy is never stranded: its arrival
+//! queued an event that either woke another worker or is waiting in the
+//! instance's ready list.
+
+use std::io;
+use std::net::UdpSocket;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// The order in which idle `shared` workers are woken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WakeOrder {
+    /// The worker idle longest (blocking `recvmsg`; OpenSIPS's order).
+    Fifo,
+    /// The worker idle shortest (`epoll_wait` on one shared instance).
+    Lifo,
+}
+
+impl WakeOrder {
+    /// Its name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            WakeOrder::Fifo => "fifo",
+            WakeOrder::Lifo => "lifo",
+        }
+    }
+}
+
+impl std::str::FromStr for WakeOrder {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "fifo" => Ok(WakeOrder::Fifo),
+            "lifo" => Ok(WakeOrder::Lifo),
+            other => Err(format!("unknown wake order {other:?} (fifo, lifo)")),
+        }
+    }
+}
+
+/// One epoll instance with the shared socket registered edge-triggered,
+/// which every worker waits on ([`WakeOrder::Lifo`]), and an eventfd
+/// registered level-triggered that [`SharedWait::wake_all`] makes readable
+/// for good.
+///
+/// Waits have no timeout: a waiter that timed out would queue again at the
+/// head and take the next datagram from the worker that was warm.
+#[derive(Debug)]
+pub(crate) struct SharedWait {
+    ep: OwnedFd,
+    stop: OwnedFd,
+}
+
+fn check(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+/// Adds `fd` to `ep` for input with `flags` (e.g. `EPOLLET`).
+fn add(ep: &OwnedFd, fd: libc::c_int, flags: libc::c_int) -> io::Result<()> {
+    let mut ev = libc::epoll_event {
+        events: (libc::EPOLLIN | flags) as u32,
+        u64: fd as u64,
+    };
+    // SAFETY: both descriptors are open; `ev` outlives the call.
+    check(unsafe { libc::epoll_ctl(ep.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
+    Ok(())
+}
+
+impl SharedWait {
+    pub(crate) fn new(sock: &UdpSocket) -> io::Result<SharedWait> {
+        // SAFETY: plain system calls; each result is checked and owned once.
+        let ep = unsafe { OwnedFd::from_raw_fd(check(libc::epoll_create1(libc::EPOLL_CLOEXEC))?) };
+        let stop = unsafe {
+            OwnedFd::from_raw_fd(check(libc::eventfd(
+                0,
+                libc::EFD_CLOEXEC | libc::EFD_NONBLOCK,
+            ))?)
+        };
+        add(&ep, sock.as_raw_fd(), libc::EPOLLET)?;
+        add(&ep, stop.as_raw_fd(), 0)?;
+        Ok(SharedWait { ep, stop })
+    }
+
+    /// Blocks until a datagram has arrived since the socket was last
+    /// drained, or [`wake_all`](Self::wake_all) was called. The caller
+    /// then receives with `MSG_DONTWAIT` (another worker may have taken
+    /// the datagram) and checks its stop flag.
+    pub(crate) fn wait(&self) {
+        let mut ev = libc::epoll_event { events: 0, u64: 0 };
+        // SAFETY: `ev` is a valid buffer for one event. An error (EINTR)
+        // is harmless: the caller polls the socket and waits again.
+        unsafe { libc::epoll_wait(self.ep.as_raw_fd(), &mut ev, 1, -1) };
+    }
+
+    /// Wakes every waiter, now and from now on (the eventfd stays
+    /// readable and is level-triggered). Call after setting the workers'
+    /// stop flag, so a woken worker sees it.
+    pub(crate) fn wake_all(&self) {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a live u64 to our eventfd. It cannot
+        // fail short of the counter overflowing, which one write per
+        // shutdown never does.
+        unsafe { libc::write(self.stop.as_raw_fd(), (&one as *const u64).cast(), 8) };
+    }
+}
