@@ -544,36 +544,21 @@ fn repeat_reports_the_spread_of_medians() {
     assert_eq!(rep["tolerance"], 0.1);
     let rrows = rep["rows"].as_array().unwrap();
     assert_eq!(rrows.len(), rows(&doc).len());
-    let clock = rrows
-        .iter()
-        .find(|r| r["name"] == "core_frequency")
-        .expect("core_frequency row");
-    let mut mhz: Vec<f64> = clock["medians"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_f64().unwrap())
-        .collect();
-    mhz.sort_by(f64::total_cmp);
-    let ghz = (mhz[0] + mhz[1]) / 2.0 / 1000.0;
     let mut calls = 0;
     for r in rrows {
         let m = r["medians"].as_array().unwrap();
         assert_eq!(m.len(), 2, "{r}");
         let (a, b) = (m[0].as_f64().unwrap(), m[1].as_f64().unwrap());
         let spread = r["spread"].as_f64().unwrap();
+        // Every row, procedure calls included, by one rule.
+        if a > 0.0 && b > 0.0 {
+            assert!((spread - (a.max(b) / a.min(b) - 1.0)).abs() < 1e-9, "{r}");
+            assert_eq!(r["within_10pct"], spread <= 0.1, "{r}");
+        }
         if r["name"] == "procedure_call" {
-            // A difference of two loops: judged in core cycles.
             calls += 1;
-            assert_eq!(r["spread_unit"], "cycles", "{r}");
-            assert!((spread - (a - b).abs() * ghz).abs() < 1e-9, "{r}");
-            assert_eq!(r["within_10pct"], spread <= 0.5, "{r}");
             assert_eq!(r["family"], "call");
         } else {
-            if a > 0.0 && b > 0.0 {
-                assert!((spread - (a.max(b) / a.min(b) - 1.0)).abs() < 1e-9, "{r}");
-                assert_eq!(r["within_10pct"], spread <= 0.1, "{r}");
-            }
             assert_eq!(r["family"], "timer");
         }
         assert_eq!(r["cpu_memory"], true);

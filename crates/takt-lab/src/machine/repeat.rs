@@ -9,10 +9,9 @@
 //! has. A median at or below zero (an overhead hidden by out-of-order
 //! execution) has no ratio: its spread is the absolute difference and it is
 //! judged within when that difference is below one TSC tick's worth.
-//! Procedure calls ([`CYCLE_JUDGED`]) are differences of two loops worth
-//! 0–4 core cycles, where a ratio means nothing: their spread is `max −
-//! min` in core cycles at the runs' core clock, within when the runs agree
-//! to half a cycle (`spread_unit = "cycles"`).
+//! Every row is judged by the same rule: procedure calls too, since their
+//! loops stopped landing in per-process states a cycle apart
+//! ([`calls`](super::calls)).
 //!
 //! Some rows cannot be stable on a VM that shares its host, whatever the
 //! method: [`known_unstable`] names them and says why, and the report shows
@@ -55,21 +54,7 @@ pub struct RepeatRow {
     /// Why this row cannot be stable on a shared VM, when it is known not to be.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub known_unstable: Option<String>,
-    /// The unit of an absolute `spread` when it is not the row's (`cycles`
-    /// for [`CYCLE_JUDGED`] rows).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub spread_unit: Option<String>,
 }
-
-/// Rows whose value is the difference of two loops, a cost of 0–4 core
-/// cycles: a ratio of such medians (0.02 against 0.09 ns is "350%") says
-/// nothing, so their spread is `max − min` in core cycles at the runs'
-/// median core clock, within when at most [`CYCLE_TOLERANCE`]: the runs
-/// agree on the cost to the nearest cycle.
-pub const CYCLE_JUDGED: &[&str] = &["procedure_call"];
-
-/// Half a core cycle.
-pub const CYCLE_TOLERANCE: f64 = 0.5;
 
 /// The repeatability section of a `--repeat` document.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -107,9 +92,6 @@ pub fn is_cpu_memory(family: &str) -> bool {
 pub fn known_unstable(name: &str, params: &Map<String, Value>) -> Option<&'static str> {
     let p = |k: &str| params.get(k).and_then(Value::as_str).unwrap_or("");
     match name {
-        "procedure_call" => Some(
-            "a cost of 0-1.1 ns (up to ~4 core cycles) taken as the difference of two loops: within one process the samples agree, but separate processes land in one of two states about 1.5 cycles apart (e.g. 0.67 or 1.06 ns for 3 arguments), with ASLR on or off and with the counts measured round-robin; the state is the core's (host placement of the vCPU), not the method's",
-        ),
         "mem_latency" if p("level") == "L3" => Some(
             "the L3 is shared with other guests on the host: the share this guest holds, and so the latency of a working set near its edge, moves with the neighbours' load",
         ),
@@ -143,13 +125,6 @@ fn key(r: &crate::result::ResultRow) -> String {
         r.implementation,
         crate::output::fmt_params(r)
     )
-}
-
-fn min_max(v: &[f64]) -> (f64, f64) {
-    v.iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
-            (lo.min(x), hi.max(x))
-        })
 }
 
 /// Spread of `medians`: `(value, is_ratio)`.
@@ -194,26 +169,11 @@ pub fn summarize(docs: &[MachineDocument]) -> Repeatability {
                     ratio: true,
                     within_10pct: true,
                     known_unstable: known_unstable(&r.name, &r.params).map(String::from),
-                    spread_unit: None,
                 }
             });
             e.medians.push(r.summary.median);
         }
     }
-    // The core clock of the runs (the timer family's row), for rows judged
-    // in cycles.
-    let mhz: Vec<f64> = docs
-        .iter()
-        .filter_map(|d| {
-            d.document
-                .results
-                .iter()
-                .find(|r| r.name == "core_frequency" && r.implementation == "takt")
-                .map(|r| r.summary.median)
-        })
-        .filter(|m| *m > 0.0)
-        .collect();
-    let ghz = (!mhz.is_empty()).then(|| crate::stats::median(&mhz) / 1000.0);
     let rows: Vec<RepeatRow> = order
         .into_iter()
         .filter_map(|k| rows.remove(&k))
@@ -226,17 +186,6 @@ pub fn summarize(docs: &[MachineDocument]) -> Repeatability {
             } else {
                 r.unit == "ns" && s < ABS_TOL_NS
             };
-            if let (true, Some(ghz), "ns") = (
-                CYCLE_JUDGED.contains(&r.name.as_str()),
-                ghz,
-                r.unit.as_str(),
-            ) {
-                let (lo, hi) = min_max(&r.medians);
-                r.spread = (hi - lo) * ghz;
-                r.ratio = false;
-                r.spread_unit = Some("cycles".into());
-                r.within_10pct = r.spread <= CYCLE_TOLERANCE;
-            }
             r
         })
         .collect();
@@ -275,8 +224,6 @@ pub fn render(rep: &Repeatability) -> String {
                 .join(" ");
             let spread = if r.ratio {
                 format!("{:.1}%", r.spread * 100.0)
-            } else if let Some(u) = &r.spread_unit {
-                format!("{:.2} {u}", r.spread)
             } else {
                 format!("{} {}", crate::output::fmt_num(r.spread), r.unit)
             };
