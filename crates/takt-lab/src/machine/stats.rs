@@ -232,6 +232,92 @@ pub fn collect(
     (out, cpu.as_secs_f64() / n)
 }
 
+/// One measurement of a [`collect_turns`] set: `warmup` discarded calls,
+/// then at least `min` and at most `max` samples of `one`.
+pub(crate) struct Turn<'a> {
+    /// Discarded calls before the first sample.
+    pub(crate) warmup: usize,
+    /// Samples taken whatever the budget.
+    pub(crate) min: usize,
+    /// Samples never exceeded.
+    pub(crate) max: usize,
+    /// Takes one sample.
+    pub(crate) one: Box<dyn FnMut() -> f64 + 'a>,
+}
+
+impl<'a> Turn<'a> {
+    /// A turn of `one` with these bounds.
+    pub(crate) fn new(
+        warmup: usize,
+        min: usize,
+        max: usize,
+        one: impl FnMut() -> f64 + 'a,
+    ) -> Self {
+        Turn {
+            warmup,
+            min,
+            max,
+            one: Box::new(one),
+        }
+    }
+}
+
+/// [`collect`] for several measurements taking turns: each round takes one
+/// sample of every measurement that has fewer than its `max`, until
+/// `budget` (for the whole set) is spent and each has its `min`. Returns,
+/// per measurement in order, its samples and CPU s per sample.
+///
+/// Why turns: a slow spell of the host (a neighbour on the SMT sibling, a
+/// vCPU descheduled) lasting a second would otherwise fall on every sample
+/// of whichever measurement ran then and move its median; taking turns
+/// spreads it over all of them, a minority of each one's samples, which
+/// the medians ride out.
+pub(crate) fn collect_turns(budget: Duration, mut turns: Vec<Turn<'_>>) -> Vec<(Vec<f64>, f64)> {
+    for t in turns.iter_mut() {
+        for _ in 0..t.warmup {
+            std::hint::black_box((t.one)());
+        }
+    }
+    // CPU time is read once for the set and shared out by each
+    // measurement's part of the wall time (one clock read per sample, no
+    // system call between samples).
+    let clock = takt_sched::clock();
+    let mut out: Vec<(Vec<f64>, u64)> = turns
+        .iter()
+        .map(|t| (Vec::with_capacity(t.min.max(16)), 0))
+        .collect();
+    let cpu0 = takt_sched::thread_cpu_time();
+    let t0 = Instant::now();
+    loop {
+        let short = turns.iter().zip(&out).any(|(t, (s, _))| s.len() < t.min);
+        let open = turns.iter().zip(&out).any(|(t, (s, _))| s.len() < t.max);
+        if !open || (!short && t0.elapsed() >= budget) {
+            break;
+        }
+        for (t, (samples, ticks)) in turns.iter_mut().zip(out.iter_mut()) {
+            if samples.len() >= t.max {
+                continue;
+            }
+            let w0 = clock.now();
+            samples.push((t.one)());
+            *ticks += clock.now().saturating_sub(w0);
+        }
+        if super::cleanup::interrupted().is_some() {
+            break;
+        }
+    }
+    let cpu = takt_sched::thread_cpu_time()
+        .saturating_sub(cpu0)
+        .as_secs_f64();
+    let all = out.iter().map(|(_, w)| *w).sum::<u64>().max(1) as f64;
+    out.into_iter()
+        .map(|(s, ticks)| {
+            let n = s.len().max(1) as f64;
+            (s, cpu * ticks as f64 / all / n)
+        })
+        .collect()
+}
+
 /// The opening timestamp of a timed region: `lfence; rdtsc; lfence`
 /// ([`takt_sched::tsc_start`]), so neither earlier nor later instructions
 /// overlap the counter read.
@@ -405,5 +491,36 @@ mod tests {
         assert_eq!(s.len(), 5);
         let (s, _) = collect(0, 1, 7, Duration::from_secs(60), || 1.0);
         assert_eq!(s.len(), 7);
+    }
+
+    #[test]
+    fn turns_alternate_and_respect_each_bound() {
+        let log = std::cell::RefCell::new(Vec::new());
+        let turn = |id: u8, warmup, min, max| {
+            let log = &log;
+            Turn::new(warmup, min, max, move || {
+                log.borrow_mut().push(id);
+                f64::from(id)
+            })
+        };
+        // No budget: every turn stops at its min; warm-ups come first and
+        // are not samples; the rounds alternate.
+        let sets = collect_turns(
+            Duration::ZERO,
+            vec![turn(1, 2, 3, 9), turn(2, 0, 1, 9), turn(3, 0, 2, 9)],
+        );
+        let lens: Vec<usize> = sets.iter().map(|(s, _)| s.len()).collect();
+        assert_eq!(lens, [3, 3, 3], "a round samples every open turn");
+        assert!(sets[1].0.iter().all(|&v| v == 2.0));
+        assert_eq!(*log.borrow(), [1, 1, 1, 2, 3, 1, 2, 3, 1, 2, 3]);
+        // A long budget: each stops at its max, the others go on.
+        log.borrow_mut().clear();
+        let sets = collect_turns(
+            Duration::from_secs(60),
+            vec![turn(1, 0, 1, 2), turn(2, 0, 1, 4)],
+        );
+        let lens: Vec<usize> = sets.iter().map(|(s, _)| s.len()).collect();
+        assert_eq!(lens, [2, 4]);
+        assert_eq!(*log.borrow(), [1, 2, 1, 2, 2, 2]);
     }
 }

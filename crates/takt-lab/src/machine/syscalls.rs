@@ -10,7 +10,7 @@
 use std::ffi::CString;
 use std::time::Duration;
 
-use super::stats::{collect, ticks_ns, Estimate, Sampled};
+use super::stats::{collect_turns, ticks_ns, Estimate, Sampled, Turn};
 use super::timer::pin_current;
 use super::Ctx;
 use crate::result::Better;
@@ -97,58 +97,6 @@ pub(crate) fn run(ctx: &mut Ctx) {
         )
     };
 
-    let (s, cpu) = collect(5, 30, 3000, budget, || {
-        batch(&mut || {
-            std::hint::black_box(raw_getpid());
-        })
-    });
-    ctx.push(
-        Sampled::new(
-            "syscall_getpid",
-            "ns",
-            Better::Lower,
-            "getpid through the raw `syscall` instruction, 200 per fenced-TSC sample",
-        )
-        .estimate(est(10.0, "getpid body"))
-        .published(54.7408)
-        .with_samples(s, cpu),
-    );
-
-    let (s, cpu) = collect(5, 30, 3000, budget, || {
-        batch(&mut || {
-            std::hint::black_box(raw_syscall0(libc::SYS_getppid));
-        })
-    });
-    ctx.push(
-        Sampled::new(
-            "syscall_getppid",
-            "ns",
-            Better::Lower,
-            "getppid through the raw `syscall` instruction, 200 per fenced-TSC sample (what `perf bench syscall basic` calls)",
-        )
-        .estimate(est(40.0, "getppid body (RCU read of the parent, pid-namespace lookup)"))
-        .with_samples(s, cpu),
-    );
-
-    let mut buf = vec![0u8; 4096];
-    let (s, cpu) = collect(5, 30, 3000, budget, || {
-        batch(&mut || {
-            // SAFETY: buf is a valid writable buffer of buf.len() bytes.
-            std::hint::black_box(unsafe { libc::getcwd(buf.as_mut_ptr().cast(), buf.len()) });
-        })
-    });
-    ctx.push(
-        Sampled::new(
-            "syscall_getcwd",
-            "ns",
-            Better::Lower,
-            "getcwd through libc, 200 per fenced-TSC sample",
-        )
-        .estimate(est(150.0, "d_path walk and copy-out"))
-        .published(180.0702)
-        .with_samples(s, cpu),
-    );
-
     let zero = CString::new("/dev/zero").expect("no NUL");
     let null = CString::new("/dev/null").expect("no NUL");
     let root = CString::new("/").expect("no NUL");
@@ -159,59 +107,99 @@ pub(crate) fn run(ctx: &mut Ctx) {
             libc::open(null.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC),
         )
     };
-    if zfd < 0 || nfd < 0 {
+    let io = zfd >= 0 && nfd >= 0;
+    if !io {
         ctx.skip("syscall_read", "cannot open /dev/zero or /dev/null");
-    } else {
-        let mut byte = [0u8; 1];
-        let (s, cpu) = collect(5, 30, 3000, budget, || {
-            batch(&mut || {
-                // SAFETY: zfd is open; byte is a valid 1-byte buffer.
-                std::hint::black_box(unsafe { libc::read(zfd, byte.as_mut_ptr().cast(), 1) });
-            })
-        });
-        ctx.push(
+    }
+    let mut cwd = vec![0u8; 4096];
+    let mut rbyte = [0u8; 1];
+    let wbyte = [0u8; 1];
+
+    // Every row with its sampler; the samplers take turns over the
+    // family's budget (`collect_turns`), so a slow spell of the host
+    // falls on all of them a little rather than on one entirely.
+    let mut rows: Vec<(Sampled, Turn<'_>)> = vec![
+        (
+            Sampled::new(
+                "syscall_getpid",
+                "ns",
+                Better::Lower,
+                "getpid through the raw `syscall` instruction, 200 per fenced-TSC sample",
+            )
+            .estimate(est(10.0, "getpid body"))
+            .published(54.7408),
+            Turn::new(5, 30, 3000, || {
+                batch(&mut || {
+                    std::hint::black_box(raw_getpid());
+                })
+            }),
+        ),
+        (
+            Sampled::new(
+                "syscall_getppid",
+                "ns",
+                Better::Lower,
+                "getppid through the raw `syscall` instruction, 200 per fenced-TSC sample (what `perf bench syscall basic` calls)",
+            )
+            .estimate(est(40.0, "getppid body (RCU read of the parent, pid-namespace lookup)")),
+            Turn::new(5, 30, 3000, || {
+                batch(&mut || {
+                    std::hint::black_box(raw_syscall0(libc::SYS_getppid));
+                })
+            }),
+        ),
+        (
+            Sampled::new(
+                "syscall_getcwd",
+                "ns",
+                Better::Lower,
+                "getcwd through libc, 200 per fenced-TSC sample",
+            )
+            .estimate(est(150.0, "d_path walk and copy-out"))
+            .published(180.0702),
+            Turn::new(5, 30, 3000, || {
+                batch(&mut || {
+                    // SAFETY: cwd is a valid writable buffer of cwd.len() bytes.
+                    std::hint::black_box(unsafe {
+                        libc::getcwd(cwd.as_mut_ptr().cast(), cwd.len())
+                    });
+                })
+            }),
+        ),
+    ];
+    if io {
+        rows.push((
             Sampled::new(
                 "syscall_read",
                 "ns",
                 Better::Lower,
                 "read 1 byte from /dev/zero (lmbench `lat_syscall read`), 200 per sample",
             )
-            .estimate(est(120.0, "fdget + VFS read + 1-byte copy"))
-            .with_samples(s, cpu),
-        );
-        let (s, cpu) = collect(5, 30, 3000, budget, || {
-            batch(&mut || {
-                // SAFETY: nfd is open; byte is a valid 1-byte buffer.
-                std::hint::black_box(unsafe { libc::write(nfd, byte.as_ptr().cast(), 1) });
-            })
-        });
-        ctx.push(
+            .estimate(est(120.0, "fdget + VFS read + 1-byte copy")),
+            Turn::new(5, 30, 3000, || {
+                batch(&mut || {
+                    // SAFETY: zfd is open; rbyte is a valid 1-byte buffer.
+                    std::hint::black_box(unsafe { libc::read(zfd, rbyte.as_mut_ptr().cast(), 1) });
+                })
+            }),
+        ));
+        rows.push((
             Sampled::new(
                 "syscall_write",
                 "ns",
                 Better::Lower,
                 "write 1 byte to /dev/null (lmbench `lat_syscall write`), 200 per sample",
             )
-            .estimate(est(80.0, "fdget + VFS write"))
-            .with_samples(s, cpu),
-        );
+            .estimate(est(80.0, "fdget + VFS write")),
+            Turn::new(5, 30, 3000, || {
+                batch(&mut || {
+                    // SAFETY: nfd is open; wbyte is a valid 1-byte buffer.
+                    std::hint::black_box(unsafe { libc::write(nfd, wbyte.as_ptr().cast(), 1) });
+                })
+            }),
+        ));
     }
-    for fd in [zfd, nfd] {
-        if fd >= 0 {
-            // SAFETY: fd was opened above and is closed once.
-            unsafe { libc::close(fd) };
-        }
-    }
-
-    let (s, cpu) = collect(5, 30, 3000, budget, || {
-        batch(&mut || {
-            // SAFETY: zeroed stat is a valid out-buffer; root is NUL-terminated.
-            let mut st: libc::stat = unsafe { std::mem::zeroed() };
-            // SAFETY: as above.
-            std::hint::black_box(unsafe { libc::stat(root.as_ptr(), &mut st) });
-        })
-    });
-    ctx.push(
+    rows.push((
         Sampled::new(
             "syscall_stat",
             "ns",
@@ -221,22 +209,17 @@ pub(crate) fn run(ctx: &mut Ctx) {
         .estimate(est(
             350.0,
             "path lookup of one component + copy of struct stat",
-        ))
-        .with_samples(s, cpu),
-    );
-
-    let (s, cpu) = collect(5, 30, 3000, budget, || {
-        batch(&mut || {
-            // SAFETY: null is NUL-terminated; the fd is closed right away.
-            unsafe {
-                let fd = libc::open(null.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
-                if fd >= 0 {
-                    libc::close(fd);
-                }
-            }
-        })
-    });
-    ctx.push(
+        )),
+        Turn::new(5, 30, 3000, || {
+            batch(&mut || {
+                // SAFETY: zeroed stat is a valid out-buffer; root is NUL-terminated.
+                let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                // SAFETY: as above.
+                std::hint::black_box(unsafe { libc::stat(root.as_ptr(), &mut st) });
+            })
+        }),
+    ));
+    rows.push((
         Sampled::new(
             "syscall_open_close",
             "ns",
@@ -248,7 +231,30 @@ pub(crate) fn run(ctx: &mut Ctx) {
             format!(
                 "two syscalls ({base_cycles} cycles each incl. {mitig_txt}) + path walk, struct file allocation and release ~1200 cycles, at {ghz:.2} GHz"
             ),
-        ))
-        .with_samples(s, cpu),
-    );
+        )),
+        Turn::new(5, 30, 3000, || {
+            batch(&mut || {
+                // SAFETY: null is NUL-terminated; the fd is closed right away.
+                unsafe {
+                    let fd = libc::open(null.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+                    if fd >= 0 {
+                        libc::close(fd);
+                    }
+                }
+            })
+        }),
+    ));
+    let n = rows.len() as u32;
+    let (rows, turns): (Vec<Sampled>, Vec<Turn<'_>>) = rows.into_iter().unzip();
+    let sets = collect_turns(budget * n, turns);
+    for (row, (s, cpu)) in rows.into_iter().zip(sets) {
+        ctx.push(row.with_samples(s, cpu));
+    }
+    for fd in [zfd, nfd] {
+        if fd >= 0 {
+            // SAFETY: fd was opened above and is closed once, after every
+            // sampler that used it is gone.
+            unsafe { libc::close(fd) };
+        }
+    }
 }

@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use super::stats::{collect, ticks_ns, Estimate, Sampled};
+use super::stats::{collect, collect_turns, ticks_ns, Estimate, Sampled, Turn};
 use super::Ctx;
 use crate::result::Better;
 
@@ -129,9 +129,55 @@ pub(crate) fn run(ctx: &mut Ctx) {
     let pin = pin_current(0);
     let budget = ctx.budget(Duration::from_millis(800));
 
+    // The five measurements take turns over the family's budget
+    // (`collect_turns`): a slow spell of the host falls on all of them a
+    // little rather than on one of them entirely.
+    let mut wall = Vec::new();
+    let mut sets = collect_turns(
+        budget * 5,
+        vec![
+            Turn::new(3, 15, 400, || core_mhz_sample(2_000)),
+            Turn::new(3, 30, 2000, || {
+                pair_sample(PAIRS, || {
+                    let a = takt_sched::tsc_start();
+                    let b = takt_sched::tsc_end();
+                    b.wrapping_sub(a)
+                })
+            }),
+            Turn::new(3, 30, 2000, || {
+                pair_sample(PAIRS, || {
+                    let a = rdtsc();
+                    let b = rdtsc();
+                    b.wrapping_sub(a)
+                })
+            }),
+            Turn::new(1, 10, 400, || {
+                let w0 = takt_sched::tsc_start();
+                let v = pair_sample(CPUID_PAIRS, || {
+                    let a = cpuid_start();
+                    let b = cpuid_end();
+                    b.wrapping_sub(a)
+                });
+                wall.push(ticks_ns(w0, takt_sched::tsc_end()) / CPUID_PAIRS as f64);
+                v
+            }),
+            Turn::new(3, 30, 2000, || {
+                pair_sample(PAIRS, || {
+                    let a = takt_sched::tsc_start();
+                    let i0 = std::time::Instant::now();
+                    let i1 = std::time::Instant::now();
+                    std::hint::black_box((i0, i1));
+                    let b = takt_sched::tsc_end();
+                    b.wrapping_sub(a)
+                })
+            }),
+        ],
+    )
+    .into_iter();
+    let mut next = || sets.next().expect("one result per turn");
+
     // Core frequency first: every cycle estimate below needs it.
-    let iters = 2_000u64;
-    let (samples, cpu) = collect(3, 15, 400, budget, || core_mhz_sample(iters));
+    let (samples, cpu) = next();
     let reported = ctx.desc.cpu.reported_mhz;
     ctx.push(
         Sampled::new(
@@ -155,13 +201,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
     let (rdtsc_cyc, rdtscp_cyc) = if intel { (25.0, 32.0) } else { (36.0, 64.0) };
     let vm = ctx.desc.hypervisor.is_some();
 
-    let (s, cpu) = collect(3, 30, 2000, budget, || {
-        pair_sample(PAIRS, || {
-            let a = takt_sched::tsc_start();
-            let b = takt_sched::tsc_end();
-            b.wrapping_sub(a)
-        })
-    });
+    let (s, cpu) = next();
     ctx.push(
         Sampled::new(
             "timer_fenced",
@@ -180,13 +220,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
         .with_samples(s, cpu),
     );
 
-    let (s, cpu) = collect(3, 30, 2000, budget, || {
-        pair_sample(PAIRS, || {
-            let a = rdtsc();
-            let b = rdtsc();
-            b.wrapping_sub(a)
-        })
-    });
+    let (s, cpu) = next();
     ctx.push(
         Sampled::new(
             "timer_rdtsc",
@@ -201,17 +235,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
         .with_samples(s, cpu),
     );
 
-    let mut wall = Vec::new();
-    let (s, cpu) = collect(1, 10, 400, budget, || {
-        let w0 = takt_sched::tsc_start();
-        let v = pair_sample(CPUID_PAIRS, || {
-            let a = cpuid_start();
-            let b = cpuid_end();
-            b.wrapping_sub(a)
-        });
-        wall.push(ticks_ns(w0, takt_sched::tsc_end()) / CPUID_PAIRS as f64);
-        v
-    });
+    let (s, cpu) = next();
     let wall_ns = crate::stats::median(&wall);
     let why = if vm {
         "each CPUID is a VM exit (~1000 cycles on KVM), but both sit outside the bracket"
@@ -236,16 +260,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
         .with_samples(s, cpu),
     );
 
-    let (s, cpu) = collect(3, 30, 2000, budget, || {
-        pair_sample(PAIRS, || {
-            let a = takt_sched::tsc_start();
-            let i0 = std::time::Instant::now();
-            let i1 = std::time::Instant::now();
-            std::hint::black_box((i0, i1));
-            let b = takt_sched::tsc_end();
-            b.wrapping_sub(a)
-        })
-    });
+    let (s, cpu) = next();
     ctx.push(
         Sampled::new(
             "timer_instant",
