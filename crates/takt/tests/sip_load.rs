@@ -101,5 +101,28 @@ fn load_json_document() {
         );
         find("drops", model, None);
         find("cpu_per_call", model, None);
+        // 1/2 (even) ..= 1 (one worker took all)
+        let share = find("busiest_worker_share", model, None);
+        let (lo, hi) = (
+            share["min"].as_f64().unwrap(),
+            share["max"].as_f64().unwrap(),
+        );
+        assert!(0.5 <= lo && hi <= 1.0, "{share}");
+        // the wake order is a parameter of the shared model's rows only
+        let wake = &find("t_sip", model, Some("bye"))["params"]["wake"];
+        match model {
+            "shared" => assert_eq!(wake, "lifo"),
+            _ => assert!(wake.is_null(), "{wake}"),
+        }
     }
+    // The configurations take turns run by run.
+    let order: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains(": run "))
+        .map(|l| l.split(": run ").next().unwrap())
+        .collect();
+    let expected: Vec<&str> = (0..5)
+        .flat_map(|_| ["stateful shared x2", "stateful batched x2"])
+        .collect();
+    assert_eq!(order, expected, "{stderr}");
 }

@@ -414,43 +414,65 @@ pub fn run_once(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult
     Ok(RunResult::from_snapshot(&snap, totals, code, cpu, wall))
 }
 
-/// A case: the warm-up run (discarded) and the measured runs.
+/// The discarded warm-up run of `case` (none when `warmup_calls` is 0).
+fn warm_up(
+    plan: &LoadPlan,
+    case: LoadCase,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), LoadError> {
+    if plan.warmup_calls > 0 {
+        progress(&format!(
+            "{}: warm-up, {} calls",
+            case_label(case),
+            plan.warmup_calls
+        ));
+        run_fresh_ports(plan, case, plan.warmup_calls)?;
+    }
+    Ok(())
+}
+
+/// Measured run `i` of `case`, reported to `progress`.
+fn measured_run(
+    plan: &LoadPlan,
+    case: LoadCase,
+    i: usize,
+    progress: &mut dyn FnMut(&str),
+) -> Result<RunResult, LoadError> {
+    let r = run_fresh_ports(plan, case, plan.calls)?;
+    let t = |k: &str| {
+        r.kinds
+            .get(k)
+            .map(|x| format!("{:.2}", x.t_sip_us))
+            .unwrap_or_else(|| "-".into())
+    };
+    progress(&format!(
+        "{}: run {}/{}: {}/{} calls ok, {} failed, T_sip µs invite {} ack {} bye {} 1xx {} 2xx {}, cpu {:.2} s",
+        case_label(case),
+        i + 1,
+        plan.runs.max(1),
+        r.uac.succeeded,
+        r.uac.attempted,
+        r.uac.failed,
+        t("invite"),
+        t("ack"),
+        t("bye"),
+        t("1xx"),
+        t("2xx"),
+        r.cpu_s
+    ));
+    Ok(r)
+}
+
+/// One case alone: its warm-up, then its `runs` measured runs.
 pub fn run_case(
     plan: &LoadPlan,
     case: LoadCase,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Vec<RunResult>, LoadError> {
-    let label = case_label(case);
-    if plan.warmup_calls > 0 {
-        progress(&format!("{label}: warm-up, {} calls", plan.warmup_calls));
-        run_fresh_ports(plan, case, plan.warmup_calls)?;
-    }
-    let mut out = Vec::with_capacity(plan.runs);
-    for i in 0..plan.runs.max(1) {
-        let r = run_fresh_ports(plan, case, plan.calls)?;
-        let t = |k: &str| {
-            r.kinds
-                .get(k)
-                .map(|x| format!("{:.2}", x.t_sip_us))
-                .unwrap_or_else(|| "-".into())
-        };
-        progress(&format!(
-            "{label}: run {}/{}: {}/{} calls ok, {} failed, T_sip µs invite {} ack {} bye {} 1xx {} 2xx {}, cpu {:.2} s",
-            i + 1,
-            plan.runs.max(1),
-            r.uac.succeeded,
-            r.uac.attempted,
-            r.uac.failed,
-            t("invite"),
-            t("ack"),
-            t("bye"),
-            t("1xx"),
-            t("2xx"),
-            r.cpu_s
-        ));
-        out.push(r);
-    }
-    Ok(out)
+    warm_up(plan, case, progress)?;
+    (0..plan.runs.max(1))
+        .map(|i| measured_run(plan, case, i, progress))
+        .collect()
 }
 
 fn mode_name(m: Mode) -> &'static str {
@@ -669,14 +691,27 @@ pub fn rows(plan: &LoadPlan, case: LoadCase, runs: &[RunResult]) -> Vec<ResultRo
 /// Runs every case of the plan and closes the document (suite `sip_load`).
 pub fn run(plan: &LoadPlan, progress: &mut dyn FnMut(&str)) -> Result<Document, LoadError> {
     let mut doc = DocumentBuilder::start("sip_load");
-    for &case in &plan.cases {
-        let runs = run_case(plan, case, progress)?;
-        for r in rows(plan, case, &runs) {
+    // Round by round: run i of every case before run i + 1 of any, each
+    // case warmed up just before its first run. The host's load drifts
+    // over minutes on a shared machine; taking turns makes every case see
+    // the same mix of it, so the cases compare fairly.
+    let n = plan.runs.max(1);
+    let mut runs: Vec<Vec<RunResult>> = plan.cases.iter().map(|_| Vec::with_capacity(n)).collect();
+    for i in 0..n {
+        for (&case, out) in plan.cases.iter().zip(runs.iter_mut()) {
+            if i == 0 {
+                warm_up(plan, case, progress)?;
+            }
+            out.push(measured_run(plan, case, i, progress)?);
+        }
+    }
+    for (&case, runs) in plan.cases.iter().zip(&runs) {
+        for r in rows(plan, case, runs) {
             doc.push(r);
         }
     }
     doc.note(format!(
-        "sipp -sn uac -> takt proxy (in-process) -> sipp -sn uas on 127.0.0.1 over UDP, {} cps, {} calls per run, {} runs after a {}-call warm-up, a fresh proxy and SIPp pair per run; samples are per-run medians",
+        "sipp -sn uac -> takt proxy (in-process) -> sipp -sn uas on 127.0.0.1 over UDP, {} cps, {} calls per run, {} runs after a {}-call warm-up, a fresh proxy and SIPp pair per run, the configurations taking turns run by run; samples are per-run medians",
         plan.cps,
         plan.calls,
         plan.runs.max(1),
