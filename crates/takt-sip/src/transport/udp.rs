@@ -3,7 +3,7 @@
 //! (`recvmmsg`/`sendmmsg`) I/O.
 
 use std::io;
-use std::mem::{size_of, zeroed, MaybeUninit};
+use std::mem::{size_of, zeroed};
 use std::net::{SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::time::Duration;
@@ -320,11 +320,14 @@ impl Batch {
         let mut done = 0;
         while done < self.out.len() {
             let k = (self.out.len() - done).min(self.n.max(64));
-            let mut names: Vec<MaybeUninit<libc::sockaddr_storage>> = Vec::new();
-            names.resize_with(k, MaybeUninit::zeroed);
+            if self.names.len() < k {
+                // SAFETY: all-zero is a valid sockaddr_storage. Grows once:
+                // a send batch reuses its address buffers from then on.
+                self.names.resize(k, unsafe { zeroed() });
+            }
             self.iovs.clear();
             self.hdrs.clear();
-            for (j, slot) in names.iter_mut().enumerate() {
+            for (j, ss) in self.names[..k].iter_mut().enumerate() {
                 let (to, in_scratch, s, e) = self.out[done + j];
                 let bytes = if in_scratch {
                     &scratch[s..e]
@@ -336,8 +339,6 @@ impl Batch {
                     iov_base: bytes.as_ptr().cast_mut().cast(),
                     iov_len: bytes.len(),
                 });
-                // SAFETY: zeroed storage is a valid sockaddr_storage.
-                let ss = unsafe { slot.assume_init_mut() };
                 let len = sockaddr_to(&to, ss);
                 // SAFETY: all-zero is a valid mmsghdr.
                 let mut h: libc::mmsghdr = unsafe { zeroed() };
