@@ -163,7 +163,10 @@ pub struct Forward<'l> {
 /// for"), so one copy reached by 4-instruction calls is cheaper than a
 /// dozen inlined (about 10 more instructions executed per append).
 /// Literals stay `extend_from_slice`/`push`: their length is known, so
-/// they compile to a few stores without a `memcpy` call.
+/// they compile to a few stores without a `memcpy` call. So do the copies
+/// in header loops ([`Runs`]) and on the response path: a call inside a
+/// loop keeps the loop's values in saved registers, which doubled the
+/// instructions of `write_headers_popping_via` for no fewer code lines.
 #[inline(never)]
 pub(super) fn put(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(bytes);
@@ -303,11 +306,11 @@ impl<'b> Runs<'b> {
         }
     }
 
-    /// Writes the run so far.
+    /// Writes the run so far (inline, not [`put`]: see there).
     #[inline]
     fn flush(&mut self, out: &mut Vec<u8>) {
         if let Some((a, e)) = self.run.take() {
-            put(out, &self.b[a..e]);
+            out.extend_from_slice(&self.b[a..e]);
         }
     }
 }
@@ -389,7 +392,7 @@ pub fn forward_response(out: &mut Vec<u8>, m: &Message<'_>) -> bool {
         return false;
     }
     let b = m.buf();
-    put(out, m.start_line_span().of(b));
+    out.extend_from_slice(m.start_line_span().of(b));
     write_headers_popping_via(out, m);
     true
 }
@@ -402,9 +405,9 @@ fn write_headers_popping_via(out: &mut Vec<u8>, m: &Message<'_>) {
         if i == top.header as usize {
             runs.flush(out);
             if let Some(next) = top.next_in_line {
-                put(out, h.name_span.of(b));
+                out.extend_from_slice(h.name_span.of(b));
                 out.extend_from_slice(b": ");
-                put(out, &b[next as usize..h.value.end()]);
+                out.extend_from_slice(&b[next as usize..h.value.end()]);
                 out.extend_from_slice(b"\r\n");
             }
             continue;
@@ -413,7 +416,7 @@ fn write_headers_popping_via(out: &mut Vec<u8>, m: &Message<'_>) {
     }
     runs.flush(out);
     out.extend_from_slice(b"\r\n");
-    put(out, m.body());
+    out.extend_from_slice(m.body());
 }
 
 /// Appends a response with a different status line (§16.7 step 6: a 503 is
