@@ -10,7 +10,7 @@ use std::net::IpAddr;
 
 use super::branch::write_branch;
 use super::Transport;
-use crate::wire::{HeaderName, Message, Rport, Span};
+use crate::wire::{Header, HeaderName, Message, Rport, Span};
 
 /// This proxy's address as written into Via and Record-Route.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -334,55 +334,107 @@ pub fn forward_request(out: &mut Vec<u8>, m: &Message<'_>, f: &Forward<'_>) {
     if f.record_route {
         put(out, f.local.record_route(f.transport));
     }
-    let top_via_header = m.top_via().header as usize;
-    let mut have_mf = false;
-    let mut have_cl = false;
-    let mut runs = Runs::new(b);
-    for (i, h) in m.headers().iter().enumerate() {
-        match h.name {
-            // nothing to stamp (the common case): the line goes as it came
-            HeaderName::Via if i == top_via_header && f.stamp != Stamp::default() => {
-                runs.flush(out);
-                put(out, h.name_span.of(b));
-                out.extend_from_slice(b": ");
-                write_stamped_via_value(out, m, h.value, f.stamp);
-                out.extend_from_slice(b"\r\n");
-            }
-            HeaderName::MaxForwards => {
-                runs.flush(out);
-                have_mf = true;
-                let v = m.max_forwards().unwrap_or(1).saturating_sub(1);
-                out.extend_from_slice(b"Max-Forwards: ");
-                push_dec(out, u64::from(v));
-                out.extend_from_slice(b"\r\n");
-            }
-            HeaderName::Route if !f.drop_routes.is_empty() => {
-                runs.flush(out);
-                write_route_line(out, m, h.value, f.drop_routes);
-            }
-            HeaderName::ContentLength => {
-                have_cl = true;
-                runs.keep(out, h.line);
-            }
-            _ => runs.keep(out, h.line),
-        }
+    if f.drop_routes.is_empty() {
+        write_headers_edited(out, m, f.stamp);
+    } else {
+        write_headers_dropping_routes(out, m, f);
     }
-    runs.flush(out);
     if let Some(r) = f.append_route {
         out.extend_from_slice(b"Route: <");
         put(out, r.of(b));
         out.extend_from_slice(b">\r\n");
     }
-    if !have_mf {
+    // the parser reads both values whenever their lines are present
+    if m.max_forwards().is_none() {
         out.extend_from_slice(b"Max-Forwards: 70\r\n");
     }
-    if !have_cl {
+    if m.content_length().is_none() {
         out.extend_from_slice(b"Content-Length: ");
         push_dec(out, m.body().len() as u64);
         out.extend_from_slice(b"\r\n");
     }
     out.extend_from_slice(b"\r\n");
     put(out, m.body());
+}
+
+/// Appends the header lines of request `m` as forwarded when no Route
+/// value is dropped: unchanged but for the Max-Forwards line (decremented)
+/// and, when `stamp` adds anything, the top Via's line.
+///
+/// The parser leaves the header lines back to back in the buffer, so with
+/// at most two lines rewritten the rest is at most three spans of the
+/// input: a few copies, and no per-line work but finding Max-Forwards.
+/// [`write_headers_dropping_routes`] writes the same for any `Forward`
+/// (tested in `edited_headers_match_the_line_by_line_copy`).
+fn write_headers_edited(out: &mut Vec<u8>, m: &Message<'_>, stamp: Stamp) {
+    let b = m.buf();
+    let hs = m.headers();
+    let via = (stamp != Stamp::default()).then_some(m.top_via().header as usize);
+    let mf = if m.max_forwards().is_some() {
+        hs.iter().position(|h| h.name == HeaderName::MaxForwards)
+    } else {
+        None
+    };
+    let (first, second) = match (via, mf) {
+        (Some(v), Some(f)) if f < v => (mf, via),
+        _ => (via, mf),
+    };
+    let mut from = m.start_line_span().end();
+    for i in [first, second].into_iter().flatten() {
+        let h = &hs[i];
+        put(out, &b[from..h.line.start()]);
+        if h.name == HeaderName::MaxForwards {
+            write_max_forwards(out, m);
+        } else {
+            write_stamped_via_line(out, m, h, stamp);
+        }
+        from = h.line.end();
+    }
+    // up to the empty line, which the caller writes after its additions
+    put(out, &b[from..m.headers_end() - 2]);
+}
+
+/// Appends the header lines of request `m` as forwarded by `f`, line by
+/// line: the Route lines without the values `f` drops, the Max-Forwards
+/// line decremented, the top Via's line stamped.
+#[inline(never)]
+fn write_headers_dropping_routes(out: &mut Vec<u8>, m: &Message<'_>, f: &Forward<'_>) {
+    let top_via_header = m.top_via().header as usize;
+    let mut runs = Runs::new(m.buf());
+    for (i, h) in m.headers().iter().enumerate() {
+        match h.name {
+            HeaderName::Via if i == top_via_header && f.stamp != Stamp::default() => {
+                runs.flush(out);
+                write_stamped_via_line(out, m, h, f.stamp);
+            }
+            HeaderName::MaxForwards => {
+                runs.flush(out);
+                write_max_forwards(out, m);
+            }
+            HeaderName::Route if !f.drop_routes.is_empty() => {
+                runs.flush(out);
+                write_route_line(out, m, h.value, f.drop_routes);
+            }
+            _ => runs.keep(out, h.line),
+        }
+    }
+    runs.flush(out);
+}
+
+/// Appends the Max-Forwards line of a forwarded request (§16.6 step 3).
+fn write_max_forwards(out: &mut Vec<u8>, m: &Message<'_>) {
+    let v = m.max_forwards().unwrap_or(1).saturating_sub(1);
+    out.extend_from_slice(b"Max-Forwards: ");
+    push_dec(out, u64::from(v));
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Appends header line `h`, the top Via's, with `stamp` applied.
+fn write_stamped_via_line(out: &mut Vec<u8>, m: &Message<'_>, h: &Header, stamp: Stamp) {
+    put(out, h.name_span.of(m.buf()));
+    out.extend_from_slice(b": ");
+    write_stamped_via_value(out, m, h.value, stamp);
+    out.extend_from_slice(b"\r\n");
 }
 
 /// Appends a response with our (top) Via removed (§16.7 step 3).
@@ -614,6 +666,76 @@ mod tests {
                     String::from_utf8_lossy(&out),
                     String::from_utf8_lossy(&want),
                     "{text:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn edited_headers_match_the_line_by_line_copy() {
+        let texts: [&str; 5] = [
+            // the common shape: Max-Forwards after the Via, a body
+            "INVITE sip:b@y SIP/2.0\r\nVia: SIP/2.0/UDP c:5061;branch=z9hG4bK1\r\n\
+             From: <sip:a@x>;tag=1\r\nTo: <sip:b@y>\r\nCall-ID: c1\r\nCSeq: 1 INVITE\r\n\
+             Max-Forwards: 70\r\nContent-Length: 4\r\n\r\nbody",
+            // Max-Forwards first; rport asked for; Route lines kept
+            "BYE sip:b@y SIP/2.0\r\nMax-Forwards: 1\r\nRoute: <sip:n1;lr>\r\n\
+             Via: SIP/2.0/UDP c;rport;branch=z9hG4bK2\r\nRoute: <sip:n2;lr>, <sip:n3;lr>\r\n\
+             From: <sip:a@x>;tag=1\r\nTo: <sip:b@y>;tag=2\r\nCall-ID: c2\r\nCSeq: 2 BYE\r\n\r\n",
+            // neither Max-Forwards nor Content-Length
+            "OPTIONS sip:b@y SIP/2.0\r\nVia: SIP/2.0/TCP c;branch=z9hG4bK3\r\nFrom: <sip:a@x>;tag=1\r\n\
+             To: <sip:b@y>\r\nCall-ID: c3\r\nCSeq: 3 OPTIONS\r\n\r\n",
+            // compact names, folded lines, two via-parms in the top line
+            "INVITE sip:b@y SIP/2.0\r\nf: <sip:a@x>;tag=1\r\nv: SIP/2.0/UDP c;rport\r\n ;branch=z9hG4bK4, \
+             SIP/2.0/UDP d;branch=z9hG4bK5\r\nSubject: one\r\n two\r\nt: <sip:b@y>\r\ni: c4\r\n\
+             CSeq: 4 INVITE\r\nl: 0\r\nMax-Forwards: 9\r\n\r\n",
+            // Max-Forwards 0 (forwarded as 0 when asked to), last header
+            "MESSAGE sip:b@y SIP/2.0\r\nVia: SIP/2.0/UDP c;branch=z9hG4bK6\r\nFrom: <sip:a@x>;tag=1\r\n\
+             To: <sip:b@y>\r\nCall-ID: c5\r\nCSeq: 5 MESSAGE\r\nContent-Length: 2\r\n\
+             Max-Forwards: 0\r\n\r\nhiEXTRA",
+        ];
+        let ip: IpAddr = "192.0.2.7".parse().unwrap();
+        let stamps = [
+            Stamp::default(),
+            Stamp {
+                received: Some(ip),
+                rport: None,
+            },
+            Stamp {
+                received: None,
+                rport: Some(5062),
+            },
+            Stamp {
+                received: Some(ip),
+                rport: Some(5062),
+            },
+        ];
+        let local = Prebuilt::new(&Local {
+            host: "p".into(),
+            port: 5060,
+        });
+        for text in texts {
+            let m = Message::parse_proxy(text.as_bytes()).unwrap();
+            for stamp in stamps {
+                let f = Forward {
+                    transport: Transport::Udp,
+                    key: 1,
+                    loop_hash: 2,
+                    local: &local,
+                    new_ruri: None,
+                    drop_routes: &[],
+                    append_route: None,
+                    stamp,
+                    record_route: false,
+                };
+                let mut fast = b"kept".to_vec();
+                write_headers_edited(&mut fast, &m, stamp);
+                let mut lines = b"kept".to_vec();
+                write_headers_dropping_routes(&mut lines, &m, &f);
+                assert_eq!(
+                    String::from_utf8_lossy(&fast),
+                    String::from_utf8_lossy(&lines),
+                    "{text:?} {stamp:?}"
                 );
             }
         }
