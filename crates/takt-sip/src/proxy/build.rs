@@ -249,6 +249,11 @@ pub fn write_our_via(out: &mut Vec<u8>, local: &Local, t: Transport, key: u64, l
 /// Writes the top Via's value with received/rport applied.
 fn write_stamped_via_value(out: &mut Vec<u8>, m: &Message<'_>, value: Span, stamp: Stamp) {
     let b = m.buf();
+    if stamp == Stamp::default() {
+        // nothing to add (the common case): the value as it came
+        put(out, value.of(b));
+        return;
+    }
     let via = m.top_via();
     let mut from = value.start();
     if let (Some(p), Some(rs)) = (stamp.rport, via.rport_span) {
