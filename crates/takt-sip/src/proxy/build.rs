@@ -506,8 +506,32 @@ pub fn local_response(
     reason: &str,
     o: LocalOpts<'_>,
 ) {
-    let b = m.buf();
     push_status_line(out, code, reason);
+    write_local_headers(out, m, code, o);
+}
+
+/// Appends the 100 Trying a stateful proxy sends for INVITE `m`
+/// (§16.2): `local_response(out, m, 100, "Trying", ..)` with `stamp`, its
+/// status line one copy of a literal (no digits to compute), as the one
+/// local response every new INVITE gets.
+#[inline(never)]
+pub fn trying(out: &mut Vec<u8>, m: &Message<'_>, stamp: Stamp) {
+    out.extend_from_slice(b"SIP/2.0 100 Trying\r\n");
+    write_local_headers(
+        out,
+        m,
+        100,
+        LocalOpts {
+            stamp,
+            ..LocalOpts::default()
+        },
+    );
+}
+
+/// Appends the header lines of a response with status `code` generated
+/// here to request `m`, the empty line after them included.
+fn write_local_headers(out: &mut Vec<u8>, m: &Message<'_>, code: u16, o: LocalOpts<'_>) {
+    let b = m.buf();
     let top = m.top_via();
     for (i, h) in m.headers().iter().enumerate() {
         match h.name {
@@ -740,6 +764,42 @@ mod tests {
                 assert_eq!(
                     String::from_utf8_lossy(&fast),
                     String::from_utf8_lossy(&lines),
+                    "{text:?} {stamp:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn trying_is_the_local_100() {
+        let texts = [
+            "INVITE sip:b@y SIP/2.0\r\nVia: SIP/2.0/UDP c:5061;rport;branch=z9hG4bK1\r\n\
+             v: SIP/2.0/UDP d;branch=z9hG4bK0\r\nf: <sip:a@x>;tag=1\r\nTo: <sip:b@y>\r\n\
+             i: c1\r\nCSeq: 1 INVITE\r\nMax-Forwards: 70\r\nContent-Length: 4\r\n\r\nbody",
+            "INVITE sip:b@y SIP/2.0\r\nt: <sip:b@y>;tag=9\r\nv: SIP/2.0/TCP c\r\n ;branch=z9hG4bK2\r\n\
+             From: <sip:a@x>;tag=1\r\nCall-ID: c2\r\nCSeq: 2 INVITE\r\n\r\n",
+        ];
+        let stamps = [
+            Stamp::default(),
+            Stamp {
+                received: Some("192.0.2.7".parse().unwrap()),
+                rport: Some(5062),
+            },
+        ];
+        for text in texts {
+            let m = Message::parse_proxy(text.as_bytes()).unwrap();
+            for stamp in stamps {
+                let mut got = b"kept".to_vec();
+                trying(&mut got, &m, stamp);
+                let mut want = b"kept".to_vec();
+                let o = LocalOpts {
+                    stamp,
+                    ..LocalOpts::default()
+                };
+                local_response(&mut want, &m, 100, "Trying", o);
+                assert_eq!(
+                    String::from_utf8_lossy(&got),
+                    String::from_utf8_lossy(&want),
                     "{text:?} {stamp:?}"
                 );
             }

@@ -5,7 +5,8 @@ use std::io::Write as _;
 use std::sync::MutexGuard;
 
 use super::build::{
-    ack_for, cancel_for, forward_response, forward_response_as, local_response, LocalOpts, Stamp,
+    ack_for, cancel_for, forward_response, forward_response_as, local_response, trying, LocalOpts,
+    Stamp,
 };
 use super::table::Shard;
 use super::txn::{CancelState, ClientState, Fresh, ServerState, Txn};
@@ -100,16 +101,7 @@ pub(super) fn match_request(
                 // nothing but our 100 Trying was sent: make it again from
                 // the retransmission rather than keeping a copy per call
                 let start = s.mark();
-                local_response(
-                    &mut s.out,
-                    m,
-                    100,
-                    "Trying",
-                    LocalOpts {
-                        stamp: Stamp::for_request(m, inb.from.addr),
-                        ..LocalOpts::default()
-                    },
-                );
+                trying(&mut s.out, m, Stamp::for_request(m, inb.from.addr));
                 s.queue(t.upstream, start);
             }
             Outcome::new(kind, Disposition::Absorbed)
@@ -137,16 +129,7 @@ pub(super) fn new_transaction(
     let upstream = p.response_target(m, inb);
     if invite {
         let st = s.mark();
-        local_response(
-            &mut s.out,
-            m,
-            100,
-            "Trying",
-            LocalOpts {
-                stamp: plan.stamp,
-                ..LocalOpts::default()
-            },
-        );
+        trying(&mut s.out, m, plan.stamp);
         s.queue(upstream, st);
     }
     let (start, target) = match p.forward(m, plan, key, lh, s) {
