@@ -642,7 +642,9 @@ impl Proxy {
             });
         }
         let b = m.buf();
-        for via in m.vias().iter().skip(1).chain(std::iter::once(m.top_via())) {
+        // any Via of ours with this loop hash is a loop: the order of the
+        // scan does not change the answer
+        for via in m.vias() {
             if self.is_ours(b, via) {
                 if let Some((_, h)) = via.branch.and_then(|br| parse_branch(br.of(b))) {
                     if h == lh {
