@@ -142,8 +142,8 @@ pub(super) fn new_transaction(
     };
     let fresh = Fresh {
         invite,
-        upstream,
-        downstream: target,
+        upstream: &upstream,
+        downstream: &target,
         timers: &p.cfg.timers,
         now: inb.now,
     };
