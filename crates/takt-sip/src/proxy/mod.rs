@@ -539,7 +539,7 @@ impl Proxy {
         s.contended = false;
         // parsed where it stays: the view is not moved (see `parse_proxy_in_place`)
         let mut m = Message::empty(inb.bytes);
-        let mut outcome = match m.parse_proxy_in_place() {
+        let mut outcome = match m.parse_proxy_empty() {
             Ok(()) if m.is_request() => self.on_request(&m, inb, s),
             Ok(()) => self.on_response(&m, inb, s, sink),
             Err(e) => self.on_malformed(inb, e, s),
