@@ -539,7 +539,7 @@ impl Proxy {
         s.contended = false;
         // parsed where it stays: the view is not moved (see `parse_proxy_in_place`)
         let mut m = Message::empty(inb.bytes);
-        let mut outcome = match m.parse_proxy_in_place() {
+        let mut outcome = match m.parse_proxy_empty() {
             Ok(()) if m.is_request() => self.on_request(&m, inb, s),
             Ok(()) => self.on_response(&m, inb, s, sink),
             Err(e) => self.on_malformed(inb, e, s),
@@ -642,7 +642,9 @@ impl Proxy {
             });
         }
         let b = m.buf();
-        for via in m.vias().iter().skip(1).chain(std::iter::once(m.top_via())) {
+        // any Via of ours with this loop hash is a loop: the order of the
+        // scan does not change the answer
+        for via in m.vias() {
             if self.is_ours(b, via) {
                 if let Some((_, h)) = via.branch.and_then(|br| parse_branch(br.of(b))) {
                     if h == lh {

@@ -240,8 +240,8 @@ impl Shard {
                 let f = fresh;
                 self.slots.push(Txn::new(
                     f.invite,
-                    f.upstream,
-                    f.downstream,
+                    *f.upstream,
+                    *f.downstream,
                     f.timers,
                     f.now,
                 ));
@@ -552,16 +552,20 @@ mod tests {
         c: 181_000,
     };
 
+    static NOWHERE: super::super::Target = super::super::Target {
+        addr: std::net::SocketAddr::V4(std::net::SocketAddrV4::new(
+            std::net::Ipv4Addr::LOCALHOST,
+            5060,
+        )),
+        transport: super::super::Transport::Udp,
+        conn: None,
+    };
+
     fn txn(now: u64) -> Fresh<'static> {
-        let nowhere = super::super::Target {
-            addr: std::net::SocketAddr::from(([127, 0, 0, 1], 5060)),
-            transport: super::super::Transport::Udp,
-            conn: None,
-        };
         Fresh {
             invite: true,
-            upstream: nowhere,
-            downstream: nowhere,
+            upstream: &NOWHERE,
+            downstream: &NOWHERE,
             timers: &TIMERS,
             now,
         }

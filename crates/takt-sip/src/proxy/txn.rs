@@ -88,15 +88,16 @@ pub enum CancelState {
     Sent,
 }
 
-/// What a new record is made from ([`Txn::start`]).
+/// What a new record is made from ([`Txn::start`]). The targets are
+/// borrowed: they are copied once, into the record, not first into this.
 #[derive(Debug, Clone, Copy)]
 pub struct Fresh<'t> {
     /// INVITE transaction (else non-INVITE).
     pub invite: bool,
     /// Where responses go.
-    pub upstream: Target,
+    pub upstream: &'t Target,
     /// Where the request went.
-    pub downstream: Target,
+    pub downstream: &'t Target,
     /// Timer base values.
     pub timers: &'t Timers,
     /// When the request was forwarded.
@@ -181,8 +182,8 @@ impl Txn {
         };
         x.start(&Fresh {
             invite,
-            upstream,
-            downstream,
+            upstream: &upstream,
+            downstream: &downstream,
             timers: t,
             now,
         });
@@ -206,8 +207,8 @@ impl Txn {
         self.invite = f.invite;
         self.server = ServerState::Proceeding;
         self.client = ClientState::Calling;
-        self.upstream = f.upstream;
-        self.downstream = f.downstream;
+        self.upstream = *f.upstream;
+        self.downstream = *f.downstream;
         self.cancel = CancelState::None;
         self.t_retx = if unreliable { now + t.t1 } else { 0 };
         self.retx_interval = t.t1;

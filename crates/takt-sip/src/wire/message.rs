@@ -241,19 +241,49 @@ impl<'a> Message<'a> {
     /// caller. After an error the view is not a parsed message (its
     /// accessors may panic).
     pub fn parse_proxy_in_place(&mut self) -> Result<(), ParseError> {
+        self.reset();
         self.parse_in_place(false, Depth::Proxy)
     }
 
+    /// [`Message::parse_proxy_in_place`] of a view fresh from
+    /// [`Message::empty`], which has nothing to discard: the same result
+    /// without the resetting (about two code lines fewer on a proxy's
+    /// message path). A debug build checks that the view is empty.
+    pub(crate) fn parse_proxy_empty(&mut self) -> Result<(), ParseError> {
+        debug_assert!(self.is_empty_view(), "a view from Message::empty");
+        self.parse_in_place(false, Depth::Proxy)
+    }
+
+    /// Discards what a parse left in the fields the parser fills by
+    /// appending or checks for a first occurrence: the view is then as
+    /// [`Message::empty`] left it, for [`Message::parse_in_place`].
+    fn reset(&mut self) {
+        self.present = 0;
+        self.headers.clear();
+        self.vias.clear();
+        self.routes.clear();
+        self.from = None;
+        self.to = None;
+        self.max_forwards = None;
+        self.content_length = None;
+    }
+
+    /// Whether the fields [`Message::reset`] resets are as it leaves them.
+    fn is_empty_view(&self) -> bool {
+        self.present == 0
+            && self.headers.is_empty()
+            && self.vias.is_empty()
+            && self.routes.is_empty()
+            && self.from.is_none()
+            && self.to.is_none()
+            && self.max_forwards.is_none()
+            && self.content_length.is_none()
+    }
+
+    /// Parses the view's buffer into `self`, which must be empty as
+    /// [`Message::empty`] or [`Message::reset`] leave it.
     fn parse_in_place(&mut self, stream: bool, depth: Depth) -> Result<(), ParseError> {
         let m = self;
-        m.present = 0;
-        m.headers.clear();
-        m.vias.clear();
-        m.routes.clear();
-        m.from = None;
-        m.to = None;
-        m.max_forwards = None;
-        m.content_length = None;
         let b = m.buf;
         let n = b.len();
         // §7.5: CRLFs before the start line are ignored.
@@ -998,6 +1028,32 @@ mod tests {
             },
             |l| request_line_slow(l, 0, l.len()),
         );
+    }
+
+    #[test]
+    fn parsing_in_place_again_and_into_an_empty_view_match_parse_proxy() {
+        let texts: [&[u8]; 3] = [
+            b"INVITE sip:b@y SIP/2.0\r\nVia: SIP/2.0/UDP c;branch=z9hG4bK1, SIP/2.0/UDP d\r\n\
+              Route: <sip:r1;lr>\r\nFrom: <sip:a@x>;tag=1\r\nTo: <sip:b@y>\r\nCall-ID: c1\r\n\
+              CSeq: 1 INVITE\r\nMax-Forwards: 70\r\nContent-Length: 4\r\n\r\nbody",
+            b"SIP/2.0 180 Ringing\r\nv: SIP/2.0/UDP p;branch=z9hG4bK1\r\nv: SIP/2.0/UDP c\r\n\
+              f: <sip:a@x>;tag=1\r\nt: <sip:b@y>;tag=2\r\ni: c2\r\nCSeq: 1 INVITE\r\n\r\n",
+            // fails: From twice
+            b"BYE sip:b@y SIP/2.0\r\nVia: SIP/2.0/UDP c\r\nFrom: <sip:a@x>;tag=1\r\n\
+              From: <sip:a@x>;tag=1\r\nTo: <sip:b@y>\r\nCall-ID: c3\r\nCSeq: 1 BYE\r\n\r\n",
+        ];
+        for text in texts {
+            let want = Message::parse_proxy(text).map(|m| format!("{m:?}"));
+            let mut fresh = Message::empty(text);
+            let got = fresh.parse_proxy_empty().map(|()| format!("{fresh:?}"));
+            assert_eq!(got, want);
+            // a second parse of the same view discards what the first left
+            let mut again = Message::empty(text);
+            for _ in 0..2 {
+                let got = again.parse_proxy_in_place().map(|()| format!("{again:?}"));
+                assert_eq!(got, want);
+            }
+        }
     }
 
     #[test]
