@@ -12,11 +12,13 @@
 //!   `reuseport`, `batched`.
 //! - [`stats`]: per-message instrumentation, JSON and Prometheus output.
 //! - [`config`]: the TOML configuration.
+//! - [`synth`]: SIPp-shaped calls without sockets, timed on a hot core.
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod config;
 pub mod proxy;
 pub mod stats;
+pub mod synth;
 pub mod transport;
 
 #[cfg(test)]

@@ -73,6 +73,13 @@ fn load_json_document() {
             // the paper's Table I figure for 2 threads
             assert_eq!(r["published"], 76.9);
             find("k_rcv", model, Some(msg));
+            // the same code on a hot core after each run, and the ratio
+            let hot = find("t_sip_hot", model, Some(msg));
+            assert_eq!(hot["samples"].as_array().unwrap().len(), 5, "{hot}");
+            assert!(hot["min"].as_f64().unwrap() > 0.0, "{hot}");
+            let cold = find("cold_factor", model, Some(msg));
+            assert_eq!(cold["unit"], "ratio");
+            assert!(cold["min"].as_f64().unwrap() > 0.0, "{cold}");
             // what T_sip owes to another worker or a locked shard
             for frac in ["overlapped", "lock_contended"] {
                 let f = find(frac, model, Some(msg));

@@ -209,6 +209,9 @@ pub struct KindRun {
     /// Stateful: fraction of the messages that found their shard of the
     /// transaction table locked by another thread.
     pub lock_contended: f64,
+    /// Median cost of this kind on a hot core right after the run
+    /// ([`hot_reference`]), µs (None: not measured).
+    pub t_sip_hot_us: Option<f64>,
 }
 
 /// The fraction of all UDP messages the busiest worker handled (1 / m:
@@ -273,6 +276,7 @@ impl RunResult {
                         t_sip_alone_us: (k.t_sip_alone.count > 0).then(|| us(k.t_sip_alone.p50)),
                         overlapped: k.overlapped as f64 / k.count as f64,
                         lock_contended: k.lock_contended as f64 / k.count as f64,
+                        t_sip_hot_us: None,
                     },
                 )
             })
@@ -411,7 +415,34 @@ pub fn run_once(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult
             "uac failed before placing a call ({status})"
         )));
     }
-    Ok(RunResult::from_snapshot(&snap, totals, code, cpu, wall))
+    let mut r = RunResult::from_snapshot(&snap, totals, code, cpu, wall);
+    for (kind, us) in hot_reference(plan, case.mode)? {
+        if let Some(k) = r.kinds.get_mut(kind) {
+            k.t_sip_hot_us = Some(us);
+        }
+    }
+    Ok(r)
+}
+
+/// Calls in the hot reference pass after each run.
+const HOT_CALLS: u64 = 1000;
+
+/// The same proxy code on a hot core, measured right after a run: each
+/// kind's median cost, µs, over [`HOT_CALLS`] SIPp-shaped calls pushed
+/// through a fresh proxy back to back without sockets
+/// ([`takt_sip::synth::hot_costs`]), on a thread made from the plan's
+/// spec like the workers. Next to the run's T_sip it tells a cold core's
+/// cost (the ratio) from the host's speed at that moment (this value).
+pub fn hot_reference(plan: &LoadPlan, mode: Mode) -> Result<Vec<(&'static str, f64)>, LoadError> {
+    let t = plan
+        .spec
+        .renamed("sip-hot")
+        .spawn(move || takt_sip::synth::hot_costs(mode, HOT_CALLS))
+        .map_err(|e| io("starting the hot reference thread")(std::io::Error::other(e)))?;
+    let costs = t
+        .join()
+        .map_err(|_| io("the hot reference thread")(std::io::Error::other("it panicked")))?;
+    Ok(costs.into_iter().map(|(k, ns)| (k, ns / 1000.0)).collect())
 }
 
 /// The discarded warm-up run of `case` (none when `warmup_calls` is 0).
@@ -578,6 +609,18 @@ pub fn rows(plan: &LoadPlan, case: LoadCase, runs: &[RunResult]) -> Vec<ResultRo
         let s = of(&|k| k.k_snd_us);
         if !s.is_empty() {
             out.push(row("k_snd", Some(kind), "us", Better::Lower, s));
+        }
+        // the same code on a hot core right after each run, and what a
+        // cold core multiplies it by
+        let h = of(&|k| k.t_sip_hot_us);
+        if !h.is_empty() {
+            out.push(row("t_sip_hot", Some(kind), "us", Better::Lower, h).with_note(
+                "median cost of this kind on a hot core right after each run: SIPp-shaped calls through a fresh proxy without sockets (takt_sip::synth)",
+            ));
+            let ratio = of(&|k| k.t_sip_hot_us.map(|h| k.t_sip_us / h));
+            out.push(row("cold_factor", Some(kind), "ratio", Better::Lower, ratio).with_note(
+                "T_sip over t_sip_hot, run by run: what a cold core costs, with the host's speed of the moment divided out",
+            ));
         }
         // what the T_sip of a message owes to another worker running at
         // the same time (see `takt_sip::stats::KindStats::t_sip_alone`)
