@@ -422,6 +422,12 @@ fn shared_wake_order_decides_which_idle_worker_gets_a_message() {
             .map(|w| w.messages)
             .collect();
         assert_eq!(per.iter().sum::<u64>(), 2 * N as u64, "{wake:?}: {per:?}");
+        if std::env::var_os("TAKT_UNDER_VALGRIND").is_some() {
+            // valgrind runs one thread at a time by its own choice: the
+            // kernel's wake order is not what decides who runs
+            eprintln!("{wake:?}: order not checked under valgrind ({per:?})");
+            continue;
+        }
         let busiest = *per.iter().max().unwrap();
         match wake {
             // The request and its answer are two datagrams; one worker

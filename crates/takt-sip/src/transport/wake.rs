@@ -99,6 +99,7 @@ impl SharedWait {
     pub(crate) fn new(sock: &UdpSocket) -> io::Result<SharedWait> {
         // SAFETY: plain system calls; each result is checked and owned once.
         let ep = unsafe { OwnedFd::from_raw_fd(check(libc::epoll_create1(libc::EPOLL_CLOEXEC))?) };
+        // SAFETY: as above.
         let stop = unsafe {
             OwnedFd::from_raw_fd(check(libc::eventfd(
                 0,
