@@ -16,8 +16,12 @@
 //! One *run* is independent of the others: a fresh proxy, a fresh SIPp
 //! pair on free loopback ports, `calls` calls at `cps`. A case (mode ×
 //! worker model × workers) is one discarded warm-up run followed by
-//! `runs` measured runs; each result row's samples are the per-run
-//! medians, summarized as median / min / max / ci95 across runs.
+//! `runs` measured runs, and [`run`] lets the cases take turns run by run
+//! so the host's drift reaches them alike; each result row's samples are
+//! the per-run medians, summarized as median / min / max / ci95 across
+//! runs. After each run the same proxy code is timed on a hot core
+//! ([`hot_reference`]): `t_sip_hot` and `cold_factor` (T_sip over it)
+//! separate a cold core's cost from the host's speed of the moment.
 //!
 //! ```no_run
 //! use takt_lab::sip::{LoadCase, LoadPlan};
