@@ -11,7 +11,7 @@
 //! judged within when that difference is below one TSC tick's worth.
 //! Every row is judged by the same rule: procedure calls too, since their
 //! loops stopped landing in per-process states a cycle apart
-//! ([`calls`](super::calls)).
+//! (`machine::calls`).
 //!
 //! Some rows cannot be stable on a VM that shares its host, whatever the
 //! method: [`known_unstable`] names them and says why, and the report shows

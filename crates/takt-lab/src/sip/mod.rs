@@ -432,7 +432,7 @@ pub fn run_once(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult
 const HOT_CALLS: u64 = 1000;
 
 /// The same proxy code on a hot core, measured right after a run: each
-/// kind's median cost, µs, over [`HOT_CALLS`] SIPp-shaped calls pushed
+/// kind's median cost, µs, over 1,000 SIPp-shaped calls pushed
 /// through a fresh proxy back to back without sockets
 /// ([`takt_sip::synth::hot_costs`]), on a thread made from the plan's
 /// spec like the workers. Next to the run's T_sip it tells a cold core's
