@@ -40,6 +40,29 @@ fn server(
     Server::start(pc, sc).unwrap()
 }
 
+/// A stateless UDP-only proxy with two `model` workers forwarding to
+/// `uas`; `tune` adjusts the server settings before it starts.
+fn udp_proxy(uas: &UdpSocket, model: WorkerModel, tune: impl FnOnce(&mut ServerConfig)) -> Server {
+    let mut pc = ProxyConfig::new(
+        Mode::Stateless,
+        Local {
+            host: String::new(),
+            port: 0,
+        },
+    );
+    pc.next_hop = Some(Target {
+        addr: uas.local_addr().unwrap(),
+        transport: Transport::Udp,
+        conn: None,
+    });
+    let mut sc = ServerConfig::new("127.0.0.1:0".parse().unwrap());
+    sc.model = model;
+    sc.workers = 2;
+    sc.tcp = false;
+    tune(&mut sc);
+    Server::start(pc, sc).unwrap()
+}
+
 fn request(
     method: &str,
     via_host: &str,
@@ -321,25 +344,10 @@ fn spinning_workers_forward_and_stop() {
         WorkerModel::Batched,
     ] {
         let uas = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let mut pc = ProxyConfig::new(
-            Mode::Stateless,
-            Local {
-                host: String::new(),
-                port: 0,
-            },
-        );
-        pc.next_hop = Some(Target {
-            addr: uas.local_addr().unwrap(),
-            transport: Transport::Udp,
-            conn: None,
+        let srv = udp_proxy(&uas, model, |sc| {
+            sc.spin = takt_sched::SpinBudget::from_micros(500);
+            sc.spec = ThreadSpec::new("spin-test");
         });
-        let mut sc = ServerConfig::new("127.0.0.1:0".parse().unwrap());
-        sc.model = model;
-        sc.workers = 2;
-        sc.tcp = false;
-        sc.spin = takt_sched::SpinBudget::from_micros(500);
-        sc.spec = ThreadSpec::new("spin-test");
-        let srv = Server::start(pc, sc).unwrap();
         let client = UdpSocket::bind("127.0.0.1:0").unwrap();
         let cport = client.local_addr().unwrap().port();
         for i in 0..20 {
@@ -379,25 +387,10 @@ fn shared_wake_order_decides_which_idle_worker_gets_a_message() {
     const N: usize = 60;
     for wake in [WakeOrder::Lifo, WakeOrder::Fifo] {
         let uas = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let mut pc = ProxyConfig::new(
-            Mode::Stateless,
-            Local {
-                host: String::new(),
-                port: 0,
-            },
-        );
-        pc.next_hop = Some(Target {
-            addr: uas.local_addr().unwrap(),
-            transport: Transport::Udp,
-            conn: None,
+        let srv = udp_proxy(&uas, WorkerModel::Shared, |sc| {
+            sc.wake = wake;
+            sc.spec = ThreadSpec::new("wake-test");
         });
-        let mut sc = ServerConfig::new("127.0.0.1:0".parse().unwrap());
-        sc.model = WorkerModel::Shared;
-        sc.wake = wake;
-        sc.workers = 2;
-        sc.tcp = false;
-        sc.spec = ThreadSpec::new("wake-test");
-        let srv = Server::start(pc, sc).unwrap();
         let client = UdpSocket::bind("127.0.0.1:0").unwrap();
         let cport = client.local_addr().unwrap().port();
         for i in 0..N {
