@@ -63,6 +63,17 @@ fn udp_proxy(uas: &UdpSocket, model: WorkerModel, tune: impl FnOnce(&mut ServerC
     Server::start(pc, sc).unwrap()
 }
 
+/// Sends an OPTIONS with `branch` from `client` to the proxy `srv`.
+fn send_options(client: &UdpSocket, srv: &Server, branch: &str) {
+    let cport = client.local_addr().unwrap().port();
+    client
+        .send_to(
+            &request("OPTIONS", "127.0.0.1", cport, branch, "", ""),
+            srv.local_addr(),
+        )
+        .unwrap();
+}
+
 fn request(
     method: &str,
     via_host: &str,
@@ -349,15 +360,8 @@ fn spinning_workers_forward_and_stop() {
             sc.spec = ThreadSpec::new("spin-test");
         });
         let client = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let cport = client.local_addr().unwrap().port();
         for i in 0..20 {
-            let branch = format!("z9hG4bK-spin{i}");
-            client
-                .send_to(
-                    &request("OPTIONS", "127.0.0.1", cport, &branch, "", ""),
-                    srv.local_addr(),
-                )
-                .unwrap();
+            send_options(&client, &srv, &format!("z9hG4bK-spin{i}"));
             let fwd = recv(&uas);
             uas.send_to(&answer(&fwd, 200), srv.local_addr()).unwrap();
             let up = recv(&client);
@@ -392,15 +396,8 @@ fn shared_wake_order_decides_which_idle_worker_gets_a_message() {
             sc.spec = ThreadSpec::new("wake-test");
         });
         let client = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let cport = client.local_addr().unwrap().port();
         for i in 0..N {
-            let branch = format!("z9hG4bK-wake{i}");
-            client
-                .send_to(
-                    &request("OPTIONS", "127.0.0.1", cport, &branch, "", ""),
-                    srv.local_addr(),
-                )
-                .unwrap();
+            send_options(&client, &srv, &format!("z9hG4bK-wake{i}"));
             let fwd = recv(&uas);
             std::thread::sleep(Duration::from_millis(3));
             uas.send_to(&answer(&fwd, 200), srv.local_addr()).unwrap();

@@ -214,7 +214,7 @@ pub struct KindRun {
     /// transaction table locked by another thread.
     pub lock_contended: f64,
     /// Median cost of this kind on a hot core right after the run
-    /// ([`hot_reference`]), µs (None: not measured).
+    /// of a measured run ([`hot_reference`]), µs (None: not measured).
     pub t_sip_hot_us: Option<f64>,
 }
 
@@ -419,13 +419,7 @@ pub fn run_once(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult
             "uac failed before placing a call ({status})"
         )));
     }
-    let mut r = RunResult::from_snapshot(&snap, totals, code, cpu, wall);
-    for (kind, us) in hot_reference(plan, case.mode)? {
-        if let Some(k) = r.kinds.get_mut(kind) {
-            k.t_sip_hot_us = Some(us);
-        }
-    }
-    Ok(r)
+    Ok(RunResult::from_snapshot(&snap, totals, code, cpu, wall))
 }
 
 /// Calls in the hot reference pass after each run.
@@ -473,7 +467,14 @@ fn measured_run(
     i: usize,
     progress: &mut dyn FnMut(&str),
 ) -> Result<RunResult, LoadError> {
-    let r = run_fresh_ports(plan, case, plan.calls)?;
+    let mut r = run_fresh_ports(plan, case, plan.calls)?;
+    // right after the run, so both see the host in the same state (not
+    // after warm-ups, whose results are discarded)
+    for (kind, us) in hot_reference(plan, case.mode)? {
+        if let Some(k) = r.kinds.get_mut(kind) {
+            k.t_sip_hot_us = Some(us);
+        }
+    }
     let t = |k: &str| {
         r.kinds
             .get(k)
