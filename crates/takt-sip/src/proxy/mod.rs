@@ -551,6 +551,17 @@ impl Proxy {
         outcome
     }
 
+    /// Tops the transaction table up to its reserve of vacant records and
+    /// spare buffers ([`Table::replenish`]), so that no message grows it.
+    /// For a thread that handles no messages: the transport's timer thread
+    /// calls it after every tick. Returns the records added.
+    pub fn replenish(&self) -> usize {
+        if self.cfg.mode == Mode::Stateless {
+            return 0;
+        }
+        self.table.replenish()
+    }
+
     /// Runs the transaction timers due at `now`; returns how many records fired.
     pub fn tick(&self, now: u64, sink: &mut dyn Sink) -> usize {
         if self.cfg.mode == Mode::Stateless {

@@ -107,6 +107,14 @@ impl Wheel {
         }
     }
 
+    /// Makes room for `n` more entries than are queued now, so that
+    /// queueing them allocates nothing.
+    pub fn reserve(&mut self, n: usize) {
+        // the pool's entries not held are on its free list
+        self.pool
+            .reserve((self.len + n).saturating_sub(self.pool.len()));
+    }
+
     /// Entries held (due or not, cancelled ones included until swept).
     pub fn len(&self) -> usize {
         self.len

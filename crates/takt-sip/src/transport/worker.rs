@@ -363,7 +363,8 @@ impl Worker {
     }
 }
 
-/// The transaction timer thread: runs due timers every `tick` and
+/// The transaction timer thread: runs due timers every `tick`, tops the
+/// transaction table up to its reserve ([`Proxy::replenish`]) and
 /// publishes the table size.
 pub(crate) fn run_timer(
     proxy: Arc<Proxy>,
@@ -379,6 +380,7 @@ pub(crate) fn run_timer(
         std::thread::sleep(tick);
         let mut sink = NetSink::new(&sock, None, tcp.as_ref(), clock);
         proxy.tick(now_ns(clock), &mut sink);
+        proxy.replenish();
         reg.set_transactions(proxy.transactions_hint(), proxy.transaction_capacity());
     }
 }
