@@ -37,6 +37,7 @@
 mod error;
 mod header;
 pub(crate) mod lex;
+mod line;
 mod message;
 mod method;
 pub mod owned;

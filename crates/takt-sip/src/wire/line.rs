@@ -1,0 +1,522 @@
+//! Line-level scanning for the parser: start lines (request and status,
+//! a fast path for the common shapes and the full grammar behind it),
+//! line ends, and header names read 16 bytes at a time.
+
+use super::error::{LineError, ParseError, UriError};
+use super::lex::{is_wsp, scan_token};
+use super::message::StartLine;
+use super::uri::{parse_uri, scan_sip_uri, Uri};
+use super::{HeaderName, Method, Span};
+
+/// The error of a malformed request line (`req`) or status line.
+fn line_error(req: bool, e: LineError) -> ParseError {
+    if req {
+        ParseError::RequestLine(e)
+    } else {
+        ParseError::StatusLine(e)
+    }
+}
+
+/// Parses `SIP/x.y`; `Ok(true)` for 2.0, `Ok(false)` for another version.
+#[inline]
+fn version(s: &[u8]) -> Result<bool, ()> {
+    if s == b"SIP/2.0" {
+        return Ok(true);
+    }
+    version_slow(s)
+}
+
+/// [`version`] of anything but the exact bytes `SIP/2.0`.
+#[cold]
+#[inline(never)]
+fn version_slow(s: &[u8]) -> Result<bool, ()> {
+    if s.len() < 7 || !s[..4].eq_ignore_ascii_case(b"SIP/") {
+        return Err(());
+    }
+    let v = &s[4..];
+    let dot = v.iter().position(|&c| c == b'.').ok_or(())?;
+    let (maj, min) = (&v[..dot], &v[dot + 1..]);
+    if maj.is_empty() || min.is_empty() || !maj.iter().chain(min).all(u8::is_ascii_digit) {
+        return Err(());
+    }
+    Ok(v == b"2.0")
+}
+
+/// The canonical spellings of the headers a proxy reads (what nearly
+/// every UA sends), each followed by its colon, in the slot
+/// [`name_slot`] gives it; other slots are empty (all zero bytes).
+const NAME_SLOTS: [([u8; 16], HeaderName); 16] = {
+    use HeaderName as H;
+    const NAMES: [(&[u8], HeaderName); 12] = [
+        (b"Via:", H::Via),
+        (b"From:", H::From),
+        (b"To:", H::To),
+        (b"Call-ID:", H::CallId),
+        (b"CSeq:", H::CSeq),
+        (b"Contact:", H::Contact),
+        (b"Content-Length:", H::ContentLength),
+        (b"Content-Type:", H::ContentType),
+        (b"Max-Forwards:", H::MaxForwards),
+        (b"Route:", H::Route),
+        (b"Record-Route:", H::RecordRoute),
+        (b"Subject:", H::Subject),
+    ];
+    let mut t = [([0u8; 16], H::Other); 16];
+    let mut k = 0;
+    while k < NAMES.len() {
+        let (pat, name) = NAMES[k];
+        let slot = name_slot(pat.len() - 1, pat[1]);
+        // a perfect hash: a collision fails the build
+        assert!(t[slot].0[0] == 0);
+        let mut j = 0;
+        while j < pat.len() {
+            t[slot].0[j] = pat[j];
+            j += 1;
+        }
+        t[slot].1 = name;
+        k += 1;
+    }
+    t
+};
+
+/// The slot in [`NAME_SLOTS`] of a name of `len` bytes whose second byte
+/// is `second` (distinct for the twelve names of the table).
+#[inline(always)]
+const fn name_slot(len: usize, second: u8) -> usize {
+    ((len + second as usize * 6) >> 1) & 15
+}
+
+/// When `line` starts with one of the names of [`NAME_SLOTS`], spelled
+/// as there and directly followed by `:`: the name and its length. What
+/// scanning the token and [`HeaderName::from_bytes`] find for such a
+/// line, without the scan: the first colon of the line's first 16 bytes
+/// gives the length, which with the second byte picks the one name the
+/// line can be, compared with it as one 16-byte word.
+#[inline]
+pub(super) fn known_name(line: &[u8]) -> Option<(HeaderName, usize)> {
+    let chunk: &[u8; 16] = line.get(..16)?.try_into().ok()?;
+    let (len, equal) = colon_and_match(chunk, |len| &NAME_SLOTS[name_slot(len, chunk[1])].0);
+    // `equal` has bit k set when byte k is the table's: bytes 0..=len
+    // must all be (the name and the colon after it; the table's own
+    // colon sits at its name's length, so no other name matches)
+    let want = (2u32 << (len & 15)) - 1;
+    if len < 15 && equal & want == want {
+        Some((NAME_SLOTS[name_slot(len, chunk[1])].1, len))
+    } else {
+        None
+    }
+}
+
+/// The index of the first colon in `chunk` (16 or more when there is
+/// none) and, for that index, the bit mask of the bytes of `chunk` equal
+/// to those of `pattern(index)` (any mask when there is none).
+#[inline(always)]
+fn colon_and_match(chunk: &[u8; 16], pattern: impl Fn(usize) -> &'static [u8; 16]) -> (usize, u32) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8,
+        };
+        // SAFETY: both loads read 16 bytes from 16-byte arrays; `loadu`
+        // has no alignment requirement; SSE2 is part of the x86_64
+        // baseline.
+        unsafe {
+            let v = _mm_loadu_si128(chunk.as_ptr().cast::<__m128i>());
+            let colons = _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b':' as i8))) as u32;
+            let len = colons.trailing_zeros() as usize;
+            let p = _mm_loadu_si128(pattern(len & 15).as_ptr().cast::<__m128i>());
+            (len, _mm_movemask_epi8(_mm_cmpeq_epi8(v, p)) as u32)
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        colon_and_match_portable(chunk, pattern)
+    }
+}
+
+/// [`colon_and_match`] without SIMD: for other targets, and tested
+/// against the SSE2 version on x86_64.
+#[cfg_attr(all(target_arch = "x86_64", not(test)), allow(dead_code))]
+#[inline(always)]
+fn colon_and_match_portable(
+    chunk: &[u8; 16],
+    pattern: impl Fn(usize) -> &'static [u8; 16],
+) -> (usize, u32) {
+    let len = chunk.iter().position(|&c| c == b':').unwrap_or(16);
+    let p = pattern(len & 15);
+    let equal = (0..16).fold(0u32, |m, k| m | (u32::from(chunk[k] == p[k]) << k));
+    (len, equal)
+}
+
+/// The first CR or LF at or after `i` in `b`.
+#[inline(always)]
+fn find_cr_or_lf(b: &[u8], mut i: usize) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128,
+            _mm_set1_epi8,
+        };
+        while i + 16 <= b.len() {
+            // SAFETY: `i + 16 <= b.len()`: the 16 bytes read are inside
+            // `b`; `loadu` has no alignment requirement; SSE2 is part of
+            // the x86_64 baseline.
+            let m = unsafe {
+                let v = _mm_loadu_si128(b.as_ptr().add(i).cast::<__m128i>());
+                let cr = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\r' as i8));
+                let lf = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\n' as i8));
+                _mm_movemask_epi8(_mm_or_si128(cr, lf)) as u32
+            };
+            if m != 0 {
+                return Some(i + m.trailing_zeros() as usize);
+            }
+            i += 16;
+        }
+    }
+    let i = i.min(b.len());
+    b[i..]
+        .iter()
+        .position(|&c| c == b'\r' || c == b'\n')
+        .map(|p| i + p)
+}
+
+/// Finds the CRLF ending the line at `i`; returns the index of its CR.
+///
+/// One out-of-line copy for every line of a message (inlined, the scan
+/// would occupy its code lines once per call site).
+#[inline(never)]
+pub(super) fn find_eol(b: &[u8], i: usize, line: u16) -> Result<usize, ParseError> {
+    match find_cr_or_lf(b, i) {
+        None => Err(ParseError::Unterminated),
+        Some(j) => {
+            if b[j] == b'\r' && b.get(j + 1) == Some(&b'\n') {
+                Ok(j)
+            } else if b[j] == b'\r' && j + 1 == b.len() {
+                Err(ParseError::Unterminated)
+            } else {
+                Err(ParseError::LineBreak { line })
+            }
+        }
+    }
+}
+
+/// The common shape of a request line, `[s, e)`: `Method SP
+/// sip:[user@]host[:port] SP SIP/2.0` (the URI as [`scan_sip_uri`]
+/// takes it), with the Request-URI written to `uri`. `None` when it has
+/// another shape (`uri` may then have been written); what it returns
+/// is what [`request_line_slow`] returns (tested against it in
+/// `simple_request_lines_agree_with_the_parser`), in one pass.
+#[inline]
+pub(super) fn simple_request_line(
+    b: &[u8],
+    s: usize,
+    e: usize,
+    uri: &mut Option<Uri>,
+) -> Option<StartLine> {
+    let m_end = scan_token(b, s, e);
+    if m_end == s || b.get(m_end) != Some(&b' ') {
+        return None;
+    }
+    let u = m_end + 1;
+    let stop = scan_sip_uri(b, u, e, uri)?;
+    if b.get(stop..e)? != b" SIP/2.0" {
+        return None;
+    }
+    let method_span = Span::new(s, m_end);
+    Some(StartLine::Request {
+        method: Method::from_bytes(method_span.of(b)),
+        method_span,
+        uri: Span::new(u, stop),
+    })
+}
+
+/// The request line `[s, e)` and its Request-URI, by the full grammar.
+#[cold]
+#[inline(never)]
+pub(super) fn request_line_slow(
+    b: &[u8],
+    s: usize,
+    e: usize,
+) -> Result<(StartLine, Uri), ParseError> {
+    let req = true;
+    if e > s && is_wsp(b[e - 1]) {
+        return Err(line_error(req, LineError::TrailingSpace));
+    }
+    let m_end = scan_token(b, s, e);
+    if m_end == s {
+        return Err(line_error(req, LineError::Method));
+    }
+    if m_end >= e {
+        return Err(line_error(req, LineError::Malformed));
+    }
+    if b[m_end] != b' ' {
+        return Err(line_error(
+            req,
+            if is_wsp(b[m_end]) {
+                LineError::ExtraSpace
+            } else {
+                LineError::Method
+            },
+        ));
+    }
+    let u = m_end + 1;
+    if u < e && is_wsp(b[u]) {
+        return Err(line_error(req, LineError::ExtraSpace));
+    }
+    let last_sp = b[u..e]
+        .iter()
+        .rposition(|&c| c == b' ')
+        .map(|p| u + p)
+        .ok_or(line_error(req, LineError::Malformed))?;
+    if last_sp == u {
+        return Err(line_error(req, LineError::Malformed));
+    }
+    if is_wsp(b[last_sp - 1]) {
+        return Err(line_error(req, LineError::ExtraSpace));
+    }
+    match version(&b[last_sp + 1..e]) {
+        Ok(true) => {}
+        Ok(false) => return Err(ParseError::Version),
+        Err(()) => return Err(line_error(req, LineError::Malformed)),
+    }
+    if b[u] == b'<' {
+        return Err(line_error(req, LineError::Bracketed));
+    }
+    if b[u..last_sp].iter().any(|&c| is_wsp(c)) {
+        return Err(ParseError::RequestUri(UriError::Whitespace));
+    }
+    let uri = parse_uri(b, u, last_sp, false).map_err(ParseError::RequestUri)?;
+    let method_span = Span::new(s, m_end);
+    let start = StartLine::Request {
+        method: Method::from_bytes(method_span.of(b)),
+        method_span,
+        uri: Span::new(u, last_sp),
+    };
+    Ok((start, uri))
+}
+
+/// Whether the start line `sl` is a status line: it starts with `SIP/`,
+/// ASCII case ignored (`S`, `I` and `P` compared with their case bit
+/// set, which maps only a letter's two cases onto the lower-case one).
+#[inline]
+pub(super) fn is_status_line(sl: &[u8]) -> bool {
+    match sl.get(..4).and_then(|w| <[u8; 4]>::try_from(w).ok()) {
+        Some(w) => u32::from_le_bytes(w) | 0x0020_2020 == u32::from_le_bytes(*b"sip/"),
+        None => false,
+    }
+}
+
+/// The common shape of a status line, `[s, e)`: `SIP/2.0 SP 3DIGIT SP
+/// reason`. `None` when it has another shape; what it returns is what
+/// [`parse_status_line`] returns (tested against it in
+/// `simple_status_lines_agree_with_the_parser`), in one pass.
+#[inline]
+pub(super) fn simple_status_line(b: &[u8], s: usize, e: usize) -> Option<StartLine> {
+    let l = b.get(s..e)?;
+    if l.len() < 12 || l[..8] != *b"SIP/2.0 " || l[11] != b' ' {
+        return None;
+    }
+    let mut code = 0;
+    for &c in &l[8..11] {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        code = code * 10 + u16::from(c - b'0');
+    }
+    let reason = &l[12..];
+    if !(100..=699).contains(&code) || reason.iter().any(|&c| c < 0x20 && c != b'\t') {
+        return None;
+    }
+    Some(StartLine::Response {
+        code,
+        reason: Span::new(s + 12, e),
+    })
+}
+
+#[cold]
+#[inline(never)]
+pub(super) fn parse_status_line(b: &[u8], s: usize, e: usize) -> Result<StartLine, ParseError> {
+    let req = false;
+    let v_end = b[s..e]
+        .iter()
+        .position(|&c| c == b' ')
+        .map(|p| s + p)
+        .ok_or(line_error(req, LineError::Malformed))?;
+    match version(&b[s..v_end]) {
+        Ok(true) => {}
+        Ok(false) => return Err(ParseError::Version),
+        Err(()) => return Err(line_error(req, LineError::Malformed)),
+    }
+    let c = v_end + 1;
+    if c < e && is_wsp(b[c]) {
+        return Err(line_error(req, LineError::ExtraSpace));
+    }
+    let mut ce = c;
+    while ce < e && b[ce].is_ascii_digit() {
+        ce += 1;
+    }
+    if ce - c != 3 || (ce < e && b[ce] != b' ') {
+        return Err(ParseError::StatusCode);
+    }
+    let code =
+        (b[c] - b'0') as u16 * 100 + (b[c + 1] - b'0') as u16 * 10 + (b[c + 2] - b'0') as u16;
+    if !(100..=699).contains(&code) {
+        return Err(ParseError::StatusCode);
+    }
+    if ce >= e {
+        return Err(line_error(req, LineError::Malformed));
+    }
+    let reason = Span::new(ce + 1, e);
+    if reason.of(b).iter().any(|&c| c < 0x20 && c != b'\t') {
+        return Err(line_error(req, LineError::Malformed));
+    }
+    Ok(StartLine::Response { code, reason })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_names_agree_with_scanning() {
+        let names: &[&[u8]] = &[
+            b"Via",
+            b"From",
+            b"To",
+            b"Call-ID",
+            b"CSeq",
+            b"Contact",
+            b"Content-Length",
+            b"Content-Type",
+            b"Max-Forwards",
+            b"Route",
+            b"Record-Route",
+            b"Subject",
+            b"Contacts",
+            b"Content-Lengths",
+            b"Content-Encoding",
+            b"Call",
+            b"V",
+            b"Tox",
+            b"via",
+            b"CSEQ",
+            b"Rout",
+            b"Record-Routes",
+            b"Sub",
+            b"M",
+            b"C",
+            b"Re",
+        ];
+        let mut known = 0;
+        for n in names {
+            for tail in [&b":"[..], b" :", b":x", b"", b"x:", b"\t:"] {
+                // known names are read from the line and what follows
+                // it, 16 bytes at least
+                let line = [*n, tail, b"\r\nX-Pad: 0123456789"].concat();
+                let Some((name, len)) = known_name(&line) else {
+                    continue;
+                };
+                known += 1;
+                let end = scan_token(&line, 0, line.len());
+                assert_eq!(len, end, "{}", line.escape_ascii());
+                assert_eq!(line[end], b':');
+                assert_eq!(name, HeaderName::from_bytes(&line[..end]));
+            }
+        }
+        assert_eq!(known, 24);
+    }
+
+    #[test]
+    fn simple_request_lines_agree_with_the_parser() {
+        use crate::wire::values::tests::{fast_path_agrees, EDITS};
+        let lines: &[&[u8]] = &[
+            b"INVITE sip:service@127.0.0.1:5060 SIP/2.0",
+            b"BYE sip:127.0.0.1:5070 SIP/2.0",
+            b"X-Y sip:u_s(e)r@a.b-c:65535 SIP/2.0",
+            b"ACK sip:h:99999 SIP/2.0",
+        ];
+        fast_path_agrees(
+            lines,
+            EDITS,
+            |l| {
+                let mut uri = None;
+                let got = simple_request_line(l, 0, l.len(), &mut uri)?;
+                Some(Ok((got, uri.unwrap())))
+            },
+            |l| request_line_slow(l, 0, l.len()),
+        );
+    }
+
+    #[test]
+    fn simple_status_lines_agree_with_the_parser() {
+        use crate::wire::values::tests::{fast_path_agrees, one_edit_away, EDITS};
+        let lines: &[&[u8]] = &[
+            b"SIP/2.0 200 OK",
+            b"SIP/2.0 100 Trying",
+            b"SIP/2.0 699 ",
+            b"SIP/2.0 180 Ringing\tnow",
+            b"SIP/2.0 486 Busy Here",
+        ];
+        fast_path_agrees(
+            lines,
+            EDITS,
+            |l| simple_status_line(l, 0, l.len()).map(Ok),
+            |l| parse_status_line(l, 0, l.len()),
+        );
+        for l in one_edit_away(lines, EDITS) {
+            let sip = l.len() >= 4 && l[..4].eq_ignore_ascii_case(b"SIP/");
+            assert_eq!(is_status_line(&l), sip, "{}", l.escape_ascii());
+        }
+        for c in 0..=255u8 {
+            let l = [b'S', b'I', b'P', c];
+            assert_eq!(is_status_line(&l), l.eq_ignore_ascii_case(b"SIP/"), "{c}");
+            let l = [c, b'i', b'p', b'/'];
+            assert_eq!(is_status_line(&l), l.eq_ignore_ascii_case(b"SIP/"), "{c}");
+        }
+    }
+
+    #[test]
+    fn colon_and_match_agrees_without_simd() {
+        let mut chunks: Vec<[u8; 16]> = Vec::new();
+        for (pat, _) in NAME_SLOTS {
+            for k in 0..16 {
+                for c in [b':', b'x', 0, pat[k] ^ 0x20] {
+                    let mut ch = pat;
+                    ch[k] = c;
+                    chunks.push(ch);
+                }
+            }
+        }
+        chunks.push(*b"no colon at all!");
+        chunks.push(*b"Via: SIP/2.0/UDP");
+        for ch in chunks {
+            let slot = |len: usize| &NAME_SLOTS[name_slot(len, ch[1])].0;
+            let (a, am) = colon_and_match(&ch, slot);
+            let (p, pm) = colon_and_match_portable(&ch, slot);
+            assert_eq!((a.min(16), am), (p.min(16), pm), "{}", ch.escape_ascii());
+        }
+    }
+
+    #[test]
+    fn line_ends_are_found_at_every_offset() {
+        for len in 0..48 {
+            for at in 0..=len {
+                for c in [b'\r', b'\n'] {
+                    let mut b = vec![b'x'; len];
+                    if at < len {
+                        b[at] = c;
+                    }
+                    for i in 0..=len + 1 {
+                        let want = b
+                            .iter()
+                            .enumerate()
+                            .skip(i)
+                            .find(|(_, &x)| x == b'\r' || x == b'\n')
+                            .map(|(k, _)| k);
+                        assert_eq!(find_cr_or_lf(&b, i), want, "len {len} at {at} from {i}");
+                    }
+                }
+            }
+        }
+    }
+}
