@@ -69,6 +69,9 @@ impl Errno {
             libc::ENOSYS => "ENOSYS",
             libc::EAGAIN => "EAGAIN",
             libc::EFAULT => "EFAULT",
+            libc::EACCES => "EACCES",
+            libc::ENOENT => "ENOENT",
+            libc::EIO => "EIO",
             _ => return None,
         })
     }

@@ -22,6 +22,14 @@
 //! - [`Parker`]: one consumer waits, anyone wakes it (a token prevents lost wake-ups);
 //! - [`SpinBarrier`]: a reusable barrier for `n` threads.
 //!
+//! ## Idle CPUs
+//! An idle vCPU that halts gives its core back to the host, and a message
+//! that arrives for it waits for an interrupt through the hypervisor and
+//! then finds cold caches. [`IdleLatency::hold`] keeps idle CPUs polling
+//! (or out of states slower to leave than a limit) for as long as it is
+//! held, through the kernel's CPU latency QoS; [`idle_states`] and
+//! [`idle_driver`] report what the CPUs may enter.
+//!
 //! ## Time and accounting
 //! - [`clock()`]: the invariant TSC calibrated against `CLOCK_MONOTONIC`
 //!   (falls back to it when the TSC is not invariant); [`tsc_start`]/[`tsc_end`]
@@ -46,6 +54,7 @@ mod clock;
 mod cpuset;
 mod error;
 mod futex;
+mod idle;
 mod parker;
 mod policy;
 mod schedstat;
@@ -59,6 +68,9 @@ pub use clock::{clock, monotonic_ns, tsc_end, tsc_is_invariant, tsc_start, Clock
 pub use cpuset::{CpuSet, MAX_CPUS};
 pub use error::{Errno, SchedError};
 pub use futex::Futex;
+pub use idle::{
+    idle_driver, idle_latency_limit, idle_states, IdleLatency, IdleState, CPU_LATENCY_DEVICE,
+};
 pub use parker::Parker;
 pub use policy::{
     format_duration, parse_duration, SchedPolicy, NICE_MAX, NICE_MIN, RT_PRIO, SLICE_MAX, SLICE_MIN,
@@ -66,4 +78,4 @@ pub use policy::{
 pub use schedstat::{process_cpu_time, thread_cpu_time, ThreadSchedStats};
 pub use spec::{current_policy, Applied, SchedWarning, TaktThread, ThreadSpec};
 pub use spin::SpinBudget;
-pub use sys::{get_affinity, gettid};
+pub use sys::{get_affinity, gettid, pin_calling_thread};

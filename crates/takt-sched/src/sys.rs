@@ -118,6 +118,21 @@ pub use linux::{get_affinity, gettid};
 #[cfg(target_os = "linux")]
 pub(crate) use linux::{sched_getattr, sched_setattr, set_affinity, SchedAttr, SCHED_ATTR_SIZE};
 
+/// Restricts the calling thread to `cpus`, allocating nothing: safe to call
+/// between `fork` and `exec` (a `CommandExt::pre_exec` hook), which is how
+/// a child process is placed before it runs a single instruction of its own.
+/// Threads made by [`crate::ThreadSpec`] are placed by their spec instead.
+#[cfg(target_os = "linux")]
+pub fn pin_calling_thread(cpus: &CpuSet) -> Result<(), crate::Errno> {
+    set_affinity(0, cpus)
+}
+
+/// Restricts the calling thread to `cpus` (unsupported here: `ENOSYS`).
+#[cfg(not(target_os = "linux"))]
+pub fn pin_calling_thread(_cpus: &CpuSet) -> Result<(), crate::Errno> {
+    Err(crate::Errno(libc::ENOSYS))
+}
+
 /// The kernel thread id of the calling thread (0 where unsupported).
 #[cfg(not(target_os = "linux"))]
 pub fn gettid() -> i32 {
@@ -130,4 +145,24 @@ pub fn get_affinity() -> Result<CpuSet, SchedError> {
     Err(SchedError::Unsupported {
         what: "CPU affinity",
     })
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pinning_the_calling_thread_reads_back() {
+        std::thread::spawn(|| {
+            let all = get_affinity().unwrap();
+            let first = all.iter().next().unwrap();
+            pin_calling_thread(&CpuSet::single(first)).unwrap();
+            assert_eq!(get_affinity().unwrap(), CpuSet::single(first));
+            // a CPU the machine does not have is refused, not ignored
+            let e = pin_calling_thread(&CpuSet::single(crate::MAX_CPUS - 1)).unwrap_err();
+            assert_eq!(e, crate::Errno(libc::EINVAL));
+        })
+        .join()
+        .unwrap();
+    }
 }

@@ -48,12 +48,27 @@ pub struct OutputArgs {
     pub quick: bool,
 }
 
-fn parse_cpus(s: &str) -> Result<CpuSet, String> {
+pub(crate) fn parse_cpus(s: &str) -> Result<CpuSet, String> {
     s.parse().map_err(|e: takt_sched::SchedError| e.to_string())
 }
 
 fn parse_policy(s: &str) -> Result<SchedPolicy, String> {
     s.parse().map_err(|e: takt_sched::SchedError| e.to_string())
+}
+
+/// An idle-latency limit on the command line: `none` (the system's idle
+/// policy), `0` (idle CPUs poll instead of halting) or a duration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdleLimit(pub Option<std::time::Duration>);
+
+pub(crate) fn parse_idle_limit(s: &str) -> Result<IdleLimit, String> {
+    match s.trim() {
+        "none" => Ok(IdleLimit(None)),
+        "0" => Ok(IdleLimit(Some(std::time::Duration::ZERO))),
+        t => takt_sched::parse_duration(t)
+            .map(|d| IdleLimit(Some(d)))
+            .ok_or_else(|| format!("bad idle latency {s:?} (none, 0, 20us, 1ms)")),
+    }
 }
 
 pub(crate) fn parse_spin(s: &str) -> Result<SpinBudget, String> {

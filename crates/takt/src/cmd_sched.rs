@@ -34,6 +34,7 @@ pub fn run(cmd: SchedCmd) -> Result<(), String> {
     let t = t.map_err(|e| e.to_string())?;
     let applied = t.applied().clone();
     let (policy, cpus, stats) = t.join().map_err(|_| "check thread panicked".to_string())?;
+    let idle = IdleReport::read();
     let c = clock();
     let src = match c.source() {
         ClockSource::Tsc => "tsc",
@@ -46,6 +47,16 @@ pub fn run(cmd: SchedCmd) -> Result<(), String> {
             "cpus": cpus.map(|c| c.to_string()),
             "warnings": applied.warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
             "clock": {"source": src, "hz": c.frequency_hz()},
+            "idle": {
+                "driver": idle.driver.as_ref().map(|d| &d.0),
+                "governor": idle.driver.as_ref().map(|d| &d.1),
+                "states": idle.states.iter().map(|s| serde_json::json!({
+                    "name": s.name,
+                    "exit_latency_us": s.exit_latency.as_micros() as u64,
+                    "disabled": s.disabled,
+                })).collect::<Vec<_>>(),
+                "latency_limit_us": idle.limit.as_ref().ok().map(|l| l.map(|d| d.as_micros() as u64)),
+            },
             "busy_50ms": stats.map(|s| serde_json::json!({
                 "run_ns": s.run.as_nanos() as u64, "wait_ns": s.wait.as_nanos() as u64,
                 "voluntary": s.voluntary_switches, "involuntary": s.involuntary_switches,
@@ -67,6 +78,7 @@ pub fn run(cmd: SchedCmd) -> Result<(), String> {
         cpus.map_or("unknown".into(), |c| c.to_string())
     );
     println!("clock:    {src} at {:.3} MHz", c.frequency_hz() / 1e6);
+    println!("idle:     {}", idle.line());
     if let Some(s) = stats {
         println!(
             "50 ms busy loop: ran {:.1} ms, waited {:.1} ms in runqueue, {} voluntary / {} involuntary switches",
@@ -77,4 +89,50 @@ pub fn run(cmd: SchedCmd) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// What idle CPUs may do: the cpuidle driver, CPU 0's states and the
+/// idle-latency limit held now (by any process).
+struct IdleReport {
+    driver: Option<(String, String)>,
+    states: Vec<takt_sched::IdleState>,
+    limit: Result<Option<std::time::Duration>, String>,
+}
+
+impl IdleReport {
+    fn read() -> IdleReport {
+        IdleReport {
+            driver: takt_sched::idle_driver(),
+            states: takt_sched::idle_states(0).unwrap_or_default(),
+            limit: takt_sched::idle_latency_limit().map_err(|e| e.to_string()),
+        }
+    }
+
+    /// `haltpoll (governor haltpoll): POLL 0us, haltpoll 1us; limit none`
+    fn line(&self) -> String {
+        let driver = self
+            .driver
+            .as_ref()
+            .map_or("no cpuidle driver".into(), |(d, g)| {
+                format!("{d} (governor {g})")
+            });
+        let states: Vec<String> = self
+            .states
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} {}us{}",
+                    s.name,
+                    s.exit_latency.as_micros(),
+                    if s.disabled { " (disabled)" } else { "" }
+                )
+            })
+            .collect();
+        let limit = match &self.limit {
+            Ok(None) => "none held".into(),
+            Ok(Some(d)) => format!("{}us held", d.as_micros()),
+            Err(e) => format!("unknown ({e})"),
+        };
+        format!("{driver}: {}; latency limit {limit}", states.join(", "))
+    }
 }

@@ -17,7 +17,7 @@ use takt_sip::proxy::{Mode, Transport};
 use takt_sip::stats::{serve, EndpointAddr};
 use takt_sip::transport::{Server, WakeOrder, WorkerModel};
 
-use crate::args::{parse_spin, OutputArgs, SchedArgs};
+use crate::args::{parse_idle_limit, parse_spin, IdleLimit, OutputArgs, SchedArgs};
 
 /// `takt sip`
 #[derive(Args, Debug)]
@@ -75,6 +75,18 @@ pub struct LoadArgs {
     /// order).
     #[arg(long, value_name = "lifo|fifo", value_parser = parse_wake)]
     wake: Option<WakeOrder>,
+    /// CPU idle-latency limits to run every configuration under
+    /// (comma-separated; each a case of its own, the cases taking turns):
+    /// `none` (default: the system's idle policy), `0` (idle CPUs poll
+    /// instead of halting), or a duration such as `20us`. Held through
+    /// /dev/cpu_dma_latency (root), machine-wide, for each run.
+    #[arg(long, value_name = "LIST", value_parser = parse_idle_limit, value_delimiter = ',')]
+    idle_latency: Vec<IdleLimit>,
+    /// CPUs SIPp's UAC and UAS run on (default: anywhere), e.g. `0`
+    /// with `--cpus 1`: the load generator off the proxy's CPU, as on
+    /// separate machines.
+    #[arg(long, value_name = "LIST", value_parser = crate::args::parse_cpus)]
+    sipp_cpus: Option<takt_sched::CpuSet>,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -122,6 +134,12 @@ pub struct ProxyArgs {
     /// order).
     #[arg(long, value_name = "lifo|fifo", value_parser = parse_wake)]
     wake: Option<WakeOrder>,
+    /// Hold a CPU idle-latency limit while the proxy runs: `0` keeps idle
+    /// CPUs polling instead of halting, `20us` allows only idle states
+    /// that wake within 20 µs. Machine-wide, through /dev/cpu_dma_latency
+    /// (root); idle CPUs then spin.
+    #[arg(long, value_name = "DURATION", value_parser = parse_idle_limit)]
+    idle_latency: Option<IdleLimit>,
     /// Datagrams per recvmmsg in the batched model.
     #[arg(long, value_name = "N")]
     batch: Option<usize>,
@@ -216,16 +234,26 @@ fn load(a: LoadArgs) -> Result<(), String> {
     } else {
         a.model.clone()
     };
-    plan.cases = modes
-        .iter()
-        .flat_map(|&mode| {
-            models.iter().map(move |&model| takt_lab::sip::LoadCase {
-                mode,
-                model,
-                workers: a.workers as usize,
-            })
-        })
-        .collect();
+    let idle = if a.idle_latency.is_empty() {
+        vec![IdleLimit(None)]
+    } else {
+        a.idle_latency.clone()
+    };
+    let workers = a.workers as usize;
+    plan.cases = Vec::new();
+    for &IdleLimit(idle_latency) in &idle {
+        for &mode in &modes {
+            for &model in &models {
+                plan.cases.push(takt_lab::sip::LoadCase {
+                    mode,
+                    model,
+                    workers,
+                    idle_latency,
+                });
+            }
+        }
+    }
+    plan.sipp_cpus = a.sipp_cpus.clone();
     plan.cps = a.cps;
     if let Some(c) = a.calls {
         plan.calls = c;
@@ -320,6 +348,12 @@ fn proxy(a: ProxyArgs) -> Result<(), String> {
             eprintln!("warning: statistics endpoint {sa} is reachable from the network");
         }
     }
+    let _idle = match a.idle_latency {
+        Some(IdleLimit(Some(limit))) => {
+            Some(takt_sched::IdleLatency::hold(limit).map_err(|e| format!("--idle-latency: {e}"))?)
+        }
+        _ => None,
+    };
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = stop.clone();
     // Release pairs with the Acquire loads in the loop below.
@@ -336,7 +370,7 @@ fn proxy(a: ProxyArgs) -> Result<(), String> {
     };
     let info = server.snapshot().server;
     eprintln!(
-        "takt sip proxy: {} {}{} x{} on {} (udp{}), next hop {}, rcvbuf {} B{}",
+        "takt sip proxy: {} {}{} x{} on {} (udp{}), next hop {}, rcvbuf {} B{}{}",
         info.mode,
         info.model,
         info.wake
@@ -347,6 +381,13 @@ fn proxy(a: ProxyArgs) -> Result<(), String> {
         if info.tcp { "+tcp" } else { "" },
         info.next_hop,
         info.rcvbuf_effective,
+        _idle
+            .as_ref()
+            .map(|h| format!(
+                ", idle latency {}",
+                takt_lab::sip::idle_name(Some(h.limit()))
+            ))
+            .unwrap_or_default(),
         endpoint
             .as_ref()
             .map(|e| format!(", stats at {:?}", e.addr()))
@@ -392,5 +433,18 @@ mod tests {
         assert_eq!(parse_bytes("212992"), Ok(212_992));
         assert!(parse_bytes("0").is_err());
         assert!(parse_bytes("x").is_err());
+    }
+
+    #[test]
+    fn idle_limits() {
+        use std::time::Duration;
+        assert_eq!(parse_idle_limit("none"), Ok(IdleLimit(None)));
+        assert_eq!(parse_idle_limit("0"), Ok(IdleLimit(Some(Duration::ZERO))));
+        assert_eq!(
+            parse_idle_limit("20us"),
+            Ok(IdleLimit(Some(Duration::from_micros(20))))
+        );
+        let e = parse_idle_limit("soon").unwrap_err();
+        assert!(e.contains("bad idle latency \"soon\""), "{e}");
     }
 }

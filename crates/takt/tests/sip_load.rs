@@ -133,3 +133,80 @@ fn load_json_document() {
         .collect();
     assert_eq!(order, expected, "{stderr}");
 }
+
+/// The system-wide CPU latency limit in force (`/dev/cpu_dma_latency`), µs.
+fn latency_limit_us() -> i32 {
+    let raw = std::fs::read("/dev/cpu_dma_latency").expect("root reads the QoS device");
+    i32::from_ne_bytes(raw[..4].try_into().unwrap())
+}
+
+#[test]
+fn idle_latency_cases_and_sipp_placement() {
+    if std::env::var_os("TAKT_UNDER_VALGRIND").is_some() {
+        eprintln!("skipping under valgrind (SIPp's timers need a native-speed proxy)");
+        return;
+    }
+    if !have_sipp() {
+        return;
+    }
+    let bad = Command::new(env!("CARGO_BIN_EXE_takt"))
+        .args(["sip", "load", "--idle-latency", "soon"])
+        .output()
+        .expect("takt runs");
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("bad idle latency \"soon\""));
+
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let before = root.then(latency_limit_us);
+    const CALLS: u64 = 10;
+    let out = Command::new(env!("CARGO_BIN_EXE_takt"))
+        .args(["sip", "load", "--json", "--quick", "--mode", "stateless"])
+        .args(["--model", "reuseport", "--cps", "40", "--runs", "1"])
+        .args(["--calls", &CALLS.to_string(), "--warmup-calls", "0"])
+        .args([
+            "--idle-latency",
+            "none,0",
+            "--sipp-cpus",
+            "0",
+            "--cpus",
+            "0",
+        ])
+        .output()
+        .expect("takt runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !root {
+        assert!(!out.status.success());
+        assert!(
+            stderr.contains("idle-latency=0us") && stderr.contains("EACCES"),
+            "{stderr}"
+        );
+        return;
+    }
+    assert!(out.status.success(), "takt sip load failed:\n{stderr}");
+    // the hold ended with the run
+    assert_eq!(Some(latency_limit_us()), before);
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let rows = doc["results"].as_array().unwrap();
+    for idle in ["none", "0us"] {
+        let t = rows
+            .iter()
+            .find(|r| {
+                r["name"] == "t_sip"
+                    && r["params"]["message"] == "invite"
+                    && r["params"]["idle_latency"] == idle
+            })
+            .unwrap_or_else(|| panic!("no t_sip row with idle_latency {idle}"));
+        assert_eq!(t["params"]["sipp_cpus"], "0", "{t}");
+        assert_eq!(t["params"]["cpus"], "0", "{t}");
+        let ok = rows
+            .iter()
+            .find(|r| r["name"] == "calls_succeeded" && r["params"]["idle_latency"] == idle)
+            .unwrap();
+        assert_eq!(ok["min"].as_f64(), Some(CALLS as f64), "{ok}");
+    }
+    assert!(
+        stderr.contains("stateless reuseport x2 idle-latency 0us: run 1/1"),
+        "{stderr}"
+    );
+}

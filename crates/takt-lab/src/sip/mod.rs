@@ -29,7 +29,12 @@
 //! use takt_sip::transport::WorkerModel;
 //!
 //! let mut plan = LoadPlan::new(takt_lab::sip::find_sipp().expect("sipp installed"));
-//! plan.cases = vec![LoadCase { mode: Mode::Stateful, model: WorkerModel::Shared, workers: 2 }];
+//! plan.cases = vec![LoadCase {
+//!     mode: Mode::Stateful,
+//!     model: WorkerModel::Shared,
+//!     workers: 2,
+//!     idle_latency: None,
+//! }];
 //! let doc = takt_lab::sip::run(&plan, &mut |line| eprintln!("{line}")).unwrap();
 //! takt_lab::output::emit(&doc, true).unwrap();
 //! ```
@@ -50,7 +55,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
-use takt_sched::{SpinBudget, ThreadSpec};
+use takt_sched::{CpuSet, IdleLatency, SchedError, SpinBudget, ThreadSpec};
 use takt_sip::proxy::build::Local;
 use takt_sip::proxy::{Mode, ProxyConfig, Target, Transport};
 use takt_sip::stats::Snapshot;
@@ -68,6 +73,10 @@ pub struct LoadCase {
     pub model: WorkerModel,
     /// Worker threads.
     pub workers: usize,
+    /// A CPU idle-latency limit held through each run and its hot
+    /// reference ([`IdleLatency`]; `Some(0)`: idle CPUs poll instead of
+    /// halting); `None`: the system's idle policy.
+    pub idle_latency: Option<Duration>,
 }
 
 /// What `takt sip load` runs.
@@ -93,6 +102,9 @@ pub struct LoadPlan {
     /// Which idle worker of the `shared` model gets a datagram
     /// ([`ServerConfig::wake`]; default: the one idle shortest).
     pub wake: WakeOrder,
+    /// CPUs SIPp's UAC and UAS are confined to (set before they start);
+    /// `None`: wherever the kernel puts them.
+    pub sipp_cpus: Option<CpuSet>,
     /// The `sipp` binary.
     pub sipp: PathBuf,
     /// Set from outside (Ctrl-C) to abandon the run; children are killed.
@@ -115,6 +127,7 @@ impl LoadPlan {
                     mode,
                     model,
                     workers: 2,
+                    idle_latency: None,
                 });
             }
         }
@@ -128,6 +141,7 @@ impl LoadPlan {
             rcvbuf: None,
             spin: SpinBudget::NONE,
             wake: WakeOrder::Lifo,
+            sipp_cpus: None,
             sipp,
             stop: Arc::new(AtomicBool::new(false)),
         }
@@ -183,9 +197,23 @@ pub enum LoadError {
     /// on other ports.
     #[error("sipp: {0}")]
     Bind(String),
+    /// A scheduling setting of the plan was refused (e.g. an idle-latency
+    /// limit without root).
+    #[error(transparent)]
+    Sched(#[from] SchedError),
     /// [`LoadPlan::stop`] was set.
     #[error("interrupted")]
     Interrupted,
+}
+
+/// Holds the case's idle-latency limit, if it has one, until dropped.
+fn hold_idle(case: LoadCase) -> Result<Option<IdleLatency>, LoadError> {
+    Ok(case.idle_latency.map(IdleLatency::hold).transpose()?)
+}
+
+/// `none`, or the limit in whole µs (the kernel's granularity): `0us`.
+pub fn idle_name(limit: Option<Duration>) -> String {
+    limit.map_or_else(|| "none".into(), |d| format!("{}us", d.as_micros()))
 }
 
 fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> LoadError {
@@ -355,7 +383,8 @@ pub fn run_once(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult
     let server = Server::start(pc, sc).map_err(io("starting the proxy"))?;
     let proxy = server.local_addr();
 
-    let mut uas = Kid::spawn(sipp::uas(&plan.sipp, uas_port, dir.path()), "uas")
+    let cpus = plan.sipp_cpus.as_ref();
+    let mut uas = Kid::spawn(sipp::uas(&plan.sipp, uas_port, dir.path()), cpus, "uas")
         .map_err(io("starting sipp"))?;
     sipp::wait_bound(&mut uas, uas_port, Duration::from_secs(10)).map_err(|e| {
         if e.kind() == std::io::ErrorKind::TimedOut {
@@ -379,6 +408,7 @@ pub fn run_once(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult
             sipp_timeout,
             dir.path(),
         ),
+        cpus,
         "uac",
     )
     .map_err(io("starting sipp"))?;
@@ -455,6 +485,7 @@ fn warm_up(
             case_label(case),
             plan.warmup_calls
         ));
+        let _idle = hold_idle(case)?;
         run_fresh_ports(plan, case, plan.warmup_calls)?;
     }
     Ok(())
@@ -467,6 +498,7 @@ fn measured_run(
     i: usize,
     progress: &mut dyn FnMut(&str),
 ) -> Result<RunResult, LoadError> {
+    let idle = hold_idle(case)?;
     let mut r = run_fresh_ports(plan, case, plan.calls)?;
     // right after the run, so both see the host in the same state (not
     // after warm-ups, whose results are discarded)
@@ -475,6 +507,7 @@ fn measured_run(
             k.t_sip_hot_us = Some(us);
         }
     }
+    drop(idle);
     let t = |k: &str| {
         r.kinds
             .get(k)
@@ -519,7 +552,16 @@ fn mode_name(m: Mode) -> &'static str {
 }
 
 fn case_label(c: LoadCase) -> String {
-    format!("{} {} x{}", mode_name(c.mode), c.model.name(), c.workers)
+    let idle = match c.idle_latency {
+        Some(d) => format!(" idle-latency {}", idle_name(Some(d))),
+        None => String::new(),
+    };
+    format!(
+        "{} {} x{}{idle}",
+        mode_name(c.mode),
+        c.model.name(),
+        c.workers
+    )
 }
 
 /// The paper's Table I (OpenSIPS, baseline "server" mode): T_sip and
@@ -557,6 +599,12 @@ pub fn rows(plan: &LoadPlan, case: LoadCase, runs: &[RunResult]) -> Vec<ResultRo
     base.insert("cpus".into(), cpus.into());
     base.insert("sched".into(), sched.into());
     base.insert("spin".into(), plan.spin.to_string().into());
+    base.insert("idle_latency".into(), idle_name(case.idle_latency).into());
+    let sipp_cpus = plan
+        .sipp_cpus
+        .as_ref()
+        .map_or_else(|| "any".into(), |c| c.to_string());
+    base.insert("sipp_cpus".into(), sipp_cpus.into());
     if case.model == WorkerModel::Shared {
         base.insert("wake".into(), plan.wake.name().into());
     }
@@ -743,6 +791,10 @@ pub fn run(plan: &LoadPlan, progress: &mut dyn FnMut(&str)) -> Result<Document, 
     // case warmed up just before its first run. The host's load drifts
     // over minutes on a shared machine; taking turns makes every case see
     // the same mix of it, so the cases compare fairly.
+    // A limit the kernel refuses fails here, before any run.
+    for &case in &plan.cases {
+        hold_idle(case)?;
+    }
     let n = plan.runs.max(1);
     let mut runs: Vec<Vec<RunResult>> = plan.cases.iter().map(|_| Vec::with_capacity(n)).collect();
     for i in 0..n {

@@ -4,10 +4,13 @@
 use std::collections::HashMap;
 use std::io;
 use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+use takt_sched::CpuSet;
 
 /// Where `sipp` is on `PATH` (Debian package `sip-tester`), if anywhere.
 pub fn find_sipp() -> Option<PathBuf> {
@@ -41,8 +44,25 @@ pub(super) struct Kid {
 }
 
 impl Kid {
-    /// Spawns `cmd` (stdin, stdout, stderr detached).
-    pub(super) fn spawn(mut cmd: Command, what: &'static str) -> io::Result<Kid> {
+    /// Spawns `cmd` (stdin, stdout, stderr detached), confined to `cpus`
+    /// from before its first instruction when given.
+    pub(super) fn spawn(
+        mut cmd: Command,
+        cpus: Option<&CpuSet>,
+        what: &'static str,
+    ) -> io::Result<Kid> {
+        if let Some(cpus) = cpus.cloned() {
+            // SAFETY: the hook runs in the child between fork and exec, where
+            // only async-signal-safe work is allowed: it makes one
+            // sched_setaffinity system call on a set moved in before the
+            // fork, and allocates nothing, also on failure.
+            unsafe {
+                cmd.pre_exec(move || {
+                    takt_sched::pin_calling_thread(&cpus)
+                        .map_err(|e| io::Error::from_raw_os_error(e.0))
+                });
+            }
+        }
         let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
