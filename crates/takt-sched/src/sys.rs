@@ -118,10 +118,10 @@ pub use linux::{get_affinity, gettid};
 #[cfg(target_os = "linux")]
 pub(crate) use linux::{sched_getattr, sched_setattr, set_affinity, SchedAttr, SCHED_ATTR_SIZE};
 
-/// Restricts the calling thread to `cpus`, allocating nothing: safe to call
-/// between `fork` and `exec` (a `CommandExt::pre_exec` hook), which is how
-/// a child process is placed before it runs a single instruction of its own.
-/// Threads made by [`crate::ThreadSpec`] are placed by their spec instead.
+/// Restricts the calling thread to `cpus`. Threads and processes it
+/// creates afterwards inherit the set, which is how a child process is
+/// placed before its first instruction; it allocates nothing. Threads made
+/// by [`crate::ThreadSpec`] are placed by their spec instead.
 #[cfg(target_os = "linux")]
 pub fn pin_calling_thread(cpus: &CpuSet) -> Result<(), crate::Errno> {
     set_affinity(0, cpus)

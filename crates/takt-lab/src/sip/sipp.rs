@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 use std::io;
 use std::net::{SocketAddr, TcpListener, UdpSocket};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -35,6 +34,35 @@ pub fn free_port() -> io::Result<u16> {
     ))
 }
 
+/// Confines the calling thread to a CPU set until dropped, so that a child
+/// spawned meanwhile inherits it (`posix_spawn` copies the caller's
+/// affinity).
+///
+/// Not a `pre_exec` hook: one forces `fork`, which write-protects every
+/// page of this process, the proxy's included, so that the proxy's first
+/// write to each page afterwards faults. Measured: INVITE and BYE, which
+/// write fresh transaction records, went from 1.6 to 3.2 µs.
+struct Confined {
+    restore: CpuSet,
+}
+
+impl Confined {
+    fn enter(cpus: &CpuSet) -> io::Result<Confined> {
+        let restore = CpuSet::current_affinity().map_err(io::Error::other)?;
+        takt_sched::pin_calling_thread(cpus)
+            .map_err(|e| io::Error::other(format!("confining sipp to CPUs {cpus}: {e}")))?;
+        Ok(Confined { restore })
+    }
+}
+
+impl Drop for Confined {
+    fn drop(&mut self) {
+        // the set this thread had a moment ago; nothing to report if the
+        // kernel refuses it now (its CPUs went offline)
+        let _ = takt_sched::pin_calling_thread(&self.restore);
+    }
+}
+
 /// A child process killed and reaped when dropped, so no path out of a
 /// run (error, panic, Ctrl-C unwinding) leaves a SIPp behind.
 #[derive(Debug)]
@@ -45,24 +73,13 @@ pub(super) struct Kid {
 
 impl Kid {
     /// Spawns `cmd` (stdin, stdout, stderr detached), confined to `cpus`
-    /// from before its first instruction when given.
+    /// from its first instruction when given.
     pub(super) fn spawn(
         mut cmd: Command,
         cpus: Option<&CpuSet>,
         what: &'static str,
     ) -> io::Result<Kid> {
-        if let Some(cpus) = cpus.cloned() {
-            // SAFETY: the hook runs in the child between fork and exec, where
-            // only async-signal-safe work is allowed: it makes one
-            // sched_setaffinity system call on a set moved in before the
-            // fork, and allocates nothing, also on failure.
-            unsafe {
-                cmd.pre_exec(move || {
-                    takt_sched::pin_calling_thread(&cpus)
-                        .map_err(|e| io::Error::from_raw_os_error(e.0))
-                });
-            }
-        }
+        let _confined = cpus.map(Confined::enter).transpose()?;
         let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
