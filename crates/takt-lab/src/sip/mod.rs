@@ -23,6 +23,15 @@
 //! ([`hot_reference`]): `t_sip_hot` and `cold_factor` (T_sip over it)
 //! separate a cold core's cost from the host's speed of the moment.
 //!
+//! Where the work runs is part of what is measured, and every row says it:
+//! `cpus` and `sched` for the proxy's threads, `sipp_cpus` for SIPp's two
+//! processes ([`LoadPlan::sipp_cpus`], inherited from the spawning thread:
+//! a `fork` would write-protect the in-process proxy's memory), and
+//! `idle_latency` ([`LoadCase::idle_latency`]): with a limit of 0 held
+//! ([`takt_sched::IdleLatency`]) idle CPUs poll instead of halting, so a
+//! datagram's wake-up needs no interrupt through the hypervisor and the
+//! core is not lent to the host between messages.
+//!
 //! ```no_run
 //! use takt_lab::sip::{LoadCase, LoadPlan};
 //! use takt_sip::proxy::Mode;
