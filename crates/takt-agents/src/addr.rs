@@ -40,10 +40,10 @@
 //!   cell alive"); the finish and release events that uphold it are there.
 //! - A tagged envelope owns one strong count, which `agent::deliver` hands
 //!   to the worker (`worker::owe_release`).
-//! - A pool-bound agent's envelopes are untagged too: they live in the
-//!   cell's own queue, which the cell drains when it drops (`AgentCell`'s
-//!   `Drop`), and the worker running them holds the run-queue entry's
-//!   reference.
+//! - A pool-bound agent's message envelopes are untagged too: they live in
+//!   the cell's own queue, which the cell drains when it drops
+//!   (`AgentCell`'s `Drop`), and the worker running them holds the
+//!   run-queue entry's reference (`run_agent` in `dispatcher/pool.rs`).
 //! - `fast_send` is only ever set for thread sinks (`coop.rs`), and a
 //!   cell's sink never changes: the fast path does not check the sink's kind.
 //! - An inline run needs exclusive execution: the "Exclusive execution"
