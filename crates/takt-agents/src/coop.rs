@@ -40,7 +40,8 @@ use std::time::{Duration, Instant};
 
 use takt_sched::sync::{AtomicUsize, Ordering};
 
-use crate::agent::{post_signal, post_start, AgentCell, AgentRef, Header, Sink, LAST_PRIO};
+use crate::addr::post_signal;
+use crate::agent::{post_start, AgentCell, AgentRef, Header, Sink, LAST_PRIO};
 use crate::dispatcher::Binding;
 use crate::envelope::REF_TAG;
 use crate::limits::Limits;

@@ -3,7 +3,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::agent::{send_raw, AgentCell};
+use crate::addr::send_raw;
+use crate::agent::AgentCell;
 use crate::coop::CoopHandle;
 use crate::{Addr, Agent, AgentId, Message, RuntimeHandle, State};
 

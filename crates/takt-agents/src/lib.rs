@@ -75,8 +75,8 @@
 //! the worker runs it in place through a per-agent handler cache; sends
 //! across threads use a Vyukov MPSC queue, wake the consumer only when it
 //! announced it sleeps, and keep the sender's and the receiver's writes on
-//! different cache lines. See `worker.rs` and `agent.rs` for the
-//! invariants, and the crate README for the design.
+//! different cache lines. See `worker.rs`, `agent.rs` and `addr.rs` for
+//! the invariants, and the crate README for the design.
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 /// The README's example, compiled and run as a doctest.
@@ -84,6 +84,7 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+mod addr;
 mod agent;
 mod ask;
 mod coop;
@@ -102,7 +103,8 @@ mod timer;
 mod trace;
 mod worker;
 
-pub use agent::{Addr, Agent, AgentId, Delivery, Message};
+pub use addr::{Addr, Delivery};
+pub use agent::{Agent, AgentId, Message};
 pub use ask::{Ask, AskError, Pending};
 pub use coop::{CoopBuilder, CoopHandle, RegError};
 pub use ctx::{Ctx, UnknownState};
