@@ -330,6 +330,10 @@ impl CoopBuilder {
 
     /// Registers the cooperation. Fails if the parent is being deregistered
     /// or the runtime is shutting down; the agents are then finished.
+    ///
+    /// A parent that is still being built is no obstacle: its agents run
+    /// from the moment they are added, so one of them may register
+    /// children from its start event before the parent's own `register`.
     pub fn register(mut self) -> Result<CoopHandle, RegError> {
         self.registered = true;
         let shared = self.shared.clone();
@@ -343,12 +347,20 @@ impl CoopBuilder {
         let attached = match &shared.parent {
             Some(p) => {
                 let mut pm = p.members();
-                if pm.status == Status::Registered {
-                    p.live.fetch_add(1, Ordering::Relaxed);
-                    pm.children.push(shared.clone());
-                    Ok(())
-                } else {
-                    Err(RegError::Closed("the parent cooperation is deregistering"))
+                match pm.status {
+                    // A parent still being built counts: its agents run from
+                    // the moment they are added (their start events are
+                    // queued then), so one may register children before its
+                    // own cooperation is registered. If the parent is then
+                    // dropped unregistered, its deregistration takes them.
+                    Status::Building | Status::Registered => {
+                        p.live.fetch_add(1, Ordering::Relaxed);
+                        pm.children.push(shared.clone());
+                        Ok(())
+                    }
+                    Status::Deregistering | Status::Done => {
+                        Err(RegError::Closed("the parent cooperation is deregistering"))
+                    }
                 }
             }
             None => shared.rt.add_root(shared.clone()),

@@ -330,6 +330,70 @@ fn child_coops_finish_with_their_parent() {
     assert!(late.register().is_err());
 }
 
+/// Registers a child cooperation from its start event and reports how
+/// that went.
+struct EarlyParent {
+    done: mpsc::Sender<Result<takt_agents::CoopHandle, String>>,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Agent for EarlyParent {
+    fn define(_: &mut Definer<Self>) {}
+    fn on_start(&mut self, ctx: &mut Ctx<Self>) {
+        let d = ctx.runtime().one_thread("kid").unwrap();
+        let mut child = ctx.coop().child("kid");
+        let r = child
+            .add(
+                Member {
+                    name: "kid",
+                    log: self.log.clone(),
+                },
+                &d,
+            )
+            .map_err(|e| e.to_string())
+            .and_then(|_| child.register().map_err(|e| e.to_string()));
+        self.done.send(r).unwrap();
+    }
+}
+
+#[test]
+fn an_agent_registers_children_before_its_own_coop_is_registered() {
+    // Start events are queued when an agent is added, so an agent can run
+    // (and register children) while its cooperation is still being built.
+    // This once failed with "the parent cooperation is deregistering" and
+    // left skynet waiting for children that never came.
+    let rt = runtime();
+    let d = rt.one_thread("d").unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let (tx, rx) = mpsc::channel();
+    for registered in [true, false] {
+        let mut parent = rt.coop("parent");
+        parent
+            .add(
+                EarlyParent {
+                    done: tx.clone(),
+                    log: log.clone(),
+                },
+                &d,
+            )
+            .unwrap();
+        // the child is registered before the parent is
+        let child = rx.recv_timeout(LONG).unwrap().unwrap();
+        if registered {
+            let parent = parent.register().unwrap();
+            assert!(!child.is_done());
+            parent.deregister();
+            assert!(parent.wait_timeout(LONG));
+        } else {
+            // a parent dropped unregistered takes its children with it
+            drop(parent);
+        }
+        assert!(child.wait_timeout(LONG), "registered parent: {registered}");
+    }
+    let l = log.lock().unwrap().clone();
+    assert_eq!(l.iter().filter(|e| *e == "finish kid").count(), 2, "{l:?}");
+}
+
 /// Sets its flag when the agent value is dropped.
 struct DropFlag {
     dropped: Arc<std::sync::atomic::AtomicBool>,

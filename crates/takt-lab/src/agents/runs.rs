@@ -380,6 +380,10 @@ struct Node {
     replies: u32,
     children: Option<CoopHandle>,
     done: Option<Arc<(Arc<Countdown>, AtomicU64)>>,
+    /// The first node that cannot create its children says why here and
+    /// releases the driver, which would otherwise wait for a sum that
+    /// never comes.
+    failed: Arc<(Mutex<Option<String>>, Arc<Countdown>)>,
     disp: Dispatcher,
 }
 
@@ -414,17 +418,29 @@ impl Agent for Node {
                 replies: 0,
                 children: None,
                 done: None,
+                failed: self.failed.clone(),
                 disp: self.disp.clone(),
             };
-            if coop.add(child, &self.disp).is_err() {
-                return;
+            if let Err(e) = coop.add(child, &self.disp) {
+                return self.fail(format!("adding a child of node {}: {e}", self.num));
             }
         }
-        self.children = coop.register().ok();
+        match coop.register() {
+            Ok(c) => self.children = Some(c),
+            Err(e) => self.fail(format!(
+                "registering the children of node {}: {e}",
+                self.num
+            )),
+        }
     }
 }
 
 impl Node {
+    fn fail(&self, why: String) {
+        self.failed.0.lock().unwrap().get_or_insert(why);
+        self.failed.1.hit();
+    }
+
     fn report(&mut self, _ctx: &mut Ctx<Self>) {
         match (&self.parent, &self.done) {
             (Some(p), _) => p.send(Sum(self.sum)),
@@ -447,6 +463,7 @@ pub fn skynet(opts: &TaktOpts, leaves: u64) -> Result<Sample, String> {
     let rt = opts.runtime();
     let disp = rt.one_thread("skynet").map_err(|e| e.to_string())?;
     let done = Arc::new((Countdown::new(1), AtomicU64::new(0)));
+    let failed = Arc::new((Mutex::new(None), done.0.clone()));
     let t = Instant::now();
     let mut coop = rt.coop("skynet-root");
     coop.add(
@@ -459,6 +476,7 @@ pub fn skynet(opts: &TaktOpts, leaves: u64) -> Result<Sample, String> {
             replies: 0,
             children: None,
             done: Some(done.clone()),
+            failed: failed.clone(),
             disp: disp.clone(),
         },
         &disp,
@@ -467,6 +485,10 @@ pub fn skynet(opts: &TaktOpts, leaves: u64) -> Result<Sample, String> {
     let root = coop.register().map_err(|e| e.to_string())?;
     done.0.latch.wait()?;
     let ms = t.elapsed().as_secs_f64() * 1e3;
+    if let Some(why) = failed.0.lock().unwrap().take() {
+        finish(rt, &root)?;
+        return Err(format!("skynet: {why}"));
+    }
     let sum = done.1.load(Ordering::SeqCst);
     let expect = leaves * (leaves - 1) / 2;
     if sum != expect {
