@@ -348,7 +348,7 @@ fn proxy(a: ProxyArgs) -> Result<(), String> {
             eprintln!("warning: statistics endpoint {sa} is reachable from the network");
         }
     }
-    let _idle = match a.idle_latency {
+    let idle_hold = match a.idle_latency {
         Some(IdleLimit(Some(limit))) => {
             Some(takt_sched::IdleLatency::hold(limit).map_err(|e| format!("--idle-latency: {e}"))?)
         }
@@ -381,7 +381,7 @@ fn proxy(a: ProxyArgs) -> Result<(), String> {
         if info.tcp { "+tcp" } else { "" },
         info.next_hop,
         info.rcvbuf_effective,
-        _idle
+        idle_hold
             .as_ref()
             .map(|h| format!(
                 ", idle latency {}",

@@ -10,7 +10,13 @@ use std::process::Command;
 
 use serde_json::Value;
 
-fn have_sipp() -> bool {
+/// Whether SIPp tests can run here: not under valgrind (SIPp's timers need
+/// a native-speed proxy), and only with SIPp installed.
+fn can_run_sipp() -> bool {
+    if std::env::var_os("TAKT_UNDER_VALGRIND").is_some() {
+        eprintln!("skipping under valgrind (SIPp's timers need a native-speed proxy)");
+        return false;
+    }
     if takt_lab::sip::find_sipp().is_some() {
         return true;
     }
@@ -23,11 +29,7 @@ fn have_sipp() -> bool {
 
 #[test]
 fn load_json_document() {
-    if std::env::var_os("TAKT_UNDER_VALGRIND").is_some() {
-        eprintln!("skipping under valgrind (SIPp's timers need a native-speed proxy)");
-        return;
-    }
-    if !have_sipp() {
+    if !can_run_sipp() {
         return;
     }
     const CALLS: u64 = 20;
@@ -134,19 +136,9 @@ fn load_json_document() {
     assert_eq!(order, expected, "{stderr}");
 }
 
-/// The system-wide CPU latency limit in force (`/dev/cpu_dma_latency`), µs.
-fn latency_limit_us() -> i32 {
-    let raw = std::fs::read("/dev/cpu_dma_latency").expect("root reads the QoS device");
-    i32::from_ne_bytes(raw[..4].try_into().unwrap())
-}
-
 #[test]
 fn idle_latency_cases_and_sipp_placement() {
-    if std::env::var_os("TAKT_UNDER_VALGRIND").is_some() {
-        eprintln!("skipping under valgrind (SIPp's timers need a native-speed proxy)");
-        return;
-    }
-    if !have_sipp() {
+    if !can_run_sipp() {
         return;
     }
     let bad = Command::new(env!("CARGO_BIN_EXE_takt"))
@@ -158,7 +150,8 @@ fn idle_latency_cases_and_sipp_placement() {
 
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
-    let before = root.then(latency_limit_us);
+    let limit = || takt_sched::idle_latency_limit().expect("root reads the QoS device");
+    let before = root.then(limit);
     const CALLS: u64 = 10;
     let out = Command::new(env!("CARGO_BIN_EXE_takt"))
         .args(["sip", "load", "--json", "--quick", "--mode", "stateless"])
@@ -185,7 +178,7 @@ fn idle_latency_cases_and_sipp_placement() {
     }
     assert!(out.status.success(), "takt sip load failed:\n{stderr}");
     // the hold ended with the run
-    assert_eq!(Some(latency_limit_us()), before);
+    assert_eq!(Some(limit()), before);
     let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
     let rows = doc["results"].as_array().unwrap();
     for idle in ["none", "0us"] {
