@@ -197,3 +197,25 @@ impl Document {
         })
     }
 }
+
+/// The `idle_latency` row parameter: `none` (the system's idle policy), or
+/// the held limit in whole µs, the kernel's granularity (`0us`: idle CPUs
+/// poll). See [`takt_sched::IdleLatency`].
+pub fn idle_latency_param(limit: Option<std::time::Duration>) -> String {
+    limit.map_or_else(|| "none".into(), |d| format!("{}us", d.as_micros()))
+}
+
+#[cfg(test)]
+mod idle_param_tests {
+    use super::idle_latency_param;
+    use std::time::Duration;
+
+    #[test]
+    fn idle_latency_param_names_the_kernel_granularity() {
+        assert_eq!(idle_latency_param(None), "none");
+        assert_eq!(idle_latency_param(Some(Duration::ZERO)), "0us");
+        // the device takes whole microseconds: 900 ns is a 0 µs limit
+        assert_eq!(idle_latency_param(Some(Duration::from_nanos(900))), "0us");
+        assert_eq!(idle_latency_param(Some(Duration::from_micros(20))), "20us");
+    }
+}

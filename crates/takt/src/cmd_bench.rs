@@ -5,7 +5,7 @@ use clap::{Args, Subcommand};
 use takt_lab::agents;
 use takt_lab::output::emit;
 
-use crate::args::{OutputArgs, SchedArgs, SpinArgs};
+use crate::args::{parse_idle_limit, IdleLimit, OutputArgs, SchedArgs, SpinArgs};
 use crate::cmd_bench_sme;
 
 /// `takt bench` subcommands.
@@ -33,6 +33,13 @@ pub struct AgentsCmd {
     pub sched: SchedArgs,
     #[command(flatten)]
     pub spin: SpinArgs,
+    /// Hold a CPU idle-latency limit for the whole run: `0` keeps idle
+    /// CPUs polling instead of halting, so waking a parked dispatcher
+    /// thread needs no interrupt. Machine-wide (the peers run under it
+    /// too), through /dev/cpu_dma_latency (root); rows carry
+    /// `idle_latency`.
+    #[arg(long, value_name = "DURATION", value_parser = parse_idle_limit)]
+    pub idle_latency: Option<IdleLimit>,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -51,6 +58,7 @@ fn run_agents(cmd: AgentsCmd) -> Result<(), String> {
         spin: cmd.spin.spin,
         thread: cmd.sched.spec("takt-agents"),
         runs: cmd.runs as usize,
+        idle_latency: cmd.idle_latency.and_then(|IdleLimit(l)| l),
     };
     let eta = agents::expected_duration(&opts);
     eprintln!(

@@ -385,7 +385,7 @@ fn proxy(a: ProxyArgs) -> Result<(), String> {
             .as_ref()
             .map(|h| format!(
                 ", idle latency {}",
-                takt_lab::sip::idle_name(Some(h.limit()))
+                takt_lab::result::idle_latency_param(Some(h.limit()))
             ))
             .unwrap_or_default(),
         endpoint

@@ -40,6 +40,11 @@ pub struct Options {
     pub thread: ThreadSpec,
     /// Measured runs per row (at least 5); one warm-up run precedes them.
     pub runs: usize,
+    /// A CPU idle-latency limit held for the whole run
+    /// ([`takt_sched::IdleLatency`]; `Some(0)`: idle CPUs poll, so a parked
+    /// thread's wake-up needs no interrupt). Machine-wide: the peer
+    /// runtimes run under it too. `None`: the system's idle policy.
+    pub idle_latency: Option<std::time::Duration>,
 }
 
 impl Options {
@@ -192,6 +197,10 @@ impl Runner<'_> {
         p.insert("dispatcher".into(), dispatcher.into());
         p.insert("spin".into(), self.opts.spin.to_string().into());
         p.insert(
+            "idle_latency".into(),
+            crate::result::idle_latency_param(self.opts.idle_latency).into(),
+        );
+        p.insert(
             "cpus".into(),
             self.opts
                 .thread
@@ -310,6 +319,11 @@ pub fn expected_duration(opts: &Options) -> Duration {
 pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Document, String> {
     let plan = Plan::of(opts.quick);
     let t = opts.takt();
+    let _idle = opts
+        .idle_latency
+        .map(takt_sched::IdleLatency::hold)
+        .transpose()
+        .map_err(|e| format!("--idle-latency: {e}"))?;
     let mut r = Runner {
         opts,
         doc: DocumentBuilder::start("agents"),
@@ -317,6 +331,12 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Document, S
     };
     if opts.quick {
         r.doc.note(Plan::QUICK_NOTE);
+    }
+    if let Some(limit) = opts.idle_latency {
+        r.doc.note(format!(
+            "idle latency limit {} held for the whole run, machine-wide: idle CPUs polled instead of halting, the peers' too",
+            crate::result::idle_latency_param(Some(limit))
+        ));
     }
     r.doc.note(
         "published: the seed's SObjectizer 4.4.b3 figure (Pentium-M 1.5 GHz, 2006) converted to this row's unit",

@@ -70,7 +70,7 @@ use takt_sip::proxy::{Mode, ProxyConfig, Target, Transport};
 use takt_sip::stats::Snapshot;
 use takt_sip::transport::{Server, ServerConfig, WakeOrder, WorkerModel};
 
-use crate::result::{Better, Document, DocumentBuilder, ResultRow};
+use crate::result::{idle_latency_param, Better, Document, DocumentBuilder, ResultRow};
 use sipp::{Kid, ScratchDir};
 
 /// One configuration of the proxy under load.
@@ -218,11 +218,6 @@ pub enum LoadError {
 /// Holds the case's idle-latency limit, if it has one, until dropped.
 fn hold_idle(case: LoadCase) -> Result<Option<IdleLatency>, LoadError> {
     Ok(case.idle_latency.map(IdleLatency::hold).transpose()?)
-}
-
-/// `none`, or the limit in whole µs (the kernel's granularity): `0us`.
-pub fn idle_name(limit: Option<Duration>) -> String {
-    limit.map_or_else(|| "none".into(), |d| format!("{}us", d.as_micros()))
 }
 
 fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> LoadError {
@@ -562,7 +557,7 @@ fn mode_name(m: Mode) -> &'static str {
 
 fn case_label(c: LoadCase) -> String {
     let idle = match c.idle_latency {
-        Some(d) => format!(" idle-latency {}", idle_name(Some(d))),
+        Some(d) => format!(" idle-latency {}", idle_latency_param(Some(d))),
         None => String::new(),
     };
     format!(
@@ -608,7 +603,10 @@ pub fn rows(plan: &LoadPlan, case: LoadCase, runs: &[RunResult]) -> Vec<ResultRo
     base.insert("cpus".into(), cpus.into());
     base.insert("sched".into(), sched.into());
     base.insert("spin".into(), plan.spin.to_string().into());
-    base.insert("idle_latency".into(), idle_name(case.idle_latency).into());
+    base.insert(
+        "idle_latency".into(),
+        idle_latency_param(case.idle_latency).into(),
+    );
     let sipp_cpus = plan
         .sipp_cpus
         .as_ref()
