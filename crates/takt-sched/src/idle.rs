@@ -73,10 +73,7 @@ impl IdleLatency {
                 i32::MAX
             ),
         })?;
-        let refused = |e: std::io::Error| SchedError::Refused {
-            setting: setting(),
-            errno: Errno(e.raw_os_error().unwrap_or(libc::EIO)),
-        };
+        let refused = |e: std::io::Error| refusal(setting(), &e);
         let mut file = File::options().write(true).open(device).map_err(refused)?;
         // The device takes the limit as a native-endian s32 (or as a hex
         // string); one write sets this open file's request.
@@ -97,10 +94,7 @@ pub fn idle_latency_limit() -> Result<Option<Duration>, SchedError> {
 }
 
 fn read_limit(device: &Path) -> Result<Option<Duration>, SchedError> {
-    let refused = |e: std::io::Error| SchedError::Refused {
-        setting: format!("reading {}", device.display()),
-        errno: Errno(e.raw_os_error().unwrap_or(libc::EIO)),
-    };
+    let refused = |e: std::io::Error| refusal(format!("reading {}", device.display()), &e);
     let mut raw = [0u8; 4];
     File::open(device)
         .and_then(|mut f| f.read_exact(&mut raw))
@@ -180,8 +174,14 @@ fn read_state(dir: &Path) -> Result<IdleState, SchedError> {
 }
 
 fn sysfs_error(path: &Path, e: &std::io::Error) -> SchedError {
+    refusal(format!("reading {}", path.display()), e)
+}
+
+/// An OS error on `setting` as [`SchedError::Refused`] (`EIO` when the
+/// error carries no errno).
+fn refusal(setting: String, e: &std::io::Error) -> SchedError {
     SchedError::Refused {
-        setting: format!("reading {}", path.display()),
+        setting,
         errno: Errno(e.raw_os_error().unwrap_or(libc::EIO)),
     }
 }
