@@ -74,6 +74,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use takt_measure::result::{Document, DocumentBuilder, ResultRow};
+use takt_measure::table::Table;
 
 mod bandwidth;
 mod calls;
@@ -600,22 +601,31 @@ pub fn render(doc: &MachineDocument) -> String {
         }
     }
     if !doc.comparisons.is_empty() {
-        out.push_str("\n--compare (takt / reference tool, same run):\n");
+        let mut t = Table::titled("\n--compare (takt / reference tool, same run)")
+            .text("quantity")
+            .text("tool")
+            .number("ratio")
+            .number("interleaved")
+            .text("within 15%")
+            .number("best vs best");
+        let mut differences = String::new();
         for c in &doc.comparisons {
-            let inter = c
-                .ratio_interleaved
-                .map(|r| format!("  interleaved {r:.3}"))
-                .unwrap_or_default();
-            out.push_str(&format!(
-                "  {:<28} {:<11} ratio {:.3}{inter} {}  best-vs-best {:.3}  ({})\n",
-                c.name,
-                c.tool,
-                c.ratio,
-                if c.within_15pct { "ok " } else { "OFF" },
-                c.ratio_best,
-                c.difference
-            ));
+            t.push(vec![
+                c.name.clone(),
+                c.tool.clone(),
+                format!("{:.3}", c.ratio),
+                c.ratio_interleaved
+                    .map(|r| format!("{r:.3}"))
+                    .unwrap_or_default(),
+                if c.within_15pct { "ok" } else { "OFF" }.into(),
+                format!("{:.3}", c.ratio_best),
+            ]);
+            differences.push_str(&format!("  {} / {}: {}\n", c.name, c.tool, c.difference));
         }
+        t.drop_empty_columns();
+        out.push_str(&t.render());
+        out.push_str("what differs:\n");
+        out.push_str(&differences);
     }
     if let Some(rep) = &doc.repeatability {
         out.push_str(&repeat::render(rep));
@@ -623,11 +633,8 @@ pub fn render(doc: &MachineDocument) -> String {
     for p in &doc.plots {
         out.push_str(&format!("plot: {}\n", p.display()));
     }
-    let m = &doc.document.machine;
-    out.push_str(&format!(
-        "\n{} · {} CPUs · kernel {} · {} · commit {} · steal {:.1}% · load {:.2}\n",
-        m.cpu, m.cpus, m.kernel, m.profile, m.commit, m.steal_pct, m.load[0]
-    ));
+    out.push('\n');
+    out.push_str(&takt_measure::output::machine_line(&doc.document));
     for n in &doc.document.notes {
         out.push_str(&format!("note: {n}\n"));
     }

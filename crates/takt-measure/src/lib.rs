@@ -11,7 +11,8 @@
 //! - [`sampler`]: warm-up, repetitions and the CPU price of each run;
 //! - [`env`]: the machine block (CPU, kernel, commit, compiler, profile,
 //!   steal time, load);
-//! - [`output`]: the human table and `--json` output of a document.
+//! - [`table`]: the one table model for everything printed for people;
+//! - [`output`]: a document's human tables and `--json` output.
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod env;
@@ -19,6 +20,7 @@ pub mod output;
 pub mod result;
 pub mod sampler;
 pub mod stats;
+pub mod table;
 
 #[doc(hidden)]
 pub use serde_json as __serde_json;

@@ -417,7 +417,7 @@ fn proxy(a: ProxyArgs) -> Result<(), String> {
     if a.json {
         println!("{}", snap.json());
     } else {
-        print!("{}", snap.table());
+        print!("{}", takt_lab::sip::render_exit_summary(&snap));
     }
     Ok(())
 }

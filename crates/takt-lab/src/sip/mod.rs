@@ -48,13 +48,17 @@
 //! takt_lab::output::emit(&doc, true).unwrap();
 //! ```
 //!
+//! [`render_exit_summary`] lays out `takt sip proxy`'s statistics at exit.
+//!
 //! Every SIPp child is killed and reaped on every path out of a run
 //! (error, interruption through [`LoadPlan::stop`], panic), and its
 //! scratch directory removed.
 
 mod sipp;
+mod summary;
 
 pub use sipp::{find_sipp, free_port, parse_stat_csv, UacTotals};
+pub use summary::render_exit_summary;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
