@@ -294,7 +294,7 @@ fn oversized_and_garbage_datagrams_are_counted_not_fatal() {
         if too_large == 1 && malformed == 2 {
             break;
         }
-        assert!(Instant::now() < deadline, "{}", s.table());
+        assert!(Instant::now() < deadline, "{}", s.json());
         std::thread::sleep(Duration::from_millis(20));
     }
     srv.stop();

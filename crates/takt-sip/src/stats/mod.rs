@@ -32,6 +32,7 @@
 mod endpoint;
 pub mod snmp;
 mod table;
+pub use table::KindRow;
 
 pub use endpoint::{serve, Endpoint, EndpointAddr};
 
