@@ -3,27 +3,41 @@
 //! Rows are matched by (suite, name, impl, params): the k-th row with a
 //! key in run A meets the k-th row with that key in run B. A matched pair
 //! is flagged — a **regression** or an **improvement**, by the row's
-//! `better` — only when both tests agree:
+//! `better` — only when all three hold:
 //!
 //! 1. the two Student-t 95% intervals of the mean (`ci95`) are disjoint,
-//!    so each run's mean lies outside the other run's interval; and
+//!    so each run's mean lies outside the other run's interval;
 //! 2. when both rows carry at least two raw samples, the two-sided
-//!    Mann–Whitney U test rejects "same distribution" at 5%
-//!    ([`ALPHA`]).
+//!    Mann–Whitney U test rejects "same distribution" at 5% ([`ALPHA`]);
+//! 3. the median moved by at least the minimum change (default
+//!    [`DEFAULT_MIN_CHANGE_PCT`] percent of A's median).
 //!
-//! Otherwise the pair is **within noise**. Why both: the t interval
-//! assumes roughly normal samples, and benchmark samples are skewed —
-//! one preempted repetition drags a mean and widens its interval; the
-//! rank test does not care how far an outlier lies, only whether one
-//! run's samples sit consistently above the other's. Disjoint 95%
-//! intervals alone correspond to a test at about 0.6% for equal spreads,
-//! which keeps false flags rare across the hundred-odd rows of a report,
-//! where the rank test alone at 5% would flag about five rows of pure
-//! noise. With five samples a side the rank test can reject only when at
-//! most two of the 25 cross-pairs are out of order (exact p ≤ 0.032), so
-//! a flagged change is also consistent, not just large. When either row
-//! has no raw samples the interval test alone decides, and the pair says
-//! so (`p_value` is absent).
+//! A pair that fails 1 or 2 is **within noise**; one that passes both
+//! but fails 3 is a **small** change: real within these two runs, too
+//! small to call.
+//!
+//! Why two tests: the t interval assumes roughly normal samples, and
+//! benchmark samples are skewed — one preempted repetition drags a mean
+//! and widens its interval; the rank test does not care how far an
+//! outlier lies, only whether one run's samples sit consistently above
+//! the other's. Disjoint 95% intervals alone amount to a test at about
+//! 0.6% for equal spreads, which keeps false flags rare across the
+//! hundred-odd rows of a report, where the rank test alone at 5% would
+//! flag about five rows of pure noise. With five samples a side the rank
+//! test rejects only when at most two of the 25 cross-pairs are out of
+//! order (exact p ≤ 0.032), so a flagged change is also consistent, not
+//! just large. When either row has no raw samples the interval test
+//! decides alone, and the pair says so (`p_value` is absent).
+//!
+//! Why a minimum change: both tests see only the variation *within* each
+//! run. Two runs of the same build also differ by what changed between
+//! them — other load, CPU frequency, placement, the host — and rows whose
+//! samples are many iterations of one run (the `machine` suite's) have
+//! intervals far narrower than that. On a shared 2-vCPU virtual machine
+//! back-to-back runs of one build differ by a few percent with every row
+//! "significant"; the threshold keeps those out of the flags, and
+//! `takt runs diff --min-change` sets it (0 flags every significant
+//! change).
 //!
 //! A pair is **unjudged** when either row has fewer than two
 //! repetitions or no finite interval, or when the unit or the direction
@@ -41,9 +55,14 @@ use crate::run::{Run, RunSummary};
 /// Significance level of the rank test.
 pub const ALPHA: f64 = 0.05;
 
-/// The tests, as one sentence for reports.
-pub const METHOD: &str = "flagged when the two ci95 intervals of the mean are disjoint and, \
-     where both rows have raw samples, a two-sided Mann-Whitney U test rejects at 5%";
+/// The smallest change of the median, in percent, that is flagged unless
+/// the caller says otherwise.
+pub const DEFAULT_MIN_CHANGE_PCT: f64 = 5.0;
+
+/// The tests, as one sentence for reports (the minimum change follows).
+pub const METHOD: &str = "flagged when the two ci95 intervals of the mean are disjoint, \
+     a two-sided Mann-Whitney U test over the raw samples rejects at 5% (where both rows have \
+     samples), and the median moved by at least the minimum change";
 
 /// What a matched pair (or a lone row) amounts to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -55,6 +74,8 @@ pub enum Verdict {
     Improvement,
     /// The difference lies within the runs' noise.
     WithinNoise,
+    /// Beyond the runs' noise, but smaller than the minimum change.
+    Small,
     /// The pair cannot be judged (see [`RowDiff::reason`]).
     Unjudged,
     /// The row is in run A only.
@@ -70,6 +91,7 @@ impl Verdict {
             Verdict::Regression => "REGRESSION",
             Verdict::Improvement => "improvement",
             Verdict::WithinNoise => "within noise",
+            Verdict::Small => "small",
             Verdict::Unjudged => "unjudged",
             Verdict::OnlyInA => "only in A",
             Verdict::OnlyInB => "only in B",
@@ -149,6 +171,8 @@ pub struct Counts {
     pub improvements: usize,
     /// Pairs within noise.
     pub within_noise: usize,
+    /// Pairs beyond noise but under the minimum change.
+    pub small: usize,
     /// Pairs that could not be judged.
     pub unjudged: usize,
     /// Rows of A only.
@@ -166,6 +190,8 @@ pub struct Diff {
     pub b: RunSummary,
     /// The test applied ([`METHOD`]).
     pub method: &'static str,
+    /// The minimum change of the median flagged, in percent.
+    pub min_change_pct: f64,
     /// Verdict counts.
     pub counts: Counts,
     /// A's rows in order with their partners, then B's rows that have none.
@@ -191,8 +217,9 @@ fn rows_of(run: &Run) -> Vec<(Key, &str, &Row)> {
         .collect()
 }
 
-/// Compares run `b` with run `a`.
-pub fn compare(a: &Run, b: &Run) -> Diff {
+/// Compares run `b` with run `a`, flagging changes of the median of at
+/// least `min_change_pct` percent that pass both noise tests.
+pub fn compare(a: &Run, b: &Run, min_change_pct: f64) -> Diff {
     let rows_a = rows_of(a);
     let rows_b = rows_of(b);
     let mut by_key: HashMap<&Key, VecDeque<usize>> = HashMap::new();
@@ -206,7 +233,7 @@ pub fn compare(a: &Run, b: &Run) -> Diff {
         match partner {
             Some(j) => {
                 matched_b[j] = true;
-                rows.push(judge(suite, ra, rows_b[j].2));
+                rows.push(judge(suite, ra, rows_b[j].2, min_change_pct));
             }
             None => rows.push(lone(suite, ra, Verdict::OnlyInA)),
         }
@@ -222,6 +249,7 @@ pub fn compare(a: &Run, b: &Run) -> Diff {
             Verdict::Regression => &mut counts.regressions,
             Verdict::Improvement => &mut counts.improvements,
             Verdict::WithinNoise => &mut counts.within_noise,
+            Verdict::Small => &mut counts.small,
             Verdict::Unjudged => &mut counts.unjudged,
             Verdict::OnlyInA => &mut counts.only_in_a,
             Verdict::OnlyInB => &mut counts.only_in_b,
@@ -231,6 +259,7 @@ pub fn compare(a: &Run, b: &Run) -> Diff {
         a: a.summary.clone(),
         b: b.summary.clone(),
         method: METHOD,
+        min_change_pct,
         counts,
         rows,
     }
@@ -260,7 +289,7 @@ fn lone(suite: &str, r: &Row, verdict: Verdict) -> RowDiff {
     }
 }
 
-fn judge(suite: &str, ra: &Row, rb: &Row) -> RowDiff {
+fn judge(suite: &str, ra: &Row, rb: &Row, min_change_pct: f64) -> RowDiff {
     let change_pct = (ra.median != 0.0).then(|| (rb.median - ra.median) / ra.median.abs() * 100.0);
     let intervals_disjoint = match (ra.ci95, rb.ci95) {
         (Some([alo, ahi]), Some([blo, bhi])) => Some(ahi < blo || bhi < alo),
@@ -283,11 +312,17 @@ fn judge(suite: &str, ra: &Row, rb: &Row) -> RowDiff {
         reason = Some("no finite ci95 interval".to_string());
         Verdict::Unjudged
     } else if intervals_disjoint == Some(true) && p_value.is_none_or(|p| p < ALPHA) {
-        let b_higher = rb.mean > ra.mean;
-        if b_higher == (rb.better == Better::Higher) {
-            Verdict::Improvement
+        if change_pct.is_some_and(|c| c.abs() < min_change_pct) {
+            Verdict::Small
         } else {
-            Verdict::Regression
+            // The median's direction (the thresholded change); the mean's
+            // when A's median is 0.
+            let b_higher = change_pct.map_or(rb.mean > ra.mean, |c| c > 0.0);
+            if b_higher == (rb.better == Better::Higher) {
+                Verdict::Improvement
+            } else {
+                Verdict::Regression
+            }
         }
     } else {
         Verdict::WithinNoise

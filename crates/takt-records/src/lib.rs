@@ -16,8 +16,11 @@
 //! - [`Store`] opens (and migrates, see [`SCHEMA_VERSION`]) a database and
 //!   writes runs transactionally; see its guarantees.
 //! - [`record`] is the one call a measuring command needs.
-//! - [`compare`] puts two runs side by side and flags regressions and
-//!   improvements only beyond both runs' noise ([`compare::METHOD`]).
+//! - [`compare()`] puts two runs side by side and flags regressions and
+//!   improvements only beyond both runs' noise; the [`compare`](mod@compare)
+//!   module states the tests.
+//!
+//! The crate README describes the schema and the `takt runs` commands.
 //!
 //! ```
 //! # fn main() -> Result<(), takt_records::Error> {
@@ -39,7 +42,7 @@
 //! let store = takt_records::Store::open_existing(&db)?;
 //! let run = store.run(id)?;
 //! assert_eq!(run.documents[0].rows[0].samples.len(), 5);
-//! let same = takt_records::compare(&run, &run);
+//! let same = takt_records::compare(&run, &run, takt_records::compare::DEFAULT_MIN_CHANGE_PCT);
 //! assert_eq!(same.counts.within_noise, 1);
 //! # std::fs::remove_dir_all(&dir).unwrap();
 //! # Ok(())

@@ -1,19 +1,4 @@
 //! The store: a SQLite database of runs.
-//!
-//! # Guarantees
-//! - A run stored with [`Store::record`] is written in one transaction:
-//!   after a crash at any point the database holds the whole run or none
-//!   of it.
-//! - A run written in stages ([`Store::begin`], [`Store::add_document`]
-//!   per finished stage, then [`Store::finish`] or
-//!   [`Store::finish_interrupted`]) is never half a document: each
-//!   document with its rows and samples is one transaction, and closing
-//!   the run (status and end time) is one statement. A run whose process
-//!   died before closing it reads as [`RunStatus::Abandoned`].
-//! - Documents are validated before anything is written; an invalid one
-//!   writes nothing.
-//! - The database is in WAL mode: readers do not block the writer, and
-//!   concurrent writers wait for each other (up to [`BUSY_TIMEOUT`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -38,6 +23,21 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%SZ', 'now')";
 
 /// An open records database.
+///
+/// # Guarantees
+/// - A run stored with [`Store::record`] is written in one transaction:
+///   after a crash at any point the database holds the whole run or none
+///   of it.
+/// - A run written in stages ([`Store::begin`], [`Store::add_document`]
+///   per finished stage, then [`Store::finish`] or
+///   [`Store::finish_interrupted`]) is never half a document: each
+///   document with its rows and samples is one transaction, and closing
+///   the run (status and end time) is one statement. A run whose process
+///   died before closing it reads as [`RunStatus::Abandoned`].
+/// - Documents are validated before anything is written; an invalid one
+///   writes nothing.
+/// - The database is in WAL mode: readers do not block the writer, and
+///   concurrent writers wait for each other (up to [`BUSY_TIMEOUT`]).
 #[derive(Debug)]
 pub struct Store {
     conn: Connection,

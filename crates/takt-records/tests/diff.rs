@@ -5,6 +5,7 @@ mod common;
 
 use common::{document, row, TempDir};
 use serde_json::json;
+use takt_records::compare::DEFAULT_MIN_CHANGE_PCT;
 use takt_records::{compare, record, RunMeta, Store, Verdict};
 
 fn runs() -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
@@ -68,6 +69,13 @@ fn runs() -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
             bare_a,
             single_a,
             row("retired", "takt", p(1), "lower", &[1.0, 1.1, 1.2, 1.0, 1.1]),
+            row(
+                "slight",
+                "takt",
+                p(1),
+                "lower",
+                &[50.0, 50.1, 49.9, 50.05, 49.95],
+            ),
         ],
     )];
     let b = vec![document(
@@ -105,6 +113,13 @@ fn runs() -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
             bare_b,
             single_b,
             row(
+                "slight",
+                "takt",
+                p(1),
+                "lower",
+                &[51.0, 51.1, 50.9, 51.05, 50.95],
+            ),
+            row(
                 "newcomer",
                 "takt",
                 p(1),
@@ -123,7 +138,11 @@ fn diff_flags_changes_beyond_both_intervals_and_nothing_within_them() {
     let ia = record(dir.db(), &RunMeta::from_documents(&a).unwrap(), &a).unwrap();
     let ib = record(dir.db(), &RunMeta::from_documents(&b).unwrap(), &b).unwrap();
     let store = Store::open_existing(dir.db()).unwrap();
-    let d = compare(&store.run(ia).unwrap(), &store.run(ib).unwrap());
+    let d = compare(
+        &store.run(ia).unwrap(),
+        &store.run(ib).unwrap(),
+        DEFAULT_MIN_CHANGE_PCT,
+    );
     let verdict = |name: &str, threads: u32| {
         d.rows
             .iter()
@@ -165,6 +184,11 @@ fn diff_flags_changes_beyond_both_intervals_and_nothing_within_them() {
     assert_eq!(single.verdict, Verdict::Unjudged);
     assert_eq!(single.reason.as_deref(), Some("fewer than 2 repetitions"));
 
+    let slight = verdict("slight", 1);
+    assert_eq!(slight.intervals_disjoint, Some(true));
+    assert!(slight.p_value.unwrap() < 0.05);
+    assert_eq!(slight.verdict, Verdict::Small, "2% is under the 5% minimum");
+
     assert_eq!(verdict("retired", 1).verdict, Verdict::OnlyInA);
     assert_eq!(verdict("newcomer", 1).verdict, Verdict::OnlyInB);
     assert_eq!(
@@ -200,13 +224,17 @@ fn a_unit_change_is_not_judged() {
     let ia = record(dir.db(), &RunMeta::from_documents(&a).unwrap(), &a).unwrap();
     let ib = record(dir.db(), &RunMeta::from_documents(&b).unwrap(), &b).unwrap();
     let store = Store::open_existing(dir.db()).unwrap();
-    let d = compare(&store.run(ia).unwrap(), &store.run(ib).unwrap());
+    let d = compare(
+        &store.run(ia).unwrap(),
+        &store.run(ib).unwrap(),
+        DEFAULT_MIN_CHANGE_PCT,
+    );
     assert_eq!(d.rows[0].verdict, Verdict::Unjudged);
     assert_eq!(
         d.rows[0].reason.as_deref(),
         Some("unit changed: ns/msg -> us")
     );
     // A run against itself: nothing moved.
-    let same = compare(&store.run(ia).unwrap(), &store.run(ia).unwrap());
+    let same = compare(&store.run(ia).unwrap(), &store.run(ia).unwrap(), 0.0);
     assert_eq!(same.counts.regressions + same.counts.improvements, 0);
 }
