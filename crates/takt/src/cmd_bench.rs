@@ -7,6 +7,7 @@ use takt_lab::output::emit;
 
 use crate::args::{parse_idle_limit, IdleLimit, OutputArgs, SchedArgs, SpinArgs};
 use crate::cmd_bench_sme;
+use crate::cmd_runs::RecordArgs;
 
 /// `takt bench` subcommands.
 #[derive(Subcommand, Debug)]
@@ -42,6 +43,8 @@ pub struct AgentsCmd {
     pub idle_latency: Option<IdleLimit>,
     #[command(flatten)]
     pub out: OutputArgs,
+    #[command(flatten)]
+    pub record: RecordArgs,
 }
 
 pub fn run(cmd: BenchCmd) -> Result<(), String> {
@@ -74,5 +77,6 @@ fn run_agents(cmd: AgentsCmd) -> Result<(), String> {
         eprintln!("[{:6.1}s] {line}", start.elapsed().as_secs_f64())
     })?;
     eprintln!("done in {:.1} s", start.elapsed().as_secs_f64());
-    emit(&doc, cmd.out.json).map_err(|e| e.to_string())
+    emit(&doc, cmd.out.json).map_err(|e| e.to_string())?;
+    cmd.record.store(&doc)
 }

@@ -6,6 +6,7 @@ use takt_lab::sampler::Repetitions;
 use takt_lab::sme::{SmeBench, BENCHMARKS};
 
 use crate::args::{OutputArgs, SchedArgs, SpinArgs};
+use crate::cmd_runs::RecordArgs;
 
 /// `takt bench sme` flags.
 #[derive(Args, Debug)]
@@ -16,6 +17,8 @@ pub struct SmeCmd {
     spin: SpinArgs,
     #[command(flatten)]
     output: OutputArgs,
+    #[command(flatten)]
+    record: RecordArgs,
     /// Largest thread count (default: the CPUs of `--cpus`, else all online).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: Option<u16>,
@@ -61,5 +64,6 @@ pub fn run(cmd: SmeCmd) -> Result<(), String> {
         }
     );
     let doc = bench.run(|line| eprintln!("  {line}"))?;
-    emit(&doc, cmd.output.json).map_err(|e| e.to_string())
+    emit(&doc, cmd.output.json).map_err(|e| e.to_string())?;
+    cmd.record.store(&doc)
 }

@@ -37,6 +37,37 @@ pub struct RecordsArgs {
     pub json: bool,
 }
 
+/// `--record` and `--db` of the measuring commands.
+#[derive(Args, Debug, Clone)]
+pub struct RecordArgs {
+    /// Also store the run in the records database (see `takt runs`).
+    #[arg(long)]
+    pub record: bool,
+    /// The records database `--record` writes to (created if absent).
+    #[arg(long, value_name = "PATH", default_value = takt_records::DEFAULT_PATH, requires = "record")]
+    pub db: PathBuf,
+}
+
+impl RecordArgs {
+    /// With `--record`, stores `doc` (a result document) as one complete
+    /// run and says so on stderr; without it, does nothing.
+    pub fn store(&self, doc: &impl serde::Serialize) -> Result<(), String> {
+        if !self.record {
+            return Ok(());
+        }
+        let doc = serde_json::to_value(doc).map_err(|e| format!("--record: {e}"))?;
+        let docs = [doc];
+        let mut meta =
+            takt_records::RunMeta::from_documents(&docs).map_err(|e| format!("--record: {e}"))?;
+        // This process's command line (with --repeat, the document's is a child's).
+        meta.command = std::env::args().collect::<Vec<_>>().join(" ");
+        let id =
+            takt_records::record(&self.db, &meta, &docs).map_err(|e| format!("--record: {e}"))?;
+        eprintln!("takt: stored run {id} in {}", self.db.display());
+        Ok(())
+    }
+}
+
 /// `takt runs list` flags.
 #[derive(Args, Debug)]
 pub struct ListCmd {

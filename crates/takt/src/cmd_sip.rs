@@ -89,6 +89,8 @@ pub struct LoadArgs {
     sipp_cpus: Option<takt_sched::CpuSet>,
     #[command(flatten)]
     out: OutputArgs,
+    #[command(flatten)]
+    record: crate::cmd_runs::RecordArgs,
 }
 
 /// `takt sip proxy` flags; each overrides the configuration file.
@@ -282,7 +284,8 @@ fn load(a: LoadArgs) -> Result<(), String> {
     );
     let doc =
         takt_lab::sip::run(&plan, &mut |line| eprintln!("{line}")).map_err(|e| e.to_string())?;
-    takt_lab::output::emit(&doc, a.out.json).map_err(|e| format!("writing the results: {e}"))
+    takt_lab::output::emit(&doc, a.out.json).map_err(|e| format!("writing the results: {e}"))?;
+    a.record.store(&doc)
 }
 
 fn apply_flags(cfg: &mut Config, a: &ProxyArgs) {

@@ -225,4 +225,27 @@ mod tests {
             assert!(e.to_string().contains(msg), "{args:?}: {e}");
         }
     }
+
+    #[test]
+    fn record_flags_on_the_measuring_commands() {
+        for args in [
+            &["takt", "bench", "agents", "--record"][..],
+            &["takt", "bench", "sme", "--record", "--db", "r.db"][..],
+            &["takt", "machine", "--quick", "--record", "--db", "r.db"][..],
+            &["takt", "sip", "load", "--quick", "--record"][..],
+        ] {
+            assert!(Cli::try_parse_from(args).is_ok(), "{args:?}");
+        }
+        for args in [
+            &["takt", "bench", "agents", "--db", "r.db"][..],
+            &["takt", "machine", "--db", "r.db"][..],
+            &["takt", "sip", "load", "--db", "r.db"][..],
+        ] {
+            let e = Cli::try_parse_from(args).unwrap_err();
+            assert!(e.to_string().contains("--record"), "{args:?}: {e}");
+        }
+        let e = Cli::try_parse_from(["takt", "machine", "--serve", "0.0.0.0:7878", "--record"])
+            .unwrap_err();
+        assert!(e.to_string().contains("cannot be used with"), "{e}");
+    }
 }

@@ -190,3 +190,38 @@ fn add_stores_saved_documents_as_one_run() {
     assert_eq!(v["status"], "complete");
     assert_eq!(v["commit"], "cccc333");
 }
+
+#[test]
+fn a_measuring_command_records_its_run_once_even_when_repeated() {
+    let dir = Dir::new("record");
+    let db = dir.file("takt-results.db");
+    let plots = dir.file("plots");
+    let o = takt(&[
+        "machine", "--quick", "--only", "timer", "--repeat", "2", "--json", "--record", "--db",
+        &db, "--out", &plots,
+    ]);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("stored run 1 in"));
+    let v: Value = serde_json::from_str(&stdout(&takt(&[
+        "runs", "show", "1", "--db", &db, "--json",
+    ])))
+    .unwrap();
+    assert_eq!(
+        v["suites"],
+        json!(["machine"]),
+        "the --repeat children did not record"
+    );
+    assert!(
+        v["command"].as_str().unwrap().contains("--repeat 2"),
+        "{}",
+        v["command"]
+    );
+    assert_eq!(
+        v["documents"][0]["body"], doc,
+        "the stored document is the one printed"
+    );
+    let list: Value =
+        serde_json::from_str(&stdout(&takt(&["runs", "list", "--db", &db, "--json"]))).unwrap();
+    assert_eq!(list["runs"].as_array().unwrap().len(), 1);
+}
