@@ -12,6 +12,14 @@ pub enum Error {
         /// The path looked at.
         path: PathBuf,
     },
+    /// SQLite could not open the file (a missing directory, no permission).
+    #[error("cannot open the records database {path}: {source}")]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// What SQLite said.
+        source: rusqlite::Error,
+    },
     /// The file exists but is not a SQLite database (or is damaged).
     #[error("{path} is not a takt records database: {reason}")]
     NotADatabase {

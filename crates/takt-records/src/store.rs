@@ -75,7 +75,10 @@ impl Store {
             },
             _ => Error::Sqlite(e),
         };
-        let mut conn = Connection::open_with_flags(path, flags).map_err(not_db)?;
+        let mut conn = Connection::open_with_flags(path, flags).map_err(|source| Error::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(not_db)?;
         // The first read of the file: a non-SQLite file fails here.
         let app: i32 = conn

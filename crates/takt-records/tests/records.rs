@@ -152,6 +152,11 @@ fn bad_input_gets_a_clear_error_and_writes_nothing() {
     assert!(matches!(e, Error::NoDatabase { .. }), "{e}");
     assert!(!missing.exists(), "a reading open creates nothing");
 
+    // A directory that does not exist.
+    let e = Store::open(dir.path().join("no/such/dir/r.db")).unwrap_err();
+    assert!(matches!(e, Error::Open { .. }), "{e:?}");
+    assert!(e.to_string().contains("no/such/dir/r.db"), "{e}");
+
     // A file that is not SQLite.
     let junk = dir.path().join("junk.db");
     std::fs::write(&junk, b"this is not a database\n".repeat(300)).unwrap();
