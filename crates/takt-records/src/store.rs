@@ -80,13 +80,20 @@ impl Store {
             source,
         })?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(not_db)?;
-        // The first read of the file: a non-SQLite file fails here.
-        let app: i32 = conn
-            .query_row("PRAGMA application_id", [], |r| r.get(0))
-            .map_err(not_db)?;
-        let tables: i64 = conn
-            .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
-            .map_err(not_db)?;
+        // The first read of the file: a non-SQLite file fails here. One
+        // read transaction, so both values come from the same snapshot
+        // (another process may be creating the schema meanwhile).
+        let (app, tables) = {
+            let tx = conn.transaction().map_err(not_db)?;
+            let app: i32 = tx
+                .query_row("PRAGMA application_id", [], |r| r.get(0))
+                .map_err(not_db)?;
+            let tables: i64 = tx
+                .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+                .map_err(not_db)?;
+            tx.commit().map_err(not_db)?;
+            (app, tables)
+        };
         if app != APPLICATION_ID && (app != 0 || tables > 0) {
             return Err(Error::ForeignDatabase {
                 path: path.to_path_buf(),

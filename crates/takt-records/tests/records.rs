@@ -285,3 +285,27 @@ fn a_writer_killed_mid_write_leaves_a_consistent_readable_database() {
         .record(&RunMeta::from_documents(&docs).unwrap(), &docs)
         .unwrap();
 }
+
+#[test]
+fn concurrent_writers_on_a_fresh_database_all_succeed() {
+    let dir = TempDir::new("concurrent");
+    let docs = two_documents();
+    let meta = RunMeta::from_documents(&docs).unwrap();
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                // Each writer opens (and maybe creates and migrates) on its own.
+                let mut store = Store::open(dir.db()).unwrap();
+                for _ in 0..5 {
+                    store.record(&meta, &docs).unwrap();
+                }
+            });
+        }
+    });
+    let store = Store::open_existing(dir.db()).unwrap();
+    let runs = store.list().unwrap();
+    assert_eq!(runs.len(), 20);
+    assert!(runs
+        .iter()
+        .all(|r| r.status == RunStatus::Complete && r.rows == 3));
+}
