@@ -88,6 +88,9 @@ pub enum Error {
     /// SQLite failed.
     #[error("records database: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// A stored value outside what the schema admits (a damaged record).
+    #[error("damaged record: {0}")]
+    Damaged(String),
     /// A stored JSON column did not parse (a damaged record).
     #[error("damaged record: {0}")]
     Json(#[from] serde_json::Error),

@@ -284,8 +284,8 @@ impl Store {
         for (id, mut row, params, better, detail) in raw {
             row.params = serde_json::from_str(&params)?;
             row.detail = serde_json::from_str(&detail)?;
-            // The schema's CHECK admits only the two spellings.
-            row.better = Better::parse(&better).unwrap_or(Better::Lower);
+            row.better = Better::parse(&better)
+                .ok_or_else(|| Error::Damaged(format!("result {id}: better = {better:?}")))?;
             row.samples = samples
                 .query_map([id], |r| r.get(0))?
                 .collect::<rusqlite::Result<Vec<f64>>>()?;
