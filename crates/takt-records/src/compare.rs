@@ -316,8 +316,12 @@ fn judge(suite: &str, ra: &Row, rb: &Row, min_change_pct: f64) -> RowDiff {
             Verdict::Small
         } else {
             // The median's direction (the thresholded change); the mean's
-            // when A's median is 0.
-            let b_higher = change_pct.map_or(rb.mean > ra.mean, |c| c > 0.0);
+            // (ordered: the intervals are disjoint) when the median did not
+            // move or A's is 0.
+            let b_higher = match change_pct {
+                Some(c) if c != 0.0 => c > 0.0,
+                _ => rb.mean > ra.mean,
+            };
             if b_higher == (rb.better == Better::Higher) {
                 Verdict::Improvement
             } else {
@@ -341,5 +345,51 @@ fn judge(suite: &str, ra: &Row, rb: &Row, min_change_pct: f64) -> RowDiff {
         p_value,
         verdict,
         reason,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(median: f64, mean: f64, ci: [f64; 2], samples: &[f64]) -> Row {
+        Row {
+            name: "r".into(),
+            implementation: "takt".into(),
+            params: Map::new(),
+            unit: "ns".into(),
+            better: Better::Lower,
+            median,
+            min: samples.iter().copied().fold(f64::INFINITY, f64::min),
+            max: samples.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            mean,
+            stddev: None,
+            ci95: Some(ci),
+            runs: samples.len() as u64,
+            cpu_s: 0.0,
+            samples: samples.to_vec(),
+            published: None,
+            note: None,
+            detail: Map::new(),
+        }
+    }
+
+    #[test]
+    fn an_unmoved_median_takes_the_means_direction() {
+        // Same median, B's mean (and interval) clearly above A's.
+        let a = row(10.0, 10.0, [9.9, 10.1], &[9.9, 10.0, 10.0, 10.0, 10.1]);
+        let b = row(10.0, 12.0, [11.0, 13.0], &[10.0, 10.0, 10.0, 15.0, 15.0]);
+        let d = judge("s", &a, &b, 0.0);
+        assert_eq!(d.change_pct, Some(0.0));
+        assert_eq!(d.intervals_disjoint, Some(true));
+        // The rank test does not see a consistent shift: within noise.
+        assert_eq!(d.verdict, Verdict::WithinNoise, "{:?}", d.p_value);
+        // Without samples, the intervals decide.
+        let b = Row {
+            samples: Vec::new(),
+            ..b
+        };
+        assert_eq!(judge("s", &a, &b, 0.0).verdict, Verdict::Regression);
+        assert_eq!(judge("s", &a, &b, 5.0).verdict, Verdict::Small);
     }
 }
