@@ -1,6 +1,10 @@
 // The C ABI between takt-peer-caf's Rust side and its C++ benchmarks on CAF
 // 0.17. Every function runs one measured repetition in an actor_system of its
-// own and has torn that system down (threads joined) when it returns.
+// own and has torn that system down (threads joined) when it returns. No C++
+// exception crosses it. A run that failed or timed out gives its actors an
+// exit message and a grace period, then shuts the system down without
+// waiting for actors that did not stop (their memory is leaked, never freed
+// while in use).
 #pragma once
 
 #include <cstddef>
