@@ -15,7 +15,7 @@ use crate::cmd_runs::RecordArgs;
 pub enum BenchCmd {
     /// The SObjectizer-derived agent benchmarks (send_msg, customer_ring,
     /// ping_pong, skynet, ...) on takt-agents; `--peers` adds actix, kameo,
-    /// ractor and a crossbeam floor in the same run.
+    /// ractor, CAF (C++) and a crossbeam floor in the same run.
     Agents(AgentsCmd),
     /// The C++SME thesis benchmarks (sync_ring, compute_ring, weak_scaling,
     /// uneven, sync_cost) over every SME executor and thread count.
