@@ -8,9 +8,11 @@ use std::time::{Duration, Instant};
 
 use takt_sched::ThreadSpec;
 use takt_sip::proxy::build::Local;
-use takt_sip::proxy::{Mode, ProxyConfig, Target, Transport};
+use takt_sip::proxy::{
+    Disposition, Inbound, Mode, MsgKind, Outcome, ProxyConfig, Scratch, Sink, Target, Transport,
+};
 use takt_sip::stats::{serve, EndpointAddr};
-use takt_sip::transport::{Server, ServerConfig, WakeOrder, WorkerModel};
+use takt_sip::transport::{Handler, Server, ServerConfig, WakeOrder, WorkerModel};
 use takt_sip::wire::{HeaderName, Message};
 
 fn server(
@@ -425,5 +427,86 @@ fn shared_wake_order_decides_which_idle_worker_gets_a_message() {
             WakeOrder::Lifo => assert!(busiest >= (2 * N as u64) * 9 / 10, "{per:?}"),
             WakeOrder::Fifo => assert!(busiest <= (2 * N as u64) * 7 / 10, "{per:?}"),
         }
+    }
+}
+
+/// A handler other than the proxy: echoes every message back to where it
+/// came from (over its transport) and counts its ticks.
+#[derive(Debug, Default)]
+struct Echo {
+    ticks: std::sync::atomic::AtomicU64,
+}
+
+impl Handler for Echo {
+    fn handle(&self, inb: &Inbound<'_>, _: &mut Scratch, sink: &mut dyn Sink) -> Outcome {
+        let disposition = match sink.send(&inb.from, inb.bytes) {
+            Ok(()) => Disposition::Forwarded,
+            Err(_) => Disposition::SendFailed,
+        };
+        Outcome {
+            kind: MsgKind::Options,
+            disposition,
+            error: None,
+            lock_contended: false,
+        }
+    }
+
+    fn tick(&self, _: u64, _: &mut dyn Sink) {
+        self.ticks
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn wants_ticks(&self) -> bool {
+        true
+    }
+
+    fn held(&self) -> (usize, usize) {
+        (1, 10)
+    }
+}
+
+#[test]
+fn the_transports_run_any_handler() {
+    for model in [
+        WorkerModel::Shared,
+        WorkerModel::Reuseport,
+        WorkerModel::Batched,
+    ] {
+        let mut sc = ServerConfig::new("127.0.0.1:0".parse().unwrap());
+        sc.model = model;
+        sc.tick = Duration::from_millis(1);
+        let srv = Server::start_with(sc, |_, _, _| Ok(Echo::default())).unwrap();
+        let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        c.send_to(b"ping over udp", srv.local_addr()).unwrap();
+        let mut buf = [0u8; 64];
+        let n = c.recv(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"ping over udp", "{model:?}");
+        // TCP frames by Content-Length: the reader hands the handler one message
+        let msg = b"OPTIONS sip:x SIP/2.0\r\nContent-Length: 2\r\n\r\nhi";
+        let mut t = TcpStream::connect(srv.local_addr()).unwrap();
+        t.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        t.write_all(msg).unwrap();
+        let mut got = vec![0u8; msg.len()];
+        t.read_exact(&mut got).unwrap();
+        assert_eq!(&got[..], &msg[..], "{model:?}");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while srv
+            .handler()
+            .ticks
+            .load(std::sync::atomic::Ordering::Relaxed)
+            < 3
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the timer thread ticks the handler"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let snap = srv.stop();
+        assert_eq!(snap.transaction_capacity, 10, "{model:?}");
+        let options = &snap.kinds["options"];
+        assert_eq!(options.outcomes.get("forwarded"), Some(&2), "{model:?}");
+        assert_eq!(options.t_sip.count, 2, "both messages timed: {model:?}");
     }
 }

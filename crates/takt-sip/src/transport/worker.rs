@@ -1,5 +1,5 @@
 //! Worker loops: one function per worker model, each run on a takt-sched
-//! thread, and the timed sink they hand the proxy.
+//! thread, and the timed sink they hand the [`Handler`].
 
 use std::io;
 use std::net::UdpSocket;
@@ -9,12 +9,13 @@ use std::time::Duration;
 
 use takt_sched::{Clock, SpinBudget};
 
+use super::handler::Handler;
 use super::tcp::Tcp;
 use super::udp::{self, Batch, CMSG_SPACE};
-use crate::proxy::{Inbound, Proxy, Scratch, SendError, Sink, Target, Transport};
+use crate::proxy::{Inbound, Scratch, SendError, Sink, Target, Transport};
 use crate::stats::{Registry, Sample, WorkerStats};
 
-/// The proxy's clock: TSC-derived nanoseconds.
+/// The handlers' clock: TSC-derived nanoseconds.
 pub(crate) fn now_ns(c: &Clock) -> u64 {
     c.ticks_to_ns(c.now())
 }
@@ -128,8 +129,8 @@ impl Busy {
 }
 
 /// Everything a worker needs.
-pub(crate) struct Worker {
-    pub(crate) proxy: Arc<Proxy>,
+pub(crate) struct Worker<H> {
+    pub(crate) handler: Arc<H>,
     pub(crate) sock: UdpSocket,
     pub(crate) tcp: Option<Arc<Tcp>>,
     pub(crate) stats: Arc<Mutex<WorkerStats>>,
@@ -159,14 +160,14 @@ fn transient(e: &std::io::Error) -> bool {
     )
 }
 
-impl Worker {
+impl<H: Handler> Worker<H> {
     fn stopped(&self) -> bool {
         // Acquire pairs with the Release store in Server::stop.
         self.stop.load(Ordering::Acquire)
     }
 
     /// Runs `recv` with `MSG_DONTWAIT`; when nothing is queued, lets the
-    /// proxy prepare for the next message ([`Proxy::prepare_idle`]), polls
+    /// handler prepare for the next message ([`Handler::prepare_idle`]), polls
     /// again until the spin budget is spent, then receives blocking. The
     /// polling keeps this thread (and its vCPU) awake between messages
     /// that arrive within the budget, at the cost of the CPU it burns.
@@ -187,7 +188,7 @@ impl Worker {
             return got.expect("set when polled");
         }
         // Idle: use the gap to load what the next message will touch.
-        self.proxy.prepare_idle();
+        self.handler.prepare_idle();
         if self.spin != SpinBudget::NONE {
             self.spin
                 .spin_until(|| polled(&mut got, recv(libc::MSG_DONTWAIT)));
@@ -247,7 +248,7 @@ impl Worker {
         }
     }
 
-    /// Hands one received datagram to the proxy and times it: K_rcv from the
+    /// Hands one received datagram to the handler and times it: K_rcv from the
     /// kernel timestamp to `t_in_real`, T_sip from `t0` (TSC ticks) to now
     /// minus the time `sink` spent inside send calls, which is K_snd.
     #[inline]
@@ -262,7 +263,7 @@ impl Worker {
     ) -> (Sample, crate::proxy::Outcome) {
         let c = self.clock;
         let k_rcv = meta.t_arr_ns.map(|a| t_in_real.saturating_sub(a));
-        let o = self.proxy.handle(
+        let o = self.handler.handle(
             &Inbound {
                 bytes,
                 from: Target {
@@ -363,11 +364,10 @@ impl Worker {
     }
 }
 
-/// The transaction timer thread: runs due timers every `tick`, tops the
-/// transaction table up to its reserve ([`Proxy::replenish`]) and
-/// publishes the table size.
-pub(crate) fn run_timer(
-    proxy: Arc<Proxy>,
+/// The timer thread: runs the handler's [`Handler::tick`] every `tick`
+/// and publishes what it holds ([`Handler::held`]).
+pub(crate) fn run_timer<H: Handler>(
+    handler: Arc<H>,
     sock: UdpSocket,
     tcp: Option<Arc<Tcp>>,
     reg: Arc<Registry>,
@@ -379,8 +379,8 @@ pub(crate) fn run_timer(
     while !stop.load(Ordering::Acquire) {
         std::thread::sleep(tick);
         let mut sink = NetSink::new(&sock, None, tcp.as_ref(), clock);
-        proxy.tick(now_ns(clock), &mut sink);
-        proxy.replenish();
-        reg.set_transactions(proxy.transactions_hint(), proxy.transaction_capacity());
+        handler.tick(now_ns(clock), &mut sink);
+        let (held, capacity) = handler.held();
+        reg.set_transactions(held, capacity);
     }
 }
