@@ -422,7 +422,10 @@ pub(super) fn tick(p: &Proxy, now: u64, sink: &mut dyn Sink) -> usize {
 
 /// Answers a malformed request when enough of it is there (Via, From, To,
 /// Call-ID, CSeq lines): 400 (505 for a version, 513 for size) to the
-/// sender. Never answers an ACK or a response. Returns the status sent.
+/// sender, the error in the reason phrase. Never answers an ACK or a
+/// response, and never when a line it would copy into the answer is the
+/// one holding a control character ([`ParseError::Control`]): the answer
+/// would carry it back. Returns the status sent.
 pub(super) fn answer_malformed(inb: &Inbound<'_>, e: ParseError, out: &mut Vec<u8>) -> Option<u16> {
     let b = inb.bytes;
     let first_end = b.windows(2).position(|w| w == b"\r\n")?;
@@ -436,8 +439,16 @@ pub(super) fn answer_malformed(inb: &Inbound<'_>, e: ParseError, out: &mut Vec<u
         .map_or(b.len(), |p| p + 2);
     let mut lines: [Option<(usize, usize)>; 5] = [None; 5];
     let mut vias: smallvec::SmallVec<[(usize, usize); 4]> = smallvec::SmallVec::new();
+    // the line (numbered as the parser does, folds included) a copied
+    // line must not be
+    let bad_line = match e {
+        ParseError::Control { line, .. } => line,
+        _ => 0,
+    };
+    let mut line_no: u16 = 1;
     let mut i = first_end + 2;
     while i < head_end {
+        line_no = line_no.saturating_add(1);
         let mut e_ = i + b[i..head_end].windows(2).position(|w| w == b"\r\n")?;
         while e_ + 2 < head_end && matches!(b[e_ + 2], b' ' | b'\t') {
             e_ += 2 + b[e_ + 2..head_end].windows(2).position(|w| w == b"\r\n")?;
@@ -445,6 +456,17 @@ pub(super) fn answer_malformed(inb: &Inbound<'_>, e: ParseError, out: &mut Vec<u
         let line = &b[i..e_];
         if let Some(c) = line.iter().position(|&x| x == b':') {
             let name = HeaderName::from_bytes(line[..c].trim_ascii());
+            let copied = matches!(
+                name,
+                HeaderName::Via
+                    | HeaderName::From
+                    | HeaderName::To
+                    | HeaderName::CallId
+                    | HeaderName::CSeq
+            );
+            if copied && line_no == bad_line {
+                return None;
+            }
             let slot = match name {
                 HeaderName::Via => {
                     vias.push((i, e_ + 2));
