@@ -11,7 +11,8 @@ use super::build::{
 use super::table::Shard;
 use super::txn::{CancelState, ClientState, Fresh, ServerState, Txn};
 use super::{
-    Disposition, Inbound, MsgKind, Outcome, Plan, Proxy, Scratch, Sink, Target, Transport,
+    Disposition, Inbound, MsgKind, Outcome, Plan, Proxy, Scratch, SendError, Sink, Target,
+    Transport,
 };
 use crate::wire::{HeaderName, Message, Method, ParseError};
 
@@ -286,11 +287,69 @@ pub(super) fn match_response(
     }
     finish(p, &mut sh, key);
     let mut out = out;
-    if !s.flush(sink) {
+    if s.flush(sink).failed {
         out.disposition = Disposition::SendFailed;
     }
     drop(sh);
     Some(out)
+}
+
+/// §18.1.1: the record's request went over UDP after TCP was refused
+/// (`bytes`, rendered for UDP): it is what retransmissions resend, and
+/// Timers A/E now run.
+pub(super) fn now_over_udp(p: &Proxy, key: u64, udp: Target, bytes: &[u8], now: u64) {
+    let mut sh = p.table.shard(key);
+    let Some(t) = sh.get_mut(key) else {
+        return;
+    };
+    if t.client != ClientState::Calling || t.downstream.transport != Transport::Tcp {
+        return;
+    }
+    t.request.clear();
+    t.request.extend_from_slice(bytes);
+    t.downstream = udp;
+    t.retx_interval = p.cfg.timers.t1;
+    t.t_retx = now + p.cfg.timers.t1;
+    finish(p, &mut sh, key);
+}
+
+/// See [`Proxy::branch_failed`].
+pub(super) fn branch_failed(
+    p: &Proxy,
+    key: u64,
+    to: Option<std::net::SocketAddr>,
+    error: SendError,
+    now: u64,
+    sink: &mut dyn Sink,
+) -> Option<u16> {
+    let mut sh = p.table.shard(key);
+    let t = sh.get_mut(key)?;
+    if !matches!(t.client, ClientState::Calling | ClientState::Proceeding)
+        || to.is_some_and(|a| a != t.downstream.addr)
+    {
+        return None;
+    }
+    // §17.1.1.2 / §17.1.2.2: a transport error ends the client transaction
+    t.client_stop();
+    t.client = ClientState::Terminated;
+    t.t_wait = 0;
+    t.t_cancel_retx = 0;
+    t.t_cancel_timeout = 0;
+    let (code, reason) = match error {
+        SendError::TooLarge => (513, "Message Too Large"),
+        _ => (500, "Server Internal Error (next hop unreachable)"),
+    };
+    let mut sends = Vec::new();
+    let sent = (t.server == ServerState::Proceeding).then(|| {
+        local_final(p, t, code, reason, now, &mut sends);
+        code
+    });
+    finish(p, &mut sh, key);
+    for (to, b) in &sends {
+        let _ = sink.send(to, b);
+    }
+    drop(sh);
+    sent
 }
 
 /// The proxy answers the upstream side itself (Timer B/F/C: 408).
