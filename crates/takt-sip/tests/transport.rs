@@ -536,3 +536,123 @@ fn the_transports_run_any_handler() {
         assert_eq!(options.t_sip.count, 2, "both messages timed: {model:?}");
     }
 }
+
+/// A stateful proxy whose next hop is `next` (over `transport`).
+fn stateful_to(next: SocketAddr, transport: Transport, model: WorkerModel) -> Server {
+    let mut pc = ProxyConfig::new(
+        Mode::Stateful,
+        Local {
+            host: String::new(),
+            port: 0,
+        },
+    );
+    pc.next_hop = Some(Target {
+        addr: next,
+        transport,
+        conn: None,
+    });
+    let mut sc = ServerConfig::new("127.0.0.1:0".parse().unwrap());
+    sc.model = model;
+    sc.workers = 2;
+    sc.spec = ThreadSpec::new("transport-test");
+    Server::start(pc, sc).unwrap()
+}
+
+/// Statuses the client receives until a final one (at most 5 s).
+fn statuses_until_final(client: &UdpSocket) -> Vec<u16> {
+    client
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut got = Vec::new();
+    while got.last().is_none_or(|&c| c < 200) {
+        let b = recv(client);
+        got.push(Message::parse(&b).unwrap().status().unwrap());
+    }
+    got
+}
+
+#[test]
+fn an_icmp_port_unreachable_answers_the_caller_at_once() {
+    // RFC 3261 §16.9 and §18.4: a closed UDP port answers with ICMP,
+    // which the kernel reports on the proxy's socket (IP_RECVERR)
+    for model in [
+        WorkerModel::Shared,
+        WorkerModel::Reuseport,
+        WorkerModel::Batched,
+    ] {
+        let closed = UdpSocket::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let srv = stateful_to(closed, Transport::Udp, model);
+        let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let cport = client.local_addr().unwrap().port();
+        let t0 = Instant::now();
+        client
+            .send_to(
+                &request("INVITE", "127.0.0.1", cport, "z9hG4bK-icmp", "", ""),
+                srv.local_addr(),
+            )
+            .unwrap();
+        assert_eq!(statuses_until_final(&client), [100, 500], "{model:?}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(2),
+            "{model:?}: at once, not Timer B"
+        );
+        let snap = srv.stop();
+        assert!(snap.icmp_errors_matched >= 1, "{model:?}: {}", snap.json());
+    }
+}
+
+#[test]
+fn a_refused_tcp_connection_answers_the_caller_at_once() {
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let srv = stateful_to(closed, Transport::Tcp, WorkerModel::Shared);
+    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let cport = client.local_addr().unwrap().port();
+    client
+        .send_to(
+            &request("OPTIONS", "127.0.0.1", cport, "z9hG4bK-rst", "", ""),
+            srv.local_addr(),
+        )
+        .unwrap();
+    assert_eq!(statuses_until_final(&client), [500]);
+    let snap = srv.stop();
+    assert_eq!(snap.kinds["options"].outcomes["send_failed"], 1);
+}
+
+#[test]
+fn a_large_request_falls_back_to_udp_when_tcp_is_refused() {
+    // §18.1.1: over 1,300 bytes goes over TCP; the next hop listens on
+    // UDP only, so the connection is refused and the request goes over UDP
+    // a UDP port whose TCP twin is free (nobody listens: refused)
+    let uas = (0..50)
+        .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
+        .find(|u| TcpListener::bind(u.local_addr().unwrap()).is_ok())
+        .expect("a UDP port with a free TCP twin");
+    uas.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let srv = stateful_to(
+        uas.local_addr().unwrap(),
+        Transport::Udp,
+        WorkerModel::Shared,
+    );
+    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let cport = client.local_addr().unwrap().port();
+    let big = "X-Pad: ".to_string() + &"a".repeat(1400) + "\r\n";
+    client
+        .send_to(
+            &request("MESSAGE", "127.0.0.1", cport, "z9hG4bK-big", &big, ""),
+            srv.local_addr(),
+        )
+        .unwrap();
+    let fwd = recv(&uas);
+    let m = Message::parse(&fwd).unwrap();
+    assert_eq!(m.top_via().transport.of(&fwd), b"UDP");
+    assert!(fwd.len() > 1300);
+    uas.send_to(&answer(&fwd, 200), srv.local_addr()).unwrap();
+    assert_eq!(statuses_until_final(&client), [200]);
+    srv.stop();
+}

@@ -23,7 +23,9 @@
 //!   socket empty, before it spins or blocks: it may load what the next
 //!   message will touch. It must be cheap and never block.
 
-use crate::proxy::{Inbound, Mode, Outcome, Proxy, Scratch, Sink};
+use std::net::SocketAddr;
+
+use crate::proxy::{Inbound, Mode, Outcome, Proxy, Scratch, SendError, Sink};
 
 /// A protocol engine the transports run. See the module docs for the
 /// contract.
@@ -45,6 +47,23 @@ pub trait Handler: Send + Sync + 'static {
     /// The default does nothing.
     #[inline]
     fn prepare_idle(&self) {}
+
+    /// A message sent earlier through a sink could not be delivered: the
+    /// transport read an ICMP error for it (see `errqueue`). `bytes` is
+    /// the start of the datagram as the error quoted it, `to` where it
+    /// was sent. Returns whether the handler matched it to state of its
+    /// own (counted). The default ignores it.
+    fn bounced(
+        &self,
+        bytes: &[u8],
+        to: SocketAddr,
+        error: SendError,
+        now: u64,
+        sink: &mut dyn Sink,
+    ) -> bool {
+        let _ = (bytes, to, error, now, sink);
+        false
+    }
 
     /// State held now and the most that can be held (for the proxy:
     /// transactions), published by the timer thread after each tick. The
@@ -79,5 +98,16 @@ impl Handler for Proxy {
 
     fn held(&self) -> (usize, usize) {
         (self.transactions_hint(), self.transaction_capacity())
+    }
+
+    fn bounced(
+        &self,
+        bytes: &[u8],
+        to: SocketAddr,
+        error: SendError,
+        now: u64,
+        sink: &mut dyn Sink,
+    ) -> bool {
+        Proxy::bounced(self, bytes, to, error, now, sink).is_some()
     }
 }

@@ -21,9 +21,17 @@
 //! the proxy in stateful mode) a timer thread runs [`Handler::tick`]
 //! every [`ServerConfig::tick`].
 //!
+//! Transport errors reach the handler: a refused TCP connection is
+//! [`crate::proxy::SendError::Refused`] from the send, and ICMP errors for
+//! sent datagrams are read from each UDP socket's error queue
+//! (`IP_RECVERR`) and handed to [`Handler::bounced`] (the `errqueue`
+//! module documents the protocol and its limits; the statistics count
+//! them as `icmp_errors` and `icmp_errors_matched`).
+//!
 //! Receive buffers are configurable ([`ServerConfig::rcvbuf`]) and the size
 //! the kernel granted is reported in the statistics.
 
+mod errqueue;
 mod handler;
 mod tcp;
 pub(crate) mod udp;
@@ -329,6 +337,7 @@ impl<H: Handler> Server<H> {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .set_socket(if reuse { i } else { 0 });
+            let timer_stats = (i == 0).then(|| stats.clone());
             let w = Worker {
                 handler: handler.clone(),
                 sock,
@@ -353,7 +362,7 @@ impl<H: Handler> Server<H> {
                 })
                 .map_err(io::Error::other)?;
             threads.push(t);
-            if let (Some(ts), true) = (timer_sock, ticks) {
+            if let (Some(ts), Some(es), true) = (timer_sock, timer_stats, ticks) {
                 let (p, tc, r, st, tick) = (
                     handler.clone(),
                     tcp.clone(),
@@ -364,7 +373,7 @@ impl<H: Handler> Server<H> {
                 threads.push(
                     scfg.spec
                         .renamed("sip-timer")
-                        .spawn(move || worker::run_timer(p, ts, tc, r, st, tick, clock))
+                        .spawn(move || worker::run_timer(p, ts, tc, r, es, st, tick, clock))
                         .map_err(io::Error::other)?,
                 );
             }

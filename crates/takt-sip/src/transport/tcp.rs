@@ -190,8 +190,13 @@ impl Tcp {
         let conn = match existing {
             Some(c) => c,
             None => {
-                let s = TcpStream::connect_timeout(&to.addr, CONNECT_TIMEOUT)
-                    .map_err(|_| SendError::Unreachable)?;
+                let s = TcpStream::connect_timeout(&to.addr, CONNECT_TIMEOUT).map_err(|e| {
+                    match e.kind() {
+                        // a reset in answer to the SYN (§18.1.1's UDP retry)
+                        io::ErrorKind::ConnectionRefused => SendError::Refused,
+                        _ => SendError::Unreachable,
+                    }
+                })?;
                 self.adopt(s).map_err(|_| SendError::Unreachable)?
             }
         };

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use takt_sched::{Clock, SpinBudget};
 
+use super::errqueue;
 use super::handler::Handler;
 use super::tcp::Tcp;
 use super::udp::{self, Batch, CMSG_SPACE};
@@ -31,6 +32,9 @@ pub(crate) struct NetSink<'a> {
     pub(crate) send_ticks: u64,
     /// Datagrams queued into the batch.
     pub(crate) queued: usize,
+    /// A UDP send met an earlier datagram's ICMP error: the socket's
+    /// error queue has entries to read ([`super::errqueue`]).
+    pub(crate) errors_pending: bool,
 }
 
 impl<'a> NetSink<'a> {
@@ -47,6 +51,7 @@ impl<'a> NetSink<'a> {
             clock,
             send_ticks: 0,
             queued: 0,
+            errors_pending: false,
         }
     }
 }
@@ -85,9 +90,21 @@ impl Sink for NetSink<'_> {
                     return Ok(());
                 }
                 let t0 = self.clock.now();
-                let r = self.udp.send_to(bytes, to.addr);
+                let mut r = self.udp.send_to(bytes, to.addr);
+                if let Err(e) = &r {
+                    if errqueue::maybe_pending(e) {
+                        // another datagram's ICMP error, reported (and
+                        // cleared) here: this datagram was not sent yet
+                        self.errors_pending = true;
+                        r = self.udp.send_to(bytes, to.addr);
+                    }
+                }
                 self.send_ticks += self.clock.now().saturating_sub(t0);
-                r.map(drop).map_err(|_| SendError::Unreachable)
+                r.map(drop).map_err(|e| match e.raw_os_error() {
+                    Some(libc::EMSGSIZE) => SendError::TooLarge,
+                    Some(libc::ECONNREFUSED) => SendError::Refused,
+                    _ => SendError::Unreachable,
+                })
             }
         }
     }
@@ -166,6 +183,22 @@ impl<H: Handler> Worker<H> {
         self.stop.load(Ordering::Acquire)
     }
 
+    /// Reads the socket's error queue (ICMP errors for datagrams sent
+    /// from it) into `buf` and hands every entry to the handler
+    /// ([`errqueue::drain`]); counts them. Returns the entries read.
+    #[cold]
+    fn read_errors(&self, buf: &mut [u8]) -> u64 {
+        let c = self.clock;
+        let mut sink = NetSink::new(&self.sock, None, self.tcp.as_ref(), c);
+        let (read, matched) =
+            errqueue::drain(&*self.handler, &self.sock, buf, now_ns(c), &mut sink);
+        if read > 0 {
+            let mut st = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+            st.record_icmp_errors(read, matched);
+        }
+        read
+    }
+
     /// Runs `recv` with `MSG_DONTWAIT`; when nothing is queued, lets the
     /// handler prepare for the next message ([`Handler::prepare_idle`]), polls
     /// again until the spin budget is spent, then receives blocking. The
@@ -214,8 +247,11 @@ impl<H: Handler> Worker<H> {
                     Ok(m) => m,
                     Err(e) if transient(&e) => continue,
                     Err(_) => {
-                        // e.g. ICMP port unreachable reported on the socket; never spin
-                        std::thread::sleep(ERROR_BACKOFF);
+                        // an ICMP error reported on the socket: read the
+                        // error queue; anything else: never spin
+                        if self.read_errors(&mut buf) == 0 {
+                            std::thread::sleep(ERROR_BACKOFF);
+                        }
                         continue;
                     }
                 };
@@ -240,10 +276,15 @@ impl<H: Handler> Worker<H> {
             );
             sample.overlapped = before || self.busy.others(self.index);
             self.busy.set(self.index, false);
+            let pending = sink.errors_pending;
             let mut st = self.stats.lock().unwrap_or_else(|p| p.into_inner());
             st.record(&sample, &o);
             if let Some(d) = meta.drops {
                 st.set_socket_drops(u64::from(d));
+            }
+            drop(st);
+            if pending {
+                self.read_errors(&mut buf);
             }
         }
     }
@@ -297,12 +338,16 @@ impl<H: Handler> Worker<H> {
         let mut tx = Batch::new(batch, 1);
         let mut scratch = Scratch::new();
         let mut per_msg: Vec<(Sample, crate::proxy::Outcome, usize)> = Vec::with_capacity(batch);
+        let mut quote = vec![0u8; errqueue::QUOTE];
+        let mut pending = false;
         while !self.stopped() {
             let n = match self.recv_spinning(|f| rx.recv(&self.sock, f)) {
                 Ok(n) => n,
                 Err(e) if transient(&e) => continue,
                 Err(_) => {
-                    std::thread::sleep(ERROR_BACKOFF);
+                    if self.read_errors(&mut quote) == 0 {
+                        std::thread::sleep(ERROR_BACKOFF);
+                    }
                     continue;
                 }
             };
@@ -335,6 +380,7 @@ impl<H: Handler> Worker<H> {
                 );
                 sample.overlapped = before || self.busy.others(self.index);
                 self.busy.set(self.index, false);
+                pending |= sink.errors_pending;
                 per_msg.push((sample, o, sink.queued));
                 // the ranges just queued stay valid until the flush below
                 scratch.hold();
@@ -342,7 +388,7 @@ impl<H: Handler> Worker<H> {
             let total_queued = tx.queued();
             let t0 = c.now();
             if total_queued > 0 {
-                tx.flush(&self.sock, scratch.output());
+                pending |= tx.flush(&self.sock, scratch.output()).1;
             }
             scratch.release();
             let snd = c.ticks_to_ns(c.now().saturating_sub(t0));
@@ -360,26 +406,45 @@ impl<H: Handler> Worker<H> {
             if let Some(d) = drops {
                 st.set_socket_drops(u64::from(d));
             }
+            drop(st);
+            if std::mem::take(&mut pending) {
+                self.read_errors(&mut quote);
+            }
         }
     }
 }
 
-/// The timer thread: runs the handler's [`Handler::tick`] every `tick`
-/// and publishes what it holds ([`Handler::held`]).
+/// The timer thread: runs the handler's [`Handler::tick`] every `tick`,
+/// reads its socket's error queue ([`errqueue`], step 4) and publishes
+/// what the handler holds ([`Handler::held`]).
+///
+/// Its socket is worker 0's (a clone); the errors it reads are counted in
+/// that worker's `errors` statistics.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run_timer<H: Handler>(
     handler: Arc<H>,
     sock: UdpSocket,
     tcp: Option<Arc<Tcp>>,
     reg: Arc<Registry>,
+    errors: Arc<Mutex<WorkerStats>>,
     stop: Arc<AtomicBool>,
     tick: Duration,
     clock: &'static Clock,
 ) {
+    let mut quote = vec![0u8; errqueue::QUOTE];
     // Acquire pairs with the Release store in Server::stop.
     while !stop.load(Ordering::Acquire) {
         std::thread::sleep(tick);
         let mut sink = NetSink::new(&sock, None, tcp.as_ref(), clock);
         handler.tick(now_ns(clock), &mut sink);
+        let (read, matched) =
+            errqueue::drain(&*handler, &sock, &mut quote, now_ns(clock), &mut sink);
+        if read > 0 {
+            errors
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .record_icmp_errors(read, matched);
+        }
         let (held, capacity) = handler.held();
         reg.set_transactions(held, capacity);
     }
