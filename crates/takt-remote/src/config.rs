@@ -9,6 +9,7 @@
 //! outbound_queue = 8192           # messages waiting for the bridge
 //! connect_timeout = "5s"
 //! request_timeout = "5s"          # default timeout of a remote ask
+//! subscription_capacity = 65536   # client buffer per subscription (slow consumer past it)
 //!
 //! [auth]                          # at most one of: token, user+password, nkey_seed
 //! user = "svc"
@@ -41,6 +42,9 @@ pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(1);
 pub const DEFAULT_MISSED_HEARTBEATS: u32 = 3;
 /// The default capacity of the outbound queue, in messages.
 pub const DEFAULT_OUTBOUND_QUEUE: usize = 8192;
+
+/// The default per-subscription buffer of the client, in messages.
+pub const DEFAULT_SUBSCRIPTION_CAPACITY: usize = 65_536;
 
 /// How the node proves who it is to the server.
 #[derive(Clone, PartialEq, Eq, Default)]
@@ -104,6 +108,9 @@ pub struct Config {
     pub connect_timeout: Duration,
     /// The timeout of a remote ask made without one.
     pub request_timeout: Duration,
+    /// Messages the client buffers per subscription before it drops them
+    /// and reports a slow consumer (the bridge fell behind).
+    pub subscription_capacity: usize,
     /// Credentials.
     pub credentials: Credentials,
     /// TLS, when the server wants it.
@@ -123,6 +130,7 @@ impl Default for Config {
             outbound_queue: DEFAULT_OUTBOUND_QUEUE,
             connect_timeout: Duration::from_secs(5),
             request_timeout: Duration::from_secs(5),
+            subscription_capacity: DEFAULT_SUBSCRIPTION_CAPACITY,
             credentials: Credentials::None,
             tls: Tls::default(),
             thread: ThreadSpec::new("takt-remote"),
@@ -163,6 +171,7 @@ struct FileConfig {
     heartbeat: Option<String>,
     missed_heartbeats: Option<u32>,
     outbound_queue: Option<usize>,
+    subscription_capacity: Option<usize>,
     connect_timeout: Option<String>,
     request_timeout: Option<String>,
     auth: Option<FileAuth>,
@@ -266,6 +275,7 @@ impl Config {
             outbound_queue: f.outbound_queue.unwrap_or(d.outbound_queue),
             connect_timeout: duration("connect_timeout", f.connect_timeout, d.connect_timeout)?,
             request_timeout: duration("request_timeout", f.request_timeout, d.request_timeout)?,
+            subscription_capacity: f.subscription_capacity.unwrap_or(d.subscription_capacity),
             credentials,
             tls,
             thread,
@@ -289,6 +299,11 @@ impl Config {
         if self.missed_heartbeats == 0 {
             return Err(RemoteError::Config(
                 "missed_heartbeats must be at least 1".into(),
+            ));
+        }
+        if self.subscription_capacity == 0 {
+            return Err(RemoteError::Config(
+                "subscription_capacity must be at least 1".into(),
             ));
         }
         if self.outbound_queue == 0 {

@@ -48,6 +48,7 @@ impl Nats {
             .name(format!("takt-remote {}", cfg.node))
             .connection_timeout(cfg.connect_timeout)
             .max_reconnects(None)
+            .subscription_capacity(cfg.subscription_capacity)
             .event_callback(move |ev| {
                 let counters = counters.clone();
                 let seen = seen_connect.clone();

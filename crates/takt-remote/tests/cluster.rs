@@ -449,3 +449,117 @@ fn tls_with_a_certificate_made_here() {
     assert!(node.wait_for_node("tls", LONG));
     node.shutdown();
 }
+
+/// Forwards to `to`, after holding the calling (bridge) thread once: a
+/// stand-in for a bridge that falls behind.
+struct Stall {
+    first: std::sync::atomic::AtomicBool,
+    hold: Duration,
+    to: Recipient<Seq>,
+}
+
+impl takt_agents::Accept<Seq> for Stall {
+    fn accept(&self, m: Seq) {
+        if self.first.swap(false, std::sync::atomic::Ordering::Relaxed) {
+            std::thread::sleep(self.hold);
+        }
+        self.to.send(m)
+    }
+}
+
+fn collector(rt: &Runtime, me: &str) -> (takt_agents::Addr<Collector>, Arc<Mutex<Vec<Ack>>>) {
+    let disp = rt.one_thread(me).unwrap();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let mut coop = rt.coop(me);
+    let c = coop
+        .add(
+            Collector {
+                me: me.into(),
+                got: got.clone(),
+            },
+            &disp,
+        )
+        .unwrap();
+    coop.register().unwrap();
+    (c, got)
+}
+
+#[test]
+fn a_full_outbound_queue_gets_the_overflow_reaction_and_never_blocks() {
+    let server = Server::start("");
+    let mut cfg = config(&server.url(), "q", "queue");
+    cfg.outbound_queue = 4;
+    let node = Node::start(cfg).unwrap();
+    let rt = Runtime::new(RtConfig::default());
+    let (sink, got) = collector(&rt, "sink");
+    let (spill, spilled) = collector(&rt, "spill");
+    let stall = Recipient::new(Stall {
+        first: true.into(),
+        hold: Duration::from_millis(500),
+        to: sink.recipient(),
+    });
+    node.export::<Seq>("sink", stall).unwrap();
+    let to = node.lookup("sink", LONG).unwrap();
+    let r = to.recipient_with(takt_agents::Overflow::redirect(spill.clone()));
+    r.send(Seq {
+        from: "q".into(),
+        n: 0,
+    });
+    // The bridge is held by the first delivery: the queue fills, and the
+    // sends around it return at once.
+    assert!(eventually(|| got.lock().unwrap().is_empty()));
+    std::thread::sleep(Duration::from_millis(50));
+    let t0 = Instant::now();
+    for n in 1..=20 {
+        r.send(Seq {
+            from: "q".into(),
+            n,
+        });
+    }
+    assert!(
+        t0.elapsed() < Duration::from_millis(100),
+        "{:?}",
+        t0.elapsed()
+    );
+    let full = node.stats().queue_full;
+    assert!(full >= 16, "queue_full {full}");
+    assert!(eventually(|| spilled.lock().unwrap().len() as u64 == full));
+    assert!(eventually(|| got.lock().unwrap().len() as u64 + full == 21));
+    // Drained: sending works again.
+    to.send(Seq {
+        from: "q".into(),
+        n: 99,
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_bridge_that_falls_behind_counts_slow_consumer_events() {
+    let server = Server::start("");
+    let mut cfg = config(&server.url(), "slow", "slow");
+    cfg.subscription_capacity = 8;
+    let a = Node::start(cfg).unwrap();
+    let b = Node::start(config(&server.url(), "fast", "slow")).unwrap();
+    let rt = Runtime::new(RtConfig::default());
+    let (sink, got) = collector(&rt, "sink");
+    let stall = Recipient::new(Stall {
+        first: true.into(),
+        hold: Duration::from_millis(500),
+        to: sink.recipient(),
+    });
+    a.export::<Seq>("slow", stall).unwrap();
+    let to = b.lookup("slow", LONG).unwrap();
+    for n in 0..500 {
+        to.send(Seq {
+            from: "fast".into(),
+            n,
+        })
+        .unwrap();
+    }
+    assert!(eventually(|| a.stats().slow_consumer >= 1));
+    // What got through is in order; the rest was dropped by the client.
+    std::thread::sleep(Duration::from_millis(200));
+    let seen = acks(&got, "fast", 0);
+    assert!(seen.len() < 500, "nothing dropped");
+    assert!(seen.windows(2).all(|w| w[0] < w[1]));
+}
