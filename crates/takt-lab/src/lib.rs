@@ -16,6 +16,8 @@
 //!   actix, kameo, ractor and a crossbeam-channel floor.
 //! - [`sme`]: `takt bench sme`, the C++SME thesis benchmarks.
 //! - [`sip`]: `takt sip load`, SIPp against the in-process SIP proxy.
+//! - [`remote`]: `takt bench remote`, agents over NATS (takt-remote)
+//!   beside bare async-nats and raw TCP.
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod agents;
@@ -24,6 +26,7 @@ pub mod agents_peers;
 pub mod env;
 pub mod machine;
 pub mod output;
+pub mod remote;
 pub mod result;
 pub mod sampler;
 pub mod sip;

@@ -47,6 +47,10 @@ const ERR_TIMEOUT: &str = "timeout";
 const ERR_MISMATCH: &str = "mismatch";
 const ERR_OTHER: &str = "failed";
 
+/// The presence announcement's wire name and version.
+const PRESENCE_TYPE: &str = "takt.Presence";
+const PRESENCE_VERSION: u32 = 1;
+
 /// Presence checks per heartbeat interval.
 const CHECKS_PER_HEARTBEAT: u32 = 10;
 /// How long a closing node waits for its leaving announcement to go out.
@@ -55,6 +59,13 @@ const LEAVE_FLUSH: Duration = Duration::from_secs(1);
 type ReplyFut = Pin<Box<dyn Future<Output = (Meta, Bytes)> + Send>>;
 type Handler = Arc<dyn Fn(&Inner, Inbound) -> Option<ReplyFut> + Send + Sync>;
 type Completion = Box<dyn FnOnce(&Inner, Result<Inbound, AskError>) + Send>;
+
+/// A query waiting for its reply, and the timer that fails it.
+struct Waiting {
+    done: Completion,
+    /// Set by the bridge once the query is out; aborted on completion.
+    timer: Option<tokio::task::AbortHandle>,
+}
 type Table = Mutex<HashMap<&'static str, Handler>>;
 
 enum Command {
@@ -89,7 +100,7 @@ pub(crate) struct Inner {
     /// Exported names whose subscription the server confirmed.
     announced: Mutex<Vec<String>>,
     exported_mboxes: Mutex<Vec<String>>,
-    replies: Mutex<HashMap<u64, Completion>>,
+    replies: Mutex<HashMap<u64, Waiting>>,
     next_token: AtomicU64,
 }
 
@@ -98,6 +109,15 @@ impl Inner {
         Meta {
             type_name: M::NAME.to_string(),
             version: M::VERSION,
+            origin: self.origin.clone(),
+            error: None,
+        }
+    }
+
+    fn presence_meta(&self) -> Meta {
+        Meta {
+            type_name: PRESENCE_TYPE.to_string(),
+            version: PRESENCE_VERSION,
             origin: self.origin.clone(),
             error: None,
         }
@@ -230,7 +250,7 @@ impl Inner {
         self.replies
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(token, done);
+            .insert(token, Waiting { done, timer: None });
         let reply = format!("{}.{token}", self.inbox_prefix());
         if self
             .enqueue(
@@ -253,8 +273,11 @@ impl Inner {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&token);
-        if let Some(done) = done {
-            done(self, r);
+        if let Some(w) = done {
+            if let Some(t) = w.timer {
+                t.abort();
+            }
+            (w.done)(self, r);
         }
     }
 
@@ -429,11 +452,13 @@ impl Node {
                 }
             };
             bump(&inner.counters.delivered);
-            let p = to.ask_timeout(q, inner.cfg.request_timeout);
+            // The timeout runs on the bridge's own timer: no other thread
+            // is involved in a query's life beyond the agent's.
+            let p = tokio::time::timeout(inner.cfg.request_timeout, to.ask(q));
             let ok = inner.meta::<R>();
             let mut failed = inner.error_meta(ERR_OTHER);
             Some(Box::pin(async move {
-                let why = match p.await {
+                let why = match p.await.unwrap_or(Err(AskError::Timeout)) {
                     Ok(r) => match encode(&r) {
                         Ok(b) => return (ok, Bytes::from(b)),
                         Err(_) => ERR_OTHER,
@@ -849,6 +874,14 @@ async fn run<T: Transport>(
 ) {
     inner.max_payload.store(t.max_payload(), Ordering::Relaxed);
     let presence: Handler = Arc::new(|inner: &Inner, m: Inbound| {
+        let ours = m
+            .meta
+            .as_ref()
+            .is_some_and(|x| x.type_name == PRESENCE_TYPE && x.version == PRESENCE_VERSION);
+        if !ours {
+            bump(&inner.counters.type_mismatch);
+            return None;
+        }
         match postcard::from_bytes::<Presence>(&m.payload) {
             Ok(p) => {
                 if let Some(ev) = inner.dir.heard(p, Instant::now()) {
@@ -916,11 +949,7 @@ async fn announce<T: Transport>(t: &T, inner: &Inner, leaving: bool) {
     let Ok(payload) = postcard::to_stdvec(&inner.presence(leaving)) else {
         return;
     };
-    let meta = inner.error_meta("");
-    let meta = Meta {
-        error: None,
-        ..meta
-    };
+    let meta = inner.presence_meta();
     if t.publish(inner.presence_subject(), None, &meta, Bytes::from(payload))
         .await
         .is_err()
@@ -942,11 +971,16 @@ async fn handle<T: Transport>(t: &T, inner: &Arc<Inner>, cmd: Command) {
                 bump(&inner.counters.engine_errors);
             }
             if let Some((token, after)) = expire {
-                let inner = inner.clone();
-                tokio::spawn(async move {
+                let i = inner.clone();
+                let timer = tokio::spawn(async move {
                     tokio::time::sleep(after).await;
-                    inner.complete(token, Err(AskError::Timeout));
+                    i.complete(token, Err(AskError::Timeout));
                 });
+                let mut replies = inner.replies.lock().unwrap_or_else(|e| e.into_inner());
+                match replies.get_mut(&token) {
+                    Some(w) => w.timer = Some(timer.abort_handle()),
+                    None => timer.abort(), // already answered
+                }
             }
         }
         Command::Subscribe {

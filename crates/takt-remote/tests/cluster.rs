@@ -215,7 +215,16 @@ fn three_processes_direct_published_asked_and_a_node_killed() {
     c2.kill().unwrap();
     let killed = Instant::now();
     c2.wait().unwrap();
-    assert!(eventually(|| !p2.is_up()));
+    let c2_down = NodeEvent::Down {
+        node: "c2".into(),
+        left: false,
+    };
+    assert!(eventually(|| events
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|(_, e)| *e == c2_down)));
+    assert!(!p2.is_up());
     let down_at = events
         .lock()
         .unwrap()
