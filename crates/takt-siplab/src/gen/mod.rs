@@ -54,6 +54,7 @@
 //! what ran).
 
 pub mod arrivals;
+mod document;
 mod report;
 mod socket;
 mod uac_side;
