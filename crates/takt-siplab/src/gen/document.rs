@@ -180,8 +180,11 @@ impl GenReport {
                 s.send_full + s.send_errors
             );
         }
-        if let Some(c) = self.cpu_us_per_call {
-            let _ = writeln!(o, "generator CPU per call: {c:.1} µs");
+        if let (Some(c), Some(b)) = (self.cpu_us_per_call, self.busy_us_per_call) {
+            let _ = writeln!(
+                o,
+                "generator per call: CPU {c:.1} µs (spinning included), busy {b:.1} µs"
+            );
         }
         if self.saturation.generator_bound {
             let _ = writeln!(o, "GENERATOR-BOUND: {}", self.saturation.reasons.join("; "));

@@ -39,7 +39,11 @@
 //! (nanosecond timeouts), receives with `recvmmsg` and sends with
 //! `sendmmsg` per socket. The UAC sleeps until [`SPIN_MARGIN`] before the
 //! next planned call (a sleep wakes ~70 µs late on a VM) and spins the
-//! rest; sleeping and spinning both count as idle time.
+//! rest, yielding the CPU on each turn so that a UAS sharing its CPU is
+//! not starved by the spin; sleeping and spinning both count as idle
+//! time. While placing a call the UAC also handles responses that arrived
+//! meanwhile, one `recvmmsg` batch at a time, and checks the schedule
+//! between batches: the arrivals come first.
 //!
 //! ## A trial
 //! 1. Bind the sockets ([`Generator::bind`]; the UAS address is known
@@ -445,6 +449,12 @@ impl Generator {
         let attempted = uac.as_ref().map_or(0, |u| u.attempted);
         let cpu_s: f64 = uac.iter().map(|u| u.thread.cpu_s).sum::<f64>()
             + uas.iter().map(|u| u.thread.cpu_s).sum::<f64>();
+        let busy_s: f64 = uac
+            .iter()
+            .map(|u| &u.thread)
+            .chain(uas.iter().map(|u| &u.thread))
+            .map(|t| (t.wall_s - t.idle_s).max(0.0))
+            .sum();
         let calls = if cfg.role.has_uac() {
             attempted
         } else {
@@ -472,6 +482,7 @@ impl Generator {
             uas,
             saturation: Saturation::default(),
             cpu_us_per_call: (calls > 0).then(|| cpu_s * 1e6 / calls as f64),
+            busy_us_per_call: (calls > 0).then(|| busy_s * 1e6 / calls as f64),
         };
         report.saturation = saturation(&cfg, &report);
         Ok(report)

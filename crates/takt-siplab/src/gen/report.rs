@@ -267,6 +267,10 @@ pub struct GenReport {
     pub uas: Option<UasReport>,
     /// Whether the generator was the bottleneck.
     pub saturation: Saturation,
-    /// CPU time of all generator threads per call placed, µs.
+    /// CPU time of all generator threads per call placed, µs (spinning
+    /// towards planned sends included).
     pub cpu_us_per_call: Option<f64>,
+    /// Busy time (wall time not idle) of all generator threads per call
+    /// placed, µs: the generator's work per call, without its waiting.
+    pub busy_us_per_call: Option<f64>,
 }

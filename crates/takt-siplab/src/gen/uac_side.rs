@@ -243,8 +243,11 @@ pub(super) fn run(ctx: Ctx) -> Result<(f64, UacReport), Error> {
             poller.wait(Duration::from_nanos(wait));
             idle_ns += s.ns() - now;
         } else if ready.is_empty() && s.next == Some(wake) && wake > now {
+            // Yielding, not pausing: a thread sharing this CPU (the UAS,
+            // on a one-CPU generator) runs meanwhile; alone on the CPU,
+            // sched_yield returns at once and the spin keeps its precision.
             while s.ns() < wake {
-                std::hint::spin_loop();
+                std::thread::yield_now();
             }
             idle_ns += s.ns() - now;
         }
