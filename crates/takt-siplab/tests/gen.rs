@@ -315,3 +315,22 @@ fn native_generator_and_sipp_agree_on_calls_completed_through_the_same_proxy() {
     server2.stop();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_generator_avoids_the_servers_cpus() {
+    let mut c = config(10.0, 1);
+    let online = takt_sched::CpuSet::online();
+    assert!(c
+        .avoid_cpus(&online)
+        .unwrap_err()
+        .to_string()
+        .contains("no online CPU"));
+    let first = online.iter().next().unwrap();
+    let mut c = config(10.0, 1);
+    if online.len() > 1 {
+        c.avoid_cpus(&takt_sched::CpuSet::single(first)).unwrap();
+        let cpus = c.spec.cpus().unwrap();
+        assert!(!cpus.contains(first));
+        assert_eq!(cpus.len(), online.len() - 1);
+    }
+}

@@ -64,6 +64,10 @@ pub struct GenArgs {
     rcvbuf: usize,
     #[command(flatten)]
     sched: SchedArgs,
+    /// The CPUs of the server under test: without --cpus, the generator
+    /// runs on the other online CPUs.
+    #[arg(long, value_name = "LIST", value_parser = crate::args::parse_cpus)]
+    server_cpus: Option<takt_sched::CpuSet>,
     /// Print exactly one JSON document on stdout instead of the summary.
     #[arg(long)]
     json: bool,
@@ -118,6 +122,11 @@ impl GenArgs {
         c.lag_bound = self.lag_bound;
         c.rcvbuf = Some(self.rcvbuf);
         c.spec = self.sched.spec("gen");
+        if let (Some(server), None) = (&self.server_cpus, &self.sched.cpus) {
+            if let Err(e) = c.avoid_cpus(server) {
+                usage_error(e.to_string());
+            }
+        }
         c
     }
 }

@@ -436,3 +436,31 @@ fn through_a_stateful_proxy_the_100_stops_invite_retransmission() {
     assert_eq!(outcomes(&n.uac), [("completed", 1)]);
     assert_eq!(n.uac.stats().retransmitted.get(Kind::Invite), 1);
 }
+
+#[test]
+fn a_bye_that_overtakes_a_lost_ack_ends_the_dialog_at_the_uas() {
+    // no hold: the BYE follows the (lost) ACK at once
+    let mut n =
+        Net::new(None, UaTimers::default(), 0, 16).lose(|_, _, k, nth| k == Kind::Ack && nth == 0);
+    n.run(&[0], 10 * S);
+    assert_eq!(outcomes(&n.uac), [("completed", 1)]);
+    let s = n.uas.stats();
+    assert_eq!(s.bye_before_ack, 1);
+    assert_eq!(s.retransmitted.total(), 0, "no 200 resent after the BYE");
+    assert_eq!(n.uas.pending(), 0);
+}
+
+#[test]
+fn a_repeated_invite_gets_the_same_200_again() {
+    // the 180 and 200 of the first INVITE are lost; the UAC's second
+    // INVITE finds the dialog and gets the 200 again, not a new call
+    let mut n = Net::new(None, UaTimers::default(), 0, 16).lose(|from, _, k, nth| {
+        from == addr(UAS) && matches!(k, Kind::Ringing | Kind::OkInvite) && nth == 0
+    });
+    n.run(&[0], 10 * S);
+    assert_eq!(outcomes(&n.uac), [("completed", 1)]);
+    let s = n.uas.stats();
+    assert_eq!(s.answered, 1);
+    assert_eq!(s.received.get(Kind::Invite), 2);
+    assert!(s.retransmitted.get(Kind::OkInvite) >= 1);
+}

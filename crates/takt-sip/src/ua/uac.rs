@@ -475,9 +475,9 @@ impl Uac {
         }
     }
 
-    /// Takes one received datagram (arriving on socket `port`; unused
-    /// today, kept for symmetry with the UAS). Returns its kind, or why it
-    /// was refused (counted in [`UacStats`]).
+    /// Takes one received datagram (on any of its sockets: the Call-ID
+    /// names the call). Returns its kind, or why it was refused (counted
+    /// in [`UacStats`]).
     pub fn handle(&mut self, now: u64, bytes: &[u8]) -> Result<Kind, UaError> {
         let Ok(m) = Message::parse_proxy(bytes) else {
             self.stats.malformed += 1;

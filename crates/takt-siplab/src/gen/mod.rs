@@ -69,7 +69,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use takt_sched::ThreadSpec;
+use takt_sched::{CpuSet, ThreadSpec};
 use takt_sip::ua::UaTimers;
 
 pub use arrivals::{Arrivals, Schedule};
@@ -242,6 +242,23 @@ impl GenConfig {
         if self.max_calls == Some(0) || self.max_dialogs == 0 || self.max_dialogs > 1 << 31 {
             return bad("the call and dialog tables need at least one slot".into());
         }
+        Ok(())
+    }
+
+    /// Places the generator threads on the online CPUs outside `server`
+    /// (the CPUs of the server under test), keeping the policy of
+    /// [`spec`](Self::spec). An error if that leaves no CPU.
+    pub fn avoid_cpus(&mut self, server: &CpuSet) -> Result<(), Error> {
+        let mut rest = CpuSet::default();
+        for c in CpuSet::online().iter().filter(|&c| !server.contains(c)) {
+            rest.insert(c);
+        }
+        if rest.is_empty() {
+            return Err(Error::Config(format!(
+                "no online CPU is left for the generator outside the server's {server}"
+            )));
+        }
+        self.spec = self.spec.clone().with_cpus(rest);
         Ok(())
     }
 
