@@ -15,3 +15,4 @@
 
 pub mod interval;
 pub mod search;
+pub mod server_stats;
