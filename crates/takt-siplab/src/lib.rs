@@ -9,10 +9,15 @@
 //!   per-thread scheduler counters over a window.
 //! - [`search`]: the 1%-drop capacity search over any [`search::Trial`],
 //!   with its statistical decision rule.
+//! - [`relay`]: the null relay itself (run by `takt sip relay`).
 //! - [`interval`]: the confidence bounds the search uses.
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+mod error;
 pub mod interval;
+pub mod relay;
 pub mod search;
 pub mod server_stats;
+
+pub use error::{Error, Result};

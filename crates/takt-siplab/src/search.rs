@@ -56,6 +56,7 @@ use std::collections::VecDeque;
 use serde::Serialize;
 
 use crate::interval;
+use crate::Error;
 
 /// Default drop-rate threshold (1%).
 pub const DEFAULT_THRESHOLD: f64 = 0.01;
@@ -164,15 +165,10 @@ impl Default for SearchConfig {
     }
 }
 
-/// A search configuration that cannot work.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("bad capacity search setting: {0}")]
-pub struct BadSearchConfig(pub String);
-
 impl SearchConfig {
     /// Checks the parameters' ranges.
-    pub fn validate(&self) -> Result<(), BadSearchConfig> {
-        let bad = |m: &str| Err(BadSearchConfig(m.into()));
+    pub fn validate(&self) -> Result<(), Error> {
+        let bad = |m: &str| Err(Error::BadSetting(format!("capacity search: {m}")));
         if !(self.threshold > 0.0 && self.threshold < 1.0) {
             return bad("threshold must be in (0, 1)");
         }
@@ -438,7 +434,7 @@ fn whole(rate: f64) -> f64 {
 
 impl Search {
     /// A new search.
-    pub fn new(cfg: SearchConfig) -> Result<Search, BadSearchConfig> {
+    pub fn new(cfg: SearchConfig) -> Result<Search, Error> {
         cfg.validate()?;
         let start = whole(cfg.start_cps);
         let cfg_factor = cfg.ramp_factor;

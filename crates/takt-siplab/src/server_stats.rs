@@ -126,6 +126,8 @@ pub fn socket_inodes(pid: i32) -> io::Result<HashSet<u64>> {
 /// `/proc/PID/stat` fields the lab uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProcStat {
+    /// State letter (`R`, `S`, `Z` for a zombie, …).
+    pub state: char,
     /// Parent PID.
     pub ppid: i32,
     /// Process group.
@@ -144,6 +146,7 @@ pub fn parse_proc_stat(text: &str) -> Option<ProcStat> {
     let f: Vec<&str> = rest.split_whitespace().collect();
     // after the name: state(0) ppid(1) pgrp(2) ... utime(11) stime(12)
     Some(ProcStat {
+        state: f.first()?.chars().next()?,
         ppid: f.get(1)?.parse().ok()?,
         pgrp: f.get(2)?.parse().ok()?,
         utime: f.get(11)?.parse().ok()?,
@@ -163,7 +166,8 @@ fn clock_ticks() -> u64 {
 }
 
 /// PIDs of the live processes in process group `pgid` (a target started in
-/// its own group: the server and any processes it forked).
+/// its own group: the server and any processes it forked). Zombies (exited,
+/// waiting for their parent to reap them) are not live and not listed.
 pub fn process_group(pgid: i32) -> Vec<i32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -174,7 +178,7 @@ pub fn process_group(pgid: i32) -> Vec<i32> {
             std::fs::read_to_string(format!("/proc/{pid}/stat"))
                 .ok()
                 .and_then(|s| parse_proc_stat(&s))
-                .is_some_and(|s| s.pgrp == pgid)
+                .is_some_and(|s| s.pgrp == pgid && s.state != 'Z')
         })
         .collect();
     v.sort_unstable();
@@ -410,6 +414,7 @@ mod tests {
         assert_eq!(
             p,
             ProcStat {
+                state: 'S',
                 ppid: 1,
                 pgrp: 4242,
                 utime: 250,

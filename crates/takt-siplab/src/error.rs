@@ -1,0 +1,61 @@
+//! The crate's one error type.
+
+use std::io;
+
+/// What went wrong in the SIP laboratory.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A setting that cannot work (search parameters, target options).
+    #[error("bad setting: {0}")]
+    BadSetting(String),
+    /// A tool the target needs is not installed.
+    #[error("{tool} is not installed ({hint})")]
+    Missing {
+        /// The program.
+        tool: &'static str,
+        /// Where to get it.
+        hint: &'static str,
+    },
+    /// An operating-system call failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+    /// A target did not come up.
+    #[error("{target} did not start: {reason}")]
+    Start {
+        /// The target's name.
+        target: &'static str,
+        /// Why (its exit status and the tail of its stderr, or a timeout).
+        reason: String,
+    },
+    /// A target's process exited while it was in use.
+    #[error("{target} exited unexpectedly: {reason}")]
+    Exited {
+        /// The target's name.
+        target: &'static str,
+        /// Its exit status and the tail of its stderr.
+        reason: String,
+    },
+    /// A target's control or statistics interface answered nonsense.
+    #[error("{target} statistics: {reason}")]
+    Stats {
+        /// The target's name.
+        target: &'static str,
+        /// What was wrong.
+        reason: String,
+    },
+}
+
+/// `Error::Io` with a description, for `map_err`.
+pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(io::Error) -> Error {
+    let what = what.into();
+    move |source| Error::Io { what, source }
+}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

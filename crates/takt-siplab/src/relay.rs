@@ -1,0 +1,300 @@
+//! The null relay: the kernel-bound floor of every capacity table.
+//!
+//! One UDP socket, one thread, a tight `recvmmsg`/`sendmmsg` loop and no
+//! SIP processing at all: a datagram that starts with `SIP/2.0 ` is a
+//! response and goes to the configured UAC address, anything else is a
+//! request and goes to the configured UAS address. There is no parsing,
+//! no Via, no state and no per-message instrumentation — what is left is
+//! the kernel's cost of receiving and sending the datagrams, which any
+//! real proxy pays too. The relay's capacity is therefore an upper bound
+//! for a proxy on the same CPU and network path.
+//!
+//! Contract for the load generator: the relay adds no Via, so the UAS must
+//! answer to the *source address* of the request (the relay), as SIPp and
+//! takt's generator do; and every response goes to the one configured UAC
+//! address, not to the address in the top Via — a generator whose UAC uses
+//! many source ports must receive responses on that one address (or run
+//! one relay per UAC port).
+//!
+//! A datagram larger than the receive buffer ([`MAX_DATAGRAM`]) is counted
+//! as truncated and not forwarded; an empty one is counted and dropped; a
+//! send the kernel refuses is counted and skipped. The counts are returned
+//! when the loop ends (they are kept per batch, not per message).
+
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde::Serialize;
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+
+use crate::error::{io, Error, Result};
+
+/// Largest datagram forwarded, bytes (SIP over UDP stays far below).
+pub const MAX_DATAGRAM: usize = 8_192;
+/// Most datagrams per `recvmmsg`/`sendmmsg`.
+pub const MAX_BATCH: usize = 256;
+/// Default datagrams per `recvmmsg`.
+pub const DEFAULT_BATCH: usize = 64;
+/// How often a blocked receive wakes to look at the stop flag.
+const STOP_POLL: Duration = Duration::from_millis(100);
+/// The start of every SIP response.
+const RESPONSE_PREFIX: &[u8] = b"SIP/2.0 ";
+
+/// Where the relay listens and forwards.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelayConfig {
+    /// The address clients send to.
+    pub listen: SocketAddr,
+    /// Requests go here.
+    pub uas: SocketAddr,
+    /// Responses go here.
+    pub uac: SocketAddr,
+    /// Receive buffer, bytes (`None`: the system default).
+    pub rcvbuf: Option<usize>,
+    /// Datagrams per `recvmmsg` (1..=[`MAX_BATCH`]).
+    pub batch: usize,
+}
+
+/// What the relay did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct RelayCounts {
+    /// Requests forwarded to the UAS.
+    pub requests: u64,
+    /// Responses forwarded to the UAC.
+    pub responses: u64,
+    /// `recvmmsg` calls that returned datagrams.
+    pub batches: u64,
+    /// Datagrams larger than [`MAX_DATAGRAM`], dropped.
+    pub truncated: u64,
+    /// Empty datagrams, dropped.
+    pub empty: u64,
+    /// Datagrams the kernel refused to send.
+    pub send_errors: u64,
+}
+
+/// A bound relay socket.
+#[derive(Debug)]
+pub struct Relay {
+    socket: UdpSocket,
+    cfg: RelayConfig,
+    uas: SockAddr,
+    uac: SockAddr,
+}
+
+impl Relay {
+    /// Binds the socket (with `SO_RCVTIMEO` so the loop can see its stop
+    /// flag).
+    pub fn bind(cfg: RelayConfig) -> Result<Relay> {
+        if !(1..=MAX_BATCH).contains(&cfg.batch) {
+            return Err(Error::BadSetting(format!(
+                "relay batch {} (1..={MAX_BATCH})",
+                cfg.batch
+            )));
+        }
+        for (what, a) in [("UAS", cfg.uas), ("UAC", cfg.uac)] {
+            if a.is_ipv4() != cfg.listen.is_ipv4() {
+                return Err(Error::BadSetting(format!(
+                    "relay {what} address {a} is not of the listen address's family ({})",
+                    cfg.listen
+                )));
+            }
+        }
+        let s = Socket::new(
+            Domain::for_address(cfg.listen),
+            Type::DGRAM,
+            Some(Protocol::UDP),
+        )
+        .map_err(io("creating the relay socket"))?;
+        if let Some(b) = cfg.rcvbuf {
+            s.set_recv_buffer_size(b)
+                .map_err(io(format!("setting the relay's receive buffer to {b} B")))?;
+        }
+        s.bind(&cfg.listen.into())
+            .map_err(io(format!("binding the relay to {}", cfg.listen)))?;
+        let socket: UdpSocket = s.into();
+        socket
+            .set_read_timeout(Some(STOP_POLL))
+            .map_err(io("setting the relay's receive timeout"))?;
+        Ok(Relay {
+            uas: cfg.uas.into(),
+            uac: cfg.uac.into(),
+            socket,
+            cfg,
+        })
+    }
+
+    /// The bound address (with the real port when 0 was asked for).
+    pub fn local_addr(&self) -> Result<SocketAddr> {
+        self.socket
+            .local_addr()
+            .map_err(io("reading the relay's address"))
+    }
+
+    /// Relays until `stop` is set (checked at least every 100 ms).
+    pub fn run(&self, stop: &AtomicBool) -> Result<RelayCounts> {
+        let n = self.cfg.batch;
+        let fd = self.socket.as_raw_fd();
+        let mut bufs = vec![0u8; n * MAX_DATAGRAM];
+        // SAFETY: iovec is a plain C struct; all-zero bytes are a valid
+        // value (a null base, zero length).
+        let iov0: libc::iovec = unsafe { std::mem::zeroed() };
+        // SAFETY: mmsghdr is a plain C struct; all-zero bytes are a valid
+        // value (null pointers, zero lengths and flags).
+        let hdr0: libc::mmsghdr = unsafe { std::mem::zeroed() };
+        let (mut rx_iov, mut rx) = (vec![iov0; n], vec![hdr0; n]);
+        let (mut tx_iov, mut tx) = (vec![iov0; n], vec![hdr0; n]);
+        let mut c = RelayCounts::default();
+        // Acquire pairs with the Release store of whoever stops the relay.
+        while !stop.load(Ordering::Acquire) {
+            for (i, (h, v)) in rx.iter_mut().zip(rx_iov.iter_mut()).enumerate() {
+                v.iov_base = bufs[i * MAX_DATAGRAM..].as_mut_ptr().cast();
+                v.iov_len = MAX_DATAGRAM;
+                h.msg_hdr.msg_iov = v;
+                h.msg_hdr.msg_iovlen = 1;
+                h.msg_hdr.msg_flags = 0;
+                h.msg_len = 0;
+            }
+            // SAFETY: `rx` holds `n` headers, each pointing at its own iovec
+            // of MAX_DATAGRAM bytes inside `bufs`; all live across the call.
+            let got = unsafe {
+                libc::recvmmsg(
+                    fd,
+                    rx.as_mut_ptr(),
+                    n as libc::c_uint,
+                    libc::MSG_WAITFORONE,
+                    std::ptr::null_mut(),
+                )
+            };
+            if got < 0 {
+                let e = std::io::Error::last_os_error();
+                match e.kind() {
+                    std::io::ErrorKind::WouldBlock
+                    | std::io::ErrorKind::TimedOut
+                    | std::io::ErrorKind::Interrupted => continue,
+                    _ => return Err(io("relay recvmmsg")(e)),
+                }
+            }
+            c.batches += 1;
+            let mut k = 0;
+            for (i, h) in rx.iter().enumerate().take(got as usize) {
+                let len = h.msg_len as usize;
+                if h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
+                    c.truncated += 1;
+                    continue;
+                }
+                if len == 0 {
+                    c.empty += 1;
+                    continue;
+                }
+                let data = &bufs[i * MAX_DATAGRAM..i * MAX_DATAGRAM + len];
+                let to = if data.starts_with(RESPONSE_PREFIX) {
+                    c.responses += 1;
+                    &self.uac
+                } else {
+                    c.requests += 1;
+                    &self.uas
+                };
+                tx_iov[k].iov_base = data.as_ptr().cast_mut().cast();
+                tx_iov[k].iov_len = len;
+                let m = &mut tx[k].msg_hdr;
+                m.msg_iov = &mut tx_iov[k];
+                m.msg_iovlen = 1;
+                m.msg_name = to.as_ptr().cast_mut().cast();
+                m.msg_namelen = to.len();
+                k += 1;
+            }
+            let mut off = 0;
+            while off < k {
+                // SAFETY: tx[off..k] are initialised headers pointing at
+                // iovecs over `bufs` and at the two SockAddrs, all of which
+                // outlive the call; the kernel only reads them.
+                let sent = unsafe {
+                    libc::sendmmsg(fd, tx[off..].as_mut_ptr(), (k - off) as libc::c_uint, 0)
+                };
+                if sent < 0 {
+                    if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                        continue;
+                    }
+                    // the first message of the rest was refused: skip it
+                    c.send_errors += 1;
+                    off += 1;
+                } else {
+                    off += sent as usize;
+                }
+            }
+        }
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn requests_go_to_the_uas_and_responses_to_the_uac() {
+        let uas = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let uac = UdpSocket::bind("127.0.0.1:0").unwrap();
+        for s in [&uas, &uac] {
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        }
+        let relay = Relay::bind(RelayConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            uas: uas.local_addr().unwrap(),
+            uac: uac.local_addr().unwrap(),
+            rcvbuf: None,
+            batch: DEFAULT_BATCH,
+        })
+        .unwrap();
+        let addr = relay.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let st = stop.clone();
+        let t = std::thread::spawn(move || relay.run(&st));
+        let req = b"INVITE sip:b@x SIP/2.0\r\nVia: SIP/2.0/UDP a\r\n\r\n";
+        let resp = b"SIP/2.0 180 Ringing\r\nVia: SIP/2.0/UDP a\r\n\r\n";
+        uac.send_to(req, addr).unwrap();
+        let mut buf = [0u8; 2048];
+        let (n, from) = uas.recv_from(&mut buf).unwrap();
+        assert_eq!(&buf[..n], req);
+        assert_eq!(from, addr);
+        uas.send_to(resp, addr).unwrap();
+        let (n, _) = uac.recv_from(&mut buf).unwrap();
+        assert_eq!(&buf[..n], resp);
+        // an empty datagram and an oversized one are counted, not forwarded
+        uac.send_to(b"", addr).unwrap();
+        uac.send_to(&vec![b'x'; MAX_DATAGRAM + 10], addr).unwrap();
+        uac.send_to(b"BYE sip:b@x SIP/2.0\r\n\r\n", addr).unwrap();
+        let (n, _) = uas.recv_from(&mut buf).unwrap();
+        assert!(buf[..n].starts_with(b"BYE"));
+        stop.store(true, Ordering::Release);
+        let c = t.join().unwrap().unwrap();
+        assert_eq!(
+            (c.requests, c.responses, c.empty, c.truncated),
+            (2, 1, 1, 1)
+        );
+    }
+
+    #[test]
+    fn refuses_mixed_families_and_bad_batches() {
+        let cfg = RelayConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            uas: "[::1]:5060".parse().unwrap(),
+            uac: "127.0.0.1:5061".parse().unwrap(),
+            rcvbuf: None,
+            batch: 8,
+        };
+        assert!(matches!(
+            Relay::bind(cfg.clone()),
+            Err(Error::BadSetting(_))
+        ));
+        let cfg = RelayConfig {
+            uas: "127.0.0.1:5060".parse().unwrap(),
+            batch: 0,
+            ..cfg
+        };
+        assert!(matches!(Relay::bind(cfg), Err(Error::BadSetting(_))));
+    }
+}
