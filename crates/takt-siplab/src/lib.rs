@@ -19,5 +19,6 @@ pub mod interval;
 pub mod relay;
 pub mod search;
 pub mod server_stats;
+pub mod target;
 
 pub use error::{Error, Result};

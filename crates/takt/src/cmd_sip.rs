@@ -33,6 +33,10 @@ enum SipSub {
     /// SIPp (uac -> proxy -> uas) at a fixed call rate against the proxy
     /// run in-process: T_sip, K_rcv, K_snd per message type.
     Load(Box<LoadArgs>),
+    /// The SIP laboratory's null relay (requests to --uas, responses to
+    /// --uac, no SIP processing); started by `takt sip capacity`.
+    #[command(hide = true)]
+    Relay(Box<crate::cmd_sip_relay::RelayArgs>),
 }
 
 /// `takt sip load` flags.
@@ -210,6 +214,7 @@ pub fn run(c: SipCmd) -> Result<(), String> {
     match c.cmd {
         SipSub::Proxy(a) => proxy(*a),
         SipSub::Load(a) => load(*a),
+        SipSub::Relay(a) => crate::cmd_sip_relay::run(*a),
     }
 }
 

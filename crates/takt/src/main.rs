@@ -9,6 +9,7 @@ mod cmd_bench_sme;
 mod cmd_machine;
 mod cmd_sched;
 mod cmd_sip;
+mod cmd_sip_relay;
 
 use clap::{Parser, Subcommand};
 
