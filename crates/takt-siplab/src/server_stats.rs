@@ -11,7 +11,7 @@
 //!   `/proc/PID/net/`, i.e. in the server's network namespace.
 //! - **Host UDP counters** (`RcvbufErrors`, `InErrors`: what `netstat -su`
 //!   shows, the paper's drop figure) through takt-sip's
-//!   [`UdpCounters`](takt_sip::stats::snmp::UdpCounters).
+//!   [`takt_sip::stats::snmp::UdpCounters`].
 //! - **CPU time**: utime + stime of each process from `/proc/PID/stat`
 //!   (which includes threads that have exited; clock-tick resolution), and
 //!   per thread the run time, runqueue wait and context switches from

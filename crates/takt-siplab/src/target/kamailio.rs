@@ -20,7 +20,7 @@
 //! - The `ctl` module on a Unix socket in the run directory, for `kamcmd`.
 //!
 //! # Shared memory, watched
-//! [`shm`] runs `kamcmd core.shmmem` against the ctl socket: `max_used` is
+//! [`Target::shm`](super::Target::shm) runs `kamcmd core.shmmem` against the ctl socket: `max_used` is
 //! the peak since start, `total` the limit. Reading it after every trial
 //! shows that a search never ran Kamailio out of shared memory (which
 //! would make it drop for a reason that is not its capacity).
