@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use clap::Args;
-use takt_lab::machine::{self, Config, Family, Mode};
+use takt_machine::{self as machine, Config, Family, Mode};
 
 /// `takt machine` flags.
 #[derive(Args, Debug)]

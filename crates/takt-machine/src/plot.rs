@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
 
-use super::{Ctx, Series};
+use crate::{Ctx, Series};
 
 fn human(bytes: f64) -> String {
     let b = bytes as u64;

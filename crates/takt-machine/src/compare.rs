@@ -105,11 +105,11 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::cleanup::{register, Item};
-use super::peer::Peer;
-use super::stats::Sampled;
-use super::{Comparison, Ctx, Mode};
-use crate::result::ResultRow;
+use crate::cleanup::{register, Item};
+use crate::peer::Peer;
+use crate::stats::Sampled;
+use crate::{Comparison, Ctx, Mode};
+use takt_measure::result::ResultRow;
 
 /// Tool runs per quantity (CONVENTIONS.md asks for at least 5).
 const RUNS: usize = 5;
@@ -246,16 +246,18 @@ fn pair_with(ctx: &mut Ctx, takt: &ResultRow, tool: &str, runs: ToolRuns) {
     let row = s.into_row();
     let ratio = takt.summary.median / row.summary.median;
     let (takt_best, tool_best) = match takt.better {
-        crate::result::Better::Lower => {
-            (crate::stats::quantile(&takt.samples, 0.05), row.summary.min)
-        }
-        crate::result::Better::Higher => {
-            (crate::stats::quantile(&takt.samples, 0.95), row.summary.max)
-        }
+        takt_measure::result::Better::Lower => (
+            takt_measure::stats::quantile(&takt.samples, 0.05),
+            row.summary.min,
+        ),
+        takt_measure::result::Better::Higher => (
+            takt_measure::stats::quantile(&takt.samples, 0.95),
+            row.summary.max,
+        ),
     };
     ctx.comparisons.push(Comparison {
         ratio_best: takt_best / tool_best,
-        name: format!("{} {}", takt.name, crate::output::fmt_params(takt)),
+        name: format!("{} {}", takt.name, takt_measure::output::fmt_params(takt)),
         tool: tool.into(),
         ratio,
         within_15pct: (ratio_interleaved.unwrap_or(ratio) - 1.0).abs() <= TOLERANCE,
@@ -271,9 +273,9 @@ fn pair_with(ctx: &mut Ctx, takt: &ResultRow, tool: &str, runs: ToolRuns) {
 pub fn paired_ratio(takt: &[f64], tool: &[f64]) -> f64 {
     if takt.len() == tool.len() && !takt.is_empty() {
         let r: Vec<f64> = takt.iter().zip(tool).map(|(a, b)| a / b).collect();
-        crate::stats::median(&r)
+        takt_measure::stats::median(&r)
     } else {
-        crate::stats::median(takt) / crate::stats::median(tool)
+        takt_measure::stats::median(takt) / takt_measure::stats::median(tool)
     }
 }
 
@@ -330,7 +332,7 @@ fn alternate(
             ours.push(a);
             theirs.push(b);
         }
-        if super::cleanup::interrupted().is_some() {
+        if crate::cleanup::interrupted().is_some() {
             break;
         }
     }
@@ -359,11 +361,11 @@ fn perf(ctx: &mut Ctx) {
     let loops_s = loops.to_string();
     if let Some(takt) = find(ctx, "ctxsw_process", &[("placement", "same_cpu")]) {
         ctx.progress("compare: perf bench sched pipe");
-        let pin = super::timer::pin_current(cpu_n);
+        let pin = crate::timer::pin_current(cpu_n);
         let got = alternate(
             RUNS,
             // Per switch, like the row: half a round trip.
-            || super::ctxsw::perf_pipe_round_trip_us(cpu_n, loops).map(|us| us / 2.0),
+            || crate::ctxsw::perf_pipe_round_trip_us(cpu_n, loops).map(|us| us / 2.0),
             || {
                 output(
                     "taskset",
@@ -402,10 +404,10 @@ fn perf(ctx: &mut Ctx) {
             2_000_000
         };
         let loops_s = loops.to_string();
-        let pin = super::timer::pin_current(cpu_n);
+        let pin = crate::timer::pin_current(cpu_n);
         let got = alternate(
             RUNS,
-            || Some(super::syscalls::perf_getppid_loop_ns(loops)),
+            || Some(crate::syscalls::perf_getppid_loop_ns(loops)),
             || {
                 output(
                     "taskset",
@@ -470,7 +472,7 @@ fn sysbench(ctx: &mut Ctx) {
         let block = format!("--memory-block-size={}K", bytes >> 10);
         let total = format!("--memory-total-size={}K", (bytes >> 10) * u64::from(BLOCKS));
         let oper = format!("--memory-oper={op}");
-        let pin = super::timer::pin_current(cpu_n);
+        let pin = crate::timer::pin_current(cpu_n);
         // The row's vectorized kernel over the same buffer, right after
         // each scalar turn: the vectorized/scalar ratio at one moment.
         let mut vectorized = Vec::new();
@@ -478,9 +480,9 @@ fn sysbench(ctx: &mut Ctx) {
             RUNS,
             || {
                 let scalar =
-                    super::bandwidth::sysbench_like_gbs(op, bytes as usize, BLOCKS, false)?;
+                    crate::bandwidth::sysbench_like_gbs(op, bytes as usize, BLOCKS, false)?;
                 if let Some(v) =
-                    super::bandwidth::sysbench_like_gbs(op, bytes as usize, BLOCKS, true)
+                    crate::bandwidth::sysbench_like_gbs(op, bytes as usize, BLOCKS, true)
                 {
                     vectorized.push(v / scalar);
                 }
@@ -509,7 +511,7 @@ fn sysbench(ctx: &mut Ctx) {
         let vs = if vectorized.is_empty() {
             f64::NAN
         } else {
-            crate::stats::median(&vectorized)
+            takt_measure::stats::median(&vectorized)
         };
         let mut extra = Map::new();
         extra.insert(
@@ -581,7 +583,7 @@ fn iperf3(ctx: &mut Ctx) {
     }
     let port = (20_000 + std::process::id() % 20_000).to_string();
     let mut any = false;
-    for placement in super::net::placements() {
+    for placement in crate::net::placements() {
         let Some(takt) = find(
             ctx,
             "tcp_bandwidth",
@@ -612,8 +614,8 @@ fn iperf3(ctx: &mut Ctx) {
             RUNS,
             || {
                 let p = peer.as_ref()?;
-                let (v, _) = super::net::tcp_bandwidth(p.addr(), window, 1, placement).ok()?;
-                (!v.is_empty()).then(|| crate::stats::median(&v))
+                let (v, _) = crate::net::tcp_bandwidth(p.addr(), window, 1, placement).ok()?;
+                (!v.is_empty()).then(|| takt_measure::stats::median(&v))
             },
             || Ok(iperf3_once(&port, &secs, &client_s, &server_s)),
         )
@@ -641,7 +643,7 @@ fn iperf3(ctx: &mut Ctx) {
 /// of 500 ms. An even count, so each side runs first equally often; many
 /// short pairs rather than few long ones, because for 1 MiB reads the
 /// run-to-run spread comes from each run's buffer layout (see
-/// [`super::fs::BufKind`]), which only more runs average out.
+/// [`crate::fs::BufKind`]), which only more runs average out.
 fn fio_plan(mode: Mode) -> (usize, Duration) {
     if mode == Mode::Quick {
         (10, Duration::from_millis(200))
@@ -712,7 +714,7 @@ fn fio(ctx: &mut Ctx) {
             "--output-format=json".into(),
         ];
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let pin = super::timer::pin_current(cpu_n);
+        let pin = crate::timer::pin_current(cpu_n);
         let got = alternate(
             pairs,
             || {
@@ -720,14 +722,14 @@ fn fio(ctx: &mut Ctx) {
                 // long as fio's run, into a fresh untouched anonymous
                 // buffer (fio's malloc'd one is that), summarized as fio
                 // summarizes.
-                let r = super::fs::direct_reads(
+                let r = crate::fs::direct_reads(
                     &file,
                     bytes,
                     len,
                     sequential.not(),
                     segment,
                     1,
-                    super::fs::BufKind::Pages,
+                    crate::fs::BufKind::Pages,
                 )?;
                 segments.push(r.segments);
                 let us = r.us;
@@ -737,7 +739,7 @@ fn fio(ctx: &mut Ctx) {
                     // Bytes over the time spent reading (fio's bw_bytes).
                     Some(len as f64 * us.len() as f64 / us.iter().sum::<f64>())
                 } else {
-                    Some(crate::stats::median(&us))
+                    Some(takt_measure::stats::median(&us))
                 }
             },
             || {

@@ -17,7 +17,7 @@
 //! really used is read back from `/proc/self/smaps` (`AnonHugePages`).
 //!
 //! ## Level detection
-//! [`detect_levels`] (in [`levels`](super::levels)) finds plateaus and the
+//! [`detect_levels`] (in [`levels`](crate::levels)) finds plateaus and the
 //! memory cliff on the smoothed curve by a stated rule and checks each
 //! level against sysfs.
 
@@ -26,15 +26,15 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::describe::Description;
-use super::levels::human;
-pub use super::levels::{
+use crate::describe::Description;
+use crate::levels::human;
+pub use crate::levels::{
     detect_levels, memory_cliff, missing_levels, CacheLevel, DRIFT, MEM_STEP, RISE,
 };
-use super::stats::{collect, ticks_ns, Estimate, Sampled};
-use super::timer::pin_current;
-use super::{Ctx, Series};
-use crate::result::Better;
+use crate::stats::{collect, ticks_ns, Estimate, Sampled};
+use crate::timer::pin_current;
+use crate::{Ctx, Series};
+use takt_measure::result::Better;
 
 /// Smallest working set.
 const MIN_BYTES: u64 = 1 << 10;
@@ -255,27 +255,27 @@ fn curve(ctx: &Ctx, thp: bool, sizes: &[u64], line: u64) -> (Vec<Measured>, u64)
     let sample_ns: f64 = 1e6;
     let mut out = Vec::new();
     for (i, &size) in sizes.iter().enumerate() {
-        if super::cleanup::interrupted().is_some() {
+        if crate::cleanup::interrupted().is_some() {
             break;
         }
         let start = link(&mut region, size, line, 0x9E37_79B9_7F4A_7C15 ^ size);
         // Warm-up pass (discarded) and calibration of the chase length.
         let warm = (size / line).clamp(1 << 12, 1 << 18);
-        let t0 = super::stats::start();
+        let t0 = crate::stats::start();
         // SAFETY: start heads a cycle made by link.
         std::hint::black_box(unsafe { chase(start, warm) });
         let per = ticks_ns(t0, takt_sched::tsc_end()) / warm as f64;
         let steps = ((sample_ns / per.max(0.1)) as u64).clamp(1 << 12, 1 << 26);
         let mut p = start;
         let (samples, cpu_s) = collect(0, 15, 2000, per_point, || {
-            let t0 = super::stats::start();
+            let t0 = crate::stats::start();
             // SAFETY: p stays on the cycle made by link.
             p = unsafe { chase(p, steps) };
             std::hint::black_box(p);
             ticks_ns(t0, takt_sched::tsc_end()) / (steps / 8 * 8) as f64
         });
-        let cleaned = super::stats::tukey_far_out(&samples);
-        let ns = crate::stats::median(&cleaned.kept);
+        let cleaned = crate::stats::tukey_far_out(&samples);
+        let ns = takt_measure::stats::median(&cleaned.kept);
         if i % 4 == 0 || size == max {
             ctx.progress(&format!(
                 "latency thp={} {}: {ns:.2} ns",
@@ -350,9 +350,9 @@ pub(crate) fn run(ctx: &mut Ctx) {
     let _pin = pin_current(0);
     let line = ctx.desc.line_size() as u64;
     let per_octave = match ctx.cfg.mode {
-        super::Mode::Quick => 3,
-        super::Mode::Default => 4,
-        super::Mode::Full => 6,
+        crate::Mode::Quick => 3,
+        crate::Mode::Default => 4,
+        crate::Mode::Full => 6,
     };
     let sizes = sizes(per_octave, line);
     let sysfs: Vec<u64> = (1..=4)

@@ -1,4 +1,4 @@
-//! Cache levels found on the memory latency curve (see [`latency`](super::latency)).
+//! Cache levels found on the memory latency curve (see [`latency`](crate::latency)).
 //!
 //! ## The rule ([`detect_levels`])
 //! The rule, on the curve of (size, median ns) points:
@@ -34,7 +34,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::latency::CurvePoint;
+use crate::latency::CurvePoint;
 
 /// A step that raises latency by more than this factor is a transition.
 pub const RISE: f64 = 1.25;
@@ -156,7 +156,7 @@ pub fn detect_levels(points: &[CurvePoint], sysfs: &[u64]) -> Vec<CacheLevel> {
         .iter()
         .map(|&(a, b)| {
             let ns: Vec<f64> = points[a..=b].iter().map(|p| p.ns).collect();
-            crate::stats::median(&ns)
+            takt_measure::stats::median(&ns)
         })
         .collect();
     // Index in `kept` of the memory level: the first plateau above the
@@ -310,7 +310,7 @@ pub fn missing_levels(levels: &[CacheLevel], sysfs: &[u64]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::latency::sizes;
+    use crate::latency::sizes;
 
     /// A synthetic curve: plateaus at 1.2 / 3.8 / 15 / 110 ns with caches
     /// of 48 KiB, 1 MiB and 32 MiB and one-step smooth transitions.

@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::stats::{collect, ticks_ns, Estimate, Sampled};
-use super::timer::pin_current;
-use super::Ctx;
-use crate::result::Better;
+use crate::stats::{collect, ticks_ns, Estimate, Sampled};
+use crate::timer::pin_current;
+use crate::Ctx;
+use takt_measure::result::Better;
 
 /// Longest loop measured (the report's range).
 pub(crate) const MAX_LEN: usize = 50;
@@ -53,12 +53,12 @@ fn one_curve() -> Vec<f64> {
     for len in 0..=MAX_LEN {
         for r in runs.iter_mut() {
             let n = std::hint::black_box(len);
-            let t0 = super::stats::start();
+            let t0 = crate::stats::start();
             empty_loop(n);
             let t1 = takt_sched::tsc_end();
             *r = ticks_ns(t0, t1);
         }
-        curve.push(crate::stats::median(&runs));
+        curve.push(takt_measure::stats::median(&runs));
     }
     curve
 }
@@ -77,7 +77,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
         b
     });
     let curve: Vec<f64> = (0..=MAX_LEN)
-        .map(|i| crate::stats::median(&curves.iter().map(|c| c[i]).collect::<Vec<_>>()))
+        .map(|i| takt_measure::stats::median(&curves.iter().map(|c| c[i]).collect::<Vec<_>>()))
         .collect();
     ctx.push(
         Sampled::new(
@@ -96,7 +96,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
         .extra("curve_ns", json!(curve))
         .extra(
             "intercept_ns",
-            crate::stats::median(&intercepts),
+            takt_measure::stats::median(&intercepts),
         )
         .with_samples(samples, cpu),
     );

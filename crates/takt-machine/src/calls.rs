@@ -24,10 +24,10 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use super::stats::{ticks_ns, Estimate, Sampled};
-use super::timer::pin_current;
-use super::Ctx;
-use crate::result::Better;
+use crate::stats::{ticks_ns, Estimate, Sampled};
+use crate::timer::pin_current;
+use crate::Ctx;
+use takt_measure::result::Better;
 
 /// Calls per bracket.
 const INNER: u64 = 1000;
@@ -142,7 +142,7 @@ macro_rules! timed {
         fn $name(v: &Args) -> f64 {
             let v = black_box(*v);
             let mut x = black_box(1u64);
-            let t0 = super::stats::start();
+            let t0 = crate::stats::start();
             for _ in 0..INNER / UNROLL {
                 step!($k, $how, x, v);
                 step!($k, $how, x, v);
@@ -220,7 +220,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
                 s.push((called - base) / INNER as f64);
             }
         }
-        if super::cleanup::interrupted().is_some() {
+        if crate::cleanup::interrupted().is_some() {
             break;
         }
     }

@@ -10,10 +10,10 @@
 use std::ffi::CString;
 use std::time::Duration;
 
-use super::stats::{collect_turns, ticks_ns, Estimate, Sampled, Turn};
-use super::timer::pin_current;
-use super::Ctx;
-use crate::result::Better;
+use crate::stats::{collect_turns, ticks_ns, Estimate, Sampled, Turn};
+use crate::timer::pin_current;
+use crate::Ctx;
+use takt_measure::result::Better;
 
 /// Calls per sample.
 const BATCH: u64 = 200;
@@ -51,7 +51,7 @@ fn raw_syscall0(nr: i64) -> i64 {
 }
 
 fn batch(f: &mut dyn FnMut()) -> f64 {
-    let t0 = super::stats::start();
+    let t0 = crate::stats::start();
     for _ in 0..BATCH {
         f();
     }
@@ -65,7 +65,7 @@ fn batch(f: &mut dyn FnMut()) -> f64 {
 /// calling thread (pinned by the caller); ns per call, a mean with every
 /// interruption included, as perf's `gettimeofday` pair gives.
 pub(crate) fn perf_getppid_loop_ns(loops: u32) -> f64 {
-    let t0 = super::stats::start();
+    let t0 = crate::stats::start();
     for _ in 0..loops {
         // SAFETY: getppid has no preconditions.
         std::hint::black_box(unsafe { libc::getppid() });

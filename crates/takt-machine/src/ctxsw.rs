@@ -14,11 +14,11 @@ use std::time::Duration;
 
 use takt_sched::{CpuSet, Futex, ThreadSpec};
 
-use super::cleanup::{register, Item};
-use super::stats::{collect, ticks_ns, Estimate, Sampled};
-use super::timer::pin_current;
-use super::Ctx;
-use crate::result::Better;
+use crate::cleanup::{register, Item};
+use crate::stats::{collect, ticks_ns, Estimate, Sampled};
+use crate::timer::pin_current;
+use crate::Ctx;
+use takt_measure::result::Better;
 
 /// Round trips per sample.
 const ROUND_TRIPS: u32 = 200;
@@ -83,7 +83,7 @@ fn fork_echo(rx: i32, tx: i32, close_in_child: [i32; 2], cpu: usize, len: usize)
 /// Two pipes and an echo child pinned to `cpu`: the parent's write end
 /// and read end, the child's pid and its cleanup guard. `None` when a pipe
 /// or the fork fails.
-fn echo_pair(cpu: usize, len: usize) -> Option<(i32, i32, i32, super::cleanup::Guard)> {
+fn echo_pair(cpu: usize, len: usize) -> Option<(i32, i32, i32, crate::cleanup::Guard)> {
     let mut a = [0i32; 2];
     let mut b = [0i32; 2];
     // SAFETY: valid 2-int arrays.
@@ -115,7 +115,7 @@ fn echo_pair(cpu: usize, len: usize) -> Option<(i32, i32, i32, super::cleanup::G
 }
 
 /// Closes the parent's ends (the child reads EOF and exits) and reaps it.
-fn end_echo(tx: i32, rx: i32, pid: i32, guard: super::cleanup::Guard) {
+fn end_echo(tx: i32, rx: i32, pid: i32, guard: crate::cleanup::Guard) {
     // SAFETY: our own fds; the pid is our child.
     unsafe {
         libc::close(tx);
@@ -137,7 +137,7 @@ pub(crate) fn perf_pipe_round_trip_us(cpu: usize, loops: u32) -> Option<f64> {
     let (tx, rx, pid, guard) = echo_pair(cpu, 4)?;
     let mut m = 0u32;
     let mut ok = true;
-    let t0 = super::stats::start();
+    let t0 = crate::stats::start();
     for _ in 0..loops {
         // SAFETY: valid fds and a 4-byte local integer.
         let (w, r) = unsafe {
@@ -162,7 +162,7 @@ fn pipe_switch(ctx: &mut Ctx, place: Placement, cpu0: usize, cpu1: usize, budget
     let mut ok = true;
     let (s, cpu) = collect(2, 20, 2000, budget, || {
         let mut byte = 1u8;
-        let t0 = super::stats::start();
+        let t0 = crate::stats::start();
         for _ in 0..ROUND_TRIPS {
             // SAFETY: valid fds and a 1-byte local buffer.
             let (w, r) = unsafe {
@@ -254,7 +254,7 @@ fn futex_switch(ctx: &mut Ctx, place: Placement, cpu0: usize, cpu1: usize, budge
     };
     let mut next = 1u32;
     let (s, cpu) = collect(2, 20, 2000, budget, || {
-        let t0 = super::stats::start();
+        let t0 = crate::stats::start();
         for _ in 0..ROUND_TRIPS {
             // Release pairs with the peer's Acquire load.
             word.word().store(next, Ordering::Release);
@@ -318,7 +318,7 @@ fn condvar_switch(ctx: &mut Ctx, place: Placement, cpu0: usize, cpu1: usize, bud
     };
     let (s, cpu) = collect(2, 20, 2000, budget, || {
         let (m, cv) = &*pair;
-        let t0 = super::stats::start();
+        let t0 = crate::stats::start();
         let mut g = m.lock().unwrap_or_else(|p| p.into_inner());
         for _ in 0..ROUND_TRIPS {
             *g += 1;

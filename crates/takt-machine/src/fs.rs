@@ -43,10 +43,10 @@ use std::time::{Duration, Instant};
 
 use takt_sched::ThreadSpec;
 
-use super::cleanup::{register, scratch_dir, Guard, Item};
-use super::stats::{collect, ticks_ns, Estimate, Sampled};
-use super::{Ctx, Mode, Series};
-use crate::result::Better;
+use crate::cleanup::{register, scratch_dir, Guard, Item};
+use crate::stats::{collect, ticks_ns, Estimate, Sampled};
+use crate::{Ctx, Mode, Series};
+use takt_measure::result::Better;
 
 /// A read-time rise by this factor between sweep sizes marks the cache size.
 pub const CACHE_JUMP: f64 = 4.0;
@@ -263,7 +263,7 @@ fn open_direct(path: &Path) -> std::io::Result<File> {
 
 /// Reads the whole file through the page cache in 1 MiB reads; ns per 4 KiB.
 fn cached_read(f: &File, bytes: u64, buf: &mut [u8]) -> f64 {
-    let t0 = super::stats::start();
+    let t0 = crate::stats::start();
     let mut off = 0u64;
     while off < bytes {
         // SAFETY: buf is valid for buf.len() bytes.
@@ -353,7 +353,7 @@ fn file_cache(ctx: &mut Ctx, dir: &Path) {
     let mut points = Vec::new();
     let avail = ctx.desc.mem_available;
     for size in sweep_sizes(max) {
-        if super::cleanup::interrupted().is_some() {
+        if crate::cleanup::interrupted().is_some() {
             return;
         }
         if append(&mut f, size - have)
@@ -371,7 +371,7 @@ fn file_cache(ctx: &mut Ctx, dir: &Path) {
         let (s, cpu) = collect(0, 5, 20, ctx.budget(Duration::from_millis(1500)), || {
             cached_read(&f, size, &mut buf)
         });
-        let med = crate::stats::median(&s);
+        let med = takt_measure::stats::median(&s);
         ctx.progress(&format!("file cache {} MiB: {med:.0} ns/block", size >> 20));
         points.push((size, med));
         ctx.push(
@@ -470,7 +470,7 @@ pub(crate) fn direct_reads(
     let mut segments = None;
     let mut first = true;
     let (us, cpu) = collect(1, 10, 5000, budget, || {
-        let t0 = super::stats::start();
+        let t0 = crate::stats::start();
         for _ in 0..per_sample {
             let block = if random {
                 rng ^= rng << 13;
@@ -650,7 +650,7 @@ fn contention(ctx: &mut Ctx, dir: &Path) {
                 let mut out = Vec::new();
                 let mut b = 0u64;
                 while Instant::now() < end {
-                    let t0 = super::stats::start();
+                    let t0 = crate::stats::start();
                     for _ in 0..16 {
                         if buf.read_at(f.as_raw_fd(), BLOCK, b * BLOCK as u64) != BLOCK as isize {
                             return None;
@@ -681,7 +681,7 @@ fn contention(ctx: &mut Ctx, dir: &Path) {
             .saturating_sub(cpu0)
             .as_secs_f64()
             / samples.len() as f64;
-        let med = crate::stats::median(&samples);
+        let med = takt_measure::stats::median(&samples);
         let base = *t1.get_or_insert(med);
         series.push((readers as f64, med));
         let published = match readers {

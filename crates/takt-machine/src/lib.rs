@@ -1,7 +1,8 @@
-//! # `takt machine`: the machine characterization suite
+//! # takt-machine: the machine characterization suite (`takt machine`)
 //!
-//! Reproduces the measurements of the CSE 221 system measurement report (the
-//! seed in `shared/seeds/004_*`) — timer and loop overhead, procedure and
+//! Reproduces the measurements of a CSE 221 system measurement report
+//! (UC San Diego, Wu, Xiang and He, March 2017: an Intel i7-860 at 2.8 GHz
+//! under Ubuntu 16.04) — timer and loop overhead, procedure and
 //! system calls, process and thread creation, context switches, the memory
 //! hierarchy, page faults, the network and the file system — with better
 //! methods, on the machine it runs on.
@@ -65,12 +66,14 @@
 //! registered with [`cleanup`] and removed when the run ends, fails or is
 //! interrupted (SIGINT, SIGTERM, SIGHUP).
 
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::result::{Document, DocumentBuilder, ResultRow};
+use takt_measure::result::{Document, DocumentBuilder, ResultRow};
 
 mod bandwidth;
 mod calls;

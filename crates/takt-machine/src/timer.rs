@@ -13,9 +13,9 @@
 
 use std::time::Duration;
 
-use super::stats::{collect, collect_turns, ticks_ns, Estimate, Sampled, Turn};
-use super::Ctx;
-use crate::result::Better;
+use crate::stats::{collect, collect_turns, ticks_ns, Estimate, Sampled, Turn};
+use crate::Ctx;
+use takt_measure::result::Better;
 
 /// Pairs per sample for the cheap timers.
 const PAIRS: u64 = 1000;
@@ -111,7 +111,7 @@ fn pair_sample(pairs: u64, mut pair: impl FnMut() -> u64) -> f64 {
 
 /// One sample of the core clock in MHz: 2e5 dependent adds over their time.
 fn core_mhz_sample(iters: u64) -> f64 {
-    let t0 = super::stats::start();
+    let t0 = crate::stats::start();
     std::hint::black_box(add_chain(std::hint::black_box(iters)));
     let t1 = takt_sched::tsc_end();
     (iters * ADDS_PER_ITER) as f64 / ticks_ns(t0, t1) * 1000.0
@@ -122,7 +122,7 @@ fn core_mhz_sample(iters: u64) -> f64 {
 pub(crate) fn quick_core_mhz() -> f64 {
     let _pin = pin_current(0);
     let (s, _) = collect(3, 15, 15, Duration::ZERO, || core_mhz_sample(2_000));
-    crate::stats::median(&s)
+    takt_measure::stats::median(&s)
 }
 
 pub(crate) fn run(ctx: &mut Ctx) {
@@ -236,7 +236,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
     );
 
     let (s, cpu) = next();
-    let wall_ns = crate::stats::median(&wall);
+    let wall_ns = takt_measure::stats::median(&wall);
     let why = if vm {
         "each CPUID is a VM exit (~1000 cycles on KVM), but both sit outside the bracket"
     } else {

@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::output::fmt_num;
-use crate::result::{Better, Document, ResultRow};
-use crate::stats::quantile;
+use takt_measure::output::fmt_num;
+use takt_measure::result::{Better, Document, ResultRow};
+use takt_measure::stats::quantile;
 
 /// The outlier rule, as printed in every document.
 pub const OUTLIER_RULE: &str =
@@ -223,7 +223,7 @@ pub fn collect(
     let mut out = Vec::with_capacity(min.max(16));
     while out.len() < max && (out.len() < min || t0.elapsed() < budget) {
         out.push(one());
-        if super::cleanup::interrupted().is_some() {
+        if crate::cleanup::interrupted().is_some() {
             break;
         }
     }
@@ -302,7 +302,7 @@ pub(crate) fn collect_turns(budget: Duration, mut turns: Vec<Turn<'_>>) -> Vec<(
             samples.push((t.one)());
             *ticks += clock.now().saturating_sub(w0);
         }
-        if super::cleanup::interrupted().is_some() {
+        if crate::cleanup::interrupted().is_some() {
             break;
         }
     }
@@ -356,7 +356,7 @@ pub fn render_rows(doc: &Document) -> String {
         rows.push(vec![
             r.name.clone(),
             r.implementation.clone(),
-            crate::output::fmt_params(r),
+            takt_measure::output::fmt_params(r),
             get(r, "estimate").map(fmt_num).unwrap_or_default(),
             fmt_num(r.summary.median),
             fmt_num(r.summary.mean),

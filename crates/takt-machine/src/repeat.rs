@@ -20,7 +20,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{Family, MachineDocument};
+use crate::{Family, MachineDocument};
 
 /// The target: medians of repeated runs within ±10% of each other.
 pub const TOLERANCE: f64 = 0.10;
@@ -118,12 +118,12 @@ pub fn known_unstable(name: &str, params: &Map<String, Value>) -> Option<&'stati
     }
 }
 
-fn key(r: &crate::result::ResultRow) -> String {
+fn key(r: &takt_measure::result::ResultRow) -> String {
     format!(
         "{}\u{1}{}\u{1}{}",
         r.name,
         r.implementation,
-        crate::output::fmt_params(r)
+        takt_measure::output::fmt_params(r)
     )
 }
 
@@ -225,7 +225,7 @@ pub fn render(rep: &Repeatability) -> String {
             let spread = if r.ratio {
                 format!("{:.1}%", r.spread * 100.0)
             } else {
-                format!("{} {}", crate::output::fmt_num(r.spread), r.unit)
+                format!("{} {}", takt_measure::output::fmt_num(r.spread), r.unit)
             };
             let verdict = match (r.within_10pct, r.cpu_memory, &r.known_unstable) {
                 (true, _, _) => "ok".to_string(),
@@ -247,7 +247,7 @@ pub fn render(rep: &Repeatability) -> String {
                 params,
                 r.medians
                     .iter()
-                    .map(|m| crate::output::fmt_num(*m))
+                    .map(|m| takt_measure::output::fmt_num(*m))
                     .collect::<Vec<_>>()
                     .join(" "),
                 spread,

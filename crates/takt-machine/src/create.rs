@@ -23,10 +23,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::stats::{collect, ticks_ns, Estimate, Sampled};
-use super::timer::pin_current;
-use super::Ctx;
-use crate::result::Better;
+use crate::stats::{collect, ticks_ns, Estimate, Sampled};
+use crate::timer::pin_current;
+use crate::Ctx;
+use takt_measure::result::Better;
 
 /// Resident pages of this process (`/proc/self/statm` field 2).
 pub(crate) fn resident_pages() -> u64 {
@@ -43,7 +43,7 @@ fn fork_to_child() -> Option<f64> {
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return None;
     }
-    let t0 = super::stats::start();
+    let t0 = crate::stats::start();
     // SAFETY: the child only calls async-signal-safe functions below.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
@@ -72,7 +72,7 @@ fn fork_to_child() -> Option<f64> {
 }
 
 fn fork_exit_wait() -> Option<f64> {
-    let t0 = super::stats::start();
+    let t0 = crate::stats::start();
     // SAFETY: the child only calls _exit.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
@@ -140,7 +140,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
     let (s, cpu) = collect(3, 20, 5000, budget, || {
         let first = Arc::new(AtomicU64::new(0));
         let f2 = Arc::clone(&first);
-        let t0 = super::stats::start();
+        let t0 = crate::stats::start();
         let h = std::thread::Builder::new()
             .name("machine-new".into())
             .spawn(move || {
@@ -167,7 +167,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
         .with_samples(s.into_iter().filter(|v| v.is_finite()).collect(), cpu),
     );
     let (s, cpu) = collect(3, 20, 5000, budget, || {
-        let t0 = super::stats::start();
+        let t0 = crate::stats::start();
         let ok = std::thread::Builder::new()
             .name("machine-new".into())
             .spawn(|| {})
@@ -193,7 +193,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
         .with_samples(s.into_iter().filter(|v| v.is_finite()).collect(), cpu),
     );
     let (s, cpu) = collect(3, 20, 5000, budget, || {
-        let t0 = super::stats::start();
+        let t0 = crate::stats::start();
         match takt_sched::ThreadSpec::new("machine-new").spawn(|| {}) {
             Ok(t) => {
                 let _ = t.join();

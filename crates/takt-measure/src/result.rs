@@ -1,5 +1,5 @@
 //! Result documents: what every measuring `takt` subcommand prints with
-//! `--json`, as `shared/CONVENTIONS.md` specifies.
+//! `--json` (the format is described in this crate's README).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -110,8 +110,8 @@ impl ResultRow {
 macro_rules! params {
     ($(($k:expr, $v:expr)),* $(,)?) => {{
         #[allow(unused_mut)]
-        let mut m = serde_json::Map::new();
-        $( m.insert(($k).to_string(), serde_json::json!($v)); )*
+        let mut m = $crate::__serde_json::Map::new();
+        $( m.insert(($k).to_string(), $crate::__serde_json::json!($v)); )*
         m
     }};
 }

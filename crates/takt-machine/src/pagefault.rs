@@ -24,11 +24,11 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::Duration;
 
-use super::cleanup::{register, scratch_dir, Item};
-use super::stats::{collect, ticks_ns, Estimate, Sampled};
-use super::timer::pin_current;
-use super::Ctx;
-use crate::result::Better;
+use crate::cleanup::{register, scratch_dir, Item};
+use crate::stats::{collect, ticks_ns, Estimate, Sampled};
+use crate::timer::pin_current;
+use crate::Ctx;
+use takt_measure::result::Better;
 
 /// `statfs` magic of tmpfs: files there never leave memory.
 const TMPFS_MAGIC: i64 = 0x0102_1994;
@@ -73,7 +73,7 @@ fn unmap(p: *mut u8, len: usize) {
 fn touch(p: *mut u8, order: &[usize], write: bool, major: bool) -> Option<(f64, f64)> {
     let ps = page_size();
     let (min0, maj0) = faults();
-    let t0 = super::stats::start();
+    let t0 = crate::stats::start();
     let mut sum = 0u8;
     for &i in order {
         // SAFETY: i < pages of the mapping `p` (callers build `order` so).
@@ -94,7 +94,7 @@ fn touch(p: *mut u8, order: &[usize], write: bool, major: bool) -> Option<(f64, 
 }
 
 fn shuffled(n: usize, seed: u64) -> Vec<usize> {
-    let perm = super::latency::sattolo(n, seed);
+    let perm = crate::latency::sattolo(n, seed);
     perm.into_iter().map(|v| v as usize).collect()
 }
 
@@ -180,7 +180,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
                 "exception entry/exit 0.35 us + page allocation 0.2 us + zeroing {ps} B at {write_gbs:.1} GB/s ({zero_us:.2} us) + PTE and memcg 0.1 us"
             ),
         ))
-        .extra("pages_per_fault", crate::stats::median(&ppf))
+        .extra("pages_per_fault", takt_measure::stats::median(&ppf))
         .with_samples(s.into_iter().filter(|v| v.is_finite()).collect(), cpu),
     );
 
@@ -199,7 +199,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
         }
     };
     let file_bytes: usize = match ctx.cfg.mode {
-        super::Mode::Quick => 64 << 20,
+        crate::Mode::Quick => 64 << 20,
         _ => 256 << 20,
     };
     let path = dir.join("pagefault.dat");
@@ -234,7 +234,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
             ns / 1000.0
         })
     });
-    let pp = crate::stats::median(&ppf);
+    let pp = takt_measure::stats::median(&ppf);
     ctx.push(
         Sampled::new(
             "page_fault",

@@ -21,9 +21,9 @@ use std::time::Duration;
 
 use takt_sched::{CpuSet, ThreadSpec};
 
-use super::stats::{ticks_ns, Estimate, Sampled};
-use super::Ctx;
-use crate::result::Better;
+use crate::stats::{ticks_ns, Estimate, Sampled};
+use crate::Ctx;
+use takt_measure::result::Better;
 
 /// The three kernels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,7 +86,7 @@ pub(crate) fn sysbench_like_gbs(
     blocks: u32,
     vectorized: bool,
 ) -> Option<f64> {
-    let mut region = super::latency::Region::new(bytes, false)?;
+    let mut region = crate::latency::Region::new(bytes, false)?;
     region.pretouch();
     let words = bytes / 8;
     let base = region.ptr().cast::<u64>();
@@ -94,7 +94,7 @@ pub(crate) fn sysbench_like_gbs(
     if vectorized {
         // SAFETY: the region is `bytes` long, 8-byte aligned and owned here.
         let buf = unsafe { std::slice::from_raw_parts_mut(base, words) };
-        let t0 = super::stats::start();
+        let t0 = crate::stats::start();
         for b in 0..blocks {
             if write {
                 write_pass(buf, u64::from(b));
@@ -105,7 +105,7 @@ pub(crate) fn sysbench_like_gbs(
         let t1 = takt_sched::tsc_end();
         return Some(bytes as f64 * f64::from(blocks) / ticks_ns(t0, t1));
     }
-    let t0 = super::stats::start();
+    let t0 = crate::stats::start();
     for _ in 0..blocks {
         for i in 0..words {
             // SAFETY: i < words, and the region is `bytes` long, 2 MiB
@@ -191,7 +191,7 @@ fn measure(
             .with_cpus(CpuSet::single(cpu))
             .spawn(move || {
                 // Huge pages where THP allows: fewer TLB misses, steadier passes.
-                let Some(mut region) = super::latency::Region::new(bytes, huge) else {
+                let Some(mut region) = crate::latency::Region::new(bytes, huge) else {
                     return Vec::new();
                 };
                 region.pretouch(); // first touch, outside any sample
@@ -216,7 +216,7 @@ fn measure(
                     }
                     let chunk = pass as usize % nchunks;
                     let kernel = kernels[(pass / turn) as usize % k];
-                    let t0 = super::stats::start();
+                    let t0 = crate::stats::start();
                     match kernel {
                         Kernel::Read => {
                             let part = &buf[chunk * cw..(chunk + 1) * cw];
@@ -266,7 +266,7 @@ fn measure(
 
 pub(crate) fn run(ctx: &mut Ctx) {
     let bytes: usize = match ctx.cfg.mode {
-        super::Mode::Quick => 128 << 20,
+        crate::Mode::Quick => 128 << 20,
         _ => 256 << 20,
     };
     let allowed: Vec<usize> = takt_sched::get_affinity()

@@ -2,7 +2,7 @@
 //! TCP connection setup and teardown, against
 //! - `loopback`: a [`Peer`] on threads of this process at 127.0.0.1,
 //! - `netns`: a peer process in a network namespace behind a veth pair
-//!   (see [`netns`](super::netns)): the report's second machine, without
+//!   (see [`netns`](crate::netns)): the report's second machine, without
 //!   the wire,
 //! - `remote`: `--remote HOST[:PORT]` running `takt machine --serve`.
 //!
@@ -37,10 +37,10 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
 use std::time::{Duration, Instant};
 
-use super::peer::{Peer, MODE_CLOSE, MODE_ECHO, MODE_SINK, NO_CPU, READY};
-use super::stats::{collect, ticks_ns, Estimate, Sampled};
-use super::Ctx;
-use crate::result::Better;
+use crate::peer::{Peer, MODE_CLOSE, MODE_ECHO, MODE_SINK, NO_CPU, READY};
+use crate::stats::{collect, ticks_ns, Estimate, Sampled};
+use crate::Ctx;
+use takt_measure::result::Better;
 
 /// Round trips per RTT sample.
 const RTTS: usize = 100;
@@ -65,7 +65,7 @@ fn tcp_rtt(addr: SocketAddr, budget: Duration) -> std::io::Result<(Vec<f64>, f64
     let mut err = None;
     let r = collect(1, 10, 5000, budget, || {
         let mut b = [1u8];
-        let t0 = super::stats::start();
+        let t0 = crate::stats::start();
         for _ in 0..RTTS {
             if let Err(e) = s.write_all(&b).and_then(|_| s.read_exact(&mut b)) {
                 err = Some(e);
@@ -92,7 +92,7 @@ fn udp_rtt(addr: SocketAddr, budget: Duration) -> std::io::Result<(Vec<f64>, f64
     let mut lost = 0usize;
     let (s, cpu) = collect(1, 10, 5000, budget, || {
         let mut b = [1u8; 1];
-        let t0 = super::stats::start();
+        let t0 = crate::stats::start();
         for _ in 0..RTTS {
             if u.send(&b).is_err() || u.recv(&mut b).is_err() {
                 lost += 1;
@@ -175,7 +175,7 @@ pub(crate) fn tcp_bandwidth(
     let buf = vec![0x42u8; CHUNK];
     let _pin =
         match placement.sender {
-            Some(c) => Some(super::timer::pin_current(c).ok_or_else(|| {
+            Some(c) => Some(crate::timer::pin_current(c).ok_or_else(|| {
                 std::io::Error::other(format!("cannot pin the sender to CPU {c}"))
             })?),
             None => None,
@@ -193,7 +193,7 @@ pub(crate) fn tcp_bandwidth(
             )));
         }
         out.push(gbs);
-        if super::cleanup::interrupted().is_some() {
+        if crate::cleanup::interrupted().is_some() {
             break;
         }
     }
@@ -214,7 +214,7 @@ fn connect_teardown(
     let t_end = Instant::now() + budget;
     let mut n = 0;
     while n < 12 || (Instant::now() < t_end && n < 3000) {
-        let t0 = super::stats::start();
+        let t0 = crate::stats::start();
         let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(3))?;
         let t1 = takt_sched::tsc_end();
         s.set_read_timeout(Some(Duration::from_secs(3)))?;
@@ -229,7 +229,7 @@ fn connect_teardown(
                 "peer did not answer the close-test ready byte",
             ));
         }
-        let t2 = super::stats::start();
+        let t2 = crate::stats::start();
         s.shutdown(Shutdown::Write)?;
         let got = s.read(&mut b)?;
         let t3 = takt_sched::tsc_end();
@@ -245,7 +245,7 @@ fn connect_teardown(
             down.push(ticks_ns(t2, t3) / 1000.0);
         }
         n += 1;
-        if super::cleanup::interrupted().is_some() {
+        if crate::cleanup::interrupted().is_some() {
             break;
         }
     }
@@ -300,9 +300,9 @@ fn measure_target(ctx: &mut Ctx, peer: &str, addr: SocketAddr, model: Model) {
         Err(e) => ctx.skip(&format!("udp_rtt {peer}"), format!("{addr}: {e}")),
     }
     let (window, n) = match ctx.cfg.mode {
-        super::Mode::Quick => (Duration::from_millis(500), 5),
-        super::Mode::Default => (Duration::from_secs(1), 5),
-        super::Mode::Full => (Duration::from_secs(2), 10),
+        crate::Mode::Quick => (Duration::from_millis(500), 5),
+        crate::Mode::Default => (Duration::from_secs(1), 5),
+        crate::Mode::Full => (Duration::from_secs(2), 10),
     };
     let copy = ctx
         .measured("mem_bandwidth", Some(("op", "copy")))
@@ -411,7 +411,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
             "net netns",
             "no peer command (library use without the takt binary)",
         ),
-        Some(cmd) => match super::netns::create(&cmd, ctx.desc.root, ctx.cfg.interactive) {
+        Some(cmd) => match crate::netns::create(&cmd, ctx.desc.root, ctx.cfg.interactive) {
             Ok(host) => {
                 ctx.doc.note(format!("namespace host: {}", host.name));
                 measure_target(
@@ -433,7 +433,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
         let with_port = if remote.contains(':') && !remote.ends_with(']') {
             remote.clone()
         } else {
-            format!("{remote}:{}", super::netns::PEER_PORT)
+            format!("{remote}:{}", crate::netns::PEER_PORT)
         };
         match with_port.to_socket_addrs().map(|mut a| a.next()) {
             Ok(Some(addr)) => measure_target(

@@ -217,7 +217,7 @@ impl Description {
         let cpu = parse_cpuinfo(&rd("/proc/cpuinfo"));
         let meminfo = rd("/proc/meminfo");
         let build = rd("/proc/version").trim().to_string();
-        let kernel = crate::env::kernel_release();
+        let kernel = takt_measure::env::kernel_release();
         let c = takt_sched::clock();
         let tsc_mhz = match c.source() {
             takt_sched::ClockSource::Tsc => c.frequency_hz() / 1e6,

@@ -5,7 +5,7 @@
 //! Setup with iproute2 (`ip netns add`, `ip link add ... type veth peer
 //! ... netns`, addresses from 10.213.0.0/16 on a /30 chosen from the pid,
 //! links up), the peer started with `ip netns exec`. Everything is
-//! registered with [`cleanup`](super::cleanup) as soon as it exists:
+//! registered with [`cleanup`](crate::cleanup) as soon as it exists:
 //! the peer process is killed and the namespace deleted (which deletes
 //! both veth ends) when the run ends or is interrupted.
 //!
@@ -18,7 +18,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::cleanup::{register, Guard, Item};
+use crate::cleanup::{register, Guard, Item};
 
 /// The port the namespace peer listens on.
 pub(crate) const PEER_PORT: u16 = 7878;
