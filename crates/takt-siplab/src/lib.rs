@@ -10,12 +10,14 @@
 //! - [`search`]: the 1%-drop capacity search over any [`search::Trial`],
 //!   with its statistical decision rule.
 //! - [`relay`]: the null relay itself (run by `takt sip relay`).
+//! - [`net`]: `--net veth`, the server in its own network namespace.
 //! - [`interval`]: the confidence bounds the search uses.
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 mod error;
 pub mod interval;
+pub mod net;
 pub mod relay;
 pub mod search;
 pub mod server_stats;

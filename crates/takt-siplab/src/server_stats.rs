@@ -10,7 +10,8 @@
 //!   `/proc/PID/fd`). With a PID the tables are read from
 //!   `/proc/PID/net/`, i.e. in the server's network namespace.
 //! - **Host UDP counters** (`RcvbufErrors`, `InErrors`: what `netstat -su`
-//!   shows, the paper's drop figure) through takt-sip's
+//!   shows, the paper's drop figure) of the server's network namespace
+//!   (`/proc/PID/net/snmp`), read with takt-sip's parsers into
 //!   [`takt_sip::stats::snmp::UdpCounters`].
 //! - **CPU time**: utime + stime of each process from `/proc/PID/stat`
 //!   (which includes threads that have exited; clock-tick resolution), and
@@ -25,7 +26,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 use takt_sched::ThreadSchedStats;
-use takt_sip::stats::snmp::UdpCounters;
+use takt_sip::stats::snmp::{self, UdpCounters};
 
 /// One row of `/proc/net/udp` or `udp6`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -100,6 +101,28 @@ pub fn udp_sockets(pid: Option<i32>) -> io::Result<Vec<UdpSocketEntry>> {
         v.extend(parse_proc_net_udp(&t));
     }
     Ok(v)
+}
+
+/// The UDP counters of `pid`'s network namespace (IPv4 and IPv6 summed;
+/// `/proc/PID/net/snmp{,6}`), or this process's when `pid` is `None`.
+/// Zeros where the files are missing.
+pub fn host_udp(pid: Option<i32>) -> UdpCounters {
+    let base = match pid {
+        Some(p) => format!("/proc/{p}/net"),
+        None => "/proc/net".to_string(),
+    };
+    let v4 = std::fs::read_to_string(format!("{base}/snmp"))
+        .map(|s| snmp::parse_snmp(&s))
+        .unwrap_or_default();
+    let v6 = std::fs::read_to_string(format!("{base}/snmp6"))
+        .map(|s| snmp::parse_snmp6(&s))
+        .unwrap_or_default();
+    UdpCounters {
+        in_datagrams: v4.in_datagrams + v6.in_datagrams,
+        in_errors: v4.in_errors + v6.in_errors,
+        rcvbuf_errors: v4.rcvbuf_errors + v6.rcvbuf_errors,
+        out_datagrams: v4.out_datagrams + v6.out_datagrams,
+    }
 }
 
 /// The socket inodes process `pid` holds open.
@@ -227,7 +250,7 @@ pub struct ServerSample {
 /// threads that vanish while being read are skipped.
 pub fn sample(pids: &[i32], sel: &SocketSelector) -> io::Result<ServerSample> {
     let at = Instant::now();
-    let host = UdpCounters::read();
+    let host = host_udp(pids.first().copied());
     let table = udp_sockets(pids.first().copied())?;
     let owned: Option<HashSet<u64>> = if sel.owned_only && !pids.is_empty() {
         let mut s = HashSet::new();
@@ -321,7 +344,8 @@ pub struct ServerWindow {
     pub secs: f64,
     /// Datagrams the server's sockets dropped.
     pub socket_drops: u64,
-    /// The host's UDP counter increases (all sockets of the host).
+    /// The UDP counter increases of the server's network namespace (all
+    /// its sockets: the host's, unless it runs in a namespace of its own).
     pub host: UdpCounters,
     /// utime + stime of the server's processes, seconds (tick resolution).
     pub cpu_s: f64,

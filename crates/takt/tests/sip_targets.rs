@@ -4,13 +4,14 @@
 //! process behind. Kamailio comes from scripts/setup.sh; a missing one
 //! fails these tests.
 
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use takt_sched::CpuSet;
 use takt_sip::proxy::Mode;
+use takt_siplab::net::VethNet;
 use takt_siplab::server_stats::ServerWindow;
 use takt_siplab::target::{TaktOptions, Target, TargetKind, TargetSetup};
 
@@ -25,7 +26,11 @@ struct Uas {
 
 impl Uas {
     fn start() -> Uas {
-        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+        Uas::start_on("127.0.0.1".parse().unwrap())
+    }
+
+    fn start_on(ip: IpAddr) -> Uas {
+        let s = UdpSocket::bind(SocketAddr::new(ip, 0)).unwrap();
         s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
         let addr = s.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
@@ -147,8 +152,13 @@ fn gone(pids: &[i32]) -> bool {
 }
 
 fn exercise(kind: TargetKind, mode: Mode) {
-    let uas = Uas::start();
-    let uac = UdpSocket::bind("127.0.0.1:0").unwrap();
+    exercise_on(kind, mode, None)
+}
+
+fn exercise_on(kind: TargetKind, mode: Mode, net: Option<&VethNet>) {
+    let ip: IpAddr = net.map_or("127.0.0.1".parse().unwrap(), |n| n.root_ip);
+    let uas = Uas::start_on(ip);
+    let uac = UdpSocket::bind(SocketAddr::new(ip, 0)).unwrap();
     uac.set_read_timeout(Some(Duration::from_millis(200)))
         .unwrap();
     let mut setup = TargetSetup::new(uas.addr, uac.local_addr().unwrap());
@@ -239,4 +249,53 @@ fn a_server_that_cannot_start_is_a_clear_error() {
         .to_string();
     assert!(e.contains("takt did not start"), "{e}");
     assert!(e.contains("starting the proxy"), "{e}");
+}
+
+#[test]
+fn targets_behind_a_veth_pair() {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        let e = VethNet::create(&server_cpu()).unwrap_err().to_string();
+        assert!(e.contains("needs root"), "{e}");
+        return;
+    }
+    let net = VethNet::create(&server_cpu()).unwrap();
+    let ns = net.namespace().to_string();
+    let rps = std::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &ns,
+            "sh",
+            "-c",
+            "cat /sys/class/net/tkss*/queues/rx-0/rps_cpus",
+        ])
+        .output()
+        .unwrap();
+    let want = 1u64 << server_cpu().iter().last().unwrap();
+    let got = u64::from_str_radix(
+        String::from_utf8_lossy(&rps.stdout)
+            .trim()
+            .replace(',', "")
+            .trim_start_matches('0'),
+        16,
+    );
+    assert_eq!(got.ok(), Some(want), "{rps:?}");
+    exercise_on(TargetKind::NullRelay, Mode::Stateless, Some(&net));
+    exercise_on(
+        TargetKind::Takt(TaktOptions::default()),
+        Mode::Stateful,
+        Some(&net),
+    );
+    exercise_on(TargetKind::Kamailio, Mode::Stateful, Some(&net));
+    drop(net);
+    let list = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&list.stdout).contains(&ns),
+        "namespace {ns} left behind"
+    );
 }

@@ -33,7 +33,7 @@
 //! port. Ready when the group's socket is bound and `kamcmd core.uptime`
 //! answers.
 
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -162,14 +162,22 @@ pub(super) fn start(setup: &TargetSetup) -> Result<Target> {
 
 fn start_once(setup: &TargetSetup, bin: &Path, kamcmd: &Path, module_dir: &Path) -> Result<Target> {
     let dir = TempDir::new("takt-siplab-kamailio")?;
-    let listen = UdpSocket::bind(SocketAddr::new(setup.listen_ip, 0))
+    // in a fresh namespace every port is free: any free one here will do
+    let probe_ip = match setup.netns {
+        Some(_) if setup.listen_ip.is_ipv4() => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        Some(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+        None => setup.listen_ip,
+    };
+    let port = UdpSocket::bind(SocketAddr::new(probe_ip, 0))
         .and_then(|s| s.local_addr())
-        .map_err(io("picking a free port for kamailio"))?;
+        .map_err(io("picking a free port for kamailio"))?
+        .port();
+    let listen = SocketAddr::new(setup.listen_ip, port);
     let ctl = dir.path().join("ctl.sock");
     let cfg = dir.path().join("kamailio.cfg");
     std::fs::write(&cfg, config(setup, listen, module_dir, &ctl))
         .map_err(io(format!("writing {}", cfg.display())))?;
-    let mut cmd = Command::new(bin);
+    let mut cmd = setup.command(bin);
     cmd.arg("-f")
         .arg(&cfg)
         .args([

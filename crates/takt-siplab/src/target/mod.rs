@@ -68,6 +68,9 @@ pub struct TargetSetup {
     /// The `takt` executable for the `takt` and `null-relay` targets
     /// (`None`: the current executable).
     pub takt_exe: Option<PathBuf>,
+    /// A network namespace to start the server in (`ip netns exec`; see
+    /// [`crate::net::VethNet`]); `listen_ip` must then be an address of it.
+    pub netns: Option<String>,
 }
 
 impl TargetSetup {
@@ -83,6 +86,20 @@ impl TargetSetup {
             listen_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
             rcvbuf: None,
             takt_exe: None,
+            netns: None,
+        }
+    }
+
+    /// A command running `program`, inside [`TargetSetup::netns`] if set
+    /// (`ip netns exec` execs it in the same process).
+    fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> std::process::Command {
+        match &self.netns {
+            Some(ns) => {
+                let mut c = std::process::Command::new("ip");
+                c.args(["netns", "exec", ns.as_str()]).arg(program);
+                c
+            }
+            None => std::process::Command::new(program),
         }
     }
 

@@ -3,7 +3,6 @@
 //! network namespace's UDP table.
 
 use std::net::SocketAddr;
-use std::process::Command;
 
 use super::{bound_udp, wait_ready, Control, ServerProcess, Target, TargetSetup, TempDir};
 use crate::error::Result;
@@ -12,7 +11,7 @@ const NAME: &str = "null-relay";
 
 pub(super) fn start(setup: &TargetSetup) -> Result<Target> {
     let dir = TempDir::new("takt-siplab-relay")?;
-    let mut cmd = Command::new(setup.takt_exe()?);
+    let mut cmd = setup.command(setup.takt_exe()?);
     cmd.args(["sip", "relay", "--listen"])
         .arg(SocketAddr::new(setup.listen_ip, 0).to_string())
         .arg("--uas")

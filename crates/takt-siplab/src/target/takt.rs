@@ -7,7 +7,6 @@ use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use super::{wait_ready, Control, ServerProcess, TaktOptions, Target, TargetSetup, TempDir};
@@ -20,7 +19,7 @@ const STATS_TIMEOUT: Duration = Duration::from_secs(5);
 pub(super) fn start(setup: &TargetSetup, o: &TaktOptions) -> Result<Target> {
     let dir = TempDir::new("takt-siplab-takt")?;
     let sock = dir.path().join("stats.sock");
-    let mut cmd = Command::new(setup.takt_exe()?);
+    let mut cmd = setup.command(setup.takt_exe()?);
     cmd.args(["sip", "proxy", "--listen"])
         .arg(SocketAddr::new(setup.listen_ip, 0).to_string())
         .arg("--next-hop")
