@@ -5,9 +5,10 @@ use std::io;
 /// What went wrong in the SIP laboratory.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A setting that cannot work (search parameters, target options).
-    #[error("bad setting: {0}")]
-    BadSetting(String),
+    /// A setting is out of range or inconsistent (search parameters,
+    /// target options, a host that cannot provide what was asked).
+    #[error("invalid configuration: {0}")]
+    Config(String),
     /// A tool the target needs is not installed.
     #[error("{tool} is not installed ({hint})")]
     Missing {

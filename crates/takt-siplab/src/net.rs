@@ -63,7 +63,7 @@ fn ip(args: &[&str]) -> Result<String> {
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
-        Err(Error::BadSetting(format!(
+        Err(Error::Config(format!(
             "`ip {}` failed: {}",
             args.join(" "),
             String::from_utf8_lossy(&out.stderr).trim()
@@ -145,7 +145,7 @@ impl VethNet {
     pub fn create(server_cpus: &CpuSet) -> Result<VethNet> {
         // SAFETY: geteuid has no preconditions and cannot fail.
         if unsafe { libc::geteuid() } != 0 {
-            return Err(Error::BadSetting(
+            return Err(Error::Config(
                 "--net veth needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN)".into(),
             ));
         }
@@ -200,7 +200,7 @@ impl VethNet {
             .output()
             .map_err(io("setting the server side's RPS mask"))?;
         if !out.status.success() {
-            return Err(Error::BadSetting(format!(
+            return Err(Error::Config(format!(
                 "setting RPS of {ns_dev} to {mask}: {}",
                 String::from_utf8_lossy(&out.stderr).trim()
             )));

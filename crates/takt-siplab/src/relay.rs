@@ -88,14 +88,14 @@ impl Relay {
     /// flag).
     pub fn bind(cfg: RelayConfig) -> Result<Relay> {
         if !(1..=MAX_BATCH).contains(&cfg.batch) {
-            return Err(Error::BadSetting(format!(
+            return Err(Error::Config(format!(
                 "relay batch {} (1..={MAX_BATCH})",
                 cfg.batch
             )));
         }
         for (what, a) in [("UAS", cfg.uas), ("UAC", cfg.uac)] {
             if a.is_ipv4() != cfg.listen.is_ipv4() {
-                return Err(Error::BadSetting(format!(
+                return Err(Error::Config(format!(
                     "relay {what} address {a} is not of the listen address's family ({})",
                     cfg.listen
                 )));
@@ -288,13 +288,13 @@ mod tests {
         };
         assert!(matches!(
             Relay::bind(cfg.clone()),
-            Err(Error::BadSetting(_))
+            Err(Error::Config(_))
         ));
         let cfg = RelayConfig {
             uas: "127.0.0.1:5060".parse().unwrap(),
             batch: 0,
             ..cfg
         };
-        assert!(matches!(Relay::bind(cfg), Err(Error::BadSetting(_))));
+        assert!(matches!(Relay::bind(cfg), Err(Error::Config(_))));
     }
 }

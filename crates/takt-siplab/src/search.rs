@@ -168,7 +168,7 @@ impl Default for SearchConfig {
 impl SearchConfig {
     /// Checks the parameters' ranges.
     pub fn validate(&self) -> Result<(), Error> {
-        let bad = |m: &str| Err(Error::BadSetting(format!("capacity search: {m}")));
+        let bad = |m: &str| Err(Error::Config(format!("capacity search: {m}")));
         if !(self.threshold > 0.0 && self.threshold < 1.0) {
             return bad("threshold must be in (0, 1)");
         }

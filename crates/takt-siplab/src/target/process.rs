@@ -51,7 +51,7 @@ impl TempDir {
                 Err(e) => return Err(io(format!("creating {}", p.display()))(e)),
             }
         }
-        Err(Error::BadSetting(format!(
+        Err(Error::Config(format!(
             "no fresh temporary directory under {}",
             base.display()
         )))
@@ -85,19 +85,19 @@ impl Placed {
         let mut spec = ThreadSpec::new("spawner");
         if let Some(c) = cpus {
             restore.cpus = Some(CpuSet::current_affinity().map_err(|e| {
-                Error::BadSetting(format!("reading this thread's CPU affinity: {e}"))
+                Error::Config(format!("reading this thread's CPU affinity: {e}"))
             })?);
             spec = spec.with_cpus(c.clone());
         }
         if let Some(p) = policy {
             restore.policy = Some(takt_sched::current_policy().map_err(|e| {
-                Error::BadSetting(format!("reading this thread's scheduling policy: {e}"))
+                Error::Config(format!("reading this thread's scheduling policy: {e}"))
             })?);
             spec = spec.with_policy(p);
         }
         // on a refusal `restore` (dropped here) puts back what was changed
         spec.apply_to_current()
-            .map_err(|e| Error::BadSetting(format!("placing a server: {e}")))?;
+            .map_err(|e| Error::Config(format!("placing a server: {e}")))?;
         Ok(restore)
     }
 }
