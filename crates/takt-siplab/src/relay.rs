@@ -286,10 +286,7 @@ mod tests {
             rcvbuf: None,
             batch: 8,
         };
-        assert!(matches!(
-            Relay::bind(cfg.clone()),
-            Err(Error::Config(_))
-        ));
+        assert!(matches!(Relay::bind(cfg.clone()), Err(Error::Config(_))));
         let cfg = RelayConfig {
             uas: "127.0.0.1:5060".parse().unwrap(),
             batch: 0,

@@ -159,9 +159,7 @@ impl TargetKind {
     /// address) and waits until it is ready.
     pub fn start(&self, setup: &TargetSetup) -> Result<Target> {
         if setup.workers == 0 {
-            return Err(Error::Config(
-                "a target needs at least one worker".into(),
-            ));
+            return Err(Error::Config("a target needs at least one worker".into()));
         }
         match self {
             TargetKind::Takt(o) => takt::start(setup, o),

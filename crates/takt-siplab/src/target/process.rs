@@ -84,9 +84,10 @@ impl Placed {
         };
         let mut spec = ThreadSpec::new("spawner");
         if let Some(c) = cpus {
-            restore.cpus = Some(CpuSet::current_affinity().map_err(|e| {
-                Error::Config(format!("reading this thread's CPU affinity: {e}"))
-            })?);
+            restore.cpus =
+                Some(CpuSet::current_affinity().map_err(|e| {
+                    Error::Config(format!("reading this thread's CPU affinity: {e}"))
+                })?);
             spec = spec.with_cpus(c.clone());
         }
         if let Some(p) = policy {
