@@ -9,12 +9,15 @@
 //!   per-thread scheduler counters over a window.
 //! - [`search`]: the 1%-drop capacity search over any [`search::Trial`],
 //!   with its statistical decision rule.
+//! - [`capacity`]: a trial of a load against a target with the server's
+//!   counters around it, and the result rows of a search.
 //! - [`relay`]: the null relay itself (run by `takt sip relay`).
 //! - [`net`]: `--net veth`, the server in its own network namespace.
 //! - [`interval`]: the confidence bounds the search uses.
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+pub mod capacity;
 mod error;
 pub mod interval;
 pub mod net;
