@@ -165,13 +165,50 @@ fn exercise_on(kind: TargetKind, mode: Mode, net: Option<&VethNet>) {
     setup.mode = mode;
     setup.workers = 2;
     setup.cpus = Some(server_cpu());
+    setup.sched = Some("batch".parse().unwrap());
     setup.takt_exe = Some(env!("CARGO_BIN_EXE_takt").into());
+    if let Some(n) = net {
+        setup.listen_ip = n.server_ip;
+        setup.netns = Some(n.namespace().to_string());
+    }
     let mut t = kind
         .start(&setup)
         .unwrap_or_else(|e| panic!("{kind:?}: {e}"));
     let pids = t.pids();
     assert!(!pids.is_empty(), "{}", t.name());
-    assert!(!t.threads().is_empty());
+    if let Some(n) = net {
+        assert_eq!(t.listen().ip(), n.server_ip, "{}", t.name());
+        // the server's sockets live in the namespace, not here
+        let here = takt_siplab::server_stats::udp_sockets(None).unwrap();
+        assert!(here.iter().all(|e| e.local != t.listen()), "{}", t.name());
+    }
+    // every thread of every process on the server's CPU, under its policy
+    for (pid, tid) in t.threads() {
+        let base = format!("/proc/{pid}/task/{tid}");
+        let status = std::fs::read_to_string(format!("{base}/status")).unwrap();
+        let cpus = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .unwrap()
+            .trim();
+        assert_eq!(cpus, server_cpu().to_string(), "{} thread {tid}", t.name());
+        let stat = std::fs::read_to_string(format!("{base}/stat")).unwrap();
+        let policy: u32 = stat
+            .rsplit(')')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .nth(38)
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(
+            policy,
+            libc::SCHED_BATCH as u32,
+            "{} thread {tid}",
+            t.name()
+        );
+    }
     let before = t.sample().unwrap();
     assert_eq!(
         before.sockets.len(),
