@@ -42,6 +42,18 @@ pub enum Error {
         /// Its exit status and the tail of its stderr.
         reason: String,
     },
+    /// One case of a capacity run failed.
+    #[error("{case}: {source}")]
+    Case {
+        /// The case's label (`kamailio stateful`).
+        case: String,
+        /// What went wrong.
+        #[source]
+        source: Box<Error>,
+    },
+    /// The run was interrupted (Ctrl-C); finished points are kept.
+    #[error("interrupted")]
+    Interrupted,
     /// A target's control or statistics interface answered nonsense.
     #[error("{target} statistics: {reason}")]
     Stats {

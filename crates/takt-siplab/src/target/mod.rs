@@ -312,6 +312,23 @@ impl Target {
         }
     }
 
+    /// Pauses every process of the server (`SIGSTOP` to its group), so
+    /// that a target whose turn it is not uses no CPU at all (timers,
+    /// spinning workers); [`Target::resume`] continues it. No effect on
+    /// `addr`. Stopping or dropping a paused target works as usual.
+    pub fn pause(&mut self) {
+        if let Some(p) = &mut self.process {
+            p.set_paused(true);
+        }
+    }
+
+    /// Continues a paused server (`SIGCONT`).
+    pub fn resume(&mut self) {
+        if let Some(p) = &mut self.process {
+            p.set_paused(false);
+        }
+    }
+
     /// Stops the server (SIGTERM, then SIGKILL to its group after 5 s) and
     /// waits until none of its processes is left. `Err` if it had exited
     /// before, failed on SIGTERM, or had to be killed.

@@ -213,6 +213,8 @@ impl ServerProcess {
                 reason: self.describe(st),
             });
         }
+        // a paused group would not act on SIGTERM before SIGCONT
+        signal(-self.pid(), libc::SIGCONT);
         signal(self.pid(), libc::SIGTERM);
         let deadline = Instant::now() + STOP_GRACE;
         let status = loop {
@@ -237,6 +239,15 @@ impl ServerProcess {
                 reason: format!("ignored SIGTERM for {} s; killed", STOP_GRACE.as_secs()),
             }),
         }
+    }
+
+    /// Stops (`SIGSTOP`) or continues (`SIGCONT`) every process of the
+    /// group.
+    pub(crate) fn set_paused(&mut self, paused: bool) {
+        signal(
+            -self.pid(),
+            if paused { libc::SIGSTOP } else { libc::SIGCONT },
+        );
     }
 
     /// SIGKILL to every process of the group, reap the leader, and wait

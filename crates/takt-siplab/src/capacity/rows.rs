@@ -1,143 +1,10 @@
-//! One capacity trial against a running target, and the result rows of a
-//! finished search — the parts of `takt sip capacity` that do not depend
-//! on which load generator drives the calls.
-//!
-//! A [`TargetTrial`] wraps a [`Target`] and a [`Load`] (anything that can
-//! offer calls at a rate to an address and count what came back): around
-//! each run of the load it samples the server's `/proc` counters, and after
-//! it reads takt's statistics or Kamailio's shared memory, so that every
-//! point carries the server's side of the books ([`PointDetail`]). It is a
-//! [`Trial`] for the [`crate::search`].
-//!
-//! The drop rate that decides capacity is the paper's: messages lost at the
-//! server ÷ messages sent to it, as the load counts them end to end (sent
-//! by one side, never received by the other, after a bounded drain). The
-//! server's socket drops and its namespace's `RcvbufErrors` are reported
-//! beside it for each point.
+//! The result rows of a finished search (conventions' result documents).
 
-use serde::Serialize;
 use serde_json::{json, Map, Value};
 use takt_measure::result::{Better, ResultRow};
 
-use crate::error::Result;
-use crate::search::{Capacity, Phase, SearchResult, Trial, TrialOutcome};
-use crate::server_stats::ServerWindow;
-use crate::target::{ShmUsage, Target};
-
-/// What one run of the load at a rate measured (end to end).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct LoadOutcome {
-    /// The rate the load achieved, calls/s.
-    pub achieved_cps: f64,
-    /// Messages the load's two sides sent to the server.
-    pub sent_to_server: u64,
-    /// Of those, messages the other side never received.
-    pub lost: u64,
-    /// Calls completed.
-    pub completed_calls: u64,
-    /// Calls failed (error response, timeout).
-    pub failed_calls: u64,
-    /// The load could not keep up (see the generator's criteria).
-    pub generator_bound: bool,
-}
-
-/// A load generator, as the capacity search needs it.
-pub trait Load {
-    /// Offers calls at `rate_cps` to `target.listen()` (whose server
-    /// forwards to `target.uas()`): warm-up, measured window and bounded
-    /// drain, and reports what happened.
-    fn run(&mut self, target: &Target, rate_cps: f64) -> Result<LoadOutcome>;
-}
-
-/// The server's side of one trial.
-#[derive(Debug, Clone, Serialize)]
-pub struct PointDetail {
-    /// The rate asked for.
-    pub rate_cps: f64,
-    /// What the load measured.
-    pub load: LoadOutcome,
-    /// The server over the trial (drops, CPU, threads).
-    pub server: ServerWindow,
-    /// Server CPU time per completed call, µs (run time of its threads).
-    pub cpu_per_call_us: Option<f64>,
-    /// Kamailio's shared memory after the trial.
-    pub shm: Option<ShmUsage>,
-    /// takt's `/stats` per-kind T_sip and K_rcv after the trial
-    /// (cumulative since the target started).
-    pub takt_kinds: Option<Value>,
-}
-
-/// A [`Trial`] of a [`Load`] against a [`Target`] (see the module docs).
-#[derive(Debug)]
-pub struct TargetTrial<L> {
-    target: Target,
-    load: L,
-    points: Vec<PointDetail>,
-}
-
-impl<L: Load> TargetTrial<L> {
-    /// Wraps a started target and a load.
-    pub fn new(target: Target, load: L) -> Self {
-        TargetTrial {
-            target,
-            load,
-            points: Vec::new(),
-        }
-    }
-
-    /// The target.
-    pub fn target(&self) -> &Target {
-        &self.target
-    }
-
-    /// Every trial's server-side detail, in the order run (index `i` is
-    /// the search's trial `i`).
-    pub fn points(&self) -> &[PointDetail] {
-        &self.points
-    }
-
-    /// Stops the target; returns the trial details.
-    pub fn finish(self) -> Result<Vec<PointDetail>> {
-        self.target.stop()?;
-        Ok(self.points)
-    }
-}
-
-impl<L: Load> Trial for TargetTrial<L> {
-    type Error = crate::Error;
-
-    fn trial(&mut self, rate_cps: f64) -> Result<TrialOutcome> {
-        self.target.check_alive()?;
-        let before = self.target.sample()?;
-        let load = self.load.run(&self.target, rate_cps)?;
-        let after = self.target.sample()?;
-        self.target.check_alive()?;
-        let server = ServerWindow::between(&before, &after);
-        let shm = self.target.shm().transpose()?;
-        let takt_kinds = match self.target.takt_stats() {
-            Some(s) => s?.get("kinds").cloned(),
-            None => None,
-        };
-        let cpu_per_call_us = (load.completed_calls > 0 && !server.threads.is_empty())
-            .then(|| server.run_s * 1e6 / load.completed_calls as f64);
-        self.points.push(PointDetail {
-            rate_cps,
-            load,
-            server,
-            cpu_per_call_us,
-            shm,
-            takt_kinds,
-        });
-        Ok(TrialOutcome {
-            offered_cps: rate_cps,
-            achieved_cps: load.achieved_cps,
-            sent: load.sent_to_server,
-            lost: load.lost,
-            failed_calls: load.failed_calls,
-            generator_bound: load.generator_bound,
-        })
-    }
-}
+use super::PointDetail;
+use crate::search::{Capacity, Phase, SearchResult};
 
 /// The result rows of one target's finished search: `capacity` (cps;
 /// `median` = the capacity or its bound, `min`/`max` = the capacity and the
@@ -247,8 +114,11 @@ pub fn rows(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capacity::LoadOutcome;
     use crate::search::{run, Search, SearchConfig};
+    use crate::search::{Trial, TrialOutcome};
     use crate::server_stats::ServerSample;
+    use crate::server_stats::ServerWindow;
     use std::time::Instant;
     use takt_sip::stats::snmp::UdpCounters;
 
