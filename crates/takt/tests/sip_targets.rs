@@ -336,3 +336,33 @@ fn targets_behind_a_veth_pair() {
         "namespace {ns} left behind"
     );
 }
+
+fn state(pid: i32) -> char {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit(')').next()?.trim_start().chars().next())
+        .unwrap_or('?')
+}
+
+#[test]
+fn paused_targets_resume_and_stop() {
+    let uas = Uas::start();
+    let uac = UdpSocket::bind("127.0.0.1:0").unwrap();
+    uac.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let mut setup = TargetSetup::new(uas.addr, uac.local_addr().unwrap());
+    setup.takt_exe = Some(env!("CARGO_BIN_EXE_takt").into());
+    for kind in [TargetKind::Kamailio, TargetKind::NullRelay] {
+        let mut t = kind.start(&setup).unwrap();
+        let pids = t.pids();
+        t.pause();
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(pids.iter().all(|&p| state(p) == 'T'), "{kind:?}");
+        t.resume();
+        through(&t, &uac, uas.addr, "OPTIONS", 7);
+        // a paused server is continued, then stopped cleanly
+        t.pause();
+        t.stop().unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+        assert!(gone(&pids), "{kind:?} left {pids:?}");
+    }
+}
