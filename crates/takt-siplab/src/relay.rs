@@ -1,24 +1,26 @@
 //! The null relay: the kernel-bound floor of every capacity table.
 //!
 //! One UDP socket, one thread, a tight `recvmmsg`/`sendmmsg` loop and no
-//! SIP processing at all: a datagram that starts with `SIP/2.0 ` is a
-//! response and goes to the configured UAC address, anything else is a
-//! request and goes to the configured UAS address. There is no parsing,
-//! no Via, no state and no per-message instrumentation — what is left is
-//! the kernel's cost of receiving and sending the datagrams, which any
-//! real proxy pays too. The relay's capacity is therefore an upper bound
-//! for a proxy on the same CPU and network path.
+//! SIP processing beyond one header: a datagram that starts with
+//! `SIP/2.0 ` is a response, anything else a request. Requests go to the
+//! configured UAS address. Responses go to the configured UAC address if
+//! one is given, otherwise to the sent-by of their top Via (with RFC 3581's
+//! `received`/`rport` if present; IP literals only, no DNS) — the UAC's own
+//! Via, since the relay adds none — so a generator spreading its calls
+//! over many source ports gets each response back on its port. There is
+//! no other parsing, no state and no per-message instrumentation: what is
+//! left is the kernel's cost of receiving and sending the datagrams, which
+//! any real proxy pays too. The relay's capacity is therefore an upper
+//! bound for a proxy on the same CPU and network path.
 //!
 //! Contract for the load generator: the relay adds no Via, so the UAS must
 //! answer to the *source address* of the request (the relay), as SIPp and
-//! takt's generator do; and every response goes to the one configured UAC
-//! address, not to the address in the top Via — a generator whose UAC uses
-//! many source ports must receive responses on that one address (or run
-//! one relay per UAC port).
+//! takt's generator do.
 //!
 //! A datagram larger than the receive buffer ([`MAX_DATAGRAM`]) is counted
 //! as truncated and not forwarded; an empty one is counted and dropped; a
-//! send the kernel refuses is counted and skipped. The counts are returned
+//! response without a usable top Via (when routing by Via) is counted and
+//! dropped; a send the kernel refuses is counted and skipped. The counts are returned
 //! when the loop ends (they are kept per batch, not per message).
 
 use std::net::{SocketAddr, UdpSocket};
@@ -49,8 +51,8 @@ pub struct RelayConfig {
     pub listen: SocketAddr,
     /// Requests go here.
     pub uas: SocketAddr,
-    /// Responses go here.
-    pub uac: SocketAddr,
+    /// Responses go here; `None`: to their top Via's sent-by.
+    pub uac: Option<SocketAddr>,
     /// Receive buffer, bytes (`None`: the system default).
     pub rcvbuf: Option<usize>,
     /// Datagrams per `recvmmsg` (1..=[`MAX_BATCH`]).
@@ -70,6 +72,8 @@ pub struct RelayCounts {
     pub truncated: u64,
     /// Empty datagrams, dropped.
     pub empty: u64,
+    /// Responses without a usable top Via (routing by Via), dropped.
+    pub unroutable: u64,
     /// Datagrams the kernel refused to send.
     pub send_errors: u64,
 }
@@ -80,7 +84,7 @@ pub struct Relay {
     socket: UdpSocket,
     cfg: RelayConfig,
     uas: SockAddr,
-    uac: SockAddr,
+    uac: Option<SockAddr>,
 }
 
 impl Relay {
@@ -93,7 +97,8 @@ impl Relay {
                 cfg.batch
             )));
         }
-        for (what, a) in [("UAS", cfg.uas), ("UAC", cfg.uac)] {
+        for (what, a) in [("UAS", Some(cfg.uas)), ("UAC", cfg.uac)] {
+            let Some(a) = a else { continue };
             if a.is_ipv4() != cfg.listen.is_ipv4() {
                 return Err(Error::Config(format!(
                     "relay {what} address {a} is not of the listen address's family ({})",
@@ -119,7 +124,7 @@ impl Relay {
             .map_err(io("setting the relay's receive timeout"))?;
         Ok(Relay {
             uas: cfg.uas.into(),
-            uac: cfg.uac.into(),
+            uac: cfg.uac.map(SockAddr::from),
             socket,
             cfg,
         })
@@ -145,6 +150,8 @@ impl Relay {
         let hdr0: libc::mmsghdr = unsafe { std::mem::zeroed() };
         let (mut rx_iov, mut rx) = (vec![iov0; n], vec![hdr0; n]);
         let (mut tx_iov, mut tx) = (vec![iov0; n], vec![hdr0; n]);
+        // per-datagram destinations when routing responses by Via
+        let mut via_to: Vec<SockAddr> = vec![self.uas.clone(); n];
         let mut c = RelayCounts::default();
         // Acquire pairs with the Release store of whoever stops the relay.
         while !stop.load(Ordering::Acquire) {
@@ -190,12 +197,27 @@ impl Relay {
                 }
                 let data = &bufs[i * MAX_DATAGRAM..i * MAX_DATAGRAM + len];
                 let to = if data.starts_with(RESPONSE_PREFIX) {
-                    c.responses += 1;
-                    &self.uac
+                    match &self.uac {
+                        Some(a) => a,
+                        None => match top_via(data) {
+                            Some(a) => {
+                                via_to[k] = a.into();
+                                &via_to[k]
+                            }
+                            None => {
+                                c.unroutable += 1;
+                                continue;
+                            }
+                        },
+                    }
                 } else {
-                    c.requests += 1;
                     &self.uas
                 };
+                if data.starts_with(RESPONSE_PREFIX) {
+                    c.responses += 1;
+                } else {
+                    c.requests += 1;
+                }
                 tx_iov[k].iov_base = data.as_ptr().cast_mut().cast();
                 tx_iov[k].iov_len = len;
                 let m = &mut tx[k].msg_hdr;
@@ -229,6 +251,54 @@ impl Relay {
     }
 }
 
+/// Where the top Via of a message says its response goes: the sent-by's
+/// IP literal and port (5060 if absent), overridden by `received=` and
+/// `rport=N` (RFC 3581). `None` if the headers end first, or the top Via
+/// names a host that is not an IP literal.
+pub fn top_via(msg: &[u8]) -> Option<SocketAddr> {
+    let text = std::str::from_utf8(msg).ok()?;
+    let headers = text.split("\r\n").skip(1).take_while(|l| !l.is_empty());
+    let value = headers.into_iter().find_map(|l| {
+        let (name, v) = l.split_once(':')?;
+        let name = name.trim();
+        (name.eq_ignore_ascii_case("via") || name.eq_ignore_ascii_case("v")).then_some(v)
+    })?;
+    // the first value of a comma-separated header; `SIP/2.0/UDP sent-by;params`
+    let first = value.split(',').next()?.trim();
+    let (_proto, rest) = first.split_once(char::is_whitespace)?;
+    let mut parts = rest.trim().split(';');
+    let sent_by = parts.next()?.trim();
+    let (host, port) = if let Some(v6) = sent_by.strip_prefix('[') {
+        let (h, after) = v6.split_once(']')?;
+        (h, after.strip_prefix(':'))
+    } else {
+        match sent_by.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (sent_by, None),
+        }
+    };
+    let mut ip: std::net::IpAddr = host.parse().ok()?;
+    let mut port: u16 = match port {
+        Some(p) => p.trim().parse().ok()?,
+        None => 5060,
+    };
+    for p in parts {
+        let (k, v) = p.split_once('=').unwrap_or((p, ""));
+        match k.trim().to_ascii_lowercase().as_str() {
+            "received" => {
+                ip = v
+                    .trim()
+                    .trim_matches(|c| c == '[' || c == ']')
+                    .parse()
+                    .ok()?
+            }
+            "rport" if !v.is_empty() => port = v.trim().parse().ok()?,
+            _ => {}
+        }
+    }
+    Some(SocketAddr::new(ip, port))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,7 +314,7 @@ mod tests {
         let relay = Relay::bind(RelayConfig {
             listen: "127.0.0.1:0".parse().unwrap(),
             uas: uas.local_addr().unwrap(),
-            uac: uac.local_addr().unwrap(),
+            uac: Some(uac.local_addr().unwrap()),
             rcvbuf: None,
             batch: DEFAULT_BATCH,
         })
@@ -278,11 +348,77 @@ mod tests {
     }
 
     #[test]
+    fn top_via_routes() {
+        let r = |via: &str| top_via(format!("SIP/2.0 200 OK\r\n{via}\r\nTo: x\r\n\r\n").as_bytes());
+        let a = |s: &str| Some(s.parse::<SocketAddr>().unwrap());
+        assert_eq!(
+            r("Via: SIP/2.0/UDP 10.0.0.5:5071;branch=z9hG4bK1"),
+            a("10.0.0.5:5071")
+        );
+        assert_eq!(
+            r("v: SIP/2.0/UDP 10.0.0.5;branch=z9hG4bK1"),
+            a("10.0.0.5:5060")
+        );
+        assert_eq!(
+            r("VIA:SIP/2.0/UDP [::1]:6000;rport=7000;received=::2, SIP/2.0/UDP 1.2.3.4"),
+            a("[::2]:7000")
+        );
+        assert_eq!(r("Via: SIP/2.0/UDP host.example:5060"), None);
+        assert_eq!(r("To: y"), None);
+        assert_eq!(
+            top_via(b"SIP/2.0 200 OK\r\n\r\nVia: SIP/2.0/UDP 1.2.3.4:5\r\n"),
+            None
+        );
+    }
+
+    #[test]
+    fn responses_follow_the_top_via() {
+        let uas = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let uacs: Vec<UdpSocket> = (0..3)
+            .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
+            .collect();
+        for s in uacs.iter().chain([&uas]) {
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        }
+        let relay = Relay::bind(RelayConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            uas: uas.local_addr().unwrap(),
+            uac: None,
+            rcvbuf: None,
+            batch: 4,
+        })
+        .unwrap();
+        let addr = relay.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let st = stop.clone();
+        let t = std::thread::spawn(move || relay.run(&st));
+        let mut buf = [0u8; 2048];
+        for u in &uacs {
+            let me = u.local_addr().unwrap();
+            let resp = format!("SIP/2.0 200 OK\r\nVia: SIP/2.0/UDP {me};branch=z9hG4bKx\r\n\r\n");
+            uas.send_to(resp.as_bytes(), addr).unwrap();
+            let (n, _) = u.recv_from(&mut buf).unwrap();
+            assert_eq!(&buf[..n], resp.as_bytes());
+        }
+        uas.send_to(b"SIP/2.0 200 OK\r\nTo: x\r\n\r\n", addr)
+            .unwrap();
+        uas.send_to(
+            b"SIP/2.0 180 Ringing\r\nVia: SIP/2.0/UDP 127.0.0.1:1\r\n\r\n",
+            addr,
+        )
+        .unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        stop.store(true, Ordering::Release);
+        let c = t.join().unwrap().unwrap();
+        assert_eq!((c.responses, c.unroutable), (4, 1));
+    }
+
+    #[test]
     fn refuses_mixed_families_and_bad_batches() {
         let cfg = RelayConfig {
             listen: "127.0.0.1:0".parse().unwrap(),
             uas: "[::1]:5060".parse().unwrap(),
-            uac: "127.0.0.1:5061".parse().unwrap(),
+            uac: Some("127.0.0.1:5061".parse().unwrap()),
             rcvbuf: None,
             batch: 8,
         };

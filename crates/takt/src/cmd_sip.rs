@@ -34,7 +34,8 @@ enum SipSub {
     /// run in-process: T_sip, K_rcv, K_snd per message type.
     Load(Box<LoadArgs>),
     /// The SIP laboratory's null relay (requests to --uas, responses to
-    /// --uac, no SIP processing); started by `takt sip capacity`.
+    /// --uac or their top Via, no other SIP processing); started by
+    /// `takt sip capacity`.
     #[command(hide = true)]
     Relay(Box<crate::cmd_sip_relay::RelayArgs>),
 }

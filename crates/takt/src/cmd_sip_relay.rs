@@ -1,7 +1,7 @@
 //! `takt sip relay` (hidden): the null relay of the SIP laboratory as its
 //! own process — requests to `--uas`, responses (datagrams starting with
-//! `SIP/2.0 `) to `--uac`, no SIP processing (see takt-siplab's `relay`
-//! module). `takt sip capacity` starts it as the `null-relay` target; it
+//! `SIP/2.0 `) to `--uac` or, without it, to their top Via; no other SIP
+//! processing (see takt-siplab's `relay` module). `takt sip capacity` starts it as the `null-relay` target; it
 //! runs until SIGINT or SIGTERM and prints its counts on stderr.
 
 use std::net::SocketAddr;
@@ -22,9 +22,9 @@ pub struct RelayArgs {
     /// Where requests go.
     #[arg(long, value_name = "ADDR")]
     uas: SocketAddr,
-    /// Where responses go.
+    /// Where responses go (default: the sent-by of their top Via).
     #[arg(long, value_name = "ADDR")]
-    uac: SocketAddr,
+    uac: Option<SocketAddr>,
     /// Receive buffer, bytes (default: the system's).
     #[arg(long, value_name = "BYTES")]
     rcvbuf: Option<usize>,
@@ -63,12 +63,14 @@ pub fn run(a: RelayArgs) -> Result<(), String> {
     let local = relay.local_addr().map_err(|e| e.to_string())?;
     eprintln!(
         "takt sip relay: {local} -> requests to {}, responses to {}",
-        a.uas, a.uac
+        a.uas,
+        a.uac
+            .map_or_else(|| "their top Via".to_string(), |u| u.to_string())
     );
     let c = relay.run(&stop).map_err(|e| e.to_string())?;
     eprintln!(
-        "takt sip relay: {} requests, {} responses in {} batches; dropped {} truncated, {} empty; {} send errors",
-        c.requests, c.responses, c.batches, c.truncated, c.empty, c.send_errors
+        "takt sip relay: {} requests, {} responses in {} batches; dropped {} truncated, {} empty, {} without a usable Via; {} send errors",
+        c.requests, c.responses, c.batches, c.truncated, c.empty, c.unroutable, c.send_errors
     );
     Ok(())
 }

@@ -161,7 +161,7 @@ fn exercise_on(kind: TargetKind, mode: Mode, net: Option<&VethNet>) {
     let uac = UdpSocket::bind(SocketAddr::new(ip, 0)).unwrap();
     uac.set_read_timeout(Some(Duration::from_millis(200)))
         .unwrap();
-    let mut setup = TargetSetup::new(uas.addr, uac.local_addr().unwrap());
+    let mut setup = TargetSetup::new(uas.addr);
     setup.mode = mode;
     setup.workers = 2;
     setup.cpus = Some(server_cpu());
@@ -260,7 +260,7 @@ fn kamailio_stateless_and_stateful() {
 #[test]
 fn a_dropped_target_leaves_nothing_behind() {
     let uas = Uas::start();
-    let mut setup = TargetSetup::new(uas.addr, uas.addr);
+    let mut setup = TargetSetup::new(uas.addr);
     setup.takt_exe = Some(env!("CARGO_BIN_EXE_takt").into());
     for kind in [TargetKind::NullRelay, TargetKind::Kamailio] {
         let t = kind.start(&setup).unwrap();
@@ -273,10 +273,7 @@ fn a_dropped_target_leaves_nothing_behind() {
 
 #[test]
 fn a_server_that_cannot_start_is_a_clear_error() {
-    let mut setup = TargetSetup::new(
-        "127.0.0.1:9".parse().unwrap(),
-        "127.0.0.1:9".parse().unwrap(),
-    );
+    let mut setup = TargetSetup::new("127.0.0.1:9".parse().unwrap());
     setup.takt_exe = Some(env!("CARGO_BIN_EXE_takt").into());
     // an address this host does not have: the proxy exits at once
     setup.listen_ip = "192.0.2.1".parse().unwrap();
@@ -350,7 +347,7 @@ fn paused_targets_resume_and_stop() {
     let uac = UdpSocket::bind("127.0.0.1:0").unwrap();
     uac.set_read_timeout(Some(Duration::from_millis(200)))
         .unwrap();
-    let mut setup = TargetSetup::new(uas.addr, uac.local_addr().unwrap());
+    let mut setup = TargetSetup::new(uas.addr);
     setup.takt_exe = Some(env!("CARGO_BIN_EXE_takt").into());
     for kind in [TargetKind::Kamailio, TargetKind::NullRelay] {
         let mut t = kind.start(&setup).unwrap();

@@ -174,7 +174,6 @@ pub fn run<L: Load>(
         let mut setup = plan.base.clone();
         setup.mode = case.mode;
         setup.uas = load.uas();
-        setup.uac = load.uac();
         if let Some(n) = &net {
             setup.listen_ip = n.server_ip;
             setup.netns = Some(n.namespace().to_string());
@@ -252,9 +251,6 @@ mod tests {
         fn uas(&self) -> SocketAddr {
             "127.0.0.1:9".parse().unwrap()
         }
-        fn uac(&self) -> SocketAddr {
-            "127.0.0.1:9".parse().unwrap()
-        }
         fn run(&mut self, _: &Target, rate: f64) -> Result<super::super::LoadOutcome> {
             self.runs += 1;
             if let Some((n, stop)) = &self.stop_after {
@@ -286,7 +282,7 @@ mod tests {
                     mode: Mode::Stateful,
                 },
             ],
-            base: TargetSetup::new(a, a),
+            base: TargetSetup::new(a),
             search: SearchConfig::default(),
             net: NetKind::Loopback,
             stop: Arc::new(AtomicBool::new(false)),

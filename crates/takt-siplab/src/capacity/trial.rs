@@ -32,10 +32,9 @@ pub struct LoadOutcome {
 
 /// A load generator, as the capacity search needs it.
 pub trait Load {
-    /// Where its UAS receives (the target forwards requests there).
+    /// Where its UAS receives (the target forwards requests there; the
+    /// address stays the same for every trial).
     fn uas(&self) -> SocketAddr;
-    /// Where its UAC receives responses (the null relay sends them there).
-    fn uac(&self) -> SocketAddr;
 
     /// Offers calls at `rate_cps` to `target.listen()` (whose server
     /// forwards to `target.uas()`): warm-up, measured window and bounded

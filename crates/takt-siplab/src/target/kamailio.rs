@@ -302,10 +302,7 @@ mod tests {
 
     #[test]
     fn configuration_per_mode() {
-        let mut s = TargetSetup::new(
-            "127.0.0.1:5070".parse().unwrap(),
-            "127.0.0.1:5080".parse().unwrap(),
-        );
+        let mut s = TargetSetup::new("127.0.0.1:5070".parse().unwrap());
         s.workers = 3;
         let listen = "127.0.0.1:5060".parse().unwrap();
         let dir = Path::new("/m");

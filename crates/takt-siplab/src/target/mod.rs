@@ -58,9 +58,9 @@ pub struct TargetSetup {
     pub sched: Option<SchedPolicy>,
     /// The address the server forwards requests to.
     pub uas: SocketAddr,
-    /// Where the null relay sends responses (ignored by real proxies,
-    /// which route responses by their Via).
-    pub uac: SocketAddr,
+    /// Where the null relay sends responses (`None`: to their top Via, as
+    /// real proxies do; they ignore this).
+    pub uac: Option<SocketAddr>,
     /// The IP address the server listens on.
     pub listen_ip: IpAddr,
     /// Socket receive buffer, bytes (`None`: each server's default).
@@ -74,15 +74,16 @@ pub struct TargetSetup {
 }
 
 impl TargetSetup {
-    /// Defaults: anywhere, 4 workers, stateless, loopback.
-    pub fn new(uas: SocketAddr, uac: SocketAddr) -> TargetSetup {
+    /// Defaults: anywhere, 4 workers, stateless, loopback, responses routed
+    /// by Via.
+    pub fn new(uas: SocketAddr) -> TargetSetup {
         TargetSetup {
             cpus: None,
             workers: 4,
             mode: Mode::Stateless,
             sched: None,
             uas,
-            uac,
+            uac: None,
             listen_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
             rcvbuf: None,
             takt_exe: None,

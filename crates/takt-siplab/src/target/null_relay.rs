@@ -15,9 +15,10 @@ pub(super) fn start(setup: &TargetSetup) -> Result<Target> {
     cmd.args(["sip", "relay", "--listen"])
         .arg(SocketAddr::new(setup.listen_ip, 0).to_string())
         .arg("--uas")
-        .arg(setup.uas.to_string())
-        .arg("--uac")
-        .arg(setup.uac.to_string());
+        .arg(setup.uas.to_string());
+    if let Some(u) = setup.uac {
+        cmd.arg("--uac").arg(u.to_string());
+    }
     if let Some(c) = &setup.cpus {
         cmd.arg("--cpus").arg(c.to_string());
     }
