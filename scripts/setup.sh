@@ -11,6 +11,10 @@ command -v ip >/dev/null 2>&1 || need_pkgs+=(iproute2)
 command -v perf >/dev/null 2>&1 || need_pkgs+=(linux-perf)
 # The SIP laboratory's kamailio target (sbin is not on every PATH).
 [ -x /usr/sbin/kamailio ] && [ -x /usr/sbin/kamcmd ] || need_pkgs+=(kamailio)
+# CAF 0.17, the C++ actor framework: takt-peer-caf compiles its benchmarks
+# against the headers and links libcaf_core (takt bench agents --peers).
+command -v g++ >/dev/null 2>&1 || need_pkgs+=(g++)
+[ -f /usr/include/caf/all.hpp ] || need_pkgs+=(libcaf-dev)
 
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
@@ -23,9 +27,10 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
 fi
 
-for tool in valgrind sipp ip perf /usr/sbin/kamailio /usr/sbin/kamcmd; do
+for tool in valgrind sipp ip perf g++ /usr/sbin/kamailio /usr/sbin/kamcmd; do
   command -v "$tool" >/dev/null 2>&1 || { echo "setup: $tool is still missing" >&2; exit 1; }
 done
+[ -f /usr/include/caf/all.hpp ] || { echo "setup: the CAF headers (libcaf-dev) are still missing" >&2; exit 1; }
 
 # The package installs a kamailio service that would hold port 5060: the
 # lab starts its own Kamailio with its own configuration, so the service
