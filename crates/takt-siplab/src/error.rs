@@ -42,6 +42,15 @@ pub enum Error {
         /// Its exit status and the tail of its stderr.
         reason: String,
     },
+    /// A target did not stop cleanly (it had exited before, failed on
+    /// SIGTERM, or had to be killed); none of its processes is left.
+    #[error("{target} did not stop cleanly: {reason}")]
+    Stop {
+        /// The target's name.
+        target: &'static str,
+        /// What happened.
+        reason: String,
+    },
     /// One case of a capacity run failed.
     #[error("{case}: {source}")]
     Case {

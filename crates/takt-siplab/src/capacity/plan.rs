@@ -218,9 +218,15 @@ pub fn run<L: Load>(
         }
     };
     let mut doc = DocumentBuilder::start("sip_capacity");
-    for ((case, search), trial) in plan.cases.iter().zip(&searches).zip(trials) {
+    for (((case, search), trial), label) in
+        plan.cases.iter().zip(&searches).zip(trials).zip(&labels)
+    {
         let name = case.kind.name();
-        let points = trial.finish()?;
+        // the points stand however the server ends; a messy end is noted
+        let (points, stopped) = trial.finish();
+        if let Err(e) = stopped {
+            doc.note(format!("{label}: {e}"));
+        }
         for row in rows(name, &params(plan, case), &search.result(), &points) {
             doc.push(row);
         }

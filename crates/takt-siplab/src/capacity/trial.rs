@@ -107,10 +107,11 @@ impl<L: Load> TargetTrial<L> {
         &self.points
     }
 
-    /// Stops the target; returns the trial details.
-    pub fn finish(self) -> Result<Vec<PointDetail>> {
-        self.target.stop()?;
-        Ok(self.points)
+    /// Stops the target; returns the trial details and how the stop went
+    /// (no process of the target is left either way).
+    pub fn finish(self) -> (Vec<PointDetail>, Result<()>) {
+        let stopped = self.target.stop();
+        (self.points, stopped)
     }
 }
 

@@ -200,7 +200,8 @@ impl ServerProcess {
 
     /// SIGTERM, up to [`STOP_GRACE`] to exit, then SIGKILL to the group;
     /// returns once no process of the group is left. `Err` if the server
-    /// had to be killed or exited with a failure.
+    /// had exited before ([`Error::Exited`]), or had to be killed or exited
+    /// with a failure ([`Error::Stop`]).
     pub(crate) fn stop(&mut self) -> Result<()> {
         if self.stopped {
             return Ok(());
@@ -230,13 +231,16 @@ impl ServerProcess {
         match status {
             // a signal-terminated exit from our SIGTERM is a clean stop
             Some(st) if st.success() || st.code().is_none() => Ok(()),
-            Some(st) => Err(Error::Exited {
+            Some(st) => Err(Error::Stop {
                 target: self.target,
                 reason: format!("on SIGTERM: {}", self.describe(st)),
             }),
-            None => Err(Error::Exited {
+            None => Err(Error::Stop {
                 target: self.target,
-                reason: format!("ignored SIGTERM for {} s; killed", STOP_GRACE.as_secs()),
+                reason: format!(
+                    "still running {} s after SIGTERM; killed",
+                    STOP_GRACE.as_secs()
+                ),
             }),
         }
     }
