@@ -349,7 +349,11 @@ fn paused_targets_resume_and_stop() {
         .unwrap();
     let mut setup = TargetSetup::new(uas.addr);
     setup.takt_exe = Some(env!("CARGO_BIN_EXE_takt").into());
-    for kind in [TargetKind::Kamailio, TargetKind::NullRelay] {
+    for (kind, mode) in [
+        (TargetKind::Kamailio, Mode::Stateful),
+        (TargetKind::NullRelay, Mode::Stateless),
+    ] {
+        setup.mode = mode;
         let mut t = kind.start(&setup).unwrap();
         let pids = t.pids();
         t.pause();
@@ -357,6 +361,7 @@ fn paused_targets_resume_and_stop() {
         assert!(pids.iter().all(|&p| state(p) == 'T'), "{kind:?}");
         t.resume();
         through(&t, &uac, uas.addr, "OPTIONS", 7);
+        through(&t, &uac, uas.addr, "INVITE", 7);
         // a paused server is continued, then stopped cleanly
         t.pause();
         t.stop().unwrap_or_else(|e| panic!("{kind:?}: {e}"));

@@ -26,6 +26,8 @@ use crate::server_stats::process_group;
 
 /// How long a server gets to exit after SIGTERM before SIGKILL.
 pub(crate) const STOP_GRACE: Duration = Duration::from_secs(5);
+/// How long a paused server runs again before it is asked to stop.
+const RESUME_SETTLE: Duration = Duration::from_millis(200);
 /// Bytes of stderr quoted in an error.
 const STDERR_TAIL: u64 = 2_000;
 
@@ -125,6 +127,7 @@ pub(crate) struct ServerProcess {
     target: &'static str,
     stderr: PathBuf,
     stopped: bool,
+    paused: bool,
 }
 
 impl ServerProcess {
@@ -155,6 +158,7 @@ impl ServerProcess {
             target,
             stderr,
             stopped: false,
+            paused: false,
         })
     }
 
@@ -214,8 +218,13 @@ impl ServerProcess {
                 reason: self.describe(st),
             });
         }
-        // a paused group would not act on SIGTERM before SIGCONT
-        signal(-self.pid(), libc::SIGCONT);
+        // a paused group would not act on SIGTERM before SIGCONT; give it
+        // a moment to run again (Kamailio's main process, signalled while
+        // its children were still catching up, did not finish its shutdown)
+        if self.paused {
+            self.set_paused(false);
+            std::thread::sleep(RESUME_SETTLE);
+        }
         signal(self.pid(), libc::SIGTERM);
         let deadline = Instant::now() + STOP_GRACE;
         let status = loop {
@@ -248,6 +257,7 @@ impl ServerProcess {
     /// Stops (`SIGSTOP`) or continues (`SIGCONT`) every process of the
     /// group.
     pub(crate) fn set_paused(&mut self, paused: bool) {
+        self.paused = paused;
         signal(
             -self.pid(),
             if paused { libc::SIGSTOP } else { libc::SIGCONT },
