@@ -323,7 +323,8 @@ impl Target {
         }
     }
 
-    /// Continues a paused server (`SIGCONT`).
+    /// Continues a paused server (`SIGCONT`) and gives it 200 ms to catch
+    /// up before returning.
     pub fn resume(&mut self) {
         if let Some(p) = &mut self.process {
             p.set_paused(false);

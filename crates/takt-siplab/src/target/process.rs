@@ -223,7 +223,6 @@ impl ServerProcess {
         // its children were still catching up, did not finish its shutdown)
         if self.paused {
             self.set_paused(false);
-            std::thread::sleep(RESUME_SETTLE);
         }
         signal(self.pid(), libc::SIGTERM);
         let deadline = Instant::now() + STOP_GRACE;
@@ -255,13 +254,18 @@ impl ServerProcess {
     }
 
     /// Stops (`SIGSTOP`) or continues (`SIGCONT`) every process of the
-    /// group.
+    /// group. Continuing a paused group returns after [`RESUME_SETTLE`],
+    /// once its processes have caught up with what happened meanwhile
+    /// (timers, signals from each other).
     pub(crate) fn set_paused(&mut self, paused: bool) {
-        self.paused = paused;
+        let was = std::mem::replace(&mut self.paused, paused);
         signal(
             -self.pid(),
             if paused { libc::SIGSTOP } else { libc::SIGCONT },
         );
+        if was && !paused {
+            std::thread::sleep(RESUME_SETTLE);
+        }
     }
 
     /// SIGKILL to every process of the group, reap the leader, and wait
