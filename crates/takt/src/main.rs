@@ -11,6 +11,7 @@ mod cmd_runs;
 mod cmd_sched;
 mod cmd_sip;
 mod cmd_sip_gen;
+mod cmd_sip_relay;
 
 use clap::{Parser, Subcommand};
 
