@@ -1,7 +1,8 @@
 //! Two runs side by side: which rows changed beyond their noise.
 //!
-//! Rows are matched by (suite, name, impl, params): the k-th row with a
-//! key in run A meets the k-th row with that key in run B. A matched pair
+//! Rows are matched by (suite, name, impl, params) and unit: the k-th row
+//! with a key in run A meets the k-th row with that key in run B; rows
+//! left over are then matched by key alone (a changed unit, unjudged). A matched pair
 //! is flagged — a **regression** or an **improvement**, by the row's
 //! `better` — only when all three hold:
 //!
@@ -222,21 +223,35 @@ fn rows_of(run: &Run) -> Vec<(Key, &str, &Row)> {
 pub fn compare(a: &Run, b: &Run, min_change_pct: f64) -> Diff {
     let rows_a = rows_of(a);
     let rows_b = rows_of(b);
-    let mut by_key: HashMap<&Key, VecDeque<usize>> = HashMap::new();
-    for (i, (k, _, _)) in rows_b.iter().enumerate() {
-        by_key.entry(k).or_default().push_back(i);
-    }
+    // Pass 1 pairs rows of the same unit (one benchmark may report one
+    // quantity in several units, e.g. ns/step, cycles/s and speedup);
+    // pass 2 pairs what is left by key alone, as a changed unit.
+    let mut partner: Vec<Option<usize>> = vec![None; rows_a.len()];
     let mut matched_b = vec![false; rows_b.len()];
-    let mut rows = Vec::with_capacity(rows_a.len().max(rows_b.len()));
-    for (k, suite, ra) in &rows_a {
-        let partner = by_key.get_mut(k).and_then(VecDeque::pop_front);
-        match partner {
-            Some(j) => {
-                matched_b[j] = true;
-                rows.push(judge(suite, ra, rows_b[j].2, min_change_pct));
+    for with_unit in [true, false] {
+        let mut by_key: HashMap<(&Key, Option<&str>), VecDeque<usize>> = HashMap::new();
+        for (j, (k, _, rb)) in rows_b.iter().enumerate() {
+            if !matched_b[j] {
+                let unit = with_unit.then_some(rb.unit.as_str());
+                by_key.entry((k, unit)).or_default().push_back(j);
             }
-            None => rows.push(lone(suite, ra, Verdict::OnlyInA)),
         }
+        for (i, (k, _, ra)) in rows_a.iter().enumerate() {
+            if partner[i].is_none() {
+                let unit = with_unit.then_some(ra.unit.as_str());
+                if let Some(j) = by_key.get_mut(&(k, unit)).and_then(VecDeque::pop_front) {
+                    partner[i] = Some(j);
+                    matched_b[j] = true;
+                }
+            }
+        }
+    }
+    let mut rows = Vec::with_capacity(rows_a.len().max(rows_b.len()));
+    for ((_, suite, ra), p) in rows_a.iter().zip(&partner) {
+        rows.push(match p {
+            Some(j) => judge(suite, ra, rows_b[*j].2, min_change_pct),
+            None => lone(suite, ra, Verdict::OnlyInA),
+        });
     }
     for (j, (_, suite, rb)) in rows_b.iter().enumerate() {
         if !matched_b[j] {
