@@ -60,6 +60,9 @@ pub const ALPHA: f64 = 0.05;
 /// the caller says otherwise.
 pub const DEFAULT_MIN_CHANGE_PCT: f64 = 5.0;
 
+/// Steal time above which a run's conditions are called out, percent.
+pub const STEAL_CAUTION_PCT: f64 = 2.0;
+
 /// The tests, as one sentence for reports (the minimum change follows).
 pub const METHOD: &str = "flagged when the two ci95 intervals of the mean are disjoint, \
      a two-sided Mann-Whitney U test over the raw samples rejects at 5% (where both rows have \
@@ -193,6 +196,12 @@ pub struct Diff {
     pub method: &'static str,
     /// The minimum change of the median flagged, in percent.
     pub min_change_pct: f64,
+    /// Conditions that make the comparison less telling: different
+    /// machines or build profiles, a run on a loaded machine (1-minute load
+    /// above its CPU count) or one that lost more than
+    /// [`STEAL_CAUTION_PCT`] of its CPU time to the hypervisor, a run that
+    /// did not complete.
+    pub cautions: Vec<String>,
     /// Verdict counts.
     pub counts: Counts,
     /// A's rows in order with their partners, then B's rows that have none.
@@ -275,9 +284,44 @@ pub fn compare(a: &Run, b: &Run, min_change_pct: f64) -> Diff {
         b: b.summary.clone(),
         method: METHOD,
         min_change_pct,
+        cautions: cautions(&a.summary, &b.summary),
         counts,
         rows,
     }
+}
+
+fn cautions(a: &RunSummary, b: &RunSummary) -> Vec<String> {
+    let mut out = Vec::new();
+    if a.meta.machine != b.meta.machine {
+        out.push("the runs are from different machines".to_string());
+    }
+    if a.meta.profile != b.meta.profile {
+        out.push(format!(
+            "different build profiles: A {}, B {}",
+            a.meta.profile, b.meta.profile
+        ));
+    }
+    for (tag, r) in [("A", a), ("B", b)] {
+        let cpus = r.meta.machine.get("cpus").and_then(Value::as_f64);
+        if let (Some(cpus), Some(load)) = (cpus, r.meta.load) {
+            if load[0] > cpus {
+                out.push(format!(
+                    "run {tag} (#{}) saw load {:.1} on {cpus} CPUs: other work competed for them",
+                    r.id, load[0]
+                ));
+            }
+        }
+        if let Some(steal) = r.meta.steal_pct.filter(|&s| s > STEAL_CAUTION_PCT) {
+            out.push(format!(
+                "run {tag} (#{}) lost {steal:.1}% of its CPU time to the hypervisor",
+                r.id
+            ));
+        }
+        if r.status != crate::run::RunStatus::Complete {
+            out.push(format!("run {tag} (#{}) is {}", r.id, r.status));
+        }
+    }
+    out
 }
 
 fn lone(suite: &str, r: &Row, verdict: Verdict) -> RowDiff {

@@ -220,6 +220,9 @@ fn a_unit_change_is_not_judged() {
     let (a, _) = runs();
     let mut b = a.clone();
     b[0]["results"][0]["unit"] = json!("us");
+    b[0]["machine"]["profile"] = json!("debug");
+    b[0]["machine"]["cpu"] = json!("another CPU");
+    b[0]["machine"]["steal_pct"] = json!(7.5);
     let dir = TempDir::new("unit");
     let ia = record(dir.db(), &RunMeta::from_documents(&a).unwrap(), &a).unwrap();
     let ib = record(dir.db(), &RunMeta::from_documents(&b).unwrap(), &b).unwrap();
@@ -234,6 +237,13 @@ fn a_unit_change_is_not_judged() {
         d.rows[0].reason.as_deref(),
         Some("unit changed: ns/msg -> us")
     );
+    let cautions = d.cautions.join("\n");
+    assert!(cautions.contains("different machines"), "{cautions}");
+    assert!(
+        cautions.contains("different build profiles: A release, B debug"),
+        "{cautions}"
+    );
+    assert!(cautions.contains("lost 7.5% of its CPU time"), "{cautions}");
     // A run against itself: nothing moved.
     let same = compare(&store.run(ia).unwrap(), &store.run(ia).unwrap(), 0.0);
     assert_eq!(same.counts.regressions + same.counts.improvements, 0);

@@ -382,12 +382,8 @@ fn render_diff(d: &Diff) -> String {
         d.b.status,
         conditions(&d.b),
     );
-    if d.a.meta.machine != d.b.meta.machine {
-        out.push_str(&format!(
-            "note: different machines: A {} / B {}\n",
-            machine_text(&d.a.meta.machine),
-            machine_text(&d.b.meta.machine)
-        ));
+    for c in &d.cautions {
+        out.push_str(&format!("caution: {c}\n"));
     }
     let suites: BTreeSet<&str> = d.rows.iter().map(|r| r.suite.as_str()).collect();
     for suite in suites {
