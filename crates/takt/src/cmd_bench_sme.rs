@@ -1,9 +1,9 @@
 //! `takt bench sme`: the C++SME thesis benchmarks (see `takt_lab::sme`).
 
 use clap::Args;
-use takt_lab::output::emit;
 use takt_lab::sampler::Repetitions;
 use takt_lab::sme::{SmeBench, BENCHMARKS};
+use takt_measure::suite::run_command;
 
 use crate::args::{OutputArgs, SchedArgs, SpinArgs};
 use crate::cmd_runs::RecordArgs;
@@ -49,21 +49,6 @@ pub fn run(cmd: SmeCmd) -> Result<(), String> {
         },
         only: cmd.only,
     };
-    let secs = bench.estimate().as_secs_f64();
-    eprintln!(
-        "takt bench sme: {} parameters, threads 1..={max_threads}, expected duration about {}",
-        if bench.quick {
-            "--quick"
-        } else {
-            "the thesis's full"
-        },
-        if secs < 120.0 {
-            format!("{secs:.0} s")
-        } else {
-            format!("{:.0} min", secs / 60.0)
-        }
-    );
-    let doc = bench.run(|line| eprintln!("  {line}"))?;
-    emit(&doc, cmd.output.json).map_err(|e| e.to_string())?;
+    let doc = crate::cmd_bench::measured(run_command("takt bench sme", &bench, cmd.output.json))?;
     cmd.record.store(&doc)
 }
