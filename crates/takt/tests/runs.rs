@@ -224,4 +224,10 @@ fn a_measuring_command_records_its_run_once_even_when_repeated() {
     let list: Value =
         serde_json::from_str(&stdout(&takt(&["runs", "list", "--db", &db, "--json"]))).unwrap();
     assert_eq!(list["runs"].as_array().unwrap().len(), 1);
+    // A document of this build's shape shows as its command printed it.
+    let show = stdout(&takt(&["runs", "show", "1", "--db", &db]));
+    assert!(
+        show.contains("timer_rdtsc") && show.contains("median (ns)"),
+        "{show}"
+    );
 }
