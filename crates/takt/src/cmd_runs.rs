@@ -89,10 +89,11 @@ pub struct ShowCmd {
 /// `takt runs diff` flags.
 #[derive(Args, Debug)]
 pub struct DiffCmd {
-    /// The reference run.
-    pub a: i64,
-    /// The run compared with it.
-    pub b: i64,
+    /// The reference run (default: the next-to-last run).
+    #[arg(requires = "b")]
+    pub a: Option<i64>,
+    /// The run compared with it (default: the last run).
+    pub b: Option<i64>,
     /// Only rows that changed beyond noise or are in one run only.
     #[arg(long)]
     pub changed: bool,
@@ -141,8 +142,24 @@ pub fn run(cmd: RunsCmd) -> Result<(), String> {
         }
         RunsCmd::Diff(c) => {
             let store = open(&c.records)?;
-            let a = store.run(c.a).map_err(|e| e.to_string())?;
-            let b = store.run(c.b).map_err(|e| e.to_string())?;
+            let (a, b) = match (c.a, c.b) {
+                (Some(a), Some(b)) => (a, b),
+                _ => {
+                    let runs = store.list().map_err(|e| e.to_string())?;
+                    match runs.as_slice() {
+                        [.., a, b] => (a.id, b.id),
+                        _ => {
+                            return Err(format!(
+                                "{} holds {} run(s): `takt runs diff` without IDs compares the last two",
+                                c.records.db.display(),
+                                runs.len()
+                            ))
+                        }
+                    }
+                }
+            };
+            let a = store.run(a).map_err(|e| e.to_string())?;
+            let b = store.run(b).map_err(|e| e.to_string())?;
             let mut diff = compare(&a, &b, c.min_change);
             if c.changed {
                 diff.rows
