@@ -262,6 +262,7 @@ mod tests {
         for args in [
             &["takt", "bench", "agents", "--record"][..],
             &["takt", "bench", "sme", "--record", "--db", "r.db"][..],
+            &["takt", "bench", "remote", "--quick", "--record"][..],
             &["takt", "machine", "--quick", "--record", "--db", "r.db"][..],
             &["takt", "sip", "load", "--quick", "--record"][..],
         ] {
@@ -269,6 +270,7 @@ mod tests {
         }
         for args in [
             &["takt", "bench", "agents", "--db", "r.db"][..],
+            &["takt", "bench", "remote", "--db", "r.db"][..],
             &["takt", "machine", "--db", "r.db"][..],
             &["takt", "sip", "load", "--db", "r.db"][..],
         ] {
