@@ -39,6 +39,8 @@ pub struct RemoteCmd {
     pub sched: SchedArgs,
     #[command(flatten)]
     pub out: OutputArgs,
+    #[command(flatten)]
+    pub record: RecordArgs,
 }
 
 /// `takt bench agents` flags.
@@ -93,7 +95,8 @@ fn run_remote(cmd: RemoteCmd) -> Result<(), String> {
         eprintln!("[{:6.1}s] {line}", start.elapsed().as_secs_f64())
     })?;
     eprintln!("done in {:.1} s", start.elapsed().as_secs_f64());
-    takt_measure::output::emit(&doc, cmd.out.json).map_err(|e| e.to_string())
+    takt_measure::output::emit(&doc, cmd.out.json).map_err(|e| e.to_string())?;
+    cmd.record.store(&doc)
 }
 
 fn run_agents(cmd: AgentsCmd) -> Result<(), String> {
