@@ -2,18 +2,20 @@
 //! `bench` (`takt bench agents`, `takt bench sme`).
 
 use clap::{Args, Subcommand};
-use takt_lab::output::emit;
 use takt_lab::{agents, remote};
+use takt_measure::error::MeasureError;
+use takt_measure::suite::run_command;
 
 use crate::args::{parse_idle_limit, IdleLimit, OutputArgs, SchedArgs, SpinArgs};
 use crate::cmd_bench_sme;
+use crate::cmd_runs::RecordArgs;
 
 /// `takt bench` subcommands.
 #[derive(Subcommand, Debug)]
 pub enum BenchCmd {
     /// The SObjectizer-derived agent benchmarks (send_msg, customer_ring,
     /// ping_pong, skynet, ...) on takt-agents; `--peers` adds actix, kameo,
-    /// ractor and a crossbeam floor in the same run.
+    /// ractor, CAF (C++) and a crossbeam floor in the same run.
     Agents(AgentsCmd),
     /// The C++SME thesis benchmarks (sync_ring, compute_ring, weak_scaling,
     /// uneven, sync_cost) over every SME executor and thread count.
@@ -37,6 +39,8 @@ pub struct RemoteCmd {
     pub sched: SchedArgs,
     #[command(flatten)]
     pub out: OutputArgs,
+    #[command(flatten)]
+    pub record: RecordArgs,
 }
 
 /// `takt bench agents` flags.
@@ -61,6 +65,8 @@ pub struct AgentsCmd {
     pub idle_latency: Option<IdleLimit>,
     #[command(flatten)]
     pub out: OutputArgs,
+    #[command(flatten)]
+    pub record: RecordArgs,
 }
 
 pub fn run(cmd: BenchCmd) -> Result<(), String> {
@@ -78,18 +84,8 @@ fn run_remote(cmd: RemoteCmd) -> Result<(), String> {
         url: cmd.url,
         thread: cmd.sched.spec("takt-remote"),
     };
-    eprintln!(
-        "takt bench remote{}: expected duration about {} s (bridge threads {})",
-        if opts.quick { " --quick" } else { "" },
-        remote::expected_duration(&opts).as_secs(),
-        opts.thread
-    );
-    let start = std::time::Instant::now();
-    let doc = remote::run(&opts, &mut |line| {
-        eprintln!("[{:6.1}s] {line}", start.elapsed().as_secs_f64())
-    })?;
-    eprintln!("done in {:.1} s", start.elapsed().as_secs_f64());
-    emit(&doc, cmd.out.json).map_err(|e| e.to_string())
+    let doc = measured(run_command("takt bench remote", &opts, cmd.out.json))?;
+    cmd.record.store(&doc)
 }
 
 fn run_agents(cmd: AgentsCmd) -> Result<(), String> {
@@ -101,19 +97,18 @@ fn run_agents(cmd: AgentsCmd) -> Result<(), String> {
         runs: cmd.runs as usize,
         idle_latency: cmd.idle_latency.and_then(|IdleLimit(l)| l),
     };
-    let eta = agents::expected_duration(&opts);
-    eprintln!(
-        "takt bench agents{}{}: expected duration about {} s (spin {}, threads {})",
-        if opts.quick { " --quick" } else { "" },
-        if opts.peers { " --peers" } else { "" },
-        eta.as_secs(),
-        opts.spin,
-        opts.thread
-    );
-    let start = std::time::Instant::now();
-    let doc = agents::run(&opts, &mut |line| {
-        eprintln!("[{:6.1}s] {line}", start.elapsed().as_secs_f64())
-    })?;
-    eprintln!("done in {:.1} s", start.elapsed().as_secs_f64());
-    emit(&doc, cmd.out.json).map_err(|e| e.to_string())
+    let doc = measured(run_command("takt bench agents", &opts, cmd.out.json))?;
+    cmd.record.store(&doc)
+}
+
+/// A measuring command's outcome: an interruption ends the process with
+/// status 130 (as the signal would), other errors become the message.
+pub fn measured<T>(r: Result<T, MeasureError>) -> Result<T, String> {
+    match r {
+        Err(e @ MeasureError::Interrupted { .. }) => {
+            eprintln!("takt: {e}");
+            std::process::exit(130)
+        }
+        r => r.map_err(|e| e.to_string()),
+    }
 }
