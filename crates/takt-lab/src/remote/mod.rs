@@ -359,3 +359,47 @@ fn paced(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    #[test]
+    fn tcp_echo_round_trips_in_both_modes() {
+        for mode in [tcp::Mode::NoDelay, tcp::Mode::NagleSplit] {
+            let mut e = tcp::TcpEcho::start(mode).unwrap();
+            for size in [0, 1, 64, 70_000] {
+                e.round_trip(&vec![7; size]).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn paced_keeps_the_pace_and_stops_when_cancelled() {
+        let cancel = AtomicBool::new(false);
+        let mut n = 0;
+        let t0 = Instant::now();
+        let l = paced(
+            || {
+                n += 1;
+                Ok(Duration::from_micros(5))
+            },
+            Duration::from_millis(20),
+            Duration::from_millis(200),
+            &cancel,
+        )
+        .unwrap();
+        assert!(t0.elapsed() >= Duration::from_millis(200));
+        assert!((8..=11).contains(&l.len()), "{} exchanges", l.len());
+        assert!(l.iter().all(|&us| us == 5.0));
+        cancel.store(true, Ordering::Release);
+        let r = paced(
+            || Ok(Duration::ZERO),
+            Duration::from_millis(1),
+            Duration::from_secs(60),
+            &cancel,
+        );
+        assert!(r.is_err());
+    }
+}
