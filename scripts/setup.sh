@@ -9,13 +9,15 @@ command -v sipp >/dev/null 2>&1 || need_pkgs+=(sip-tester)
 command -v ip >/dev/null 2>&1 || need_pkgs+=(iproute2)
 # takt machine --compare's reference tool (the test runs perf bench).
 command -v perf >/dev/null 2>&1 || need_pkgs+=(linux-perf)
-# takt-remote's tests: a NATS server (Debian's 2.9) and certificates for TLS.
-command -v nats-server >/dev/null 2>&1 || need_pkgs+=(nats-server)
-command -v openssl >/dev/null 2>&1 || need_pkgs+=(openssl)
+# The SIP laboratory's kamailio target (sbin is not on every PATH).
+[ -x /usr/sbin/kamailio ] && [ -x /usr/sbin/kamcmd ] || need_pkgs+=(kamailio)
 # CAF 0.17, the C++ actor framework: takt-peer-caf compiles its benchmarks
 # against the headers and links libcaf_core (takt bench agents --peers).
 command -v g++ >/dev/null 2>&1 || need_pkgs+=(g++)
 [ -f /usr/include/caf/all.hpp ] || need_pkgs+=(libcaf-dev)
+# takt-remote's tests: a NATS server (Debian's 2.9) and certificates for TLS.
+command -v nats-server >/dev/null 2>&1 || need_pkgs+=(nats-server)
+command -v openssl >/dev/null 2>&1 || need_pkgs+=(openssl)
 
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
@@ -28,7 +30,20 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
 fi
 
-for tool in valgrind sipp ip perf g++ nats-server openssl; do
+for tool in valgrind sipp ip perf g++ nats-server openssl /usr/sbin/kamailio /usr/sbin/kamcmd; do
   command -v "$tool" >/dev/null 2>&1 || { echo "setup: $tool is still missing" >&2; exit 1; }
 done
 [ -f /usr/include/caf/all.hpp ] || { echo "setup: the CAF headers (libcaf-dev) are still missing" >&2; exit 1; }
+
+# The package installs a kamailio service that would hold port 5060: the
+# lab starts its own Kamailio with its own configuration, so the service
+# stays stopped and disabled.
+if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+  systemctl disable --now kamailio.service >/dev/null 2>&1 || true
+elif [ -x /etc/init.d/kamailio ] && [ "$(id -u)" -eq 0 ]; then
+  /etc/init.d/kamailio stop >/dev/null 2>&1 || true
+fi
+if pgrep -x kamailio -P 1 >/dev/null 2>&1 && ss -lun 2>/dev/null | grep -q ':5060 '; then
+  echo "setup: a kamailio daemon still holds port 5060; stop it (systemctl disable --now kamailio)" >&2
+  exit 1
+fi
