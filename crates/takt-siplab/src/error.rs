@@ -26,6 +26,12 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// A thread could not be made as specified.
+    #[error(transparent)]
+    Sched(#[from] takt_sched::SchedError),
+    /// A thread of the run failed.
+    #[error("{0}")]
+    Thread(String),
     /// A target did not come up.
     #[error("{target} did not start: {reason}")]
     Start {
