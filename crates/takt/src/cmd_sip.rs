@@ -36,6 +36,9 @@ enum SipSub {
     /// The native load generator: Poisson (or constant) call arrivals
     /// through any proxy, UAC and UAS, with send lag and saturation checks.
     Gen(Box<crate::cmd_sip_gen::GenArgs>),
+    /// The 1%-drop capacity of one or more targets (takt, Kamailio, the
+    /// null relay, any address) under the native generator.
+    Capacity(Box<crate::cmd_sip_capacity::CapacityArgs>),
     /// The SIP laboratory's null relay (requests to --uas, responses to
     /// --uac or their top Via, no other SIP processing); started by
     /// `takt sip capacity`.
@@ -221,6 +224,7 @@ pub fn run(c: SipCmd) -> Result<(), String> {
         SipSub::Proxy(a) => proxy(*a),
         SipSub::Load(a) => load(*a),
         SipSub::Gen(a) => crate::cmd_sip_gen::run(*a),
+        SipSub::Capacity(a) => crate::cmd_sip_capacity::run(*a),
         SipSub::Relay(a) => crate::cmd_sip_relay::run(*a),
     }
 }

@@ -10,6 +10,7 @@ mod cmd_machine;
 mod cmd_runs;
 mod cmd_sched;
 mod cmd_sip;
+mod cmd_sip_capacity;
 mod cmd_sip_gen;
 mod cmd_sip_relay;
 

@@ -16,10 +16,12 @@
 //! server's socket drops and its namespace's `RcvbufErrors` are reported
 //! beside it for each point.
 
+mod gen_load;
 mod plan;
 mod rows;
 mod trial;
 
+pub use gen_load::GenLoad;
 pub use plan::{run, CapacityCase, CapacityPlan, NetKind, Progress};
 pub use rows::rows;
 pub use trial::{Load, LoadOutcome, PointDetail, TargetTrial};
