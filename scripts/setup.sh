@@ -9,6 +9,10 @@ command -v sipp >/dev/null 2>&1 || need_pkgs+=(sip-tester)
 command -v ip >/dev/null 2>&1 || need_pkgs+=(iproute2)
 # takt machine --compare's reference tool (the test runs perf bench).
 command -v perf >/dev/null 2>&1 || need_pkgs+=(linux-perf)
+# CAF 0.17, the C++ actor framework: takt-peer-caf compiles its benchmarks
+# against the headers and links libcaf_core (takt bench agents --peers).
+command -v g++ >/dev/null 2>&1 || need_pkgs+=(g++)
+[ -f /usr/include/caf/all.hpp ] || need_pkgs+=(libcaf-dev)
 
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
@@ -21,6 +25,7 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
 fi
 
-for tool in valgrind sipp ip perf; do
+for tool in valgrind sipp ip perf g++; do
   command -v "$tool" >/dev/null 2>&1 || { echo "setup: $tool is still missing" >&2; exit 1; }
 done
+[ -f /usr/include/caf/all.hpp ] || { echo "setup: the CAF headers (libcaf-dev) are still missing" >&2; exit 1; }

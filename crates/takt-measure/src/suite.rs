@@ -199,8 +199,13 @@ pub fn run_suite<S: Suite>(suite: &S, ctx: &RunContext) -> Result<S::Output, S::
 
 /// A measuring command: announces `suite` on stderr with its estimate,
 /// runs it with progress ([`Progress::auto`]) and Ctrl-C cancelling it,
-/// and prints the JSON document (`json`) or the tables on stdout.
-pub fn run_command<S: Suite>(command: &str, suite: &S, json: bool) -> Result<(), MeasureError> {
+/// and prints the JSON document (`json`) or the tables on stdout; returns
+/// what the suite returned (for `--record`).
+pub fn run_command<S: Suite>(
+    command: &str,
+    suite: &S,
+    json: bool,
+) -> Result<S::Output, MeasureError> {
     let ctx = RunContext::new(Progress::auto(), Cancel::new());
     if !suite.handles_signals() {
         ctx.cancel().on_ctrl_c()?;
@@ -227,7 +232,7 @@ pub fn run_command<S: Suite>(command: &str, suite: &S, json: bool) -> Result<(),
         out.render()
     };
     output::print(&text)?;
-    Ok(())
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -8,13 +8,14 @@ use takt_measure::suite::run_command;
 
 use crate::args::{parse_idle_limit, IdleLimit, OutputArgs, SchedArgs, SpinArgs};
 use crate::cmd_bench_sme;
+use crate::cmd_runs::RecordArgs;
 
 /// `takt bench` subcommands.
 #[derive(Subcommand, Debug)]
 pub enum BenchCmd {
     /// The SObjectizer-derived agent benchmarks (send_msg, customer_ring,
     /// ping_pong, skynet, ...) on takt-agents; `--peers` adds actix, kameo,
-    /// ractor and a crossbeam floor in the same run.
+    /// ractor, CAF (C++) and a crossbeam floor in the same run.
     Agents(AgentsCmd),
     /// The C++SME thesis benchmarks (sync_ring, compute_ring, weak_scaling,
     /// uneven, sync_cost) over every SME executor and thread count.
@@ -43,6 +44,8 @@ pub struct AgentsCmd {
     pub idle_latency: Option<IdleLimit>,
     #[command(flatten)]
     pub out: OutputArgs,
+    #[command(flatten)]
+    pub record: RecordArgs,
 }
 
 pub fn run(cmd: BenchCmd) -> Result<(), String> {
@@ -61,12 +64,13 @@ fn run_agents(cmd: AgentsCmd) -> Result<(), String> {
         runs: cmd.runs as usize,
         idle_latency: cmd.idle_latency.and_then(|IdleLimit(l)| l),
     };
-    measured(run_command("takt bench agents", &opts, cmd.out.json))
+    let doc = measured(run_command("takt bench agents", &opts, cmd.out.json))?;
+    cmd.record.store(&doc)
 }
 
 /// A measuring command's outcome: an interruption ends the process with
 /// status 130 (as the signal would), other errors become the message.
-pub fn measured(r: Result<(), MeasureError>) -> Result<(), String> {
+pub fn measured<T>(r: Result<T, MeasureError>) -> Result<T, String> {
     match r {
         Err(e @ MeasureError::Interrupted { .. }) => {
             eprintln!("takt: {e}");

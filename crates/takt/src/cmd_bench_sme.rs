@@ -6,6 +6,7 @@ use takt_lab::sme::{SmeBench, BENCHMARKS};
 use takt_measure::suite::run_command;
 
 use crate::args::{OutputArgs, SchedArgs, SpinArgs};
+use crate::cmd_runs::RecordArgs;
 
 /// `takt bench sme` flags.
 #[derive(Args, Debug)]
@@ -16,6 +17,8 @@ pub struct SmeCmd {
     spin: SpinArgs,
     #[command(flatten)]
     output: OutputArgs,
+    #[command(flatten)]
+    record: RecordArgs,
     /// Largest thread count (default: the CPUs of `--cpus`, else all online).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: Option<u16>,
@@ -46,5 +49,6 @@ pub fn run(cmd: SmeCmd) -> Result<(), String> {
         },
         only: cmd.only,
     };
-    crate::cmd_bench::measured(run_command("takt bench sme", &bench, cmd.output.json))
+    let doc = crate::cmd_bench::measured(run_command("takt bench sme", &bench, cmd.output.json))?;
+    cmd.record.store(&doc)
 }

@@ -46,8 +46,10 @@ pub struct MachineCmd {
     repeat: Option<u32>,
     /// Run the network peer on ADDR (e.g. `0.0.0.0:7878`) for another
     /// machine's `--remote`, until killed.
-    #[arg(long, value_name = "ADDR", conflicts_with_all = ["json", "quick", "full", "only", "compare", "remote", "repeat"])]
+    #[arg(long, value_name = "ADDR", conflicts_with_all = ["json", "quick", "full", "only", "compare", "remote", "repeat", "record"])]
     serve: Option<String>,
+    #[command(flatten)]
+    record: crate::cmd_runs::RecordArgs,
 }
 
 /// A parsed `--only` list (a newtype so clap takes it as one value).
@@ -105,7 +107,7 @@ pub fn run(cmd: MachineCmd) -> Result<(), String> {
     });
     let Some(n) = cmd.repeat else {
         return match takt_measure::suite::run_command("takt machine", &cfg, cmd.json) {
-            Ok(()) => Ok(()),
+            Ok(doc) => cmd.record.store(&doc),
             // After a signal, whatever the run returned, exit as the signal's
             // watcher does (`run_all` waits for its removals), so the status
             // says "interrupted" whichever thread gets there first.
@@ -130,7 +132,10 @@ pub fn run(cmd: MachineCmd) -> Result<(), String> {
     } else {
         machine::render(&doc)
     };
-    takt_measure::output::print(&text).map_err(|e| e.to_string())
+    takt_measure::output::print(&text).map_err(|e| e.to_string())?;
+    // With --repeat, the runs are children that do not record; this
+    // process stores the document with the repeatability section.
+    cmd.record.store(&doc)
 }
 
 /// `--repeat N`: this same command line (without `--repeat` and
@@ -141,9 +146,13 @@ fn repeated(runs: usize) -> Result<machine::MachineDocument, String> {
     let mut args: Vec<String> = Vec::new();
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
-        if a == "--repeat" {
+        if a == "--repeat" || a == "--db" {
             it.next();
-        } else if !(a.starts_with("--repeat=") || a == "--json") {
+        } else if !(a.starts_with("--repeat=")
+            || a.starts_with("--db=")
+            || a == "--json"
+            || a == "--record")
+        {
             args.push(a);
         }
     }

@@ -89,6 +89,8 @@ pub struct LoadArgs {
     sipp_cpus: Option<takt_sched::CpuSet>,
     #[command(flatten)]
     out: OutputArgs,
+    #[command(flatten)]
+    record: crate::cmd_runs::RecordArgs,
 }
 
 /// `takt sip proxy` flags; each overrides the configuration file.
@@ -268,11 +270,12 @@ fn load(a: LoadArgs) -> Result<(), String> {
         plan.wake = w;
     }
     plan.spec = a.sched.spec("sip");
-    crate::cmd_bench::measured(takt_measure::suite::run_command(
+    let doc = crate::cmd_bench::measured(takt_measure::suite::run_command(
         "takt sip load",
         &plan,
         a.out.json,
-    ))
+    ))?;
+    a.record.store(&doc)
 }
 
 fn apply_flags(cfg: &mut Config, a: &ProxyArgs) {

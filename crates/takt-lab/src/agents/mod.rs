@@ -645,6 +645,10 @@ mod peers {
             params![("leaves", plan.skynet), ("threads", 1)],
         ));
         for peer in Peer::ALL {
+            if let Some(reason) = peer.unavailable() {
+                r.doc.note(format!("{peer}: {reason}"));
+                continue;
+            }
             for (bench, p) in &benches {
                 if !peer.supports(bench) {
                     continue;
@@ -684,7 +688,7 @@ mod peers {
                 }
             }
         }
-        r.doc.note("peers: actix, kameo and ractor on their single-thread runtime for threads=1 rows; ping_pong placement thread_per_agent = a thread per actor (takt active_obj, an actix Arbiter each, a tokio current-thread runtime each, two crossbeam threads), two_workers = both on one two-worker runtime that places them (takt work_stealing(2), tokio multi-thread with 2 workers; actix and the floor have none); detail.crossed_fraction = deliveries whose sender ran on another thread; crossbeam is a plain-channel floor; `takt ×` = peer median / takt median for the same workload and placement");
+        r.doc.note("peers: actix, kameo and ractor on their single-thread runtime for threads=1 rows; ping_pong placement thread_per_agent = a thread per actor (takt active_obj, an actix Arbiter each, a tokio current-thread runtime each, two crossbeam threads, each CAF actor spawned detached), two_workers = both on one two-worker runtime that places them (takt work_stealing(2), tokio multi-thread with 2 workers, CAF's work-stealing scheduler with 2 threads; actix and the floor have none); caf = CAF 0.17 (C++, event-based actors, -O2) on its work-stealing scheduler with 1 thread for threads=1 rows; detail.crossed_fraction = deliveries whose sender ran on another thread; crossbeam is a plain-channel floor; `takt ×` = peer median / takt median for the same workload and placement");
         Ok(())
     }
 }
