@@ -13,6 +13,9 @@ command -v perf >/dev/null 2>&1 || need_pkgs+=(linux-perf)
 # against the headers and links libcaf_core (takt bench agents --peers).
 command -v g++ >/dev/null 2>&1 || need_pkgs+=(g++)
 [ -f /usr/include/caf/all.hpp ] || need_pkgs+=(libcaf-dev)
+# takt-remote's tests: a NATS server (Debian's 2.9) and certificates for TLS.
+command -v nats-server >/dev/null 2>&1 || need_pkgs+=(nats-server)
+command -v openssl >/dev/null 2>&1 || need_pkgs+=(openssl)
 
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
@@ -25,7 +28,7 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
 fi
 
-for tool in valgrind sipp ip perf g++; do
+for tool in valgrind sipp ip perf g++ nats-server openssl; do
   command -v "$tool" >/dev/null 2>&1 || { echo "setup: $tool is still missing" >&2; exit 1; }
 done
 [ -f /usr/include/caf/all.hpp ] || { echo "setup: the CAF headers (libcaf-dev) are still missing" >&2; exit 1; }

@@ -13,6 +13,8 @@
 //!   actix, kameo, ractor and a crossbeam-channel floor.
 //! - [`sme`]: `takt bench sme`, the C++SME thesis benchmarks.
 //! - [`sip`]: `takt sip load`, SIPp against the in-process SIP proxy.
+//! - [`remote`]: `takt bench remote`, agents over NATS (takt-remote)
+//!   beside bare async-nats and raw TCP.
 //!
 //! Every suite implements takt-measure's [`Suite`](takt_measure::suite::Suite)
 //! shape; [`LabError`](error::LabError) is the crate's one error type.
@@ -22,6 +24,7 @@ pub mod agents;
 #[cfg(feature = "peers")]
 pub mod agents_peers;
 pub mod error;
+pub mod remote;
 pub mod sip;
 pub mod sme;
 

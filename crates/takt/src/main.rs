@@ -109,6 +109,33 @@ mod tests {
     }
 
     #[test]
+    fn bench_remote_flags() {
+        let cli = Cli::try_parse_from([
+            "takt",
+            "bench",
+            "remote",
+            "--quick",
+            "--json",
+            "--url",
+            "nats://127.0.0.1:4999",
+            "--cpus",
+            "0",
+            "--runs",
+            "6",
+        ])
+        .unwrap();
+        let Command::Bench(cmd_bench::BenchCmd::Remote(r)) = cli.command else {
+            panic!("parsed as another command");
+        };
+        assert!(r.out.quick && r.out.json);
+        assert_eq!(r.runs, 6);
+        assert_eq!(r.url.as_deref(), Some("nats://127.0.0.1:4999"));
+        assert!(r.sched.cpus.is_some());
+        let bad = Cli::try_parse_from(["takt", "bench", "remote", "--runs", "2"]).unwrap_err();
+        assert!(bad.to_string().contains("2"), "{bad}");
+    }
+
+    #[test]
     fn sip_proxy_flags_parse_and_reject() {
         let ok = Cli::try_parse_from([
             "takt",
