@@ -24,9 +24,11 @@ use std::time::{Duration, Instant};
 
 use takt_sched::ThreadSpec;
 
+use crate::error::LabError;
 use crate::params;
 use crate::result::{Better, Document, DocumentBuilder, ResultRow};
 use crate::stats::quantile;
+use takt_measure::suite::{RunContext, Suite};
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -97,6 +99,37 @@ impl Impls {
             Which::Nats => self.nats.round_trip(payload),
             Which::Tcp => self.tcp.round_trip(payload),
         }
+    }
+}
+
+impl Suite for Options {
+    type Output = Document;
+    type Error = LabError;
+
+    fn name(&self) -> &str {
+        "remote"
+    }
+
+    fn estimate(&self) -> Duration {
+        expected_duration(self)
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "{}(bridge threads {})",
+            if self.quick { "--quick " } else { "" },
+            self.thread
+        )
+    }
+
+    /// Runs [`run`] with its steps as progress; a cancelled `ctx` turns
+    /// the outcome into [`LabError::Interrupted`] when the run returns.
+    fn run(&self, ctx: &RunContext) -> Result<Document, LabError> {
+        let doc = run(self, &mut |line| ctx.step(line)).map_err(LabError::bench("remote"))?;
+        if ctx.is_cancelled() {
+            return Err(LabError::Interrupted("remote"));
+        }
+        Ok(doc)
     }
 }
 
