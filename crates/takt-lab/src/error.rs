@@ -14,6 +14,14 @@ pub enum LabError {
         /// What went wrong.
         reason: String,
     },
+    /// An SME network failed to run in a configuration.
+    #[error("sme {config}: {source}")]
+    Sme {
+        /// Executor and thread count.
+        config: String,
+        /// The executor's error (boxed: it is large).
+        source: Box<takt_sme::RunError>,
+    },
     /// The idle-latency limit could not be held (root, `/dev/cpu_dma_latency`).
     #[error("--idle-latency: {0}")]
     IdleLatency(#[source] takt_sched::SchedError),

@@ -5,7 +5,7 @@
 //!
 //! The result documents, statistics, sampling and the machine block come
 //! from `takt-measure` and are re-exported here under their old paths
-//! ([`result`], [`stats`], [`sampler`], [`env`], [`output`]); the machine
+//! ([`result`], [`stats`], [`sampler`], [`env`](mod@env), [`output`]); the machine
 //! characterization suite is its own crate, `takt-machine`.
 //!
 //! - [`agents`]: `takt bench agents`, the SObjectizer-derived agent benchmarks;

@@ -111,7 +111,7 @@ use crate::stats::Sampled;
 use crate::{Comparison, Ctx, Mode};
 use takt_measure::result::ResultRow;
 
-/// Tool runs per quantity (CONVENTIONS.md asks for at least 5).
+/// Tool runs per quantity (result documents want at least 5).
 const RUNS: usize = 5;
 /// Agreement target.
 const TOLERANCE: f64 = 0.15;

@@ -555,12 +555,12 @@ fn direct(ctx: &mut Ctx, dir: &Path, location: &str, path: &Path, file_bytes: u6
                 if kind == BufKind::HugePage {
                     Estimate::new(
                         2200.0,
-                        "one segment per request: ~0.45 ms per 1 MiB read (MACHINE.md's ~1000 MB/s cap is the 4 KiB-page buffer's)",
+                        "one segment per request: ~0.45 ms per 1 MiB read (the development VMs' ~1000 MB/s cap is the 4 KiB-page buffer's)",
                     )
                 } else {
                     Estimate::new(
                         1000.0,
-                        "the host serves each 4 KiB segment separately (~2 us each): ~1000 MB/s (MACHINE.md)",
+                        "the host serves each 4 KiB segment separately (~2 us each): ~1000 MB/s on the development VMs",
                     )
                 },
                 Better::Higher,

@@ -393,6 +393,16 @@ pub enum MachineError {
     /// The run was interrupted by a signal; everything was cleaned up.
     #[error("interrupted by signal {0}; cleaned up")]
     Interrupted(i32),
+    /// A run of [`repeat::run_separately`] failed.
+    #[error("run {run} of {runs}: {reason}")]
+    Repeat {
+        /// Which run (1-based).
+        run: usize,
+        /// Of how many.
+        runs: usize,
+        /// What went wrong.
+        reason: String,
+    },
     /// The run's [`RunContext`] was cancelled; everything was cleaned up.
     #[error("cancelled; cleaned up")]
     Cancelled,

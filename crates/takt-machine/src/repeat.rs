@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use takt_measure::table::{fmt_num, fmt_value, Table};
 
-use crate::{Family, MachineDocument};
+use crate::{cleanup, Family, MachineDocument, MachineError};
 
 /// The target: medians of repeated runs within ±10% of each other.
 pub const TOLERANCE: f64 = 0.10;
@@ -260,6 +260,64 @@ pub fn render(rep: &Repeatability) -> String {
         out.push_str(&format!("  [{}] {why}\n", i + 1));
     }
     out
+}
+
+/// Runs `program args... --json` `runs` times as separate processes (N
+/// independent runs, as a user would make them, none inheriting the
+/// previous one's address space or page cache state) and returns the
+/// first run's document with the `repeatability` section over all of them.
+/// `args` must not hold `--repeat` or `--json`. A child is killed and
+/// reaped if this process is interrupted; each run cleans up after itself
+/// on its own SIGINT/SIGTERM.
+pub fn run_separately(
+    program: &std::path::Path,
+    args: &[String],
+    runs: usize,
+    mut progress: impl FnMut(&str),
+) -> Result<MachineDocument, MachineError> {
+    cleanup::install_interrupt_handler();
+    let mut docs = Vec::with_capacity(runs);
+    for i in 1..=runs {
+        progress(&format!("run {i} of {runs}"));
+        let failed = |reason: String| MachineError::Repeat {
+            run: i,
+            runs,
+            reason,
+        };
+        let child = std::process::Command::new(program)
+            .args(args)
+            .arg("--json")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .map_err(|e| failed(format!("cannot start {}: {e}", program.display())))?;
+        let guard = cleanup::register(cleanup::Item::Child(child.id() as i32));
+        let out = child
+            .wait_with_output()
+            .map_err(|e| failed(e.to_string()))?;
+        guard.keep();
+        if !out.status.success() {
+            return Err(failed(out.status.to_string()));
+        }
+        let doc: MachineDocument = serde_json::from_slice(&out.stdout)
+            .map_err(|e| failed(format!("unreadable JSON document: {e}")))?;
+        docs.push(doc);
+    }
+    if docs.is_empty() {
+        return Err(MachineError::Repeat {
+            run: 0,
+            runs,
+            reason: "no runs".into(),
+        });
+    }
+    let rep = summarize(&docs);
+    let mut first = docs.swap_remove(0);
+    first.document.notes.push(format!(
+        "--repeat {runs}: {runs} separate runs of the same command; rows are those of run 1, repeatability compares the medians of all {runs}"
+    ));
+    first.repeatability = Some(rep);
+    Ok(first)
 }
 
 #[cfg(test)]

@@ -346,9 +346,14 @@ pub fn render_rows(doc: &Document) -> String {
             .map_or_else(|| r.name.clone(), str::to_string)
     };
     let mut out = String::new();
-    for g in group_rows(&doc.results, section) {
-        let u = &g.unit;
-        let title = format!("{} ({u})", g.section);
+    for mut g in group_rows(&doc.results, section) {
+        let lifted = g.lift_constants();
+        let u = g.unit.clone();
+        let title = if lifted.is_empty() {
+            format!("{} ({u})", g.section)
+        } else {
+            format!("{} ({u}; {})", g.section, lifted.join(", "))
+        };
         let mut t = g.param_columns(Table::titled(title).text("measurement").text("impl"));
         t = t
             .number(format!("estimate ({u})"))

@@ -9,7 +9,7 @@
 //!   crate's README);
 //! - [`stats`]: median, quantiles, spread, Student-t confidence intervals;
 //! - [`sampler`]: warm-up, repetitions and the CPU price of each run;
-//! - [`env`]: the machine block (CPU, kernel, commit, compiler, profile,
+//! - [`env`](mod@env): the machine block (CPU, kernel, commit, compiler, profile,
 //!   steal time, load);
 //! - [`table`]: the one table model for everything printed for people;
 //! - [`output`]: a document's human tables and `--json` output;

@@ -7,14 +7,16 @@ use crate::result::Document;
 use crate::table::{fmt_num, group_rows, Table};
 
 /// The document as tables: one per benchmark and unit, with a column per
-/// parameter, the unit in the headers, then the machine line and the
+/// parameter that varies (the constant ones in the title), the unit in the
+/// headers, then the machine line and the
 /// notes. The `takt ×` column gives, for every peer row, how many times
 /// better the takt row with the same name and parameters is (> 1: takt is
 /// better).
 pub fn render(doc: &Document) -> String {
     let mut out = String::new();
-    for g in group_rows(&doc.results, |r| r.name.clone()) {
-        let mut t = g.param_columns(Table::titled(&g.section).text("impl"));
+    for mut g in group_rows(&doc.results, |r| r.name.clone()) {
+        let lifted = g.lift_constants();
+        let mut t = g.param_columns(Table::titled(g.title(&lifted)).text("impl"));
         t = t
             .number(format!("median ({})", g.unit))
             .number("± ci95")
@@ -118,8 +120,8 @@ mod tests {
         let doc = b.finish();
         let t = render(&doc);
         let lines: Vec<&str> = t.lines().collect();
-        assert_eq!(lines[0], "ping_pong");
-        for h in ["impl", "threads", "spin", "median (ns/msg)", "takt ×"] {
+        assert_eq!(lines[0], "ping_pong (threads=1)");
+        for h in ["impl", "spin", "median (ns/msg)", "takt ×"] {
             assert!(lines[1].contains(h), "{h}: {t}");
         }
         assert!(!lines[1].contains("published"), "empty column kept: {t}");

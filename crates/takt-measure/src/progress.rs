@@ -158,6 +158,7 @@ impl Progress {
             progress: self.clone(),
             id,
             name,
+            estimate,
             started: Instant::now(),
             done: false,
         }
@@ -211,20 +212,26 @@ impl Progress {
         if let Some(i) = open.1.iter().position(|o| o.id == id) {
             let o = open.1.remove(i);
             match o.bar {
-                Some(b) => b.finish_with_message(summary.to_string()),
+                Some(b) => {
+                    if let Ok(style) = ProgressStyle::with_template("{prefix:.bold} {msg}") {
+                        b.set_style(style);
+                    }
+                    b.finish_with_message(summary.to_string());
+                }
                 None => self.line(&o.name, summary),
             }
         }
     }
 }
 
-/// An open stage of a [`Progress`]; closes with a `done in N s` line when
-/// finished or dropped.
+/// An open stage of a [`Progress`]; closes with `done in N s (estimated
+/// M s)` when finished or dropped.
 #[derive(Debug)]
 pub struct Stage {
     progress: Progress,
     id: u64,
     name: String,
+    estimate: Duration,
     started: Instant,
     done: bool,
 }
@@ -263,7 +270,11 @@ impl Stage {
     fn close(&mut self, outcome: &str) {
         if !self.done {
             self.done = true;
-            let summary = format!("{outcome} in {:.1} s", self.started.elapsed().as_secs_f64());
+            let summary = format!(
+                "{outcome} in {:.1} s (estimated {})",
+                self.started.elapsed().as_secs_f64(),
+                fmt_secs(self.estimate.as_secs_f64())
+            );
             self.progress.close(self.id, &summary);
         }
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 pub struct Repetitions {
     /// Runs discarded before measuring (first touch, caches, frequency).
     pub warmup: usize,
-    /// Measured runs; CONVENTIONS.md asks for at least 5.
+    /// Measured runs; result documents want at least 5 (see the README).
     pub runs: usize,
 }
 

@@ -187,7 +187,17 @@ pub trait Suite {
 
 /// Runs `suite` inside a progress stage of its estimated duration.
 pub fn run_suite<S: Suite>(suite: &S, ctx: &RunContext) -> Result<S::Output, S::Error> {
-    let stage = ctx.stage(suite.name(), suite.estimate());
+    run_staged(suite, ctx, suite.estimate())
+}
+
+/// [`run_suite`] with the estimate already made (some suites calibrate to
+/// estimate).
+fn run_staged<S: Suite>(
+    suite: &S,
+    ctx: &RunContext,
+    estimate: Duration,
+) -> Result<S::Output, S::Error> {
+    let stage = ctx.stage(suite.name(), estimate);
     let out = suite.run(ctx);
     match (&out, ctx.is_cancelled()) {
         (Err(_), _) => stage.finish_with("failed"),
@@ -211,13 +221,14 @@ pub fn run_command<S: Suite>(
         ctx.cancel().on_ctrl_c()?;
     }
     let describe = suite.describe();
+    let estimate = suite.estimate();
     ctx.progress().println(&format!(
         "{command}{}{}: expected about {}",
         if describe.is_empty() { "" } else { " " },
         describe,
-        crate::progress::fmt_secs(suite.estimate().as_secs_f64())
+        crate::progress::fmt_secs(estimate.as_secs_f64())
     ));
-    let out = run_suite(suite, &ctx).map_err(|e| {
+    let out = run_staged(suite, &ctx, estimate).map_err(|e| {
         if ctx.is_cancelled() {
             MeasureError::Interrupted {
                 suite: suite.name().into(),

@@ -216,6 +216,34 @@ impl RowGroup<'_> {
             .all(|r| r.params.get(key).is_none_or(Value::is_number))
     }
 
+    /// Removes from [`params`](Self::params) every parameter that has the
+    /// same value in every row of the group and returns them as
+    /// `key=value` labels in order, for the table's title: a column that
+    /// never changes says nothing a title line cannot.
+    pub fn lift_constants(&mut self) -> Vec<String> {
+        let mut lifted = Vec::new();
+        let rows = &self.rows;
+        self.params.retain(|k| {
+            let first = rows.first().and_then(|r| r.params.get(k));
+            let constant = first.is_some() && rows.iter().all(|r| r.params.get(k) == first);
+            if constant {
+                lifted.push(format!("{k}={}", fmt_value(first.expect("checked"))));
+            }
+            !constant
+        });
+        lifted
+    }
+
+    /// The group's title: the section, then the lifted constant
+    /// parameters, if any, in parentheses.
+    pub fn title(&self, lifted: &[String]) -> String {
+        if lifted.is_empty() {
+            self.section.clone()
+        } else {
+            format!("{} ({})", self.section, lifted.join(", "))
+        }
+    }
+
     /// Adds one column per parameter to `table`.
     pub fn param_columns(&self, mut table: Table) -> Table {
         for k in &self.params {
@@ -326,6 +354,16 @@ mod tests {
         assert_eq!(g[0].param_cells(g[0].rows[0]), ["1", ""]);
         assert_eq!(g[2].unit, "us");
         assert_eq!(params_label(&rows[2]), "spin=0 threads=2");
+        let mut g0 = g[0].clone();
+        assert!(
+            g0.lift_constants().is_empty(),
+            "threads differs, spin is absent once"
+        );
+        let mut g1 = g[1].clone();
+        let lifted = g1.lift_constants();
+        assert_eq!(lifted, ["mode=x"]);
+        assert!(g1.params.is_empty());
+        assert_eq!(g1.title(&lifted), "b (mode=x)");
     }
 
     #[test]

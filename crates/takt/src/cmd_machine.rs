@@ -138,11 +138,9 @@ pub fn run(cmd: MachineCmd) -> Result<(), String> {
     cmd.record.store(&doc)
 }
 
-/// `--repeat N`: runs this same command line (without `--repeat`, with
-/// `--json`) N times as separate processes — N independent runs, as a user
-/// would make them, none inheriting the previous one's address space or
-/// page cache state — and summarizes their medians. The document is the
-/// first run's with the `repeatability` section added.
+/// `--repeat N`: this same command line (without `--repeat` and
+/// `--json`) run N times as separate processes, summarized by
+/// [`machine::repeat::run_separately`].
 fn repeated(runs: usize) -> Result<machine::MachineDocument, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the takt binary: {e}"))?;
     let mut args: Vec<String> = Vec::new();
@@ -150,48 +148,16 @@ fn repeated(runs: usize) -> Result<machine::MachineDocument, String> {
     while let Some(a) = it.next() {
         if a == "--repeat" || a == "--db" {
             it.next();
-        } else if a.starts_with("--repeat=")
+        } else if !(a.starts_with("--repeat=")
             || a.starts_with("--db=")
             || a == "--json"
-            || a == "--record"
+            || a == "--record")
         {
-        } else {
             args.push(a);
         }
     }
-    args.push("--json".into());
-    machine::cleanup::install_interrupt_handler();
-    let mut docs = Vec::with_capacity(runs);
-    for i in 0..runs {
-        eprintln!("takt machine: run {} of {runs}", i + 1);
-        let child = std::process::Command::new(&exe)
-            .args(&args)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("cannot start run {}: {e}", i + 1))?;
-        // Killed and reaped if we are interrupted; the run cleans up after
-        // itself on its own SIGINT/SIGTERM.
-        let guard = machine::cleanup::register(machine::cleanup::Item::Child(child.id() as i32));
-        let out = child
-            .wait_with_output()
-            .map_err(|e| format!("run {}: {e}", i + 1))?;
-        guard.keep();
-        if !out.status.success() {
-            return Err(format!("run {} of {runs} failed: {}", i + 1, out.status));
-        }
-        let doc: machine::MachineDocument = serde_json::from_slice(&out.stdout)
-            .map_err(|e| format!("run {}: unreadable JSON document: {e}", i + 1))?;
-        docs.push(doc);
-    }
-    let rep = machine::repeat::summarize(&docs);
-    let mut first = docs.swap_remove(0);
-    first.document.notes.push(format!(
-        "--repeat {runs}: {runs} separate runs of the same command; rows are those of run 1, repeatability compares the medians of all {runs}"
-    ));
-    first.repeatability = Some(rep);
-    Ok(first)
+    machine::repeat::run_separately(&exe, &args, runs, |line| eprintln!("takt machine: {line}"))
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

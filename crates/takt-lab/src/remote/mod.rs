@@ -24,12 +24,11 @@ use std::time::{Duration, Instant};
 
 use takt_sched::ThreadSpec;
 
-use takt_measure::suite::{RunContext, Suite};
-
 use crate::error::LabError;
 use crate::params;
 use crate::result::{Better, Document, DocumentBuilder, ResultRow};
 use crate::stats::quantile;
+use takt_measure::suite::{RunContext, Suite};
 
 /// What to run.
 #[derive(Clone, Debug)]

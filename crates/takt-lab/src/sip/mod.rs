@@ -105,7 +105,7 @@ pub struct LoadPlan {
     pub calls: u64,
     /// Calls in the discarded warm-up run of each case (0: none).
     pub warmup_calls: u64,
-    /// Measured runs per case (at least 1; CONVENTIONS asks for 5).
+    /// Measured runs per case (at least 1; result documents want 5).
     pub runs: usize,
     /// The proxy's threads are made from this spec (CPU set, policy).
     pub spec: ThreadSpec,

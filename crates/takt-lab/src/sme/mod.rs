@@ -280,24 +280,18 @@ impl SmeBench {
     pub fn run(&self, ctx: &RunContext) -> Result<Document, LabError> {
         let mut progress = |line: &str| {
             if ctx.is_cancelled() {
-                return Err(String::from("interrupted"));
+                return Err(LabError::Interrupted("sme"));
             }
             ctx.step(line);
             Ok(())
         };
-        self.run_rows(&mut progress).map_err(|reason| {
-            if ctx.is_cancelled() {
-                LabError::Interrupted("sme")
-            } else {
-                LabError::bench("sme")(reason)
-            }
-        })
+        self.run_rows(&mut progress)
     }
 
     fn run_rows(
         &self,
-        progress: &mut dyn FnMut(&str) -> Result<(), String>,
-    ) -> Result<Document, String> {
+        progress: &mut dyn FnMut(&str) -> Result<(), LabError>,
+    ) -> Result<Document, LabError> {
         let plan = self.plan();
         let mut doc = DocumentBuilder::start("sme");
         if self.quick {
@@ -346,7 +340,7 @@ impl SmeBench {
         kind: ExecutorKind,
         threads: usize,
         cycles: u64,
-    ) -> Result<(Vec<f64>, f64), String> {
+    ) -> Result<(Vec<f64>, f64), LabError> {
         let mut ring = make();
         let exec = self.executor(kind, threads);
         let steps = ring.net.processes() as f64 * cycles as f64;
@@ -359,27 +353,36 @@ impl SmeBench {
         while warm_start.elapsed() < MIN_WARMUP {
             ring.net
                 .run(&exec, cycles)
-                .map_err(|e| format!("{kind} x{threads}: {e}"))?;
+                .map_err(|source| LabError::Sme {
+                    config: format!("{kind} x{threads}"),
+                    source: Box::new(source),
+                })?;
             warm_runs += 1;
         }
         let mut failure = None;
         let m = measure(self.reps, || match ring.net.run(&exec, cycles) {
             Ok(r) => r.elapsed.as_nanos() as f64 / steps,
             Err(e) => {
-                failure.get_or_insert(e.to_string());
+                failure.get_or_insert(e);
                 f64::NAN
             }
         });
-        if let Some(e) = failure {
-            return Err(format!("{kind} x{threads}: {e}"));
+        if let Some(source) = failure {
+            return Err(LabError::Sme {
+                config: format!("{kind} x{threads}"),
+                source: Box::new(source),
+            });
         }
         // Every run advanced the ring by `cycles`: process 0 holds the count.
         let expected = ((self.reps.warmup + m.samples.len()) as u64 + warm_runs) * cycles;
         if ring.net.value(ring.first) != expected as i64 {
-            return Err(format!(
-                "{kind} x{threads}: ring value {} after {expected} cycles",
-                ring.net.value(ring.first)
-            ));
+            return Err(LabError::Bench {
+                suite: "sme",
+                reason: format!(
+                    "{kind} x{threads}: ring value {} after {expected} cycles",
+                    ring.net.value(ring.first)
+                ),
+            });
         }
         Ok((m.samples, m.cpu_s))
     }
@@ -390,8 +393,8 @@ impl SmeBench {
         name: &str,
         shape: Shape,
         divisions: Option<&dyn Fn(usize) -> u32>,
-        progress: &mut dyn FnMut(&str) -> Result<(), String>,
-    ) -> Result<(), String> {
+        progress: &mut dyn FnMut(&str) -> Result<(), LabError>,
+    ) -> Result<(), LabError> {
         let Shape { processes, cycles } = shape;
         let make = || match divisions {
             None => sync_ring(processes),
@@ -488,8 +491,8 @@ impl SmeBench {
         processes: usize,
         cycles_per_thread: u64,
         ratio: &str,
-        progress: &mut dyn FnMut(&str) -> Result<(), String>,
-    ) -> Result<(), String> {
+        progress: &mut dyn FnMut(&str) -> Result<(), LabError>,
+    ) -> Result<(), LabError> {
         let make = || compute_ring(processes, |_| DIVISIONS);
         let mut one_thread: Option<f64> = None;
         for (kind, threads) in executors(self.max_threads) {
@@ -551,8 +554,8 @@ impl SmeBench {
         &self,
         doc: &mut DocumentBuilder,
         cycles: u64,
-        progress: &mut dyn FnMut(&str) -> Result<(), String>,
-    ) -> Result<(), String> {
+        progress: &mut dyn FnMut(&str) -> Result<(), LabError>,
+    ) -> Result<(), LabError> {
         // A ring with one trivial process per thread: each cycle is almost
         // nothing but the barrier.
         for (kind, threads) in executors(self.max_threads) {
