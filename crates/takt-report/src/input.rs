@@ -51,6 +51,17 @@ impl Stage {
         }
     }
 
+    /// The `suite` of the stage's result document.
+    pub fn suite(self) -> &'static str {
+        match self {
+            Stage::Machine => "machine",
+            Stage::Agents => "agents",
+            Stage::Sme => "sme",
+            Stage::Sip => "sip_load",
+            Stage::Remote => "remote",
+        }
+    }
+
     /// The section title in the report.
     pub fn title(self) -> &'static str {
         match self {
@@ -193,6 +204,39 @@ impl ReportInput {
         }
     }
 
+    /// The input of a stored run: `documents` as the run records keep them
+    /// (each a `takt ... --json` document), assigned to stages by their
+    /// `suite`; each stage's command is the one its document records. A
+    /// stage without a document is "not in the stored run"; a document of
+    /// another suite is left out.
+    pub fn from_documents(meta: RunMeta, documents: &[Value]) -> ReportInput {
+        let stages = Stage::ALL
+            .into_iter()
+            .map(|stage| {
+                let doc = documents
+                    .iter()
+                    .find(|d| d.get("suite").and_then(Value::as_str) == Some(stage.suite()));
+                let outcome = match doc {
+                    Some(d) => Outcome::Measured {
+                        command: d
+                            .pointer("/machine/command")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string(),
+                        wall_s: 0.0,
+                        document: d.clone(),
+                    },
+                    None => Outcome::NotMeasured {
+                        reason: "not in the stored run".into(),
+                        command: None,
+                    },
+                };
+                (stage, outcome)
+            })
+            .collect();
+        ReportInput { meta, stages }
+    }
+
     /// Writes `<stage>.json` for every measured stage and the manifest
     /// [`MANIFEST`] into `dir` (created if missing).
     pub fn save_dir(&self, dir: &Path) -> Result<(), ReportError> {
@@ -297,6 +341,29 @@ mod tests {
             Err(ReportError::UnknownStage(s)) if s == "gpu"
         ));
         assert!(Stage::parse_list(",").is_err());
+    }
+
+    #[test]
+    fn stored_documents_find_their_stages() {
+        let meta = RunMeta {
+            command: "takt report --run 3".into(),
+            started: "2026-11-24T12:00:00Z".into(),
+            wall_s: 0.0,
+            quick: false,
+            reductions: Vec::new(),
+            run_id: Some("3".into()),
+        };
+        let docs = [
+            serde_json::json!({"suite": "sme", "machine": {"command": "takt bench sme --json"}}),
+            serde_json::json!({"suite": "gpu"}),
+        ];
+        let input = ReportInput::from_documents(meta, &docs);
+        assert_eq!(input.stages.len(), Stage::ALL.len());
+        assert!(matches!(
+            input.outcome(Stage::Sme),
+            Some(Outcome::Measured { command, .. }) if command == "takt bench sme --json"
+        ));
+        assert!(input.document(Stage::Agents).is_none());
     }
 
     #[test]
