@@ -47,6 +47,48 @@ pub fn params_text(row: &ResultRow) -> String {
         .join(" ")
 }
 
+/// The parameters every row of `rows` has with the same value.
+pub fn common_params(rows: &[&ResultRow]) -> serde_json::Map<String, Value> {
+    let mut common = rows.first().map(|r| r.params.clone()).unwrap_or_default();
+    if rows.len() < 2 {
+        return serde_json::Map::new();
+    }
+    common.retain(|k, v| rows.iter().all(|r| r.params.get(k) == Some(v)));
+    common
+}
+
+/// The parameters of `row` that are not in `common`, as `key=value` text.
+pub fn varying_params_text(row: &ResultRow, common: &serde_json::Map<String, Value>) -> String {
+    row.params
+        .iter()
+        .filter(|(k, _)| !common.contains_key(*k))
+        .map(|(k, v)| match v {
+            Value::String(s) => format!("{k}={s}"),
+            other => format!("{k}={other}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A sentence naming the parameters shared by every row of a table.
+pub fn common_params_note(common: &serde_json::Map<String, Value>) -> String {
+    if common.is_empty() {
+        return String::new();
+    }
+    let list = common
+        .iter()
+        .map(|(k, v)| match v {
+            Value::String(s) => format!("{k}={s}"),
+            other => format!("{k}={other}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    format!(
+        "<p class=\"how\">Every row above: <code>{}</code></p>\n",
+        crate::html::esc(&list)
+    )
+}
+
 /// A parameter as text (`2`, `one_thread`), or empty.
 pub fn param(row: &ResultRow, key: &str) -> String {
     match row.params.get(key) {
@@ -84,9 +126,11 @@ pub fn stat_cells(row: &ResultRow) -> Vec<Cell> {
     ]
 }
 
-/// A generic table of rows: benchmark, impl, params, median with unit,
-/// the published figure when any row has one, and the statistics.
-pub fn rows_table(rows: &[&ResultRow]) -> Table {
+/// A generic table of rows: benchmark, impl, the parameters that vary
+/// between rows, median with unit, the published figure when any row has
+/// one, and the statistics; then the parameters all rows share.
+pub fn rows_table(rows: &[&ResultRow]) -> String {
+    let common = common_params(rows);
     let published = rows.iter().any(|r| r.published.is_some());
     let mut head = vec!["benchmark", "impl", "parameters", "median", "unit"];
     if published {
@@ -98,7 +142,7 @@ pub fn rows_table(rows: &[&ResultRow]) -> Table {
         let mut cells = vec![
             Cell::text(&r.name),
             Cell::text(&r.implementation),
-            Cell::text(params_text(r)),
+            Cell::text(varying_params_text(r, &common)),
             Cell::num(r.summary.median),
             Cell::text(&r.unit),
         ];
@@ -108,7 +152,9 @@ pub fn rows_table(rows: &[&ResultRow]) -> Table {
         cells.extend(stat_cells(r));
         t.row(cells);
     }
-    t
+    let mut out = t.render();
+    out.push_str(&common_params_note(&common));
+    out
 }
 
 /// The "how this was measured" block under a section's figures: the exact

@@ -40,6 +40,9 @@ pub struct Chart<'a> {
     pub y_scale: Scale,
     /// X tick labels as byte sizes (`4K`, `16M`).
     pub x_bytes: bool,
+    /// Categorical x axis: point `x = i` (1-based) is labelled `x_names[i - 1]`;
+    /// other ticks are blank.
+    pub x_names: Vec<String>,
     /// The curves.
     pub series: Vec<Series>,
 }
@@ -136,12 +139,49 @@ impl Chart<'_> {
                 }
             }
         };
-        let (xa, xb) = pad(x0, x1, self.x_scale);
+        // The x axis starts at the data, not at 0 (thread counts start at 1).
+        let (xa, xb) = match self.x_scale {
+            Scale::Log => pad(x0, x1, Scale::Log),
+            Scale::Linear => {
+                let span = if x1 > x0 { x1 - x0 } else { 1.0 };
+                (x0 - 0.05 * span, x1 + 0.05 * span)
+            }
+        };
+        // Integer data (thread counts, categories) gets integer ticks only.
+        let x_integer = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter())
+            .all(|p| p.0.fract() == 0.0);
         let (ya, yb) = pad(y0, y1, self.y_scale);
         let x_bytes = self.x_bytes;
+        let x_log = self.x_scale == Scale::Log;
+        let names = &self.x_names;
         let x_fmt = move |v: &f64| {
             if x_bytes {
                 human_bytes(*v)
+            } else if x_log {
+                // Decades and their 2× and 5× only: plotters puts a tick on
+                // every integer multiple, far too many to label.
+                let mantissa = *v / 10f64.powf(v.log10().floor());
+                if [1.0, 2.0, 5.0].iter().any(|m| (mantissa - m).abs() < 1e-6) {
+                    crate::html::num(*v)
+                } else {
+                    String::new()
+                }
+            } else if !names.is_empty() || x_integer {
+                if (v - v.round()).abs() > 1e-9 {
+                    return String::new();
+                }
+                let i = v.round() as i64;
+                if names.is_empty() {
+                    return i.to_string();
+                }
+                usize::try_from(i - 1)
+                    .ok()
+                    .and_then(|i| names.get(i))
+                    .cloned()
+                    .unwrap_or_default()
             } else {
                 crate::html::num(*v)
             }
@@ -154,6 +194,8 @@ impl Chart<'_> {
                     .configure_mesh()
                     .x_desc(self.x_desc)
                     .y_desc(self.y_desc)
+                    .x_labels(12)
+                    .y_labels(8)
                     .x_label_formatter(&x_fmt)
                     .y_label_formatter(&y_fmt)
                     .light_line_style(RGBColor(235, 235, 235))
@@ -227,6 +269,7 @@ mod tests {
             x_scale: scale,
             y_scale: scale,
             x_bytes: true,
+            x_names: Vec::new(),
             series: vec![Series {
                 label: "thp off".into(),
                 points,

@@ -133,7 +133,7 @@ pub fn render(input: &ReportInput) -> String {
                         Stage::Sip => section::sip::render(&doc, command),
                         Stage::Remote => {
                             let rows: Vec<_> = doc.results.iter().collect();
-                            let mut s = crate::figures::rows_table(&rows).render();
+                            let mut s = crate::figures::rows_table(&rows);
                             s.push_str(&crate::figures::how(
                                 &doc,
                                 command,

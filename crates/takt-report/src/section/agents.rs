@@ -95,9 +95,9 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
         for p in peers {
             cells.push(match p {
                 Some(p) => Cell::Num(format!(
-                    "{} ({:.1}×)",
+                    "{} ({}×)",
                     crate::html::num(p.summary.median),
-                    takt.advantage_over(p)
+                    crate::html::num(takt.advantage_over(p))
                 )),
                 None => Cell::Empty,
             });
@@ -166,6 +166,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
         x_scale: Scale::Log,
         y_scale: Scale::Log,
         x_bytes: false,
+        x_names: Vec::new(),
         series,
     };
     if let Some(svg) = chart.to_svg() {
@@ -188,11 +189,13 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
     ];
     head.extend(STAT_HEAD);
     let mut t = Table::new(head);
-    for r in doc
+    let seeded: Vec<&ResultRow> = doc
         .results
         .iter()
         .filter(|r| r.implementation == "takt" && r.published.is_some())
-    {
+        .collect();
+    let common = crate::figures::common_params(&seeded);
+    for r in seeded.iter().copied() {
         let published = r.published.unwrap_or(f64::NAN);
         let advantage = match r.better {
             takt_measure::result::Better::Lower => published / r.summary.median,
@@ -200,7 +203,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
         };
         let mut cells = vec![
             Cell::text(&r.name),
-            Cell::text(params_text(r)),
+            Cell::text(crate::figures::varying_params_text(r, &common)),
             Cell::num(r.summary.median),
             Cell::text(&r.unit),
             Cell::num(published),
@@ -213,11 +216,12 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
         out.push_str("<p>No row of this run has a published SObjectizer figure.</p>\n");
     } else {
         out.push_str(&t.render());
+        out.push_str(&crate::figures::common_params_note(&common));
     }
 
     out.push_str("<details><summary>Every row of the agents document</summary>\n");
     let all: Vec<&ResultRow> = doc.results.iter().collect();
-    out.push_str(&rows_table(&all).render());
+    out.push_str(&rows_table(&all));
     out.push_str("</details>\n");
     out.push_str(&how(doc, command, METHOD));
     out

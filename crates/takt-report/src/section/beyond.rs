@@ -86,6 +86,7 @@ fn speedup_chart(fits: &[Fit]) -> Option<String> {
         x_scale: Scale::Log,
         y_scale: Scale::Log,
         x_bytes: false,
+        x_names: Vec::new(),
         series,
     }
     .to_svg()

@@ -59,6 +59,7 @@ pub(crate) fn render(value: &Value, doc: &Document, command: &str) -> String {
         x_scale: Scale::Log,
         y_scale: Scale::Log,
         x_bytes: true,
+        x_names: Vec::new(),
         series,
     };
     match chart.to_svg() {

@@ -39,6 +39,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
     head.extend(["paper T_sip (µs)", "runs", "CPU s/run"]);
     let mut t = Table::new(head);
     let mut series = Vec::new();
+    let mut kind_names: Vec<String> = Vec::new();
     for c in &cases {
         let in_case: Vec<&&ResultRow> = cost_rows.iter().filter(|r| &case(r) == c).collect();
         let mut kinds: Vec<String> = Vec::new();
@@ -49,7 +50,14 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
             }
         }
         let mut points = Vec::new();
-        for (i, kind) in kinds.iter().enumerate() {
+        for kind in &kinds {
+            let x = match kind_names.iter().position(|k| k == kind) {
+                Some(i) => i + 1,
+                None => {
+                    kind_names.push(kind.clone());
+                    kind_names.len()
+                }
+            };
             let of = |name: &str| {
                 in_case
                     .iter()
@@ -76,7 +84,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
             cells.push(Cell::opt(t_sip.map(|r| r.cpu_s)));
             t.row(cells);
             if let Some(r) = t_sip {
-                points.push(((i + 1) as f64, r.summary.median));
+                points.push((x as f64, r.summary.median));
             }
         }
         series.push(Series {
@@ -89,11 +97,12 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
         out.push_str("<p>The document has no per-message cost rows.</p>\n");
     } else {
         let chart = Chart {
-            x_desc: "message kind (in the order of the table)",
+            x_desc: "message kind",
             y_desc: "T_sip (µs)",
             x_scale: Scale::Linear,
             y_scale: Scale::Linear,
             x_bytes: false,
+            x_names: kind_names,
             series,
         };
         if let Some(svg) = chart.to_svg() {
@@ -115,7 +124,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
             "<details><summary>Calls, drops, CPU per call and contention ({} rows)</summary>\n",
             rest.len()
         ));
-        out.push_str(&rows_table(&rest).render());
+        out.push_str(&rows_table(&rest));
         out.push_str("</details>\n");
     }
     out.push_str(&how(doc, command, METHOD));

@@ -81,6 +81,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
                 x_scale: Scale::Linear,
                 y_scale: Scale::Linear,
                 x_bytes: false,
+                x_names: Vec::new(),
                 series,
             };
             if let Some(svg) = chart.to_svg() {
@@ -155,7 +156,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
         .collect();
     if !weak.is_empty() {
         out.push_str("<details><summary>Weak scaling rows</summary>\n");
-        out.push_str(&rows_table(&weak).render());
+        out.push_str(&rows_table(&weak));
         out.push_str("</details>\n");
     }
     out.push_str(&how(doc, command, METHOD));
