@@ -56,6 +56,16 @@ pub fn run(cmd: ReportCmd) -> Result<(), String> {
         eprintln!("takt report: not measured: {}", missing.join("; "));
     }
     println!("{}", index.display());
+    // Only a run this invocation measured was cut short (a re-rendered one
+    // was complete as far as this command goes).
+    let interrupted = cmd.from.is_none()
+        && input.stages.iter().any(|(_, o)| {
+        matches!(o, Outcome::NotMeasured { reason, .. } if reason.starts_with("interrupted"))
+    });
+    if interrupted {
+        // The report is written; the status still says the run was cut short.
+        std::process::exit(130);
+    }
     Ok(())
 }
 
