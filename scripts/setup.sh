@@ -11,6 +11,13 @@ command -v ip >/dev/null 2>&1 || need_pkgs+=(iproute2)
 command -v perf >/dev/null 2>&1 || need_pkgs+=(linux-perf)
 # takt-report's tests open the report in headless Chromium.
 command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)
+# CAF 0.17, the C++ actor framework: takt-peer-caf compiles its benchmarks
+# against the headers and links libcaf_core (takt bench agents --peers).
+command -v g++ >/dev/null 2>&1 || need_pkgs+=(g++)
+[ -f /usr/include/caf/all.hpp ] || need_pkgs+=(libcaf-dev)
+# takt-remote's tests: a NATS server (Debian's 2.9) and certificates for TLS.
+command -v nats-server >/dev/null 2>&1 || need_pkgs+=(nats-server)
+command -v openssl >/dev/null 2>&1 || need_pkgs+=(openssl)
 
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
@@ -23,6 +30,7 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
 fi
 
-for tool in valgrind sipp ip perf chromium; do
+for tool in valgrind sipp ip perf g++ nats-server openssl chromium; do
   command -v "$tool" >/dev/null 2>&1 || { echo "setup: $tool is still missing" >&2; exit 1; }
 done
+[ -f /usr/include/caf/all.hpp ] || { echo "setup: the CAF headers (libcaf-dev) are still missing" >&2; exit 1; }

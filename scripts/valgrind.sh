@@ -3,7 +3,7 @@
 # available on the installed nightly). Any memcheck error fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-crates=(takt-sched takt-agents takt-sme takt-sip)
+crates=(takt-sched takt-agents takt-sme takt-sip takt-peer-caf)
 for c in "${crates[@]}"; do
   mapfile -t exes < <(cargo test --locked -p "$c" --no-run --message-format=json 2>/dev/null \
     | python3 -c 'import json,sys

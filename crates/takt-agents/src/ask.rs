@@ -51,6 +51,13 @@ pub enum AskError {
     WouldDeadlock,
     /// The runtime could not arm the timeout timer.
     NoTimer,
+    /// Nobody can answer at that address (a remote address without
+    /// responders, a node known to be down): failed at once, not after the
+    /// timeout.
+    Unreachable,
+    /// A reply came but could not be accepted (a transport could not decode
+    /// it, or refused the query before sending it: queue full, too large).
+    Rejected,
 }
 
 impl fmt::Display for AskError {
@@ -62,6 +69,8 @@ impl fmt::Display for AskError {
                 "a blocking wait on the target agent's own dispatcher thread would deadlock"
             }
             AskError::NoTimer => "the timer thread could not be started",
+            AskError::Unreachable => "nobody can answer at that address",
+            AskError::Rejected => "the query or its reply was rejected on the way",
         })
     }
 }
@@ -125,6 +134,66 @@ impl<R> Drop for Replier<R> {
             s.complete(Err(AskError::NoReply));
         }
     }
+}
+
+/// The answering end of a [`Pending`] made by [`pending`]: code outside the
+/// runtime (a bridge to another process) completes a reply with it.
+///
+/// Dropping it unanswered completes the reply with [`AskError::NoReply`].
+pub struct Promise<R> {
+    reply: Replier<R>,
+}
+
+impl<R> fmt::Debug for Promise<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Promise").finish_non_exhaustive()
+    }
+}
+
+impl<R> Promise<R> {
+    /// Completes the reply with `r`.
+    pub fn fulfil(self, r: R) {
+        self.reply.send(r)
+    }
+
+    /// Completes the reply with the error `e`.
+    pub fn fail(mut self, e: AskError) {
+        if let Some(s) = self.reply.slot.take() {
+            s.complete(Err(e));
+        }
+    }
+
+    /// Whether the [`Pending`] end is gone (nobody waits for the reply).
+    pub fn is_abandoned(&self) -> bool {
+        self.reply
+            .slot
+            .as_ref()
+            .is_none_or(|s| Arc::strong_count(s) == 1)
+    }
+}
+
+/// A reply slot not tied to an agent: the [`Pending`] end waits (blocking or
+/// as a future), the [`Promise`] end completes it from anywhere.
+pub fn pending<R>() -> (Promise<R>, Pending<R>) {
+    let slot = new_slot();
+    (
+        Promise {
+            reply: Replier {
+                slot: Some(slot.clone()),
+            },
+        },
+        Pending {
+            slot,
+            same_thread: false,
+        },
+    )
+}
+
+fn new_slot<R>() -> Arc<Slot<R>> {
+    Arc::new(Slot {
+        state: Mutex::new(SlotState::Waiting(None)),
+        cv: Condvar::new(),
+    })
 }
 
 /// Invokes an `on_ask` handler.
@@ -231,10 +300,7 @@ impl<R> Future for Pending<R> {
 impl<A: Agent> Addr<A> {
     /// Sends query `q`; the agent answers with its `on_ask::<Q, R>` handler.
     pub fn ask<Q: Message, R: Message>(&self, q: Q) -> Pending<R> {
-        let slot = Arc::new(Slot {
-            state: Mutex::new(SlotState::Waiting(None)),
-            cv: Condvar::new(),
-        });
+        let slot = new_slot();
         let same_thread = match &self.cell().hdr.sink {
             Sink::Thread(ws) => worker::local_core(ws).is_some(),
             Sink::Pool(_) => false,

@@ -51,6 +51,9 @@
 //!   priority ([`Addr::send_with_priority`]), request/reply ([`Addr::ask`], a [`Pending`] reply
 //!   that is a `Future` for any executor and a blocking wait).
 //! - [`Mbox`]: named publish/subscribe mailboxes.
+//! - [`Recipient`], [`Requester`]: message-typed handles (send `M`, ask
+//!   `Q` for `R`) that hide the agent type, for bridges and plug-ins;
+//!   [`pending`] makes a reply slot completed from outside the runtime.
 //! - [`CoopBuilder`], [`CoopHandle`]: cooperations, parent/child.
 //! - [`Dispatcher`]: one_thread, active_obj, active_group, thread_pool,
 //!   work_stealing, priority (module [`dispatcher`] says which to choose).
@@ -91,6 +94,7 @@ mod coop;
 mod ctx;
 pub mod dispatcher;
 mod envelope;
+mod handle;
 mod limits;
 mod mbox;
 mod panic;
@@ -105,10 +109,11 @@ mod worker;
 
 pub use addr::{Addr, Delivery};
 pub use agent::{Agent, AgentId, Message};
-pub use ask::{Ask, AskError, Pending};
+pub use ask::{pending, Ask, AskError, Pending, Promise};
 pub use coop::{CoopBuilder, CoopHandle, RegError};
 pub use ctx::{Ctx, UnknownState};
 pub use dispatcher::{Binding, Dispatcher, DispatcherKind};
+pub use handle::{Accept, Answer, Recipient, Requester};
 pub use limits::{Limits, Overflow};
 pub use mbox::{Mbox, MboxTypeMismatch};
 pub use panic::{PanicReaction, PanicReport};

@@ -226,3 +226,60 @@ fn agents_register_agents_and_traces_see_them() {
     let stats = rt.dispatcher_stats();
     assert!(stats.iter().any(|s| s.name == "kids" && s.events >= 50));
 }
+
+#[test]
+fn typed_handles_hide_the_agent_type() {
+    use takt_agents::{pending, Recipient, Requester};
+    let rt = runtime();
+    let d = rt.one_thread("d").unwrap();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let mut coop = rt.coop("handles");
+    let w = coop
+        .add(
+            Watcher {
+                got: got.clone(),
+                me: 0,
+            },
+            &d,
+        )
+        .unwrap();
+    let calc = coop.add(Calc, &d).unwrap();
+    let coop = coop.register().unwrap();
+    // An agent and a mailbox behind the same handle type.
+    let mbox = rt.mbox::<Quote>("handle-quotes").unwrap();
+    mbox.subscribe(&w);
+    let targets: Vec<Recipient<Quote>> = vec![w.recipient(), mbox.recipient()];
+    for (i, t) in targets.iter().enumerate() {
+        assert!(t.is_open());
+        t.send(Quote(i as u32));
+    }
+    assert!(eventually(|| got.lock().unwrap().len() == 2));
+    assert_eq!(*got.lock().unwrap(), vec![(0, 0), (0, 1)]);
+    // Asking through a requester: blocking, async, with a timeout.
+    let ask: Requester<u64, u64> = calc.requester();
+    assert_eq!(ask.ask(4).wait_timeout(LONG), Ok(8));
+    assert_eq!(block_on(ask.ask_timeout(5, LONG)), Ok(10));
+    let slow: Requester<Slow, u64> = calc.requester();
+    assert_eq!(
+        block_on(slow.ask_timeout(Slow(1), Duration::from_millis(10))),
+        Err(AskError::Timeout)
+    );
+    // A reply slot completed from outside the runtime.
+    let (promise, p) = pending::<u32>();
+    assert!(!promise.is_abandoned());
+    std::thread::spawn(move || promise.fulfil(7));
+    assert_eq!(block_on(p), Ok(7));
+    let (promise, p) = pending::<u32>();
+    promise.fail(AskError::Unreachable);
+    assert_eq!(p.wait(), Err(AskError::Unreachable));
+    let (promise, p) = pending::<u32>();
+    drop(p);
+    assert!(promise.is_abandoned());
+    drop(promise);
+    let (promise, p) = pending::<u32>();
+    drop(promise);
+    assert_eq!(p.wait(), Err(AskError::NoReply));
+    coop.deregister();
+    assert!(coop.wait_timeout(LONG));
+    assert!(!w.recipient::<Quote>().is_open());
+}

@@ -13,11 +13,18 @@
 //!   actix, kameo, ractor and a crossbeam-channel floor.
 //! - [`sme`]: `takt bench sme`, the C++SME thesis benchmarks.
 //! - [`sip`]: `takt sip load`, SIPp against the in-process SIP proxy.
+//! - [`remote`]: `takt bench remote`, agents over NATS (takt-remote)
+//!   beside bare async-nats and raw TCP.
+//!
+//! Every suite implements takt-measure's [`Suite`](takt_measure::suite::Suite)
+//! shape; [`LabError`](error::LabError) is the crate's one error type.
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod agents;
 #[cfg(feature = "peers")]
 pub mod agents_peers;
+pub mod error;
+pub mod remote;
 pub mod sip;
 pub mod sme;
 

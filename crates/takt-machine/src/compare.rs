@@ -257,7 +257,7 @@ fn pair_with(ctx: &mut Ctx, takt: &ResultRow, tool: &str, runs: ToolRuns) {
     };
     ctx.comparisons.push(Comparison {
         ratio_best: takt_best / tool_best,
-        name: format!("{} {}", takt.name, takt_measure::output::fmt_params(takt)),
+        name: format!("{} {}", takt.name, takt_measure::table::params_label(takt)),
         tool: tool.into(),
         ratio,
         within_15pct: (ratio_interleaved.unwrap_or(ratio) - 1.0).abs() <= TOLERANCE,

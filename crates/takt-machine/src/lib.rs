@@ -69,11 +69,14 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use takt_measure::progress::Progress;
 use takt_measure::result::{Document, DocumentBuilder, ResultRow};
+use takt_measure::suite::{Cancel, RunContext, Suite, SuiteOutput};
+use takt_measure::table::Table;
 
 mod bandwidth;
 mod calls;
@@ -195,24 +198,24 @@ impl Family {
 
     /// Parses a comma-separated `--only` list; an unknown name is an error
     /// that lists the valid ones.
-    pub fn parse_list(list: &str) -> Result<Vec<Family>, String> {
+    pub fn parse_list(list: &str) -> Result<Vec<Family>, MachineError> {
         let mut out = Vec::new();
         for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let f = Family::ALL
                 .into_iter()
                 .find(|f| f.name() == name)
                 .ok_or_else(|| {
-                    format!(
+                    MachineError::Only(format!(
                         "unknown measurement `{name}` (valid: {})",
                         Family::ALL.map(Family::name).join(", ")
-                    )
+                    ))
                 })?;
             if !out.contains(&f) {
                 out.push(f);
             }
         }
         if out.is_empty() {
-            return Err("empty measurement list".into());
+            return Err(MachineError::Only("empty measurement list".into()));
         }
         out.sort();
         Ok(out)
@@ -244,7 +247,8 @@ pub struct Config {
     pub peer_command: Option<Vec<String>>,
     /// Whether the user can be asked questions on the terminal.
     pub interactive: bool,
-    /// Print progress on stderr.
+    /// Print progress on stderr when run through [`run`] (a
+    /// [`RunContext`] given to [`run_with`] decides for itself).
     pub progress: bool,
 }
 
@@ -271,35 +275,37 @@ impl Config {
         self.only.as_ref().is_none_or(|o| o.contains(&family))
     }
 
-    /// Expected wall time of the selected families, for the announcement.
-    pub fn expected_duration(&self) -> Duration {
-        let per = |f: Family| -> u64 {
-            // Default-mode seconds per family; quick is about a fifth.
-            match f {
-                Family::Timer => 5,
-                Family::Loop => 10,
-                Family::Call => 8,
-                Family::Syscall => 15,
-                Family::Create => 20,
-                Family::Ctxsw => 20,
-                Family::Latency => 120,
-                Family::Bandwidth => 40,
-                Family::Pagefault => 25,
-                Family::Net => 60,
-                Family::Fs => 90,
-            }
+    /// Expected wall time of `family` in this configuration's mode.
+    pub fn family_duration(&self, family: Family) -> Duration {
+        // Default-mode seconds per family; quick is about a fifth.
+        let secs = match family {
+            Family::Timer => 5,
+            Family::Loop => 10,
+            Family::Call => 8,
+            Family::Syscall => 15,
+            Family::Create => 20,
+            Family::Ctxsw => 20,
+            Family::Latency => 120,
+            Family::Bandwidth => 40,
+            Family::Pagefault => 25,
+            Family::Net => 60,
+            Family::Fs => 90,
         };
-        let secs: u64 = Family::ALL
-            .into_iter()
-            .filter(|&f| self.runs(f))
-            .map(per)
-            .sum();
         let base = Duration::from_secs(secs);
         match self.mode {
             Mode::Quick => base / 5,
             Mode::Default => base,
             Mode::Full => base * 3,
         }
+    }
+
+    /// Expected wall time of the selected families, for the announcement.
+    pub fn expected_duration(&self) -> Duration {
+        Family::ALL
+            .into_iter()
+            .filter(|&f| self.runs(f))
+            .map(|f| self.family_duration(f))
+            .sum()
     }
 }
 
@@ -387,6 +393,12 @@ pub enum MachineError {
     /// The run was interrupted by a signal; everything was cleaned up.
     #[error("interrupted by signal {0}; cleaned up")]
     Interrupted(i32),
+    /// The run's [`RunContext`] was cancelled; everything was cleaned up.
+    #[error("cancelled; cleaned up")]
+    Cancelled,
+    /// An `--only` list named no measurement or an unknown one.
+    #[error("{0}")]
+    Only(String),
 }
 
 /// A curve for the plots: a named series of (x, y) points.
@@ -421,17 +433,12 @@ pub(crate) struct Ctx {
     family: Option<Family>,
     /// Core clock measured for estimates when `timer` did not run.
     core_mhz: std::sync::OnceLock<f64>,
-    started: Instant,
+    run_ctx: RunContext,
 }
 
 impl Ctx {
     pub(crate) fn progress(&self, msg: &str) {
-        if self.cfg.progress {
-            eprintln!(
-                "machine [{:5.1}s] {msg}",
-                self.started.elapsed().as_secs_f64()
-            );
-        }
+        self.run_ctx.step(msg);
     }
 
     pub(crate) fn push(&mut self, mut s: Sampled) {
@@ -488,11 +495,60 @@ impl Ctx {
     }
 }
 
-/// Runs the selected measurements and returns the document.
+/// Runs the selected measurements and returns the document, with
+/// progress lines on stderr when `cfg.progress` is set.
 ///
 /// Installs the interrupt handler of [`cleanup`] first: on SIGINT/SIGTERM
 /// everything created so far is removed and the process exits with 130.
 pub fn run(cfg: Config) -> Result<MachineDocument, MachineError> {
+    let progress = if cfg.progress {
+        Progress::lines()
+    } else {
+        Progress::hidden()
+    };
+    run_with(cfg, &RunContext::new(progress, Cancel::new()))
+}
+
+impl SuiteOutput for MachineDocument {
+    fn document(&self) -> &Document {
+        &self.document
+    }
+    fn render(&self) -> String {
+        render(self)
+    }
+}
+
+impl Suite for Config {
+    type Output = MachineDocument;
+    type Error = MachineError;
+
+    fn name(&self) -> &str {
+        "machine"
+    }
+
+    fn estimate(&self) -> Duration {
+        self.expected_duration()
+    }
+
+    fn describe(&self) -> String {
+        format!("{} run", self.mode.name())
+    }
+
+    /// [`cleanup`] handles SIGINT, SIGTERM and SIGHUP: it removes what
+    /// the run created and ends the process.
+    fn handles_signals(&self) -> bool {
+        true
+    }
+
+    fn run(&self, ctx: &RunContext) -> Result<MachineDocument, MachineError> {
+        run_with(self.clone(), ctx)
+    }
+}
+
+/// [`run`] with progress and cancellation from `ctx`: one progress stage
+/// per family with its estimated time; a cancelled `ctx` stops the run
+/// after the current family ([`MachineError::Cancelled`]), cleaned up.
+pub fn run_with(cfg: Config, run_ctx: &RunContext) -> Result<MachineDocument, MachineError> {
     cleanup::install_interrupt_handler();
     std::fs::create_dir_all(&cfg.out_dir).map_err(|source| MachineError::OutDir {
         path: cfg.out_dir.clone(),
@@ -512,7 +568,7 @@ pub fn run(cfg: Config) -> Result<MachineDocument, MachineError> {
         direct_file: None,
         family: None,
         core_mhz: std::sync::OnceLock::new(),
-        started: Instant::now(),
+        run_ctx: run_ctx.clone(),
         cfg,
     };
     ctx.doc.note(format!(
@@ -528,7 +584,7 @@ pub fn run(cfg: Config) -> Result<MachineDocument, MachineError> {
         if !ctx.cfg.runs(family) {
             continue;
         }
-        ctx.progress(&format!("{} ...", family.name()));
+        let stage = run_ctx.stage(family.name(), ctx.cfg.family_duration(family));
         ctx.family = Some(family);
         match family {
             Family::Timer => timer::run(&mut ctx),
@@ -543,9 +599,14 @@ pub fn run(cfg: Config) -> Result<MachineDocument, MachineError> {
             Family::Net => net::run(&mut ctx),
             Family::Fs => fs::run(&mut ctx),
         }
+        stage.finish();
         if let Some(sig) = cleanup::interrupted() {
             cleanup::run_all();
             return Err(MachineError::Interrupted(sig));
+        }
+        if run_ctx.is_cancelled() {
+            cleanup::run_all();
+            return Err(MachineError::Cancelled);
         }
     }
     ctx.family = None;
@@ -600,22 +661,31 @@ pub fn render(doc: &MachineDocument) -> String {
         }
     }
     if !doc.comparisons.is_empty() {
-        out.push_str("\n--compare (takt / reference tool, same run):\n");
+        let mut t = Table::titled("\n--compare (takt / reference tool, same run)")
+            .text("quantity")
+            .text("tool")
+            .number("ratio")
+            .number("interleaved")
+            .text("within 15%")
+            .number("best vs best");
+        let mut differences = String::new();
         for c in &doc.comparisons {
-            let inter = c
-                .ratio_interleaved
-                .map(|r| format!("  interleaved {r:.3}"))
-                .unwrap_or_default();
-            out.push_str(&format!(
-                "  {:<28} {:<11} ratio {:.3}{inter} {}  best-vs-best {:.3}  ({})\n",
-                c.name,
-                c.tool,
-                c.ratio,
-                if c.within_15pct { "ok " } else { "OFF" },
-                c.ratio_best,
-                c.difference
-            ));
+            t.push(vec![
+                c.name.clone(),
+                c.tool.clone(),
+                format!("{:.3}", c.ratio),
+                c.ratio_interleaved
+                    .map(|r| format!("{r:.3}"))
+                    .unwrap_or_default(),
+                if c.within_15pct { "ok" } else { "OFF" }.into(),
+                format!("{:.3}", c.ratio_best),
+            ]);
+            differences.push_str(&format!("  {} / {}: {}\n", c.name, c.tool, c.difference));
         }
+        t.drop_empty_columns();
+        out.push_str(&t.render());
+        out.push_str("what differs:\n");
+        out.push_str(&differences);
     }
     if let Some(rep) = &doc.repeatability {
         out.push_str(&repeat::render(rep));
@@ -623,11 +693,8 @@ pub fn render(doc: &MachineDocument) -> String {
     for p in &doc.plots {
         out.push_str(&format!("plot: {}\n", p.display()));
     }
-    let m = &doc.document.machine;
-    out.push_str(&format!(
-        "\n{} · {} CPUs · kernel {} · {} · commit {} · steal {:.1}% · load {:.2}\n",
-        m.cpu, m.cpus, m.kernel, m.profile, m.commit, m.steal_pct, m.load[0]
-    ));
+    out.push('\n');
+    out.push_str(&takt_measure::output::machine_line(&doc.document));
     for n in &doc.document.notes {
         out.push_str(&format!("note: {n}\n"));
     }
@@ -644,7 +711,7 @@ mod tests {
             Family::parse_list("syscall,timer,timer").unwrap(),
             vec![Family::Timer, Family::Syscall]
         );
-        let e = Family::parse_list("timer,bogus").unwrap_err();
+        let e = Family::parse_list("timer,bogus").unwrap_err().to_string();
         assert!(e.contains("unknown measurement `bogus`"), "{e}");
         assert!(e.contains("pagefault"), "{e}");
         assert!(Family::parse_list(",").is_err());

@@ -19,6 +19,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use takt_measure::table::{fmt_num, fmt_value, Table};
 
 use crate::{Family, MachineDocument};
 
@@ -123,7 +124,7 @@ fn key(r: &takt_measure::result::ResultRow) -> String {
         "{}\u{1}{}\u{1}{}",
         r.name,
         r.implementation,
-        takt_measure::output::fmt_params(r)
+        takt_measure::table::params_label(r)
     )
 }
 
@@ -209,72 +210,52 @@ pub fn render(rep: &Repeatability) -> String {
         rep.cpu_memory_total
     );
     let mut reasons: Vec<String> = Vec::new();
-    let cells: Vec<[String; 5]> = rep
-        .rows
-        .iter()
-        .map(|r| {
-            let params = r
-                .params
+    let mut t = Table::new()
+        .text("measurement")
+        .text("impl")
+        .text("params")
+        .text("medians")
+        .number("spread")
+        .text("verdict");
+    for r in &rep.rows {
+        let spread = if r.ratio {
+            format!("{:.1}%", r.spread * 100.0)
+        } else {
+            format!("{} {}", fmt_num(r.spread), r.unit)
+        };
+        let verdict = match (r.within_10pct, r.cpu_memory, &r.known_unstable) {
+            (true, _, _) => "ok".to_string(),
+            (false, _, Some(why)) => {
+                let n = match reasons.iter().position(|x| x == why) {
+                    Some(i) => i + 1,
+                    None => {
+                        reasons.push(why.clone());
+                        reasons.len()
+                    }
+                };
+                format!("OVER (known [{n}])")
+            }
+            (false, true, None) => "OVER".to_string(),
+            (false, false, None) => "over (not a CPU/memory row)".to_string(),
+        };
+        t.push(vec![
+            r.name.clone(),
+            r.implementation.clone(),
+            r.params
                 .iter()
-                .map(|(k, v)| match v {
-                    Value::String(s) => format!("{k}={s}"),
-                    o => format!("{k}={o}"),
-                })
+                .map(|(k, v)| format!("{k}={}", fmt_value(v)))
                 .collect::<Vec<_>>()
-                .join(" ");
-            let spread = if r.ratio {
-                format!("{:.1}%", r.spread * 100.0)
-            } else {
-                format!("{} {}", takt_measure::output::fmt_num(r.spread), r.unit)
-            };
-            let verdict = match (r.within_10pct, r.cpu_memory, &r.known_unstable) {
-                (true, _, _) => "ok".to_string(),
-                (false, _, Some(why)) => {
-                    let n = match reasons.iter().position(|x| x == why) {
-                        Some(i) => i + 1,
-                        None => {
-                            reasons.push(why.clone());
-                            reasons.len()
-                        }
-                    };
-                    format!("OVER (known [{n}])")
-                }
-                (false, true, None) => "OVER".to_string(),
-                (false, false, None) => "over (not a CPU/memory row)".to_string(),
-            };
-            [
-                format!("{} [{}]", r.name, r.implementation),
-                params,
-                r.medians
-                    .iter()
-                    .map(|m| takt_measure::output::fmt_num(*m))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                spread,
-                verdict,
-            ]
-        })
-        .collect();
-    let mut w = [0usize; 4];
-    for c in &cells {
-        for i in 0..4 {
-            w[i] = w[i].max(c[i].chars().count());
-        }
+                .join(" "),
+            r.medians
+                .iter()
+                .map(|m| fmt_num(*m))
+                .collect::<Vec<_>>()
+                .join(" "),
+            spread,
+            verdict,
+        ]);
     }
-    for c in cells {
-        out.push_str(&format!(
-            "  {:<w0$}  {:<w1$}  {:<w2$}  {:>w3$}  {}\n",
-            c[0],
-            c[1],
-            c[2],
-            c[3],
-            c[4],
-            w0 = w[0],
-            w1 = w[1],
-            w2 = w[2],
-            w3 = w[3]
-        ));
-    }
+    out.push_str(&t.render());
     for (i, why) in reasons.iter().enumerate() {
         out.push_str(&format!("  [{}] {why}\n", i + 1));
     }

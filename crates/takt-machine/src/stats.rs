@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use takt_measure::output::fmt_num;
 use takt_measure::result::{Better, Document, ResultRow};
 use takt_measure::stats::quantile;
+use takt_measure::table::{fmt_num, group_rows, Table};
 
 /// The outlier rule, as printed in every document.
 pub const OUTLIER_RULE: &str =
@@ -333,74 +333,56 @@ pub fn ticks_ns(t0: u64, t1: u64) -> f64 {
     c.ticks_to_ns(t1.saturating_sub(t0)) as f64
 }
 
-/// Renders rows as the `takt machine` table: name, params, estimate,
-/// median, mean, stddev, min, p99, n, outliers, unit.
+/// Renders rows as the `takt machine` tables: one per family and unit,
+/// with a column per parameter and the estimate, median, mean, stddev,
+/// min, p99, sample count and outliers removed; then every row's method
+/// and estimate model.
 pub fn render_rows(doc: &Document) -> String {
-    let header = [
-        "measurement",
-        "impl",
-        "params",
-        "estimate",
-        "median",
-        "mean",
-        "stddev",
-        "min",
-        "p99",
-        "n",
-        "out",
-        "unit",
-    ];
     let get = |r: &ResultRow, k: &str| r.detail.get(k).and_then(Value::as_f64);
-    let mut rows: Vec<Vec<String>> = Vec::new();
-    for r in &doc.results {
-        rows.push(vec![
-            r.name.clone(),
-            r.implementation.clone(),
-            takt_measure::output::fmt_params(r),
-            get(r, "estimate").map(fmt_num).unwrap_or_default(),
-            fmt_num(r.summary.median),
-            fmt_num(r.summary.mean),
-            fmt_num(r.summary.stddev),
-            fmt_num(r.summary.min),
-            get(r, "p99").map(fmt_num).unwrap_or_default(),
-            r.summary.runs.to_string(),
-            r.detail
-                .get("outliers_removed")
-                .and_then(Value::as_u64)
-                .map(|n| n.to_string())
-                .unwrap_or_default(),
-            r.unit.clone(),
-        ]);
-    }
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for row in &rows {
-        for (w, c) in widths.iter_mut().zip(row) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let mut out = String::new();
-    let mut line = |cells: &[String]| {
-        for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
-            let pad = w - c.chars().count();
-            if (3..=10).contains(&i) {
-                out.push_str(&" ".repeat(pad));
-                out.push_str(c);
-            } else {
-                out.push_str(c);
-                out.push_str(&" ".repeat(pad));
-            }
-            out.push_str("  ");
-        }
-        let t = out.trim_end().len();
-        out.truncate(t);
-        out.push('\n');
+    let section = |r: &ResultRow| {
+        r.detail
+            .get("family")
+            .and_then(Value::as_str)
+            .map_or_else(|| r.name.clone(), str::to_string)
     };
-    line(&header.map(String::from));
-    line(&widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>());
-    for r in &rows {
-        line(r);
+    let mut out = String::new();
+    for g in group_rows(&doc.results, section) {
+        let u = &g.unit;
+        let title = format!("{} ({u})", g.section);
+        let mut t = g.param_columns(Table::titled(title).text("measurement").text("impl"));
+        t = t
+            .number(format!("estimate ({u})"))
+            .number(format!("median ({u})"))
+            .number("mean")
+            .number("stddev")
+            .number("min")
+            .number("p99")
+            .number("n")
+            .number("outliers");
+        for r in &g.rows {
+            let mut cells = vec![r.name.clone(), r.implementation.clone()];
+            cells.extend(g.param_cells(r));
+            cells.extend([
+                get(r, "estimate").map(fmt_num).unwrap_or_default(),
+                fmt_num(r.summary.median),
+                fmt_num(r.summary.mean),
+                fmt_num(r.summary.stddev),
+                fmt_num(r.summary.min),
+                get(r, "p99").map(fmt_num).unwrap_or_default(),
+                r.summary.runs.to_string(),
+                r.detail
+                    .get("outliers_removed")
+                    .and_then(Value::as_u64)
+                    .map(|n| n.to_string())
+                    .unwrap_or_default(),
+            ]);
+            t.push(cells);
+        }
+        t.drop_empty_columns();
+        out.push_str(&t.render());
+        out.push('\n');
     }
-    out.push_str("\nmethods:\n");
+    out.push_str("methods:\n");
     let mut seen = std::collections::BTreeSet::new();
     for r in &doc.results {
         if let Some(m) = r.detail.get("method").and_then(Value::as_str) {

@@ -21,7 +21,7 @@ pub fn esc(s: &str) -> String {
 
 /// A number with 3–4 significant digits, plainly (`0.359`, `12.4`, `1.23e6`).
 pub fn num(v: f64) -> String {
-    takt_measure::output::fmt_num(v)
+    takt_measure::table::fmt_num(v)
 }
 
 /// One table cell.

@@ -40,7 +40,8 @@ struct Seen {
 }
 
 /// Printable runs of `bytes` that look like host names (the SNI of a TLS
-/// ClientHello).
+/// ClientHello; a run may carry a following length byte that happens to be
+/// printable, so names are matched as substrings).
 fn host_names(bytes: &[u8]) -> String {
     let mut names = Vec::new();
     for run in bytes.split(|b| !(b.is_ascii_alphanumeric() || *b == b'.' || *b == b'-')) {
@@ -218,7 +219,10 @@ fn foreign(seen: &Mutex<Vec<Seen>>, port: u16, page: &str) -> Vec<String> {
         .iter()
         .filter(|s| {
             if s.tls {
-                return !s.first.split(',').any(|h| BROWSER_SERVICES.contains(&h));
+                return !s
+                    .first
+                    .split(',')
+                    .any(|h| BROWSER_SERVICES.iter().any(|b| h.contains(b)));
             }
             let page_load = s.first == format!("GET /{page} HTTP/1.1") && s.host == ours;
             let favicon = s.first.starts_with("GET /favicon.ico ");

@@ -141,7 +141,7 @@ fn run(mode: Mode, model: WorkerModel, transport: Transport) {
     let code = wait(&mut uac, Instant::now() + DEADLINE);
     let snap = server.stop();
     drop(uas);
-    let table = snap.table();
+    let table = snap.json();
     assert_eq!(
         code,
         Some(0),

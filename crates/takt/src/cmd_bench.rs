@@ -2,22 +2,43 @@
 //! `bench` (`takt bench agents`, `takt bench sme`).
 
 use clap::{Args, Subcommand};
-use takt_lab::agents;
-use takt_lab::output::emit;
+use takt_lab::{agents, remote};
+use takt_measure::error::MeasureError;
+use takt_measure::suite::run_command;
 
 use crate::args::{parse_idle_limit, IdleLimit, OutputArgs, SchedArgs, SpinArgs};
 use crate::cmd_bench_sme;
+use crate::cmd_runs::RecordArgs;
 
 /// `takt bench` subcommands.
 #[derive(Subcommand, Debug)]
 pub enum BenchCmd {
     /// The SObjectizer-derived agent benchmarks (send_msg, customer_ring,
     /// ping_pong, skynet, ...) on takt-agents; `--peers` adds actix, kameo,
-    /// ractor and a crossbeam floor in the same run.
+    /// ractor, CAF (C++) and a crossbeam floor in the same run.
     Agents(AgentsCmd),
     /// The C++SME thesis benchmarks (sync_ring, compute_ring, weak_scaling,
     /// uneven, sync_cost) over every SME executor and thread count.
     Sme(cmd_bench_sme::SmeCmd),
+    /// Agents in two nodes over NATS (takt-remote): round trips by size,
+    /// paced at 75/80/100 ms, saturated at 1-256 in flight, beside bare
+    /// async-nats, raw TCP with TCP_NODELAY and raw TCP with Nagle on.
+    Remote(RemoteCmd),
+}
+
+/// `takt bench remote` flags.
+#[derive(Args, Debug)]
+pub struct RemoteCmd {
+    /// Measured runs per row (at least 5; one warm-up run precedes them).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(5..=1000))]
+    pub runs: u32,
+    /// A NATS server to use (default: start nats-server on a free loopback port).
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    #[command(flatten)]
+    pub sched: SchedArgs,
+    #[command(flatten)]
+    pub out: OutputArgs,
 }
 
 /// `takt bench agents` flags.
@@ -42,13 +63,37 @@ pub struct AgentsCmd {
     pub idle_latency: Option<IdleLimit>,
     #[command(flatten)]
     pub out: OutputArgs,
+    #[command(flatten)]
+    pub record: RecordArgs,
 }
 
 pub fn run(cmd: BenchCmd) -> Result<(), String> {
     match cmd {
         BenchCmd::Agents(a) => run_agents(a),
         BenchCmd::Sme(c) => cmd_bench_sme::run(c),
+        BenchCmd::Remote(c) => run_remote(c),
     }
+}
+
+fn run_remote(cmd: RemoteCmd) -> Result<(), String> {
+    let opts = remote::Options {
+        quick: cmd.out.quick,
+        runs: cmd.runs as usize,
+        url: cmd.url,
+        thread: cmd.sched.spec("takt-remote"),
+    };
+    eprintln!(
+        "takt bench remote{}: expected duration about {} s (bridge threads {})",
+        if opts.quick { " --quick" } else { "" },
+        remote::expected_duration(&opts).as_secs(),
+        opts.thread
+    );
+    let start = std::time::Instant::now();
+    let doc = remote::run(&opts, &mut |line| {
+        eprintln!("[{:6.1}s] {line}", start.elapsed().as_secs_f64())
+    })?;
+    eprintln!("done in {:.1} s", start.elapsed().as_secs_f64());
+    takt_measure::output::emit(&doc, cmd.out.json).map_err(|e| e.to_string())
 }
 
 fn run_agents(cmd: AgentsCmd) -> Result<(), String> {
@@ -60,19 +105,18 @@ fn run_agents(cmd: AgentsCmd) -> Result<(), String> {
         runs: cmd.runs as usize,
         idle_latency: cmd.idle_latency.and_then(|IdleLimit(l)| l),
     };
-    let eta = agents::expected_duration(&opts);
-    eprintln!(
-        "takt bench agents{}{}: expected duration about {} s (spin {}, threads {})",
-        if opts.quick { " --quick" } else { "" },
-        if opts.peers { " --peers" } else { "" },
-        eta.as_secs(),
-        opts.spin,
-        opts.thread
-    );
-    let start = std::time::Instant::now();
-    let doc = agents::run(&opts, &mut |line| {
-        eprintln!("[{:6.1}s] {line}", start.elapsed().as_secs_f64())
-    })?;
-    eprintln!("done in {:.1} s", start.elapsed().as_secs_f64());
-    emit(&doc, cmd.out.json).map_err(|e| e.to_string())
+    let doc = measured(run_command("takt bench agents", &opts, cmd.out.json))?;
+    cmd.record.store(&doc)
+}
+
+/// A measuring command's outcome: an interruption ends the process with
+/// status 130 (as the signal would), other errors become the message.
+pub fn measured<T>(r: Result<T, MeasureError>) -> Result<T, String> {
+    match r {
+        Err(e @ MeasureError::Interrupted { .. }) => {
+            eprintln!("takt: {e}");
+            std::process::exit(130)
+        }
+        r => r.map_err(|e| e.to_string()),
+    }
 }

@@ -1,11 +1,12 @@
 //! `takt bench sme`: the C++SME thesis benchmarks (see `takt_lab::sme`).
 
 use clap::Args;
-use takt_lab::output::emit;
 use takt_lab::sampler::Repetitions;
 use takt_lab::sme::{SmeBench, BENCHMARKS};
+use takt_measure::suite::run_command;
 
 use crate::args::{OutputArgs, SchedArgs, SpinArgs};
+use crate::cmd_runs::RecordArgs;
 
 /// `takt bench sme` flags.
 #[derive(Args, Debug)]
@@ -16,6 +17,8 @@ pub struct SmeCmd {
     spin: SpinArgs,
     #[command(flatten)]
     output: OutputArgs,
+    #[command(flatten)]
+    record: RecordArgs,
     /// Largest thread count (default: the CPUs of `--cpus`, else all online).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: Option<u16>,
@@ -46,20 +49,6 @@ pub fn run(cmd: SmeCmd) -> Result<(), String> {
         },
         only: cmd.only,
     };
-    let secs = bench.estimate().as_secs_f64();
-    eprintln!(
-        "takt bench sme: {} parameters, threads 1..={max_threads}, expected duration about {}",
-        if bench.quick {
-            "--quick"
-        } else {
-            "the thesis's full"
-        },
-        if secs < 120.0 {
-            format!("{secs:.0} s")
-        } else {
-            format!("{:.0} min", secs / 60.0)
-        }
-    );
-    let doc = bench.run(|line| eprintln!("  {line}"))?;
-    emit(&doc, cmd.output.json).map_err(|e| e.to_string())
+    let doc = crate::cmd_bench::measured(run_command("takt bench sme", &bench, cmd.output.json))?;
+    cmd.record.store(&doc)
 }

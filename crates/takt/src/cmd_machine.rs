@@ -1,6 +1,6 @@
 //! `takt machine`: characterize this machine (the CSE 221 suite).
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -46,15 +46,17 @@ pub struct MachineCmd {
     repeat: Option<u32>,
     /// Run the network peer on ADDR (e.g. `0.0.0.0:7878`) for another
     /// machine's `--remote`, until killed.
-    #[arg(long, value_name = "ADDR", conflicts_with_all = ["json", "quick", "full", "only", "compare", "remote", "repeat"])]
+    #[arg(long, value_name = "ADDR", conflicts_with_all = ["json", "quick", "full", "only", "compare", "remote", "repeat", "record"])]
     serve: Option<String>,
+    #[command(flatten)]
+    record: crate::cmd_runs::RecordArgs,
 }
 
 /// A parsed `--only` list (a newtype so clap takes it as one value).
 #[derive(Clone, Debug)]
 struct FamilyList(Vec<Family>);
 
-fn parse_only(s: &str) -> Result<FamilyList, String> {
+fn parse_only(s: &str) -> Result<FamilyList, machine::MachineError> {
     Family::parse_list(s).map(FamilyList)
 }
 
@@ -103,21 +105,9 @@ pub fn run(cmd: MachineCmd) -> Result<(), String> {
             "--serve".into(),
         ]
     });
-    let runs = u64::from(cmd.repeat.unwrap_or(1));
-    eprintln!(
-        "takt machine: {} run{}, expected about {} s",
-        mode.name(),
-        if runs > 1 {
-            format!(" x {runs}")
-        } else {
-            String::new()
-        },
-        cfg.expected_duration().as_secs() * runs
-    );
-    let doc = match cmd.repeat {
-        Some(n) => repeated(n as usize)?,
-        None => match machine::run(cfg) {
-            Ok(doc) => doc,
+    let Some(n) = cmd.repeat else {
+        return match takt_measure::suite::run_command("takt machine", &cfg, cmd.json) {
+            Ok(doc) => cmd.record.store(&doc),
             // After a signal, whatever the run returned, exit as the signal's
             // watcher does (`run_all` waits for its removals), so the status
             // says "interrupted" whichever thread gets there first.
@@ -127,22 +117,25 @@ pub fn run(cmd: MachineCmd) -> Result<(), String> {
                     eprintln!("takt machine: {e}");
                     std::process::exit(128 + sig);
                 }
-                None => return Err(e.to_string()),
+                None => Err(e.to_string()),
             },
-        },
+        };
     };
+    eprintln!(
+        "takt machine: {} run x {n}, expected about {} s",
+        mode.name(),
+        cfg.expected_duration().as_secs() * u64::from(n)
+    );
+    let doc = repeated(n as usize)?;
     let text = if cmd.json {
-        let mut s = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
-        s.push('\n');
-        s
+        takt_measure::output::to_json(&doc).map_err(|e| e.to_string())?
     } else {
         machine::render(&doc)
     };
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other.map_err(|e| e.to_string()),
-    }
+    takt_measure::output::print(&text).map_err(|e| e.to_string())?;
+    // With --repeat, the runs are children that do not record; this
+    // process stores the document with the repeatability section.
+    cmd.record.store(&doc)
 }
 
 /// `--repeat N`: runs this same command line (without `--repeat`, with
@@ -155,9 +148,13 @@ fn repeated(runs: usize) -> Result<machine::MachineDocument, String> {
     let mut args: Vec<String> = Vec::new();
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
-        if a == "--repeat" {
+        if a == "--repeat" || a == "--db" {
             it.next();
-        } else if a.starts_with("--repeat=") || a == "--json" {
+        } else if a.starts_with("--repeat=")
+            || a.starts_with("--db=")
+            || a == "--json"
+            || a == "--record"
+        {
         } else {
             args.push(a);
         }

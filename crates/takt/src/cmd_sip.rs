@@ -89,6 +89,8 @@ pub struct LoadArgs {
     sipp_cpus: Option<takt_sched::CpuSet>,
     #[command(flatten)]
     out: OutputArgs,
+    #[command(flatten)]
+    record: crate::cmd_runs::RecordArgs,
 }
 
 /// `takt sip proxy` flags; each overrides the configuration file.
@@ -268,21 +270,12 @@ fn load(a: LoadArgs) -> Result<(), String> {
         plan.wake = w;
     }
     plan.spec = a.sched.spec("sip");
-    let stop = plan.stop.clone();
-    // Release pairs with the Acquire load in LoadPlan's checks.
-    ctrlc::set_handler(move || stop.store(true, Ordering::Release))
-        .map_err(|e| format!("installing the Ctrl-C handler: {e}"))?;
-    eprintln!(
-        "takt sip load: {} configuration(s) x ({} runs of {} calls at {} cps), expected ~{:.0} s",
-        plan.cases.len(),
-        plan.runs,
-        plan.calls,
-        plan.cps,
-        plan.expected().as_secs_f64()
-    );
-    let doc =
-        takt_lab::sip::run(&plan, &mut |line| eprintln!("{line}")).map_err(|e| e.to_string())?;
-    takt_lab::output::emit(&doc, a.out.json).map_err(|e| format!("writing the results: {e}"))
+    let doc = crate::cmd_bench::measured(takt_measure::suite::run_command(
+        "takt sip load",
+        &plan,
+        a.out.json,
+    ))?;
+    a.record.store(&doc)
 }
 
 fn apply_flags(cfg: &mut Config, a: &ProxyArgs) {
@@ -417,7 +410,7 @@ fn proxy(a: ProxyArgs) -> Result<(), String> {
     if a.json {
         println!("{}", snap.json());
     } else {
-        print!("{}", snap.table());
+        print!("{}", takt_lab::sip::render_exit_summary(&snap));
     }
     Ok(())
 }

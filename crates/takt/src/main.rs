@@ -8,6 +8,7 @@ mod cmd_bench;
 mod cmd_bench_sme;
 mod cmd_machine;
 mod cmd_report;
+mod cmd_runs;
 mod cmd_sched;
 mod cmd_sip;
 
@@ -37,6 +38,9 @@ enum Command {
     /// The main job: run the laboratory on this machine and write an HTML
     /// report (takt-report/index.html) beside its JSON documents.
     Report(cmd_report::ReportCmd),
+    /// Stored runs: list them, show one, compare two.
+    #[command(subcommand)]
+    Runs(cmd_runs::RunsCmd),
 }
 
 fn main() {
@@ -47,6 +51,7 @@ fn main() {
         Command::Bench(c) => cmd_bench::run(c),
         Command::Sip(c) => cmd_sip::run(c),
         Command::Report(c) => cmd_report::run(c),
+        Command::Runs(c) => cmd_runs::run(c),
     };
     if let Err(e) = result {
         eprintln!("takt: {e}");
@@ -129,6 +134,33 @@ mod tests {
     }
 
     #[test]
+    fn bench_remote_flags() {
+        let cli = Cli::try_parse_from([
+            "takt",
+            "bench",
+            "remote",
+            "--quick",
+            "--json",
+            "--url",
+            "nats://127.0.0.1:4999",
+            "--cpus",
+            "0",
+            "--runs",
+            "6",
+        ])
+        .unwrap();
+        let Command::Bench(cmd_bench::BenchCmd::Remote(r)) = cli.command else {
+            panic!("parsed as another command");
+        };
+        assert!(r.out.quick && r.out.json);
+        assert_eq!(r.runs, 6);
+        assert_eq!(r.url.as_deref(), Some("nats://127.0.0.1:4999"));
+        assert!(r.sched.cpus.is_some());
+        let bad = Cli::try_parse_from(["takt", "bench", "remote", "--runs", "2"]).unwrap_err();
+        assert!(bad.to_string().contains("2"), "{bad}");
+    }
+
+    #[test]
     fn sip_proxy_flags_parse_and_reject() {
         let ok = Cli::try_parse_from([
             "takt",
@@ -206,5 +238,66 @@ mod tests {
             let e = Cli::try_parse_from(["takt", "sip", "load", flag, value]).unwrap_err();
             assert!(e.to_string().contains(msg), "{flag}: {e}");
         }
+    }
+
+    #[test]
+    fn runs_flags_parse_and_reject() {
+        let cli = Cli::try_parse_from(["takt", "runs", "diff", "3", "5", "--db", "x.db", "--json"])
+            .unwrap();
+        let Command::Runs(cmd_runs::RunsCmd::Diff(d)) = cli.command else {
+            panic!("parsed as another command");
+        };
+        assert_eq!((d.a, d.b), (3, 5));
+        assert!(d.records.json && !d.changed);
+        assert_eq!(d.records.db, std::path::Path::new("x.db"));
+        assert_eq!(d.min_change, takt_records::compare::DEFAULT_MIN_CHANGE_PCT);
+        let cli = Cli::try_parse_from(["takt", "runs", "diff", "1", "2", "--min-change", "2.5%"])
+            .unwrap();
+        let Command::Runs(cmd_runs::RunsCmd::Diff(d)) = cli.command else {
+            panic!("parsed as another command");
+        };
+        assert_eq!(d.min_change, 2.5);
+        let cli = Cli::try_parse_from(["takt", "runs", "list"]).unwrap();
+        let Command::Runs(cmd_runs::RunsCmd::List(l)) = cli.command else {
+            panic!("parsed as another command");
+        };
+        assert_eq!(
+            l.records.db,
+            std::path::Path::new(takt_records::DEFAULT_PATH)
+        );
+        for (args, msg) in [
+            (&["takt", "runs", "show", "one"][..], "invalid digit"),
+            (&["takt", "runs", "diff", "1"][..], "required"),
+            (
+                &["takt", "runs", "list", "--last", "0"][..],
+                "0 is not in 1..",
+            ),
+        ] {
+            let e = Cli::try_parse_from(args).unwrap_err();
+            assert!(e.to_string().contains(msg), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn record_flags_on_the_measuring_commands() {
+        for args in [
+            &["takt", "bench", "agents", "--record"][..],
+            &["takt", "bench", "sme", "--record", "--db", "r.db"][..],
+            &["takt", "machine", "--quick", "--record", "--db", "r.db"][..],
+            &["takt", "sip", "load", "--quick", "--record"][..],
+        ] {
+            assert!(Cli::try_parse_from(args).is_ok(), "{args:?}");
+        }
+        for args in [
+            &["takt", "bench", "agents", "--db", "r.db"][..],
+            &["takt", "machine", "--db", "r.db"][..],
+            &["takt", "sip", "load", "--db", "r.db"][..],
+        ] {
+            let e = Cli::try_parse_from(args).unwrap_err();
+            assert!(e.to_string().contains("--record"), "{args:?}: {e}");
+        }
+        let e = Cli::try_parse_from(["takt", "machine", "--serve", "0.0.0.0:7878", "--record"])
+            .unwrap_err();
+        assert!(e.to_string().contains("cannot be used with"), "{e}");
     }
 }

@@ -43,7 +43,7 @@ fn an_interrupted_report_is_written_and_says_what_is_missing() {
         "machine section"
     );
     assert!(
-        html.contains("not part of this build yet"),
+        html.contains("interrupted (Ctrl-C) before it started"),
         "remote section"
     );
     assert!(!dir.join("sme.json").exists());

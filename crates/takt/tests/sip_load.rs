@@ -124,11 +124,13 @@ fn load_json_document() {
             _ => assert!(wake.is_null(), "{wake}"),
         }
     }
-    // The configurations take turns run by run.
+    // The configurations take turns run by run (progress lines read
+    // `[  1.2s] sip load: stateful shared x2: run 1/5 ...`).
     let order: Vec<&str> = stderr
         .lines()
         .filter(|l| l.contains(": run "))
         .map(|l| l.split(": run ").next().unwrap())
+        .map(|l| l.rsplit(": ").next().unwrap())
         .collect();
     let expected: Vec<&str> = (0..5)
         .flat_map(|_| ["stateful shared x2", "stateful batched x2"])

@@ -22,10 +22,12 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use takt_sched::{SpinBudget, ThreadSpec};
 
+use crate::error::LabError;
 use crate::params;
 use crate::result::{Better, Document, DocumentBuilder, ResultRow};
 use placement::Placement;
 use runs::{RingDispatcher, Sample, TaktOpts};
+use takt_measure::suite::{RunContext, Suite};
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -173,8 +175,12 @@ fn seed_ring(table: &[(usize, f64, f64)], n: usize) -> Option<(f64, f64)> {
 struct Runner<'a> {
     opts: &'a Options,
     doc: DocumentBuilder,
-    progress: &'a mut dyn FnMut(&str),
+    ctx: &'a RunContext,
 }
+
+/// The message of a run stopped by cancellation (mapped to
+/// [`LabError::Interrupted`] by [`run`]).
+const INTERRUPTED: &str = "interrupted";
 
 /// One repetition's values: the main value and an optional second one
 /// (registration, or the processing phase).
@@ -224,7 +230,7 @@ impl Runner<'_> {
         label: &str,
         mut run: impl FnMut() -> Result<Rep, String>,
     ) -> Result<Series, String> {
-        (self.progress)(&format!("{label}: warm-up"));
+        self.ctx.step(&format!("{label}: warm-up"));
         run()?;
         let mut s = Series {
             main: Vec::new(),
@@ -234,6 +240,9 @@ impl Runner<'_> {
         let runs = self.opts.runs.max(5);
         let mut cpu = Duration::ZERO;
         for i in 0..runs {
+            if self.ctx.is_cancelled() {
+                return Err(INTERRUPTED.into());
+            }
             let c0 = takt_sched::process_cpu_time();
             let (a, b) = run()?;
             cpu += takt_sched::process_cpu_time().saturating_sub(c0);
@@ -241,7 +250,8 @@ impl Runner<'_> {
             if let Some(b) = b {
                 s.second.push(b);
             }
-            (self.progress)(&format!("{label}: run {}/{runs}: {a:.3}", i + 1));
+            self.ctx
+                .step(&format!("{label}: run {}/{runs}: {a:.3}", i + 1));
         }
         s.cpu_s = cpu.as_secs_f64() / runs as f64;
         Ok(s)
@@ -315,19 +325,57 @@ pub fn expected_duration(opts: &Options) -> Duration {
     Duration::from_secs(base + peers)
 }
 
-/// Runs the suite; `progress` gets one line per step.
-pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Document, String> {
-    let plan = Plan::of(opts.quick);
-    let t = opts.takt();
+impl Suite for Options {
+    type Output = Document;
+    type Error = LabError;
+
+    fn name(&self) -> &str {
+        "agents"
+    }
+
+    fn estimate(&self) -> Duration {
+        expected_duration(self)
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "{}{}(spin {}, threads {})",
+            if self.quick { "--quick " } else { "" },
+            if self.peers { "--peers " } else { "" },
+            self.spin,
+            self.thread
+        )
+    }
+
+    fn run(&self, ctx: &RunContext) -> Result<Document, LabError> {
+        run(self, ctx)
+    }
+}
+
+/// Runs the suite, one progress step per run; stops with
+/// [`LabError::Interrupted`] at the next run once `ctx` is cancelled.
+pub fn run(opts: &Options, ctx: &RunContext) -> Result<Document, LabError> {
     let _idle = opts
         .idle_latency
         .map(takt_sched::IdleLatency::hold)
         .transpose()
-        .map_err(|e| format!("--idle-latency: {e}"))?;
+        .map_err(LabError::IdleLatency)?;
+    run_rows(opts, ctx).map_err(|reason| {
+        if ctx.is_cancelled() {
+            LabError::Interrupted("agents")
+        } else {
+            LabError::bench("agents")(reason)
+        }
+    })
+}
+
+fn run_rows(opts: &Options, ctx: &RunContext) -> Result<Document, String> {
+    let plan = Plan::of(opts.quick);
+    let t = opts.takt();
     let mut r = Runner {
         opts,
         doc: DocumentBuilder::start("agents"),
-        progress,
+        ctx,
     };
     if opts.quick {
         r.doc.note(Plan::QUICK_NOTE);
@@ -597,6 +645,10 @@ mod peers {
             params![("leaves", plan.skynet), ("threads", 1)],
         ));
         for peer in Peer::ALL {
+            if let Some(reason) = peer.unavailable() {
+                r.doc.note(format!("{peer}: {reason}"));
+                continue;
+            }
             for (bench, p) in &benches {
                 if !peer.supports(bench) {
                     continue;
@@ -636,7 +688,7 @@ mod peers {
                 }
             }
         }
-        r.doc.note("peers: actix, kameo and ractor on their single-thread runtime for threads=1 rows; ping_pong placement thread_per_agent = a thread per actor (takt active_obj, an actix Arbiter each, a tokio current-thread runtime each, two crossbeam threads), two_workers = both on one two-worker runtime that places them (takt work_stealing(2), tokio multi-thread with 2 workers; actix and the floor have none); detail.crossed_fraction = deliveries whose sender ran on another thread; crossbeam is a plain-channel floor; `takt ×` = peer median / takt median for the same workload and placement");
+        r.doc.note("peers: actix, kameo and ractor on their single-thread runtime for threads=1 rows; ping_pong placement thread_per_agent = a thread per actor (takt active_obj, an actix Arbiter each, a tokio current-thread runtime each, two crossbeam threads, each CAF actor spawned detached), two_workers = both on one two-worker runtime that places them (takt work_stealing(2), tokio multi-thread with 2 workers, CAF's work-stealing scheduler with 2 threads; actix and the floor have none); caf = CAF 0.17 (C++, event-based actors, -O2) on its work-stealing scheduler with 1 thread for threads=1 rows; detail.crossed_fraction = deliveries whose sender ran on another thread; crossbeam is a plain-channel floor; `takt ×` = peer median / takt median for the same workload and placement");
         Ok(())
     }
 }

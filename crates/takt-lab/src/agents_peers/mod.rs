@@ -1,9 +1,10 @@
 //! # Peers: the agent benchmarks on other actor runtimes
 //!
 //! `takt bench agents --peers` runs three of takt's agent benchmarks —
-//! `ping_pong`, `customer_ring` and `skynet` — on three Rust actor frameworks
-//! and on a floor made of plain channels, in the same process and the same run
-//! as takt's own rows, so that the ratios between them are honest:
+//! `ping_pong`, `customer_ring` and `skynet` — on three Rust actor frameworks,
+//! on CAF (the C++ actor framework) and on a floor made of plain channels, in
+//! the same process and the same run as takt's own rows, so that the ratios
+//! between them are honest:
 //!
 //! | [`Peer`] | crate (version) | one-thread rows | `ping_pong` thread_per_agent | `ping_pong` two_workers |
 //! |---|---|---|---|---|
@@ -11,6 +12,7 @@
 //! | [`Kameo`](Peer::Kameo) | `kameo` 0.22 | tokio current-thread runtime | a current-thread runtime per actor, each on its own thread | tokio multi-thread runtime, 2 workers |
 //! | [`Ractor`](Peer::Ractor) | `ractor` 0.16 | tokio current-thread runtime | a current-thread runtime per actor, each on its own thread | tokio multi-thread runtime, 2 workers |
 //! | [`Crossbeam`](Peer::Crossbeam) | `crossbeam-channel` 0.5 | loops on the calling thread | two threads made by [`takt_sched::ThreadSpec`] | — |
+//! | [`Caf`](Peer::Caf) | CAF 0.17 (C++, Debian `libcaf-dev`) | an `actor_system` with 1 scheduler thread | each actor spawned `detached` (a thread of its own) | work-stealing scheduler with 2 threads |
 //!
 //! takt's own rows use `one_thread`, `active_obj` and a `work_stealing`
 //! pool of two for the three [`Placement`]s (see [`crate::agents::placement`]:
@@ -22,6 +24,15 @@
 //! this module in and is on by default; `--no-default-features` leaves actix,
 //! kameo, ractor and tokio out of lean builds. kameo 0.22 needs Rust 1.88, so
 //! the default build does too; a lean build keeps the workspace's minimum.
+//!
+//! The `caf` feature (also on by default, implies `peers`) adds
+//! [`Peer::Caf`]: the benchmarks written in C++17 against CAF 0.17 in the
+//! `takt-peer-caf` crate, compiled by its build script. A build without the
+//! CAF headers still succeeds; [`Peer::unavailable`] then says "not measured:
+//! install libcaf-dev (CAF 0.17 headers not found at build time)" and
+//! `takt bench agents --peers` puts that in the run's notes instead of CAF's
+//! rows. `scripts/setup.sh` installs `libcaf-dev`, and the tests fail without
+//! it.
 //!
 //! [`run_once`] builds the peer's runtime, runs **one** measured repetition of
 //! one [`PeerBench`] and tears everything down again (every actor stopped and
@@ -112,8 +123,20 @@
 //!   *tokio's* choice of placement with two workers available; the row's
 //!   `crossed_fraction` shows how often a delivery actually crossed (about
 //!   1–2% here). takt's counterpart is its `work_stealing` pool of two.
+//! - **CAF**: class-based event-based actors (`caf::event_based_actor`),
+//!   fire-and-forget `send` between actors and `anon_send` from the driver,
+//!   one `actor_system` per run with CAF's default work-stealing scheduler
+//!   and `scheduler.max-threads` = 1 (2 for `two_workers`); C++ built with
+//!   `-O2`, Debian's CAF has logging compiled out. A player learns its partner
+//!   and the ring's first actor its successor from one link message (CAF gives
+//!   a handle only once an actor is spawned). `thread_per_agent` spawns each
+//!   player `detached`: a thread of its own, blocking on its mailbox. Actors
+//!   stop on an exit message (`user_shutdown`) and report from `on_exit`;
+//!   skynet nodes quit on their own. Every CAF 0.17 actor's exit posts to the
+//!   actor clock's thread (`thread_safe_actor_clock`, a mutex and a condition
+//!   variable), a cost skynet pays once per node.
 //! - The peers' runtime threads are made by their own runtimes (tokio,
-//!   actix-rt), not by [`takt_sched::ThreadSpec`] (the homes' threads are);
+//!   actix-rt, CAF), not by [`takt_sched::ThreadSpec`] (the homes' threads are);
 //!   they run with the process's default
 //!   scheduling policy and CPU set.
 //!
@@ -145,6 +168,7 @@
 
 mod actix;
 mod board;
+mod caf;
 mod crossbeam;
 mod kameo;
 mod ractor;
@@ -168,11 +192,20 @@ pub enum Peer {
     Ractor,
     /// The floor: plain `crossbeam-channel` channels, no actor framework.
     Crossbeam,
+    /// CAF 0.17, the C++ actor framework: event-based actors on its
+    /// work-stealing scheduler (feature `caf`; see [`Peer::unavailable`]).
+    Caf,
 }
 
 impl Peer {
     /// Every peer, in the order reports list them.
-    pub const ALL: [Peer; 4] = [Peer::Actix, Peer::Kameo, Peer::Ractor, Peer::Crossbeam];
+    pub const ALL: [Peer; 5] = [
+        Peer::Actix,
+        Peer::Kameo,
+        Peer::Ractor,
+        Peer::Crossbeam,
+        Peer::Caf,
+    ];
 
     /// The stable name used in result rows (`impl`) and on the command line.
     pub fn name(self) -> &'static str {
@@ -181,6 +214,18 @@ impl Peer {
             Peer::Kameo => "kameo",
             Peer::Ractor => "ractor",
             Peer::Crossbeam => "crossbeam",
+            Peer::Caf => "caf",
+        }
+    }
+
+    /// Why this build cannot run the peer, if it cannot: only
+    /// [`Peer::Caf`], when the CAF 0.17 headers were missing at build time
+    /// or the `caf` feature is off. [`run_once`] then returns
+    /// [`PeerError::Unavailable`] with this reason.
+    pub fn unavailable(self) -> Option<&'static str> {
+        match self {
+            Peer::Caf => caf::unavailable(),
+            _ => None,
         }
     }
 }
@@ -190,13 +235,14 @@ impl Peer {
     /// benchmark, except `ping_pong` in [`Placement::TwoWorkers`] on actix
     /// (an actix actor is bound to one arbiter's thread; there is no
     /// runtime that moves actors between two workers) and on the
-    /// crossbeam floor (no scheduler at all).
+    /// crossbeam floor (no scheduler at all). Whether this build can run
+    /// the peer at all is [`Peer::unavailable`].
     pub fn supports(self, bench: &PeerBench) -> bool {
         match bench {
             PeerBench::PingPong {
                 placement: Placement::TwoWorkers,
                 ..
-            } => matches!(self, Peer::Kameo | Peer::Ractor),
+            } => matches!(self, Peer::Kameo | Peer::Ractor | Peer::Caf),
             _ => true,
         }
     }
@@ -369,10 +415,19 @@ pub enum PeerError {
         reason: String,
     },
     /// A peer name that is none of [`Peer::ALL`].
-    #[error("unknown peer {name:?}: expected one of actix, kameo, ractor, crossbeam")]
+    #[error("unknown peer {name:?}: expected one of actix, kameo, ractor, crossbeam, caf")]
     UnknownPeer {
         /// The name given.
         name: String,
+    },
+    /// This build cannot run the peer (see [`Peer::unavailable`]); nothing
+    /// was measured.
+    #[error("{peer}: {reason}")]
+    Unavailable {
+        /// The peer.
+        peer: Peer,
+        /// Why, and what to install.
+        reason: &'static str,
     },
     /// The peer's runtime, an actor or a thread could not be created.
     #[error("{peer} {bench}: could not set up: {reason}")]
@@ -425,12 +480,13 @@ pub enum PeerError {
 /// runtime, sets up the actors, measures, checks the work was done, and tears
 /// everything down before returning.
 ///
-/// Call it from a plain thread: the framework peers build their own runtime,
-/// which tokio forbids inside another one (that case is a
+/// Call it from a plain thread: the Rust framework peers build their own
+/// runtime, which tokio forbids inside another one (that case is a
 /// [`PeerError::Setup`], not a panic).
 ///
 /// # Errors
-/// [`PeerError::InvalidParams`] before anything is built; otherwise
+/// [`PeerError::InvalidParams`] before anything is built,
+/// [`PeerError::Unavailable`] when this build cannot run `peer`; otherwise
 /// [`Setup`](PeerError::Setup), [`Failed`](PeerError::Failed),
 /// [`Timeout`](PeerError::Timeout) or [`Check`](PeerError::Check) — never a
 /// number from a run that did not do its work.
@@ -441,7 +497,14 @@ pub fn run_once(peer: Peer, bench: &PeerBench) -> Result<PeerSample, PeerError> 
         bench: bench.name(),
         deadline: bench.deadline(),
     };
-    if peer != Peer::Crossbeam && tokio::runtime::Handle::try_current().is_ok() {
+    if let Some(reason) = peer.unavailable() {
+        return Err(PeerError::Unavailable { peer, reason });
+    }
+    // The Rust frameworks build a tokio runtime each; the floor and CAF
+    // (its own threads) run anywhere.
+    if matches!(peer, Peer::Actix | Peer::Kameo | Peer::Ractor)
+        && tokio::runtime::Handle::try_current().is_ok()
+    {
         return Err(run.setup(
             "called from inside a tokio runtime; each run builds its own runtime, \
              so call run_once from a plain thread",
@@ -462,6 +525,7 @@ pub fn run_once(peer: Peer, bench: &PeerBench) -> Result<PeerSample, PeerError> 
                 Peer::Kameo => kameo::ping_pong(&run, messages, placement),
                 Peer::Ractor => ractor::ping_pong(&run, messages, placement),
                 Peer::Crossbeam => crossbeam::ping_pong(&run, messages, placement),
+                Peer::Caf => caf::ping_pong(&run, messages, placement),
             }?;
             run.expect_count("deliveries handled", pp.crossing.handled, messages)?;
             Ok(PeerSample {
@@ -476,6 +540,7 @@ pub fn run_once(peer: Peer, bench: &PeerBench) -> Result<PeerSample, PeerError> 
                 Peer::Kameo => kameo::customer_ring(&run, agents, tokens),
                 Peer::Ractor => ractor::customer_ring(&run, agents, tokens),
                 Peer::Crossbeam => crossbeam::customer_ring(&run, agents, tokens),
+                Peer::Caf => caf::customer_ring(&run, agents, tokens),
             }?;
             let messages = agents as f64 * tokens as f64;
             Ok(PeerSample {
@@ -492,6 +557,7 @@ pub fn run_once(peer: Peer, bench: &PeerBench) -> Result<PeerSample, PeerError> 
                 Peer::Kameo => kameo::skynet(&run, leaves),
                 Peer::Ractor => ractor::skynet(&run, leaves),
                 Peer::Crossbeam => crossbeam::skynet(&run, leaves),
+                Peer::Caf => caf::skynet(&run, leaves),
             }?;
             let expected = skynet_sum(leaves);
             if sum != expected {

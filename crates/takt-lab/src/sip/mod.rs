@@ -48,13 +48,17 @@
 //! takt_lab::output::emit(&doc, true).unwrap();
 //! ```
 //!
+//! [`render_exit_summary`] lays out `takt sip proxy`'s statistics at exit.
+//!
 //! Every SIPp child is killed and reaped on every path out of a run
 //! (error, interruption through [`LoadPlan::stop`], panic), and its
 //! scratch directory removed.
 
 mod sipp;
+mod summary;
 
 pub use sipp::{find_sipp, free_port, parse_stat_csv, UacTotals};
+pub use summary::render_exit_summary;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -70,8 +74,10 @@ use takt_sip::proxy::{Mode, ProxyConfig, Target, Transport};
 use takt_sip::stats::Snapshot;
 use takt_sip::transport::{Server, ServerConfig, WakeOrder, WorkerModel};
 
+use crate::error::LabError;
 use crate::result::{idle_latency_param, Better, Document, DocumentBuilder, ResultRow};
 use sipp::{Kid, ScratchDir};
+use takt_measure::suite::{RunContext, Suite};
 
 /// One configuration of the proxy under load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -789,6 +795,41 @@ pub fn rows(plan: &LoadPlan, case: LoadCase, runs: &[RunResult]) -> Vec<ResultRo
         )),
     );
     out
+}
+
+impl Suite for LoadPlan {
+    type Output = Document;
+    type Error = LabError;
+
+    fn name(&self) -> &str {
+        "sip load"
+    }
+
+    fn estimate(&self) -> Duration {
+        self.expected()
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "{} configuration(s) x ({} runs of {} calls at {} cps)",
+            self.cases.len(),
+            self.runs,
+            self.calls,
+            self.cps
+        )
+    }
+
+    /// Runs the plan with its stop flag raised by `ctx`'s cancellation.
+    fn run(&self, ctx: &RunContext) -> Result<Document, LabError> {
+        let plan = LoadPlan {
+            stop: ctx.cancel().flag(),
+            ..self.clone()
+        };
+        run(&plan, &mut |line| ctx.step(line)).map_err(|e| match e {
+            LoadError::Interrupted => LabError::Interrupted("sip load"),
+            e => LabError::Load(e),
+        })
+    }
 }
 
 /// Runs every case of the plan and closes the document (suite `sip_load`).

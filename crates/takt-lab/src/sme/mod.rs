@@ -29,9 +29,11 @@ use serde_json::{Map, Value};
 use takt_sched::{SpinBudget, ThreadSpec};
 use takt_sme::{Executor, ExecutorKind};
 
+use crate::error::LabError;
 use crate::params;
 use crate::result::{Better, Document, DocumentBuilder, ResultRow};
 use crate::sampler::{measure, Repetitions};
+use takt_measure::suite::{RunContext, Suite};
 
 /// Least warm-up time per ring configuration (see `SmeBench::measure_ring`).
 const MIN_WARMUP: Duration = Duration::from_millis(100);
@@ -174,6 +176,35 @@ fn executors(max_threads: usize) -> Vec<(ExecutorKind, usize)> {
     v
 }
 
+impl Suite for SmeBench {
+    type Output = Document;
+    type Error = LabError;
+
+    fn name(&self) -> &str {
+        "sme"
+    }
+
+    fn estimate(&self) -> Duration {
+        SmeBench::estimate(self)
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "{} parameters, threads 1..={}",
+            if self.quick {
+                "--quick"
+            } else {
+                "the thesis's full"
+            },
+            self.max_threads
+        )
+    }
+
+    fn run(&self, ctx: &RunContext) -> Result<Document, LabError> {
+        SmeBench::run(self, ctx)
+    }
+}
+
 impl SmeBench {
     fn wants(&self, name: &str) -> bool {
         self.only.is_empty() || self.only.iter().any(|o| o == name)
@@ -243,8 +274,30 @@ impl SmeBench {
         Duration::from_secs_f64(secs)
     }
 
-    /// Runs the suite; `progress` receives one line per configuration.
-    pub fn run(&self, mut progress: impl FnMut(&str)) -> Result<Document, String> {
+    /// Runs the suite, one progress step per configuration; stops with
+    /// [`LabError::Interrupted`] at the next configuration once `ctx` is
+    /// cancelled.
+    pub fn run(&self, ctx: &RunContext) -> Result<Document, LabError> {
+        let mut progress = |line: &str| {
+            if ctx.is_cancelled() {
+                return Err(String::from("interrupted"));
+            }
+            ctx.step(line);
+            Ok(())
+        };
+        self.run_rows(&mut progress).map_err(|reason| {
+            if ctx.is_cancelled() {
+                LabError::Interrupted("sme")
+            } else {
+                LabError::bench("sme")(reason)
+            }
+        })
+    }
+
+    fn run_rows(
+        &self,
+        progress: &mut dyn FnMut(&str) -> Result<(), String>,
+    ) -> Result<Document, String> {
         let plan = self.plan();
         let mut doc = DocumentBuilder::start("sme");
         if self.quick {
@@ -259,34 +312,28 @@ impl SmeBench {
         ));
         if self.wants("sync_ring") {
             for s in &plan.sync {
-                self.ring_bench(&mut doc, "sync_ring", *s, None, &mut progress)?;
+                self.ring_bench(&mut doc, "sync_ring", *s, None, progress)?;
             }
         }
         if self.wants("compute_ring") {
             for s in &plan.compute {
-                self.ring_bench(
-                    &mut doc,
-                    "compute_ring",
-                    *s,
-                    Some(&|_| DIVISIONS),
-                    &mut progress,
-                )?;
+                self.ring_bench(&mut doc, "compute_ring", *s, Some(&|_| DIVISIONS), progress)?;
             }
         }
         if self.wants("weak_scaling") {
             for &(p, c, ratio) in &plan.weak {
-                self.weak_bench(&mut doc, p, c, ratio, &mut progress)?;
+                self.weak_bench(&mut doc, p, c, ratio, progress)?;
             }
         }
         if self.wants("uneven") {
             for s in &plan.uneven {
                 let half = s.processes / 2;
                 let div = move |i: usize| if i < half { LIGHT_DIVISIONS } else { DIVISIONS };
-                self.ring_bench(&mut doc, "uneven", *s, Some(&div), &mut progress)?;
+                self.ring_bench(&mut doc, "uneven", *s, Some(&div), progress)?;
             }
         }
         if self.wants("sync_cost") {
-            self.sync_cost(&mut doc, plan.sync_cost_cycles, &mut progress)?;
+            self.sync_cost(&mut doc, plan.sync_cost_cycles, progress)?;
         }
         Ok(doc.finish())
     }
@@ -343,7 +390,7 @@ impl SmeBench {
         name: &str,
         shape: Shape,
         divisions: Option<&dyn Fn(usize) -> u32>,
-        progress: &mut dyn FnMut(&str),
+        progress: &mut dyn FnMut(&str) -> Result<(), String>,
     ) -> Result<(), String> {
         let Shape { processes, cycles } = shape;
         let make = || match divisions {
@@ -362,7 +409,7 @@ impl SmeBench {
         for (kind, threads) in executors(self.max_threads) {
             progress(&format!(
                 "{name}: {processes} processes × {cycles} cycles, {kind} × {threads}"
-            ));
+            ))?;
             let (samples, cpu_s) = self.measure_ring(&make, kind, threads, cycles)?;
             let ns = ResultRow::new(
                 name,
@@ -417,7 +464,7 @@ impl SmeBench {
         // The floor: same ring, plain loop, one thread.
         progress(&format!(
             "{name}: {processes} processes × {cycles} cycles, floor"
-        ));
+        ))?;
         let div: &dyn Fn(usize) -> u32 = divisions.unwrap_or(&|_| 0);
         let m = measure(self.reps, || floor_ring(processes, cycles, div));
         doc.push(
@@ -441,7 +488,7 @@ impl SmeBench {
         processes: usize,
         cycles_per_thread: u64,
         ratio: &str,
-        progress: &mut dyn FnMut(&str),
+        progress: &mut dyn FnMut(&str) -> Result<(), String>,
     ) -> Result<(), String> {
         let make = || compute_ring(processes, |_| DIVISIONS);
         let mut one_thread: Option<f64> = None;
@@ -449,7 +496,7 @@ impl SmeBench {
             let cycles = cycles_per_thread * threads as u64;
             progress(&format!(
                 "weak_scaling {ratio}: {processes} processes × {cycles} cycles, {kind} × {threads}"
-            ));
+            ))?;
             let (samples, cpu_s) = self.measure_ring(&make, kind, threads, cycles)?;
             let p = params![
                 ("ratio", ratio),
@@ -504,13 +551,13 @@ impl SmeBench {
         &self,
         doc: &mut DocumentBuilder,
         cycles: u64,
-        progress: &mut dyn FnMut(&str),
+        progress: &mut dyn FnMut(&str) -> Result<(), String>,
     ) -> Result<(), String> {
         // A ring with one trivial process per thread: each cycle is almost
         // nothing but the barrier.
         for (kind, threads) in executors(self.max_threads) {
             let processes = threads.max(2);
-            progress(&format!("sync_cost: {kind} × {threads}, {cycles} cycles"));
+            progress(&format!("sync_cost: {kind} × {threads}, {cycles} cycles"))?;
             let make = || sync_ring(processes);
             let (samples, cpu_s) = self.measure_ring(&make, kind, threads, cycles)?;
             let us: Vec<f64> = samples

@@ -43,6 +43,36 @@
 //! (and strictly for strict next hops), and apply `received`/`rport`
 //! (RFC 3581).
 //!
+//! ## Transport errors (§16.9, §18.1.1, §18.4)
+//! - A request over [`ProxyConfig::udp_size_limit`] (1,300 bytes) bound for
+//!   UDP goes over TCP; if TCP is off it is answered 513. When the TCP
+//!   connection is *refused* ([`SendError::Refused`]) the request is sent
+//!   over UDP after all (its UDP rendering is kept in the scratch buffer
+//!   for that), and a stateful record retransmits it over UDP (Timer A).
+//! - Stateful: a request that cannot be sent on its branch (a refused or
+//!   failed connection, no transport for its size, or an ICMP error reported
+//!   for it later, [`Proxy::bounced`]) ends its client transaction at once
+//!   and counts as a 503 from that branch; with one branch that is the best
+//!   response, answered upstream as "500 Server Internal Error (next hop
+//!   unreachable)" (§16.7 step 6: a 503 would tell the caller that this
+//!   proxy is unavailable), or 513 when the message was too large for every
+//!   transport ([`Proxy::branch_failed`]). The caller no longer waits for
+//!   Timer B's 32 s.
+//! - Stateless: nothing is remembered; a failed send is counted
+//!   (`send_failed`) and the caller's retransmission tries again.
+//! - Matching an ICMP error to its branch ([`Proxy::bounced`]): Linux hands
+//!   back the start of the failed datagram as the ICMP message quoted it
+//!   (at least the first ~500 bytes over IPv4, more over IPv6) and where it
+//!   was sent. The proxy writes its own Via as the first header line, so
+//!   the quoted bytes name the branch, hence the transaction, exactly; the
+//!   record's next hop must also be where the datagram went. Not matched:
+//!   ACK and CANCEL (they share their INVITE's branch and end nothing), a
+//!   quote too short to hold the whole branch (a Request-URI of several
+//!   hundred bytes), errors for responses (a response has no branch of
+//!   ours to fail), and errors that arrive after the transaction got a
+//!   final response. A forged ICMP error must quote a branch the proxy
+//!   made, sent to where the record's request went.
+//!
 //! ## Overload
 //! New INVITEs (no To tag) are shed with 503 + Retry-After when the
 //! message waited longer than [`ShedPolicy::queue_delay_ns`] in the socket
@@ -107,6 +137,12 @@ pub enum SendError {
     /// Connecting or writing failed.
     #[error("destination unreachable")]
     Unreachable,
+    /// The connection was refused (a TCP reset or ICMP port or protocol
+    /// unreachable in answer to the connection attempt): RFC 3261 §18.1.1
+    /// then retries a request that went over TCP only for its size over
+    /// UDP.
+    #[error("connection refused")]
+    Refused,
     /// The message is too large for the transport.
     #[error("message too large")]
     TooLarge,
@@ -394,6 +430,32 @@ pub struct Scratch {
     contended: bool,
     /// Output of earlier messages kept by [`Scratch::hold`]: `out[..base]`.
     base: usize,
+    /// The send that forwards this message's request on its branch, if
+    /// one was queued: its failure is the branch's (§16.9).
+    branch: Option<BranchSend>,
+}
+
+/// The queued send of a forwarded request (see [`Scratch::flush`]).
+#[derive(Debug, Clone, Copy)]
+struct BranchSend {
+    /// Its index in `Scratch::sends`.
+    index: usize,
+    /// The transaction key (our branch).
+    key: u64,
+    /// §18.1.1: the request goes over TCP only for its size; this is the
+    /// same request rendered for UDP, sent when the connection is refused.
+    udp_fallback: Option<(Target, u32, u32)>,
+}
+
+/// What became of a [`Scratch::flush`].
+#[derive(Debug, Clone, Copy, Default)]
+struct Flushed {
+    /// Some send failed.
+    failed: bool,
+    /// The branch's request could not be sent: why.
+    branch_error: Option<SendError>,
+    /// The branch's request went over UDP after TCP was refused.
+    fell_back: bool,
 }
 
 impl Scratch {
@@ -404,6 +466,7 @@ impl Scratch {
             sends: SmallVec::new(),
             contended: false,
             base: 0,
+            branch: None,
         }
     }
 
@@ -432,22 +495,43 @@ impl Scratch {
     fn clear(&mut self) {
         self.out.truncate(self.base);
         self.sends.clear();
+        self.branch = None;
     }
 
     fn mark(&self) -> usize {
         self.out.len()
     }
 
-    /// Sends everything queued; false if a send failed.
-    fn flush(&mut self, sink: &mut dyn Sink) -> bool {
-        let mut ok = true;
-        for &(to, a, b) in &self.sends {
-            ok &= sink
-                .send_range(&to, &self.out, a as usize..b as usize)
-                .is_ok();
+    /// Sends everything queued. A refused TCP connection for a request
+    /// that went over TCP only for its size is retried over UDP (§18.1.1).
+    fn flush(&mut self, sink: &mut dyn Sink) -> Flushed {
+        let mut f = Flushed::default();
+        let branch = self.branch.map_or(usize::MAX, |b| b.index);
+        for (i, &(to, a, b)) in self.sends.iter().enumerate() {
+            let Err(e) = sink.send_range(&to, &self.out, a as usize..b as usize) else {
+                continue;
+            };
+            if i != branch {
+                f.failed = true;
+                continue;
+            }
+            let e = match (e, self.branch.and_then(|b| b.udp_fallback)) {
+                (SendError::Refused, Some((udp, a, b))) => {
+                    match sink.send_range(&udp, &self.out, a as usize..b as usize) {
+                        Ok(()) => {
+                            f.fell_back = true;
+                            continue;
+                        }
+                        Err(e) => e,
+                    }
+                }
+                (e, _) => e,
+            };
+            f.failed = true;
+            f.branch_error = Some(e);
         }
         self.sends.clear();
-        ok
+        f
     }
 
     fn queue(&mut self, to: Target, start: usize) {
@@ -544,11 +628,93 @@ impl Proxy {
             Ok(()) => self.on_response(&m, inb, s, sink),
             Err(e) => self.on_malformed(inb, e, s),
         };
-        if !s.flush(sink) {
+        let f = s.flush(sink);
+        if f.failed {
             outcome.disposition = Disposition::SendFailed;
+        }
+        if let Some(b) = s.branch {
+            if f.fell_back || f.branch_error.is_some() {
+                self.branch_send_failed(b, f, inb.now, s, sink);
+            }
         }
         outcome.lock_contended = s.contended;
         outcome
+    }
+
+    /// The forwarded request of this message could not go as planned
+    /// (rare: not on the message path proper). Stateful: its record now
+    /// says UDP ([`Flushed::fell_back`]), or the branch failed, which is a
+    /// 503 from it at once (§16.9: the caller gets the best response, see
+    /// [`Proxy::branch_failed`]). Stateless: nothing is remembered; the
+    /// failure is counted and the caller's retransmission tries again.
+    #[cold]
+    fn branch_send_failed(
+        &self,
+        b: BranchSend,
+        f: Flushed,
+        now: u64,
+        s: &mut Scratch,
+        sink: &mut dyn Sink,
+    ) {
+        if self.cfg.mode != Mode::Stateful {
+            return;
+        }
+        if f.fell_back {
+            if let Some((udp, a, z)) = b.udp_fallback {
+                let bytes = s.out[a as usize..z as usize].to_vec();
+                stateful::now_over_udp(self, b.key, udp, &bytes, now);
+            }
+        } else if let Some(e) = f.branch_error {
+            self.branch_failed(b.key, None, e, now, sink);
+        }
+    }
+
+    /// A request this proxy forwarded on branch `key` could not be
+    /// delivered: `error` from the transport (a refused or failed TCP
+    /// connection, an ICMP error reported for the datagram, a message too
+    /// large for any transport). `to`, when known, is where the failed
+    /// message went: a record whose request went elsewhere is left alone.
+    ///
+    /// Stateful (§16.9, §17.1.1.2, §17.1.2.2): the client transaction ends
+    /// at once and its branch's response is a 503 (a 513 when the message
+    /// was too large); with one branch that is the best response, which
+    /// §16.7 step 6 answers upstream as 500 (a 503 would tell the caller
+    /// that this proxy is unavailable): "500 Server Internal Error (next
+    /// hop unreachable)", or 513. Returns the status sent upstream, `None`
+    /// when no record waits for a response on that branch (stateless
+    /// mode, an unknown or finished branch, another destination).
+    pub fn branch_failed(
+        &self,
+        key: u64,
+        to: Option<std::net::SocketAddr>,
+        error: SendError,
+        now: u64,
+        sink: &mut dyn Sink,
+    ) -> Option<u16> {
+        if self.cfg.mode != Mode::Stateful {
+            return None;
+        }
+        stateful::branch_failed(self, key, to, error, now, sink)
+    }
+
+    /// A message the transport reported as undeliverable after it was
+    /// sent (an ICMP error read from a UDP socket's error queue): `bytes`
+    /// is the start of the datagram as the error quoted it, `to` where it
+    /// was sent. Matched to its branch by content: it must be a request
+    /// other than ACK or CANCEL whose top Via is ours, and its branch
+    /// names the transaction ([`branch::parse_branch`]); the record's
+    /// destination must be `to`. Then [`Proxy::branch_failed`]. Returns
+    /// the status sent upstream, `None` when nothing matched.
+    pub fn bounced(
+        &self,
+        bytes: &[u8],
+        to: std::net::SocketAddr,
+        error: SendError,
+        now: u64,
+        sink: &mut dyn Sink,
+    ) -> Option<u16> {
+        let key = bounced_branch(bytes, &self.cfg.local)?;
+        self.branch_failed(key, Some(to), error, now, sink)
     }
 
     /// Tops the transaction table up to its reserve of vacant records and
@@ -768,8 +934,9 @@ impl Proxy {
             stamp: plan.stamp,
             record_route,
         };
-        let start = s.mark();
+        let mut start = s.mark();
         forward_request(&mut s.out, m, &f);
+        let mut udp_fallback = None;
         if target.transport == Transport::Udp && s.out.len() - start > self.cfg.udp_size_limit {
             // §18.1.1: too large for UDP; TCP if we can, else 513
             if !self.cfg.tcp {
@@ -780,10 +947,20 @@ impl Proxy {
                     unsupported: false,
                 });
             }
-            s.out.truncate(start);
+            // the UDP rendering stays: sent if the connection is refused
+            udp_fallback = Some((target, start as u32, s.out.len() as u32));
+            start = s.mark();
             target.transport = Transport::Tcp;
             f.transport = Transport::Tcp;
             forward_request(&mut s.out, m, &f);
+        }
+        // an ACK or CANCEL shares its INVITE's branch and ends no transaction
+        if !matches!(m.method(), Some(Method::Ack | Method::Cancel)) {
+            s.branch = Some(BranchSend {
+                index: s.sends.len(),
+                key,
+                udp_fallback,
+            });
         }
         s.queue(target, start);
         Ok((start, target))
@@ -955,7 +1132,7 @@ impl Proxy {
                 if !provisional {
                     ticket.sent_final(arrival);
                 }
-                if !s.flush(sink) {
+                if s.flush(sink).failed {
                     o.disposition = Disposition::SendFailed;
                 }
             }
@@ -981,6 +1158,56 @@ impl Proxy {
         s.queue(to, start);
         Outcome::new(kind, Disposition::Forwarded)
     }
+}
+
+/// The transaction key of a request this proxy sent, from the start of
+/// its bytes as an ICMP error quotes them (possibly cut short): the
+/// request line must name a method other than ACK and CANCEL (their
+/// branch is the INVITE's, whose failure they do not report), and the
+/// first header line must be our Via (the proxy writes it there) with a
+/// branch of ours, complete.
+fn bounced_branch(b: &[u8], local: &Local) -> Option<u64> {
+    let line_end = |from: usize| {
+        b[from..]
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .map(|p| from + p)
+    };
+    let first = line_end(0)?;
+    let method = b[..first].split(|&c| c == b' ').next()?;
+    if method.is_empty() || method == b"ACK" || method == b"CANCEL" || method == b"SIP/2.0" {
+        return None;
+    }
+    let via_end = line_end(first + 2)?;
+    let via = &b[first + 2..via_end];
+    let value = via
+        .strip_prefix(b"Via:")
+        .or_else(|| via.strip_prefix(b"v:"))?
+        .trim_ascii_start();
+    // `SIP/2.0/UDP host[:port];branch=...`: our sent-by first
+    let sent_by = value.split(|&c| c == b' ').nth(1)?;
+    let sent_by = &sent_by[..sent_by.iter().position(|&c| c == b';')?];
+    let host_end = if sent_by.first() == Some(&b'[') {
+        sent_by.iter().position(|&c| c == b']')? + 1
+    } else {
+        sent_by
+            .iter()
+            .position(|&c| c == b':')
+            .unwrap_or(sent_by.len())
+    };
+    let (host, port) = sent_by.split_at(host_end);
+    let port = match port {
+        [] => None,
+        [b':', digits @ ..] => Some(std::str::from_utf8(digits).ok()?.parse::<u16>().ok()?),
+        _ => return None,
+    };
+    if !local.is_me(host, port) {
+        return None;
+    }
+    let at = value.windows(8).position(|w| w == b";branch=")? + 8;
+    let br = &value[at..];
+    let br = &br[..br.iter().position(|&c| c == b';').unwrap_or(br.len())];
+    parse_branch(br).map(|(key, _)| key)
 }
 
 #[cfg(test)]

@@ -11,7 +11,8 @@ use super::build::{
 use super::table::Shard;
 use super::txn::{CancelState, ClientState, Fresh, ServerState, Txn};
 use super::{
-    Disposition, Inbound, MsgKind, Outcome, Plan, Proxy, Scratch, Sink, Target, Transport,
+    Disposition, Inbound, MsgKind, Outcome, Plan, Proxy, Scratch, SendError, Sink, Target,
+    Transport,
 };
 use crate::wire::{HeaderName, Message, Method, ParseError};
 
@@ -286,11 +287,69 @@ pub(super) fn match_response(
     }
     finish(p, &mut sh, key);
     let mut out = out;
-    if !s.flush(sink) {
+    if s.flush(sink).failed {
         out.disposition = Disposition::SendFailed;
     }
     drop(sh);
     Some(out)
+}
+
+/// §18.1.1: the record's request went over UDP after TCP was refused
+/// (`bytes`, rendered for UDP): it is what retransmissions resend, and
+/// Timers A/E now run.
+pub(super) fn now_over_udp(p: &Proxy, key: u64, udp: Target, bytes: &[u8], now: u64) {
+    let mut sh = p.table.shard(key);
+    let Some(t) = sh.get_mut(key) else {
+        return;
+    };
+    if t.client != ClientState::Calling || t.downstream.transport != Transport::Tcp {
+        return;
+    }
+    t.request.clear();
+    t.request.extend_from_slice(bytes);
+    t.downstream = udp;
+    t.retx_interval = p.cfg.timers.t1;
+    t.t_retx = now + p.cfg.timers.t1;
+    finish(p, &mut sh, key);
+}
+
+/// See [`Proxy::branch_failed`].
+pub(super) fn branch_failed(
+    p: &Proxy,
+    key: u64,
+    to: Option<std::net::SocketAddr>,
+    error: SendError,
+    now: u64,
+    sink: &mut dyn Sink,
+) -> Option<u16> {
+    let mut sh = p.table.shard(key);
+    let t = sh.get_mut(key)?;
+    if !matches!(t.client, ClientState::Calling | ClientState::Proceeding)
+        || to.is_some_and(|a| a != t.downstream.addr)
+    {
+        return None;
+    }
+    // §17.1.1.2 / §17.1.2.2: a transport error ends the client transaction
+    t.client_stop();
+    t.client = ClientState::Terminated;
+    t.t_wait = 0;
+    t.t_cancel_retx = 0;
+    t.t_cancel_timeout = 0;
+    let (code, reason) = match error {
+        SendError::TooLarge => (513, "Message Too Large"),
+        _ => (500, "Server Internal Error (next hop unreachable)"),
+    };
+    let mut sends = Vec::new();
+    let sent = (t.server == ServerState::Proceeding).then(|| {
+        local_final(p, t, code, reason, now, &mut sends);
+        code
+    });
+    finish(p, &mut sh, key);
+    for (to, b) in &sends {
+        let _ = sink.send(to, b);
+    }
+    drop(sh);
+    sent
 }
 
 /// The proxy answers the upstream side itself (Timer B/F/C: 408).
@@ -422,7 +481,10 @@ pub(super) fn tick(p: &Proxy, now: u64, sink: &mut dyn Sink) -> usize {
 
 /// Answers a malformed request when enough of it is there (Via, From, To,
 /// Call-ID, CSeq lines): 400 (505 for a version, 513 for size) to the
-/// sender. Never answers an ACK or a response. Returns the status sent.
+/// sender, the error in the reason phrase. Never answers an ACK or a
+/// response, and never when a line it would copy into the answer is the
+/// one holding a control character ([`ParseError::Control`]): the answer
+/// would carry it back. Returns the status sent.
 pub(super) fn answer_malformed(inb: &Inbound<'_>, e: ParseError, out: &mut Vec<u8>) -> Option<u16> {
     let b = inb.bytes;
     let first_end = b.windows(2).position(|w| w == b"\r\n")?;
@@ -436,8 +498,16 @@ pub(super) fn answer_malformed(inb: &Inbound<'_>, e: ParseError, out: &mut Vec<u
         .map_or(b.len(), |p| p + 2);
     let mut lines: [Option<(usize, usize)>; 5] = [None; 5];
     let mut vias: smallvec::SmallVec<[(usize, usize); 4]> = smallvec::SmallVec::new();
+    // the line (numbered as the parser does, folds included) a copied
+    // line must not be
+    let bad_line = match e {
+        ParseError::Control { line, .. } => line,
+        _ => 0,
+    };
+    let mut line_no: u16 = 1;
     let mut i = first_end + 2;
     while i < head_end {
+        line_no = line_no.saturating_add(1);
         let mut e_ = i + b[i..head_end].windows(2).position(|w| w == b"\r\n")?;
         while e_ + 2 < head_end && matches!(b[e_ + 2], b' ' | b'\t') {
             e_ += 2 + b[e_ + 2..head_end].windows(2).position(|w| w == b"\r\n")?;
@@ -445,6 +515,17 @@ pub(super) fn answer_malformed(inb: &Inbound<'_>, e: ParseError, out: &mut Vec<u
         let line = &b[i..e_];
         if let Some(c) = line.iter().position(|&x| x == b':') {
             let name = HeaderName::from_bytes(line[..c].trim_ascii());
+            let copied = matches!(
+                name,
+                HeaderName::Via
+                    | HeaderName::From
+                    | HeaderName::To
+                    | HeaderName::CallId
+                    | HeaderName::CSeq
+            );
+            if copied && line_no == bad_line {
+                return None;
+            }
             let slot = match name {
                 HeaderName::Via => {
                     vias.push((i, e_ + 2));

@@ -988,3 +988,204 @@ fn held_output_survives_the_next_message_and_its_refusal() {
     s.release();
     assert!(s.output().is_empty());
 }
+
+/// A sink whose transports fail on demand: TCP refuses, UDP may refuse
+/// datagrams over a size; everything that goes is recorded.
+struct Failing {
+    rec: Rec,
+    tcp: Option<SendError>,
+    udp_max: usize,
+}
+
+impl Failing {
+    fn new(tcp: Option<SendError>) -> Failing {
+        Failing {
+            rec: Rec::default(),
+            tcp,
+            udp_max: usize::MAX,
+        }
+    }
+}
+
+impl Sink for Failing {
+    fn send(&mut self, to: &Target, bytes: &[u8]) -> Result<(), SendError> {
+        match to.transport {
+            Transport::Tcp => {
+                if let Some(e) = self.tcp {
+                    return Err(e);
+                }
+            }
+            Transport::Udp if bytes.len() > self.udp_max => return Err(SendError::TooLarge),
+            Transport::Udp => {}
+        }
+        self.rec.send(to, bytes)
+    }
+}
+
+fn stateful_to(next: Target) -> Proxy {
+    let mut c = ProxyConfig::new(
+        Mode::Stateful,
+        Local {
+            host: "10.0.0.9".into(),
+            port: 5060,
+        },
+    );
+    c.next_hop = Some(next);
+    c.shards = 4;
+    Proxy::new(c)
+}
+
+fn tcp(a: &str) -> Target {
+    Target {
+        transport: Transport::Tcp,
+        ..udp(a)
+    }
+}
+
+fn feed_to(p: &Proxy, bytes: &[u8], now: u64, sink: &mut dyn Sink) -> Outcome {
+    p.handle(
+        &Inbound {
+            bytes,
+            from: udp(UAC),
+            now,
+            queue_delay_ns: 0,
+        },
+        &mut Scratch::new(),
+        sink,
+    )
+}
+
+#[test]
+fn a_refused_connection_is_a_503_from_the_branch_at_once() {
+    // §16.9: the branch's 503 is the best response; §16.7 step 6 sends 500
+    for method in ["INVITE", "OPTIONS"] {
+        let p = stateful_to(tcp(UAS));
+        let mut k = Failing::new(Some(SendError::Refused));
+        let o = feed_to(&p, &req(method, "z9hG4bK-r1", 1, None, ""), 0, &mut k);
+        assert_eq!(o.disposition, Disposition::SendFailed, "{method}");
+        let sent = k.rec.take();
+        let codes: Vec<_> = sent.iter().map(|(_, b)| status(b)).collect();
+        let want: &[Option<u16>] = if method == "INVITE" {
+            &[Some(100), Some(500)]
+        } else {
+            &[Some(500)]
+        };
+        assert_eq!(codes, want, "{method}");
+        let last = text(&sent.last().unwrap().1);
+        assert!(
+            last.starts_with("SIP/2.0 500 Server Internal Error (next hop unreachable)\r\n"),
+            "{last}"
+        );
+        assert!(sent.iter().all(|(to, _)| to.addr == udp(UAC).addr));
+        // nothing more on the branch: no retransmission, no 408 at Timer B
+        for now in (1..=70).map(|s| s * 500 * MS) {
+            p.tick(now, &mut k);
+        }
+        assert!(
+            k.rec
+                .take()
+                .iter()
+                .all(|(to, b)| to.addr == udp(UAC).addr && status(b) == Some(500)),
+            "only the 500's own retransmissions (Timer G) upstream: {method}"
+        );
+    }
+}
+
+#[test]
+fn a_request_over_tcp_for_its_size_is_retried_over_udp_when_refused() {
+    // §18.1.1
+    let big = "X-Pad: ".to_string() + &"a".repeat(1400) + "\r\n";
+    let p = stateful_to(udp(UAS));
+    let mut k = Failing::new(Some(SendError::Refused));
+    let o = feed_to(&p, &req("INVITE", "z9hG4bK-u1", 1, None, &big), 0, &mut k);
+    assert_eq!(o.disposition, Disposition::Forwarded);
+    let sent = k.rec.take();
+    assert_eq!(status(&sent[0].1), Some(100));
+    let (to, fwd) = &sent[1];
+    assert_eq!(*to, udp(UAS));
+    assert!(text(fwd).contains("Via: SIP/2.0/UDP 10.0.0.9:5060;branch="));
+    // the record now retransmits over UDP (Timer A), the UDP rendering
+    p.tick(500 * MS, &mut k);
+    let retx = k.rec.take();
+    assert_eq!(retx.len(), 1);
+    assert_eq!(retx[0], (udp(UAS), fwd.clone()));
+    // stateless: the same retry, nothing remembered
+    let p = proxy(Mode::Stateless);
+    let o = feed_to(&p, &req("MESSAGE", "z9hG4bK-u2", 1, None, &big), 0, &mut k);
+    assert_eq!(o.disposition, Disposition::Forwarded);
+    let sent = k.rec.take();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].0, udp(UAS));
+    // a connection that fails otherwise (a timeout) is not retried
+    let p = stateful_to(udp(UAS));
+    let mut k = Failing::new(Some(SendError::Unreachable));
+    feed_to(&p, &req("INVITE", "z9hG4bK-u3", 1, None, &big), 0, &mut k);
+    let codes: Vec<_> = k.rec.take().iter().map(|(_, b)| status(b)).collect();
+    assert_eq!(codes, [Some(100), Some(500)]);
+}
+
+#[test]
+fn no_transport_for_the_message_is_a_513() {
+    let big = "X-Pad: ".to_string() + &"a".repeat(1400) + "\r\n";
+    let p = stateful_to(udp(UAS));
+    let mut k = Failing::new(Some(SendError::Refused));
+    k.udp_max = 1300;
+    feed_to(&p, &req("INVITE", "z9hG4bK-t1", 1, None, &big), 0, &mut k);
+    let sent = k.rec.take();
+    let codes: Vec<_> = sent.iter().map(|(_, b)| status(b)).collect();
+    assert_eq!(codes, [Some(100), Some(513)]);
+    assert!(text(&sent[1].1).starts_with("SIP/2.0 513 Message Too Large\r\n"));
+}
+
+#[test]
+fn an_icmp_error_matched_to_its_branch_answers_at_once() {
+    let p = stateful_to(udp(UAS));
+    let mut r = Rec::default();
+    feed(
+        &p,
+        &req("INVITE", "z9hG4bK-i1", 1, None, ""),
+        UAC,
+        0,
+        &mut r,
+    );
+    let fwd = r.take().pop().unwrap().1;
+    // an ICMP error quotes the start of the datagram only
+    let quoted = &fwd[..fwd.len().min(300)];
+    let uas = udp(UAS).addr;
+    let elsewhere: SocketAddr = "10.0.0.3:5062".parse().unwrap();
+    assert_eq!(
+        p.bounced(quoted, elsewhere, SendError::Refused, MS, &mut r),
+        None,
+        "another destination"
+    );
+    // too short to hold the whole branch: not matched
+    let t = text(&fwd);
+    let via_start = t.find("\r\nVia: ").unwrap() + 2;
+    let via_end = via_start + t[via_start..].find("\r\n").unwrap();
+    assert_eq!(
+        p.bounced(&fwd[..via_end - 3], uas, SendError::Refused, MS, &mut r),
+        None
+    );
+    // a CANCEL or ACK on the branch does not fail it
+    let cancel = String::from_utf8_lossy(quoted).replacen("INVITE", "CANCEL", 1);
+    assert_eq!(
+        p.bounced(cancel.as_bytes(), uas, SendError::Refused, MS, &mut r),
+        None
+    );
+    assert!(r.take().is_empty());
+    assert_eq!(
+        p.bounced(quoted, uas, SendError::Refused, MS, &mut r),
+        Some(500)
+    );
+    let sent = r.take();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].0.addr, udp(UAC).addr);
+    // once: a second error for the same branch finds it finished
+    assert_eq!(
+        p.bounced(quoted, uas, SendError::Refused, 2 * MS, &mut r),
+        None
+    );
+    // stateless: nothing to match
+    let s = proxy(Mode::Stateless);
+    assert_eq!(s.bounced(quoted, uas, SendError::Refused, MS, &mut r), None);
+}

@@ -32,6 +32,7 @@
 mod endpoint;
 pub mod snmp;
 mod table;
+pub use table::KindRow;
 
 pub use endpoint::{serve, Endpoint, EndpointAddr};
 
@@ -119,6 +120,9 @@ pub struct WorkerStats {
     socket_drops: u64,
     batches: u64,
     batched_messages: u64,
+    /// ICMP errors read from the error queue, and those matched to a branch.
+    icmp_errors: u64,
+    icmp_errors_matched: u64,
 }
 
 impl WorkerStats {
@@ -138,6 +142,8 @@ impl WorkerStats {
             socket_drops: 0,
             batches: 0,
             batched_messages: 0,
+            icmp_errors: 0,
+            icmp_errors_matched: 0,
         }
     }
 
@@ -165,6 +171,13 @@ impl WorkerStats {
         if let Some(e) = o.error {
             *self.parse_errors.entry(e.name()).or_insert(0) += 1;
         }
+    }
+
+    /// Records ICMP errors read from the socket's error queue (`read`)
+    /// and how many the handler matched to a branch.
+    pub fn record_icmp_errors(&mut self, read: u64, matched: u64) {
+        self.icmp_errors += read;
+        self.icmp_errors_matched += matched;
     }
 
     /// Records a datagram refused before parsing (larger than the buffer).
@@ -279,6 +292,7 @@ impl Registry {
         let mut drops_by_socket: BTreeMap<usize, u64> = BTreeMap::new();
         let mut batches = 0;
         let mut batched = 0;
+        let (mut icmp_errors, mut icmp_errors_matched) = (0, 0);
         let mut per_worker = Vec::new();
         for w in self
             .workers
@@ -313,6 +327,8 @@ impl Registry {
             *d = (*d).max(w.socket_drops);
             batches += w.batches;
             batched += w.batched_messages;
+            icmp_errors += w.icmp_errors;
+            icmp_errors_matched += w.icmp_errors_matched;
             per_worker.push(WorkerSummary {
                 name: w.name.clone(),
                 messages: total,
@@ -364,6 +380,8 @@ impl Registry {
             kinds,
             replied,
             parse_errors,
+            icmp_errors,
+            icmp_errors_matched,
             socket_drops,
             host_udp: host,
             host_drop_rate: drop_rate,
@@ -467,6 +485,12 @@ pub struct Snapshot {
     pub replied: BTreeMap<String, u64>,
     /// Parse errors by rule.
     pub parse_errors: BTreeMap<String, u64>,
+    /// ICMP errors for sent datagrams read from the UDP sockets' error
+    /// queues (`IP_RECVERR`).
+    pub icmp_errors: u64,
+    /// Of those, the ones the handler matched to a branch (for the proxy:
+    /// a transaction answered at once, RFC 3261 §16.9).
+    pub icmp_errors_matched: u64,
     /// Datagrams the proxy's sockets dropped (SO_RXQ_OVFL, summed over sockets).
     pub socket_drops: u64,
     /// Host UDP counters since start (all processes).
@@ -554,6 +578,16 @@ impl Snapshot {
             let _ = writeln!(o, "takt_sip_parse_errors_total{{rule=\"{e}\"}} {n}");
         }
         for (name, help, v) in [
+            (
+                "takt_sip_icmp_errors_total",
+                "ICMP errors for sent datagrams read from the sockets' error queues.",
+                self.icmp_errors,
+            ),
+            (
+                "takt_sip_icmp_errors_matched_total",
+                "ICMP errors matched to a transaction's branch (answered at once).",
+                self.icmp_errors_matched,
+            ),
             (
                 "takt_sip_socket_drops_total",
                 "Datagrams dropped by the proxy's sockets (SO_RXQ_OVFL).",

@@ -1,7 +1,6 @@
-//! Human-readable renderings of a [`Snapshot`]: the one-line periodic
-//! summary and the full table printed at exit.
-
-use std::fmt::Write as _;
+//! The human side of a [`Snapshot`]: the one-line periodic summary, and
+//! the per-kind rows of the exit summary as plain data ([`KindRow`]; the
+//! `takt` binary lays them out with the laboratory's table model).
 
 use super::{Dist, Snapshot};
 
@@ -13,14 +12,6 @@ fn us(ns: u64) -> String {
         format!("{v:.1}")
     } else {
         format!("{v:.2}")
-    }
-}
-
-fn pair(d: &Dist) -> String {
-    if d.count == 0 {
-        "-".into()
-    } else {
-        format!("{}/{}", us(d.p50), us(d.p99))
     }
 }
 
@@ -62,101 +53,56 @@ impl Snapshot {
         )
     }
 
-    /// The full statistics table.
-    pub fn table(&self) -> String {
-        let mut o = String::new();
-        let s = &self.server;
-        let _ = writeln!(
-            o,
-            "takt sip proxy: {} mode, {} model{}, {} workers, listen {}, next hop {}, tcp {}",
-            s.mode,
-            s.model,
-            s.wake
-                .as_ref()
-                .map(|w| format!(" ({w} wake)"))
-                .unwrap_or_default(),
-            s.workers,
-            s.listen,
-            s.next_hop,
-            s.tcp
-        );
-        let _ = writeln!(
-            o,
-            "receive buffer: requested {} B, kernel reports {} B; uptime {:.1} s; transactions {} of {}",
-            s.rcvbuf_requested, s.rcvbuf_effective, self.uptime_s, self.transactions, self.transaction_capacity
-        );
-        let _ = writeln!(
-            o,
-            "{:<14} {:>9} {:>9} {:>8} {:>8} {:>6} {:>8} {:>15} {:>15} {:>15}",
-            "kind",
-            "count",
-            "forwarded",
-            "absorbed",
-            "replied",
-            "shed",
-            "dropped",
-            "K_rcv p50/p99",
-            "T_sip p50/p99",
-            "K_snd p50/p99"
-        );
-        for (name, k) in &self.kinds {
-            let g = |d: &str| k.outcomes.get(d).copied().unwrap_or(0);
-            let dropped: u64 = k
-                .outcomes
-                .iter()
-                .filter(|(d, _)| d.starts_with("dropped") || d.as_str() == "send_failed")
-                .map(|(_, n)| n)
-                .sum();
-            let _ = writeln!(
-                o,
-                "{:<14} {:>9} {:>9} {:>8} {:>8} {:>6} {:>8} {:>15} {:>15} {:>15}",
-                name,
-                k.count,
-                g("forwarded"),
-                g("absorbed"),
-                g("replied"),
-                g("shed"),
-                dropped,
-                pair(&k.k_rcv),
-                pair(&k.t_sip),
-                pair(&k.k_snd)
-            );
-        }
-        let _ = writeln!(o, "(times in microseconds)");
-        if !self.replied.is_empty() {
-            let r: Vec<String> = self
-                .replied
-                .iter()
-                .map(|(c, n)| format!("{c}:{n}"))
-                .collect();
-            let _ = writeln!(o, "responses generated: {}", r.join(" "));
-        }
-        if !self.parse_errors.is_empty() {
-            let r: Vec<String> = self
-                .parse_errors
-                .iter()
-                .map(|(c, n)| format!("{c}:{n}"))
-                .collect();
-            let _ = writeln!(o, "parse errors: {}", r.join(" "));
-        }
-        let _ = writeln!(
-            o,
-            "drops: sockets (SO_RXQ_OVFL) {}; host UDP since start: RcvbufErrors {} InErrors {} InDatagrams {} (drop rate {:.4})",
-            self.socket_drops, self.host_udp.rcvbuf_errors, self.host_udp.in_errors, self.host_udp.in_datagrams, self.host_drop_rate
-        );
-        if self.batches > 0 {
-            let _ = writeln!(
-                o,
-                "receive batches: {} (mean {:.2} messages)",
-                self.batches, self.mean_batch
-            );
-        }
-        let w: Vec<String> = self
-            .workers
+    /// One row per message kind, in name order: the exit summary's table
+    /// as plain data (the `takt` binary renders it).
+    pub fn kind_rows(&self) -> Vec<KindRow> {
+        self.kinds
             .iter()
-            .map(|w| format!("{}:{}", w.name, w.messages))
-            .collect();
-        let _ = writeln!(o, "per worker: {}", w.join(" "));
-        o
+            .map(|(name, k)| {
+                let g = |d: &str| k.outcomes.get(d).copied().unwrap_or(0);
+                KindRow {
+                    kind: name.clone(),
+                    count: k.count,
+                    forwarded: g("forwarded"),
+                    absorbed: g("absorbed"),
+                    replied: g("replied"),
+                    shed: g("shed"),
+                    dropped: k
+                        .outcomes
+                        .iter()
+                        .filter(|(d, _)| d.starts_with("dropped") || d.as_str() == "send_failed")
+                        .map(|(_, n)| n)
+                        .sum(),
+                    k_rcv: k.k_rcv,
+                    t_sip: k.t_sip,
+                    k_snd: k.k_snd,
+                }
+            })
+            .collect()
     }
+}
+
+/// One message kind's line of the exit summary.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KindRow {
+    /// Message kind (`invite`, `bye`, `resp_2xx`, ...).
+    pub kind: String,
+    /// Messages of this kind.
+    pub count: u64,
+    /// Forwarded to the next hop.
+    pub forwarded: u64,
+    /// Absorbed (retransmissions, ACKs of non-2xx).
+    pub absorbed: u64,
+    /// Answered by the proxy itself.
+    pub replied: u64,
+    /// Shed under overload.
+    pub shed: u64,
+    /// Dropped (every `dropped_*` outcome and `send_failed`).
+    pub dropped: u64,
+    /// Kernel receive time (ns).
+    pub k_rcv: Dist,
+    /// Time in the proxy (ns).
+    pub t_sip: Dist,
+    /// Kernel send time (ns).
+    pub k_snd: Dist,
 }

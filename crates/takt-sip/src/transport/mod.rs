@@ -1,8 +1,10 @@
 //! Transports and worker models (RFC 3261 §18).
 //!
 //! A [`Server`] binds UDP (IPv4 or IPv6, per the listen address) and TCP
-//! on the same port and runs workers, each a takt-sched thread made from
-//! the configured [`ThreadSpec`] (CPU set, policy, nice, slice):
+//! on the same port and runs a [`Handler`] (the [`Proxy`], or any other
+//! protocol engine: [`Server::start_with`]) on workers, each a takt-sched
+//! thread made from the configured [`ThreadSpec`] (CPU set, policy, nice,
+//! slice):
 //!
 //! | model | sockets | I/O | when |
 //! |---|---|---|---|
@@ -15,17 +17,28 @@
 //!
 //! The transaction table is shared (sharded), so with any model any worker
 //! can handle any message of any transaction. TCP connections get a reader
-//! thread each. In stateful mode a timer thread runs transaction timers
+//! thread each. When the handler asks for it ([`Handler::wants_ticks`]:
+//! the proxy in stateful mode) a timer thread runs [`Handler::tick`]
 //! every [`ServerConfig::tick`].
+//!
+//! Transport errors reach the handler: a refused TCP connection is
+//! [`crate::proxy::SendError::Refused`] from the send, and ICMP errors for
+//! sent datagrams are read from each UDP socket's error queue
+//! (`IP_RECVERR`) and handed to [`Handler::bounced`] (the `errqueue`
+//! module documents the protocol and its limits; the statistics count
+//! them as `icmp_errors` and `icmp_errors_matched`).
 //!
 //! Receive buffers are configurable ([`ServerConfig::rcvbuf`]) and the size
 //! the kernel granted is reported in the statistics.
 
+mod errqueue;
+mod handler;
 mod tcp;
 pub(crate) mod udp;
 mod wake;
 mod worker;
 
+pub use handler::Handler;
 pub use tcp::{Tcp, CONNECT_TIMEOUT};
 pub use wake::WakeOrder;
 
@@ -133,10 +146,11 @@ impl ServerConfig {
     }
 }
 
-/// A running proxy server.
+/// A running server: the transports running a [`Handler`] (by default
+/// the [`Proxy`]).
 #[derive(Debug)]
-pub struct Server {
-    proxy: Arc<Proxy>,
+pub struct Server<H: Handler = Proxy> {
+    handler: Arc<H>,
     registry: Arc<Registry>,
     stop: Arc<AtomicBool>,
     threads: Vec<TaktThread<()>>,
@@ -153,95 +167,143 @@ fn host_of(ip: IpAddr) -> String {
     }
 }
 
-impl Server {
-    /// Binds and starts everything. `pcfg.local` with port 0 or an empty
+/// The sockets a server runs on, bound before its handler is made.
+struct Bound {
+    /// One UDP socket per worker (per-worker-socket models) or one.
+    socks: Vec<UdpSocket>,
+    /// Receive buffer the kernel granted.
+    rcvbuf: usize,
+    listener: Option<std::net::TcpListener>,
+    local: SocketAddr,
+}
+
+fn bind(scfg: &ServerConfig) -> io::Result<Bound> {
+    let reuse = scfg.model != WorkerModel::Shared;
+    let mut attempt = 0;
+    let (first, eff, listener) = loop {
+        let (s, eff) = udp::open(scfg.listen, reuse, scfg.rcvbuf)?;
+        if !scfg.tcp {
+            break (s, eff, None);
+        }
+        match tcp::listen(s.local_addr()?) {
+            Ok(l) => break (s, eff, Some(l)),
+            // port 0: the UDP port's TCP twin was taken; try another port
+            Err(_) if scfg.listen.port() == 0 && attempt < 20 => attempt += 1,
+            Err(e) => return Err(e),
+        }
+    };
+    let local = first.local_addr()?;
+    let mut socks = vec![first];
+    if reuse {
+        for _ in 1..scfg.workers.max(1) {
+            socks.push(udp::open(local, true, scfg.rcvbuf)?.0);
+        }
+    }
+    Ok(Bound {
+        socks,
+        rcvbuf: eff,
+        listener,
+        local,
+    })
+}
+
+impl Server<Proxy> {
+    /// Binds and starts the proxy. `pcfg.local` with port 0 or an empty
     /// host is filled in from the bound address.
     pub fn start(mut pcfg: ProxyConfig, scfg: ServerConfig) -> io::Result<Server> {
         if pcfg.shards == 0 {
             pcfg.shards = ProxyConfig::auto_shards(scfg.workers);
         }
+        let sc = scfg.clone();
+        Server::start_with(scfg, move |local, registry, eff| {
+            if pcfg.local.port == 0 {
+                pcfg.local.port = local.port();
+            }
+            if pcfg.local.host.is_empty() {
+                let ip = if local.ip().is_unspecified() {
+                    // the address the route to the next hop would use
+                    pcfg.next_hop
+                        .and_then(|nh| {
+                            let u = UdpSocket::bind(SocketAddr::new(local.ip(), 0)).ok()?;
+                            u.connect(nh.addr).ok()?;
+                            u.local_addr().ok().map(|a| a.ip())
+                        })
+                        .unwrap_or(if local.is_ipv4() {
+                            IpAddr::from([127, 0, 0, 1])
+                        } else {
+                            IpAddr::from([0u16, 0, 0, 0, 0, 0, 0, 1])
+                        })
+                } else {
+                    local.ip()
+                };
+                pcfg.local.host = host_of(ip);
+            }
+            pcfg.tcp = sc.tcp;
+            let reuse = sc.model != WorkerModel::Shared;
+            registry.set_info(ServerInfo {
+                mode: match pcfg.mode {
+                    Mode::Stateless => "stateless".into(),
+                    Mode::Stateful => "stateful".into(),
+                },
+                model: sc.model.name().into(),
+                wake: (!reuse).then(|| sc.wake.name().into()),
+                workers: sc.workers.max(1),
+                listen: local.to_string(),
+                rcvbuf_requested: sc.rcvbuf.unwrap_or(0),
+                rcvbuf_effective: eff,
+                next_hop: pcfg
+                    .next_hop
+                    .map(|t| {
+                        let proto = if t.transport == crate::proxy::Transport::Tcp {
+                            "tcp"
+                        } else {
+                            "udp"
+                        };
+                        format!("{proto}:{}", t.addr)
+                    })
+                    .unwrap_or_else(|| "request-uri".into()),
+                tcp: sc.tcp,
+            });
+            Ok(Proxy::new(pcfg))
+        })
+    }
+
+    /// The proxy.
+    pub fn proxy(&self) -> &Arc<Proxy> {
+        &self.handler
+    }
+}
+
+impl<H: Handler> Server<H> {
+    /// Binds the sockets `scfg` asks for, makes the handler with `make`
+    /// (given the bound address, the statistics registry, where it may set
+    /// its [`ServerInfo`], and the receive buffer the kernel granted) and
+    /// starts the workers, the TCP acceptor and, when the handler wants
+    /// ticks, the timer thread.
+    pub fn start_with(
+        scfg: ServerConfig,
+        make: impl FnOnce(SocketAddr, &Registry, usize) -> io::Result<H>,
+    ) -> io::Result<Server<H>> {
         let clock = takt_sched::clock();
         let reuse = scfg.model != WorkerModel::Shared;
-        let mut attempt = 0;
-        let (first, eff, listener) = loop {
-            let (s, eff) = udp::open(scfg.listen, reuse, scfg.rcvbuf)?;
-            if !scfg.tcp {
-                break (s, eff, None);
-            }
-            match tcp::listen(s.local_addr()?) {
-                Ok(l) => break (s, eff, Some(l)),
-                Err(e) if scfg.listen.port() == 0 && attempt < 20 => {
-                    attempt += 1;
-                    let _ = e;
-                }
-                Err(e) => return Err(e),
-            }
-        };
-        let local = first.local_addr()?;
-        let mut socks = vec![first];
-        if reuse {
-            for _ in 1..scfg.workers.max(1) {
-                socks.push(udp::open(local, true, scfg.rcvbuf)?.0);
-            }
-        }
-        if pcfg.local.port == 0 {
-            pcfg.local.port = local.port();
-        }
-        if pcfg.local.host.is_empty() {
-            let ip = if local.ip().is_unspecified() {
-                // the address the route to the next hop would use
-                pcfg.next_hop
-                    .and_then(|nh| {
-                        let u = UdpSocket::bind(SocketAddr::new(local.ip(), 0)).ok()?;
-                        u.connect(nh.addr).ok()?;
-                        u.local_addr().ok().map(|a| a.ip())
-                    })
-                    .unwrap_or(if local.is_ipv4() {
-                        IpAddr::from([127, 0, 0, 1])
-                    } else {
-                        IpAddr::from([0u16, 0, 0, 0, 0, 0, 0, 1])
-                    })
-            } else {
-                local.ip()
-            };
-            pcfg.local.host = host_of(ip);
-        }
-        pcfg.tcp = scfg.tcp;
+        let Bound {
+            socks,
+            rcvbuf,
+            listener,
+            local,
+        } = bind(&scfg)?;
         let registry = Arc::new(Registry::new());
-        registry.set_info(ServerInfo {
-            mode: match pcfg.mode {
-                Mode::Stateless => "stateless".into(),
-                Mode::Stateful => "stateful".into(),
-            },
-            model: scfg.model.name().into(),
-            wake: (!reuse).then(|| scfg.wake.name().into()),
-            workers: scfg.workers.max(1),
-            listen: local.to_string(),
-            rcvbuf_requested: scfg.rcvbuf.unwrap_or(0),
-            rcvbuf_effective: eff,
-            next_hop: pcfg
-                .next_hop
-                .map(|t| {
-                    let proto = if t.transport == crate::proxy::Transport::Tcp {
-                        "tcp"
-                    } else {
-                        "udp"
-                    };
-                    format!("{proto}:{}", t.addr)
-                })
-                .unwrap_or_else(|| "request-uri".into()),
-            tcp: scfg.tcp,
-        });
-        let stateful = pcfg.mode == Mode::Stateful;
-        let proxy = Arc::new(Proxy::new(pcfg));
-        registry.set_transactions(0, proxy.transaction_capacity());
+        let handler = Arc::new(make(local, &registry, rcvbuf)?);
+        let ticks = handler.wants_ticks();
+        let (held, capacity) = handler.held();
+        registry.set_transactions(held, capacity);
         let stop = Arc::new(AtomicBool::new(false));
         let mut threads = Vec::new();
         let tcp = match listener {
             Some(l) => {
                 let (t, acceptor) = Tcp::start(
                     l,
-                    proxy.clone(),
+                    handler.clone(),
                     registry.add_worker("tcp"),
                     socks[0].try_clone()?,
                     scfg.spec.clone(),
@@ -275,8 +337,9 @@ impl Server {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .set_socket(if reuse { i } else { 0 });
+            let timer_stats = (i == 0).then(|| stats.clone());
             let w = Worker {
-                proxy: proxy.clone(),
+                handler: handler.clone(),
                 sock,
                 tcp: tcp.clone(),
                 stats,
@@ -299,9 +362,9 @@ impl Server {
                 })
                 .map_err(io::Error::other)?;
             threads.push(t);
-            if let (Some(ts), true) = (timer_sock, stateful) {
+            if let (Some(ts), Some(es), true) = (timer_sock, timer_stats, ticks) {
                 let (p, tc, r, st, tick) = (
-                    proxy.clone(),
+                    handler.clone(),
                     tcp.clone(),
                     registry.clone(),
                     stop.clone(),
@@ -310,13 +373,13 @@ impl Server {
                 threads.push(
                     scfg.spec
                         .renamed("sip-timer")
-                        .spawn(move || worker::run_timer(p, ts, tc, r, st, tick, clock))
+                        .spawn(move || worker::run_timer(p, ts, tc, r, es, st, tick, clock))
                         .map_err(io::Error::other)?,
                 );
             }
         }
         Ok(Server {
-            proxy,
+            handler,
             registry,
             stop,
             threads,
@@ -336,9 +399,9 @@ impl Server {
         &self.registry
     }
 
-    /// The proxy.
-    pub fn proxy(&self) -> &Arc<Proxy> {
-        &self.proxy
+    /// The handler.
+    pub fn handler(&self) -> &Arc<H> {
+        &self.handler
     }
 
     /// Statistics now.
@@ -367,7 +430,7 @@ impl Server {
     }
 }
 
-impl Drop for Server {
+impl<H: Handler> Drop for Server<H> {
     fn drop(&mut self) {
         self.shutdown();
     }

@@ -1,7 +1,7 @@
 //! TCP (RFC 3261 §18): a listener, a connection table keyed by id and by
 //! peer address, and one reader thread per connection (a takt-sched
 //! thread) that frames messages with Content-Length and hands them to the
-//! proxy. Responses go back over the connection the request came on;
+//! [`Handler`]. Responses go back over the connection the request came on;
 //! requests to a peer reuse an open connection or open one. Connections
 //! and per-connection buffers are bounded.
 //!
@@ -45,9 +45,10 @@ use std::time::Duration;
 
 use takt_sched::{clock, TaktThread, ThreadSpec};
 
+use super::handler::Handler;
 use super::udp::{parse_cmsgs, realtime_ns, setsockopt_int, CMSG_SPACE};
 use super::worker::{now_ns, NetSink};
-use crate::proxy::{ConnId, Inbound, Proxy, Scratch, SendError, Target, Transport};
+use crate::proxy::{ConnId, Inbound, Scratch, SendError, Target, Transport};
 use crate::stats::{Sample, WorkerStats};
 use crate::wire::stream::{Frame, Framer};
 
@@ -61,15 +62,21 @@ struct Conn {
     w: Mutex<TcpStream>,
 }
 
+/// Starts the reader thread of a connection: made once by [`Tcp::start`]
+/// for its handler type, so that the table itself is not generic and each
+/// reader calls its handler with static dispatch.
+type SpawnReader = Box<
+    dyn Fn(Arc<Tcp>, ConnId, SocketAddr, TcpStream) -> io::Result<TaktThread<()>> + Send + Sync,
+>;
+
 /// The TCP transport.
-#[derive(Debug)]
 pub struct Tcp {
     conns: Mutex<HashMap<ConnId, Arc<Conn>>>,
     by_addr: Mutex<HashMap<SocketAddr, ConnId>>,
     next_id: AtomicU64,
     max_conns: usize,
     max_message: usize,
-    proxy: Arc<Proxy>,
+    spawn_reader: SpawnReader,
     stats: Arc<Mutex<WorkerStats>>,
     udp: UdpSocket,
     spec: ThreadSpec,
@@ -79,11 +86,12 @@ pub struct Tcp {
 }
 
 impl Tcp {
-    /// Starts accepting on `listener`.
+    /// Starts accepting on `listener`; every connection's messages go to
+    /// `handler`.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn start(
+    pub(crate) fn start<H: Handler>(
         listener: TcpListener,
-        proxy: Arc<Proxy>,
+        handler: Arc<H>,
         stats: Arc<Mutex<WorkerStats>>,
         udp: UdpSocket,
         spec: ThreadSpec,
@@ -97,7 +105,13 @@ impl Tcp {
             next_id: AtomicU64::new(1),
             max_conns,
             max_message,
-            proxy,
+            spawn_reader: Box::new(move |tcp: Arc<Tcp>, id, peer, s| {
+                let h = handler.clone();
+                tcp.spec
+                    .renamed(format!("sip-tcp-{id}"))
+                    .spawn(move || read_loop(&tcp, &*h, id, peer, s))
+                    .map_err(io::Error::other)
+            }),
             stats,
             udp,
             spec: spec.clone(),
@@ -147,12 +161,7 @@ impl Tcp {
         });
         Self::lock(&self.conns).insert(id, conn.clone());
         Self::lock(&self.by_addr).insert(peer, id);
-        let me = self.clone();
-        let th = self
-            .spec
-            .renamed(format!("sip-tcp-{id}"))
-            .spawn(move || me.read_loop(id, peer, s))
-            .map_err(io::Error::other)?;
+        let th = (self.spawn_reader)(self.clone(), id, peer, s)?;
         let mut r = Self::lock(&self.readers);
         r.retain(|t| !t.is_finished());
         r.push(th);
@@ -165,82 +174,6 @@ impl Tcp {
         if a.get(&peer) == Some(&id) {
             a.remove(&peer);
         }
-    }
-
-    fn read_loop(self: Arc<Self>, id: ConnId, peer: SocketAddr, s: TcpStream) {
-        let framer = Framer::new(self.max_message);
-        let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
-        let mut chunk = vec![0u8; 16 * 1024];
-        let mut scratch = Scratch::new();
-        let mut cmsg = [0u8; CMSG_SPACE];
-        let c = clock();
-        let from = Target {
-            addr: peer,
-            transport: Transport::Tcp,
-            conn: Some(id),
-        };
-        'conn: loop {
-            // Acquire pairs with the Release store in `shutdown`.
-            if self.stop.load(Ordering::Acquire) {
-                break;
-            }
-            let k_rcv = match recv_stream(&s, &mut chunk, &mut cmsg) {
-                Ok((0, _)) => break,
-                Ok((n, t_arr)) => {
-                    let t_in = realtime_ns();
-                    buf.extend_from_slice(&chunk[..n]);
-                    t_arr.map(|a| t_in.saturating_sub(a))
-                }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock
-                            | io::ErrorKind::TimedOut
-                            | io::ErrorKind::Interrupted
-                    ) =>
-                {
-                    continue
-                }
-                Err(_) => break,
-            };
-            loop {
-                match framer.frame(&buf) {
-                    Ok(Frame::Incomplete) => break,
-                    Ok(Frame::Message { skip, len }) => {
-                        let t0 = c.now();
-                        let mut sink = NetSink::new(&self.udp, None, Some(&self), c);
-                        let o = self.proxy.handle(
-                            &Inbound {
-                                bytes: &buf[skip..skip + len],
-                                from,
-                                now: c.ticks_to_ns(t0),
-                                queue_delay_ns: k_rcv.unwrap_or(0),
-                            },
-                            &mut scratch,
-                            &mut sink,
-                        );
-                        let total = c.ticks_to_ns(c.now().saturating_sub(t0));
-                        let snd = c.ticks_to_ns(sink.send_ticks);
-                        let sample = Sample {
-                            k_rcv_ns: k_rcv,
-                            t_sip_ns: total.saturating_sub(snd),
-                            k_snd_ns: snd,
-                            // not tracked for the TCP thread
-                            overlapped: false,
-                        };
-                        Self::lock(&self.stats).record(&sample, &o);
-                        buf.drain(..skip + len);
-                    }
-                    Err(_) => {
-                        // unframeable (no/bad Content-Length, too large): the stream is lost
-                        Self::lock(&self.stats).record_oversized();
-                        break 'conn;
-                    }
-                }
-            }
-        }
-        let _ = s.shutdown(Shutdown::Both);
-        self.forget(id, peer);
     }
 
     /// Sends over the connection named by `to.conn`, or one to `to.addr`,
@@ -257,8 +190,13 @@ impl Tcp {
         let conn = match existing {
             Some(c) => c,
             None => {
-                let s = TcpStream::connect_timeout(&to.addr, CONNECT_TIMEOUT)
-                    .map_err(|_| SendError::Unreachable)?;
+                let s = TcpStream::connect_timeout(&to.addr, CONNECT_TIMEOUT).map_err(|e| {
+                    match e.kind() {
+                        // a reset in answer to the SYN (§18.1.1's UDP retry)
+                        io::ErrorKind::ConnectionRefused => SendError::Refused,
+                        _ => SendError::Unreachable,
+                    }
+                })?;
                 self.adopt(s).map_err(|_| SendError::Unreachable)?
             }
         };
@@ -285,6 +223,84 @@ impl Tcp {
             let _ = r.join();
         }
     }
+}
+
+/// A connection's reader: frames messages and hands each to `handler`,
+/// timed like a UDP worker's (see the module docs for K_rcv).
+fn read_loop<H: Handler>(tcp: &Arc<Tcp>, handler: &H, id: ConnId, peer: SocketAddr, s: TcpStream) {
+    let framer = Framer::new(tcp.max_message);
+    let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
+    let mut chunk = vec![0u8; 16 * 1024];
+    let mut scratch = Scratch::new();
+    let mut cmsg = [0u8; CMSG_SPACE];
+    let c = clock();
+    let from = Target {
+        addr: peer,
+        transport: Transport::Tcp,
+        conn: Some(id),
+    };
+    'conn: loop {
+        // Acquire pairs with the Release store in `shutdown`.
+        if tcp.stop.load(Ordering::Acquire) {
+            break;
+        }
+        let k_rcv = match recv_stream(&s, &mut chunk, &mut cmsg) {
+            Ok((0, _)) => break,
+            Ok((n, t_arr)) => {
+                let t_in = realtime_ns();
+                buf.extend_from_slice(&chunk[..n]);
+                t_arr.map(|a| t_in.saturating_sub(a))
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                continue
+            }
+            Err(_) => break,
+        };
+        loop {
+            match framer.frame(&buf) {
+                Ok(Frame::Incomplete) => break,
+                Ok(Frame::Message { skip, len }) => {
+                    let t0 = c.now();
+                    let mut sink = NetSink::new(&tcp.udp, None, Some(tcp), c);
+                    let o = handler.handle(
+                        &Inbound {
+                            bytes: &buf[skip..skip + len],
+                            from,
+                            now: c.ticks_to_ns(t0),
+                            queue_delay_ns: k_rcv.unwrap_or(0),
+                        },
+                        &mut scratch,
+                        &mut sink,
+                    );
+                    let total = c.ticks_to_ns(c.now().saturating_sub(t0));
+                    let snd = c.ticks_to_ns(sink.send_ticks);
+                    let sample = Sample {
+                        k_rcv_ns: k_rcv,
+                        t_sip_ns: total.saturating_sub(snd),
+                        k_snd_ns: snd,
+                        // not tracked for the TCP thread
+                        overlapped: false,
+                    };
+                    Tcp::lock(&tcp.stats).record(&sample, &o);
+                    buf.drain(..skip + len);
+                }
+                Err(_) => {
+                    // unframeable (no/bad Content-Length, too large): the stream is lost
+                    Tcp::lock(&tcp.stats).record_oversized();
+                    break 'conn;
+                }
+            }
+        }
+    }
+    let _ = s.shutdown(Shutdown::Both);
+    tcp.forget(id, peer);
 }
 
 /// Reads from a stream socket with `recvmsg`; returns the bytes read and
@@ -326,6 +342,17 @@ pub(crate) fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
     s.bind(&addr.into())?;
     s.listen(1024)?;
     Ok(s.into())
+}
+
+impl std::fmt::Debug for Tcp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tcp")
+            .field("local", &self.local)
+            .field("connections", &self.connections())
+            .field("max_conns", &self.max_conns)
+            .field("max_message", &self.max_message)
+            .finish_non_exhaustive()
+    }
 }
 
 #[allow(dead_code)]

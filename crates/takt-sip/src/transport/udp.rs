@@ -58,7 +58,9 @@ pub(crate) fn open(
     setsockopt_int(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RXQ_OVFL, 1)?;
     s.set_read_timeout(Some(RECV_TIMEOUT))?;
     let eff = s.recv_buffer_size()?;
-    Ok((s.into(), eff))
+    let s: UdpSocket = s.into();
+    super::errqueue::enable(&s, addr)?;
+    Ok((s, eff))
 }
 
 /// CLOCK_REALTIME in nanoseconds (the clock of SO_TIMESTAMPNS).
@@ -314,10 +316,14 @@ impl Batch {
     }
 
     /// Sends everything queued with `sendmmsg` (several calls if the kernel
-    /// takes fewer); returns datagrams the kernel refused.
-    pub(crate) fn flush(&mut self, sock: &UdpSocket, scratch: &[u8]) -> usize {
+    /// takes fewer); returns datagrams the kernel refused, and whether a
+    /// call failed with an earlier datagram's ICMP error (retried once; the
+    /// socket's error queue then has entries, see `errqueue`).
+    pub(crate) fn flush(&mut self, sock: &UdpSocket, scratch: &[u8]) -> (usize, bool) {
         let mut failed = 0;
         let mut done = 0;
+        let mut pending = false;
+        let mut retried = false;
         while done < self.out.len() {
             let k = (self.out.len() - done).min(self.n.max(64));
             if self.names.len() < k {
@@ -355,16 +361,24 @@ impl Batch {
             let r =
                 unsafe { libc::sendmmsg(sock.as_raw_fd(), self.hdrs.as_mut_ptr(), k as u32, 0) };
             if r <= 0 {
+                if r < 0 && !retried && super::errqueue::maybe_pending(&io::Error::last_os_error())
+                {
+                    // reported for another datagram: this one was not sent
+                    pending = true;
+                    retried = true;
+                    continue;
+                }
                 // skip the datagram the kernel refuses and go on
                 failed += 1;
                 done += 1;
             } else {
                 done += r as usize;
             }
+            retried = false;
         }
         self.out.clear();
         self.out_data.clear();
-        failed
+        (failed, pending)
     }
 }
 
@@ -399,7 +413,7 @@ mod tests {
         b.queue(to, b"w");
         b.queue_range(to, 3..4);
         assert_eq!(b.queued(), 8);
-        assert_eq!(b.flush(&tx, scratch), 0);
+        assert_eq!(b.flush(&tx, scratch), (0, false));
         let mut got = Vec::new();
         let mut r = Batch::new(8, 2048);
         while got.len() < 8 {

@@ -1,5 +1,5 @@
 //! Worker loops: one function per worker model, each run on a takt-sched
-//! thread, and the timed sink they hand the proxy.
+//! thread, and the timed sink they hand the [`Handler`].
 
 use std::io;
 use std::net::UdpSocket;
@@ -9,12 +9,14 @@ use std::time::Duration;
 
 use takt_sched::{Clock, SpinBudget};
 
+use super::errqueue;
+use super::handler::Handler;
 use super::tcp::Tcp;
 use super::udp::{self, Batch, CMSG_SPACE};
-use crate::proxy::{Inbound, Proxy, Scratch, SendError, Sink, Target, Transport};
+use crate::proxy::{Inbound, Scratch, SendError, Sink, Target, Transport};
 use crate::stats::{Registry, Sample, WorkerStats};
 
-/// The proxy's clock: TSC-derived nanoseconds.
+/// The handlers' clock: TSC-derived nanoseconds.
 pub(crate) fn now_ns(c: &Clock) -> u64 {
     c.ticks_to_ns(c.now())
 }
@@ -30,6 +32,9 @@ pub(crate) struct NetSink<'a> {
     pub(crate) send_ticks: u64,
     /// Datagrams queued into the batch.
     pub(crate) queued: usize,
+    /// A UDP send met an earlier datagram's ICMP error: the socket's
+    /// error queue has entries to read ([`super::errqueue`]).
+    pub(crate) errors_pending: bool,
 }
 
 impl<'a> NetSink<'a> {
@@ -46,6 +51,7 @@ impl<'a> NetSink<'a> {
             clock,
             send_ticks: 0,
             queued: 0,
+            errors_pending: false,
         }
     }
 }
@@ -84,9 +90,21 @@ impl Sink for NetSink<'_> {
                     return Ok(());
                 }
                 let t0 = self.clock.now();
-                let r = self.udp.send_to(bytes, to.addr);
+                let mut r = self.udp.send_to(bytes, to.addr);
+                if let Err(e) = &r {
+                    if errqueue::maybe_pending(e) {
+                        // another datagram's ICMP error, reported (and
+                        // cleared) here: this datagram was not sent yet
+                        self.errors_pending = true;
+                        r = self.udp.send_to(bytes, to.addr);
+                    }
+                }
                 self.send_ticks += self.clock.now().saturating_sub(t0);
-                r.map(drop).map_err(|_| SendError::Unreachable)
+                r.map(drop).map_err(|e| match e.raw_os_error() {
+                    Some(libc::EMSGSIZE) => SendError::TooLarge,
+                    Some(libc::ECONNREFUSED) => SendError::Refused,
+                    _ => SendError::Unreachable,
+                })
             }
         }
     }
@@ -128,8 +146,8 @@ impl Busy {
 }
 
 /// Everything a worker needs.
-pub(crate) struct Worker {
-    pub(crate) proxy: Arc<Proxy>,
+pub(crate) struct Worker<H> {
+    pub(crate) handler: Arc<H>,
     pub(crate) sock: UdpSocket,
     pub(crate) tcp: Option<Arc<Tcp>>,
     pub(crate) stats: Arc<Mutex<WorkerStats>>,
@@ -159,14 +177,30 @@ fn transient(e: &std::io::Error) -> bool {
     )
 }
 
-impl Worker {
+impl<H: Handler> Worker<H> {
     fn stopped(&self) -> bool {
         // Acquire pairs with the Release store in Server::stop.
         self.stop.load(Ordering::Acquire)
     }
 
+    /// Reads the socket's error queue (ICMP errors for datagrams sent
+    /// from it) into `buf` and hands every entry to the handler
+    /// ([`errqueue::drain`]); counts them. Returns the entries read.
+    #[cold]
+    fn read_errors(&self, buf: &mut [u8]) -> u64 {
+        let c = self.clock;
+        let mut sink = NetSink::new(&self.sock, None, self.tcp.as_ref(), c);
+        let (read, matched) =
+            errqueue::drain(&*self.handler, &self.sock, buf, now_ns(c), &mut sink);
+        if read > 0 {
+            let mut st = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+            st.record_icmp_errors(read, matched);
+        }
+        read
+    }
+
     /// Runs `recv` with `MSG_DONTWAIT`; when nothing is queued, lets the
-    /// proxy prepare for the next message ([`Proxy::prepare_idle`]), polls
+    /// handler prepare for the next message ([`Handler::prepare_idle`]), polls
     /// again until the spin budget is spent, then receives blocking. The
     /// polling keeps this thread (and its vCPU) awake between messages
     /// that arrive within the budget, at the cost of the CPU it burns.
@@ -187,7 +221,7 @@ impl Worker {
             return got.expect("set when polled");
         }
         // Idle: use the gap to load what the next message will touch.
-        self.proxy.prepare_idle();
+        self.handler.prepare_idle();
         if self.spin != SpinBudget::NONE {
             self.spin
                 .spin_until(|| polled(&mut got, recv(libc::MSG_DONTWAIT)));
@@ -213,8 +247,11 @@ impl Worker {
                     Ok(m) => m,
                     Err(e) if transient(&e) => continue,
                     Err(_) => {
-                        // e.g. ICMP port unreachable reported on the socket; never spin
-                        std::thread::sleep(ERROR_BACKOFF);
+                        // an ICMP error reported on the socket: read the
+                        // error queue; anything else: never spin
+                        if self.read_errors(&mut buf) == 0 {
+                            std::thread::sleep(ERROR_BACKOFF);
+                        }
                         continue;
                     }
                 };
@@ -239,15 +276,20 @@ impl Worker {
             );
             sample.overlapped = before || self.busy.others(self.index);
             self.busy.set(self.index, false);
+            let pending = sink.errors_pending;
             let mut st = self.stats.lock().unwrap_or_else(|p| p.into_inner());
             st.record(&sample, &o);
             if let Some(d) = meta.drops {
                 st.set_socket_drops(u64::from(d));
             }
+            drop(st);
+            if pending {
+                self.read_errors(&mut buf);
+            }
         }
     }
 
-    /// Hands one received datagram to the proxy and times it: K_rcv from the
+    /// Hands one received datagram to the handler and times it: K_rcv from the
     /// kernel timestamp to `t_in_real`, T_sip from `t0` (TSC ticks) to now
     /// minus the time `sink` spent inside send calls, which is K_snd.
     #[inline]
@@ -262,7 +304,7 @@ impl Worker {
     ) -> (Sample, crate::proxy::Outcome) {
         let c = self.clock;
         let k_rcv = meta.t_arr_ns.map(|a| t_in_real.saturating_sub(a));
-        let o = self.proxy.handle(
+        let o = self.handler.handle(
             &Inbound {
                 bytes,
                 from: Target {
@@ -296,12 +338,16 @@ impl Worker {
         let mut tx = Batch::new(batch, 1);
         let mut scratch = Scratch::new();
         let mut per_msg: Vec<(Sample, crate::proxy::Outcome, usize)> = Vec::with_capacity(batch);
+        let mut quote = vec![0u8; errqueue::QUOTE];
+        let mut pending = false;
         while !self.stopped() {
             let n = match self.recv_spinning(|f| rx.recv(&self.sock, f)) {
                 Ok(n) => n,
                 Err(e) if transient(&e) => continue,
                 Err(_) => {
-                    std::thread::sleep(ERROR_BACKOFF);
+                    if self.read_errors(&mut quote) == 0 {
+                        std::thread::sleep(ERROR_BACKOFF);
+                    }
                     continue;
                 }
             };
@@ -334,6 +380,7 @@ impl Worker {
                 );
                 sample.overlapped = before || self.busy.others(self.index);
                 self.busy.set(self.index, false);
+                pending |= sink.errors_pending;
                 per_msg.push((sample, o, sink.queued));
                 // the ranges just queued stay valid until the flush below
                 scratch.hold();
@@ -341,7 +388,7 @@ impl Worker {
             let total_queued = tx.queued();
             let t0 = c.now();
             if total_queued > 0 {
-                tx.flush(&self.sock, scratch.output());
+                pending |= tx.flush(&self.sock, scratch.output()).1;
             }
             scratch.release();
             let snd = c.ticks_to_ns(c.now().saturating_sub(t0));
@@ -359,28 +406,46 @@ impl Worker {
             if let Some(d) = drops {
                 st.set_socket_drops(u64::from(d));
             }
+            drop(st);
+            if std::mem::take(&mut pending) {
+                self.read_errors(&mut quote);
+            }
         }
     }
 }
 
-/// The transaction timer thread: runs due timers every `tick`, tops the
-/// transaction table up to its reserve ([`Proxy::replenish`]) and
-/// publishes the table size.
-pub(crate) fn run_timer(
-    proxy: Arc<Proxy>,
+/// The timer thread: runs the handler's [`Handler::tick`] every `tick`,
+/// reads its socket's error queue ([`errqueue`], step 4) and publishes
+/// what the handler holds ([`Handler::held`]).
+///
+/// Its socket is worker 0's (a clone); the errors it reads are counted in
+/// that worker's `errors` statistics.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_timer<H: Handler>(
+    handler: Arc<H>,
     sock: UdpSocket,
     tcp: Option<Arc<Tcp>>,
     reg: Arc<Registry>,
+    errors: Arc<Mutex<WorkerStats>>,
     stop: Arc<AtomicBool>,
     tick: Duration,
     clock: &'static Clock,
 ) {
+    let mut quote = vec![0u8; errqueue::QUOTE];
     // Acquire pairs with the Release store in Server::stop.
     while !stop.load(Ordering::Acquire) {
         std::thread::sleep(tick);
         let mut sink = NetSink::new(&sock, None, tcp.as_ref(), clock);
-        proxy.tick(now_ns(clock), &mut sink);
-        proxy.replenish();
-        reg.set_transactions(proxy.transactions_hint(), proxy.transaction_capacity());
+        handler.tick(now_ns(clock), &mut sink);
+        let (read, matched) =
+            errqueue::drain(&*handler, &sock, &mut quote, now_ns(clock), &mut sink);
+        if read > 0 {
+            errors
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .record_icmp_errors(read, matched);
+        }
+        let (held, capacity) = handler.held();
+        reg.set_transactions(held, capacity);
     }
 }

@@ -26,6 +26,15 @@ pub enum ParseError {
         /// The line.
         line: u16,
     },
+    /// A control character (%x00-1F but HTAB, or DEL) in the start line
+    /// or a header line, outside a quoted-pair; any header, parsed or not.
+    #[error("line {line}: control character 0x{byte:02X} (only HTAB is allowed)")]
+    Control {
+        /// The line.
+        line: u16,
+        /// The byte.
+        byte: u8,
+    },
     /// The request line is not `Method SP Request-URI SP SIP-Version`.
     #[error("request line: {0}")]
     RequestLine(LineError),
@@ -90,6 +99,7 @@ impl ParseError {
             ParseError::TooLarge { .. } => "too_large",
             ParseError::Unterminated => "unterminated",
             ParseError::LineBreak { .. } => "line_break",
+            ParseError::Control { .. } => "control_character",
             ParseError::RequestLine(_) => "request_line",
             ParseError::StatusLine(_) => "status_line",
             ParseError::Version => "version",

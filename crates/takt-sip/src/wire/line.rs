@@ -148,14 +148,25 @@ fn colon_and_match_portable(
     (len, equal)
 }
 
-/// The first CR or LF at or after `i` in `b`.
+/// Whether `c` is a control character: %x00-1F except HTAB, and DEL
+/// (CR and LF among them). RFC 3261's grammar allows none of them in a
+/// start line or header value, except CRLF ending a line (or folding it)
+/// and, inside a quoted string or comment, as the second byte of a
+/// `quoted-pair` (`"\" (%x00-09 / %x0B-0C / %x0E-7F)`).
 #[inline(always)]
-fn find_cr_or_lf(b: &[u8], mut i: usize) -> Option<usize> {
+pub(crate) const fn is_ctl(c: u8) -> bool {
+    (c < 0x20 && c != b'\t') || c == 0x7f
+}
+
+/// The first control character ([`is_ctl`]: CR and LF included) at or
+/// after `i` in `b`: line ends and forbidden bytes are found by one scan.
+#[inline(always)]
+fn find_ctl(b: &[u8], mut i: usize) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{
-            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128,
-            _mm_set1_epi8,
+            __m128i, _mm_andnot_si128, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8,
+            _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
         };
         while i + 16 <= b.len() {
             // SAFETY: `i + 16 <= b.len()`: the 16 bytes read are inside
@@ -163,9 +174,11 @@ fn find_cr_or_lf(b: &[u8], mut i: usize) -> Option<usize> {
             // the x86_64 baseline.
             let m = unsafe {
                 let v = _mm_loadu_si128(b.as_ptr().add(i).cast::<__m128i>());
-                let cr = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\r' as i8));
-                let lf = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\n' as i8));
-                _mm_movemask_epi8(_mm_or_si128(cr, lf)) as u32
+                // v <= 0x1F (unsigned): min(v, 0x1F) == v
+                let low = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
+                let tab = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\t' as i8));
+                let del = _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f));
+                _mm_movemask_epi8(_mm_or_si128(_mm_andnot_si128(tab, low), del)) as u32
             };
             if m != 0 {
                 return Some(i + m.trailing_zeros() as usize);
@@ -174,28 +187,110 @@ fn find_cr_or_lf(b: &[u8], mut i: usize) -> Option<usize> {
         }
     }
     let i = i.min(b.len());
-    b[i..]
-        .iter()
-        .position(|&c| c == b'\r' || c == b'\n')
-        .map(|p| i + p)
+    b[i..].iter().position(|&c| is_ctl(c)).map(|p| i + p)
 }
 
-/// Finds the CRLF ending the line at `i`; returns the index of its CR.
+/// Finds the CRLF ending the start line at `i`; returns the index of its
+/// CR. A control character before it is [`ParseError::Control`].
 ///
-/// One out-of-line copy for every line of a message (inlined, the scan
-/// would occupy its code lines once per call site).
+/// One out-of-line copy (inlined, the scan would occupy its code lines
+/// once per call site).
 #[inline(never)]
 pub(super) fn find_eol(b: &[u8], i: usize, line: u16) -> Result<usize, ParseError> {
-    match find_cr_or_lf(b, i) {
-        None => Err(ParseError::Unterminated),
-        Some(j) => {
-            if b[j] == b'\r' && b.get(j + 1) == Some(&b'\n') {
-                Ok(j)
-            } else if b[j] == b'\r' && j + 1 == b.len() {
-                Err(ParseError::Unterminated)
-            } else {
-                Err(ParseError::LineBreak { line })
+    let j = find_ctl(b, i).ok_or(ParseError::Unterminated)?;
+    line_end(b, j, line)
+}
+
+/// What the control character at `j` means when it is not the second byte
+/// of a quoted-pair: the line's end (`Ok`: the CR of a CRLF) or an error.
+#[inline(always)]
+fn line_end(b: &[u8], j: usize, line: u16) -> Result<usize, ParseError> {
+    match b[j] {
+        b'\r' if b.get(j + 1) == Some(&b'\n') => Ok(j),
+        b'\r' if j + 1 == b.len() => Err(ParseError::Unterminated),
+        b'\r' | b'\n' => Err(ParseError::LineBreak { line }),
+        byte => Err(ParseError::Control { line, byte }),
+    }
+}
+
+/// Finds the end of the header line at `i`, folded continuation lines
+/// (CRLF followed by SP or HTAB) included; returns the index of the CR of
+/// the CRLF that ends it. Every byte is checked on the way: a control
+/// character other than HTAB is [`ParseError::Control`] unless it is the
+/// second byte of a quoted-pair inside a quoted string or comment (RFC
+/// 4475's `intmeth` carries NUL, BEL and DEL that way); a lone CR or LF is
+/// [`ParseError::LineBreak`]. One scan, 16 bytes at a time; a
+/// quoted-pair control (rare) costs one pass over the bytes since the
+/// previous one.
+#[inline(never)]
+pub(super) fn find_header_end(b: &[u8], i: usize, line: u16) -> Result<usize, ParseError> {
+    let n = b.len();
+    let mut k = i;
+    let mut q = Quoting::at(i);
+    loop {
+        let j = find_ctl(b, k).ok_or(ParseError::Unterminated)?;
+        if b[j] == b'\r' && b.get(j + 1) == Some(&b'\n') {
+            if j + 2 < n && is_wsp(b[j + 2]) {
+                // a fold: the header line goes on
+                k = j + 2;
+                continue;
             }
+            return Ok(j);
+        }
+        if !matches!(b[j], b'\r' | b'\n') && q.quoted_pair_at(b, j) {
+            k = j + 1;
+            continue;
+        }
+        return line_end(b, j, line);
+    }
+}
+
+/// Where a header line's scan is with respect to quoted strings, comments
+/// and quoted-pairs (RFC 3261 §25.1), advanced lazily up to the control
+/// characters found: the state after `b[..pos]`.
+#[derive(Debug, Clone, Copy)]
+struct Quoting {
+    pos: usize,
+    in_quote: bool,
+    /// Comment nesting (outside quoted strings).
+    depth: u32,
+    /// The previous byte was a quoted-pair's backslash.
+    escaped: bool,
+}
+
+impl Quoting {
+    fn at(pos: usize) -> Quoting {
+        Quoting {
+            pos,
+            in_quote: false,
+            depth: 0,
+            escaped: false,
+        }
+    }
+
+    /// Whether `b[j]` (`j >= pos`) is the second byte of a quoted-pair;
+    /// consumes the bytes up to and including `j`.
+    fn quoted_pair_at(&mut self, b: &[u8], j: usize) -> bool {
+        for &c in &b[self.pos..j] {
+            self.step(c);
+        }
+        let pair = self.escaped;
+        self.step(b[j]);
+        self.pos = j + 1;
+        pair
+    }
+
+    fn step(&mut self, c: u8) {
+        if self.escaped {
+            self.escaped = false;
+        } else if (self.in_quote || self.depth > 0) && c == b'\\' {
+            self.escaped = true;
+        } else if c == b'"' && self.depth == 0 {
+            self.in_quote = !self.in_quote;
+        } else if !self.in_quote && c == b'(' {
+            self.depth = self.depth.saturating_add(1);
+        } else if !self.in_quote && c == b')' && self.depth > 0 {
+            self.depth -= 1;
         }
     }
 }
@@ -498,10 +593,10 @@ mod tests {
     }
 
     #[test]
-    fn line_ends_are_found_at_every_offset() {
+    fn control_characters_are_found_at_every_offset() {
         for len in 0..48 {
             for at in 0..=len {
-                for c in [b'\r', b'\n'] {
+                for c in [b'\r', b'\n', 0, 0x1b, 0x1f, 0x7f, b'\t', b' ', 0x80, 0xff] {
                     let mut b = vec![b'x'; len];
                     if at < len {
                         b[at] = c;
@@ -511,9 +606,9 @@ mod tests {
                             .iter()
                             .enumerate()
                             .skip(i)
-                            .find(|(_, &x)| x == b'\r' || x == b'\n')
+                            .find(|(_, &x)| x < 0x20 && x != b'\t' || x == 0x7f)
                             .map(|(k, _)| k);
-                        assert_eq!(find_cr_or_lf(&b, i), want, "len {len} at {at} from {i}");
+                        assert_eq!(find_ctl(&b, i), want, "{c:#x}: len {len} at {at} from {i}");
                     }
                 }
             }

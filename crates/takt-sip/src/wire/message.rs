@@ -5,7 +5,7 @@ use smallvec::SmallVec;
 use super::error::ParseError;
 use super::lex::{is_wsp, scan_token, trim};
 use super::line::{
-    find_eol, is_status_line, known_name, parse_status_line, request_line_slow,
+    find_eol, find_header_end, is_status_line, known_name, parse_status_line, request_line_slow,
     simple_request_line, simple_status_line,
 };
 use super::uri::Uri;
@@ -299,11 +299,8 @@ impl<'a> Message<'a> {
             if is_wsp(b[i]) {
                 return Err(ParseError::HeaderSyntax { line });
             }
-            // the header line, folds included
-            let mut e = find_eol(b, i, line)?;
-            while e + 2 < n && is_wsp(b[e + 2]) {
-                e = find_eol(b, e + 2, line)?;
-            }
+            // the header line, folds included, checked for control characters
+            let e = find_header_end(b, i, line)?;
             let (name, name_end, c) = match known_name(&b[i..]) {
                 Some((name, len)) => (name, i + len, i + len),
                 None => {

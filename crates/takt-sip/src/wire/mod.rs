@@ -20,6 +20,16 @@
 //!   building messages (tests, tools); [`Message::emit`] and
 //!   [`owned::OwnedMessage::emit`] write bytes back.
 //!
+//! Control characters: the scan that finds each line's end finds, in the
+//! same pass (16 bytes at a time), every control character (%x00-1F but
+//! HTAB, and DEL) in the start line and in every header line, parsed or
+//! not: RFC 3261 §25.1 allows one only as the second byte of a
+//! quoted-pair inside a quoted string or comment (RFC 4475's `intmeth`).
+//! Anything else is [`ParseError::Control`] (counter rule
+//! `control_character`), a lone CR or LF [`ParseError::LineBreak`]; the
+//! proxy answers such a request 400 with the error in the reason phrase,
+//! and drops a response or an ACK.
+//!
 //! Stream transports (TCP) frame messages with [`stream::Framer`], which
 //! requires Content-Length (§18.3).
 //!

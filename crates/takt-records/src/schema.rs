@@ -1,0 +1,290 @@
+//! The database schema and its step-by-step migration.
+//!
+//! The schema's version is `PRAGMA user_version`; `PRAGMA application_id`
+//! marks the file as takt's records ([`APPLICATION_ID`]). Opening a
+//! database runs, in order, every [`Step`] whose `to` is above the stored
+//! version. Each step runs in its own `BEGIN IMMEDIATE` transaction that
+//! re-reads the version first (another process may have migrated in the
+//! meantime) and sets the new version before it commits, so a database is
+//! always at exactly one version and a failed step leaves it at the one
+//! before. A version above the newest step is refused, never downgraded.
+//!
+//! Version 1 (the current schema):
+//!
+//! | table | one row per | columns |
+//! |---|---|---|
+//! | `runs` | run | `id`, `status` (`running`/`complete`/`interrupted`), `missing` (JSON array), `started`, `ended`, `command`, `commit_id`, `rustc`, `profile`, `takt`, `machine` (JSON), `steal_pct`, `load1/5/15`, `owner_boot`/`owner_pid`/`owner_start` (the writing process) |
+//! | `documents` | result document | `id`, `run_id`, `seq`, `suite`, `started`, `takt`, `body` (the document verbatim) |
+//! | `results` | row of a document | `id`, `document_id`, `seq`, `suite`, `name`, `impl`, `params` (canonical JSON), `unit`, `better`, `median`, `min`, `max`, `mean`, `stddev`, `ci_lo`, `ci_hi`, `runs`, `cpu_s`, `published`, `note`, `detail` (JSON) |
+//! | `samples` | raw sample | `result_id`, `seq`, `value` |
+
+use rusqlite::{Connection, Transaction, TransactionBehavior};
+
+use crate::error::{Error, Result};
+
+/// `PRAGMA application_id` of a takt records database: `"takt"` in ASCII.
+pub const APPLICATION_ID: i32 = 0x7461_6b74;
+
+/// One migration: from version `to - 1` to `to`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Step {
+    /// The version this step produces.
+    pub(crate) to: i64,
+    /// The change, run inside the step's transaction.
+    pub(crate) apply: fn(&Transaction<'_>) -> rusqlite::Result<()>,
+}
+
+/// Every step, in order; the last one's `to` is the current version.
+pub(crate) const STEPS: &[Step] = &[Step { to: 1, apply: v1 }];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = 1;
+
+const _: () = assert!(STEPS[STEPS.len() - 1].to == SCHEMA_VERSION);
+
+fn v1(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "CREATE TABLE runs (
+            id          INTEGER PRIMARY KEY,
+            status      TEXT NOT NULL CHECK (status IN ('running', 'complete', 'interrupted')),
+            missing     TEXT NOT NULL DEFAULT '[]',
+            started     TEXT NOT NULL,
+            ended       TEXT,
+            command     TEXT NOT NULL,
+            commit_id   TEXT NOT NULL,
+            rustc       TEXT NOT NULL,
+            profile     TEXT NOT NULL,
+            takt        TEXT NOT NULL,
+            machine     TEXT NOT NULL,
+            steal_pct   REAL,
+            load1       REAL,
+            load5       REAL,
+            load15      REAL,
+            owner_boot  TEXT NOT NULL,
+            owner_pid   INTEGER NOT NULL,
+            owner_start INTEGER NOT NULL
+        );
+        CREATE TABLE documents (
+            id      INTEGER PRIMARY KEY,
+            run_id  INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            seq     INTEGER NOT NULL,
+            suite   TEXT NOT NULL,
+            started TEXT NOT NULL,
+            takt    TEXT NOT NULL,
+            body    TEXT NOT NULL,
+            UNIQUE (run_id, seq)
+        );
+        CREATE TABLE results (
+            id          INTEGER PRIMARY KEY,
+            document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            seq         INTEGER NOT NULL,
+            suite       TEXT NOT NULL,
+            name        TEXT NOT NULL,
+            impl        TEXT NOT NULL,
+            params      TEXT NOT NULL,
+            unit        TEXT NOT NULL,
+            better      TEXT NOT NULL CHECK (better IN ('lower', 'higher')),
+            median      REAL NOT NULL,
+            min         REAL NOT NULL,
+            max         REAL NOT NULL,
+            mean        REAL NOT NULL,
+            stddev      REAL,
+            ci_lo       REAL,
+            ci_hi       REAL,
+            runs        INTEGER NOT NULL,
+            cpu_s       REAL NOT NULL,
+            published   REAL,
+            note        TEXT,
+            detail      TEXT NOT NULL DEFAULT '{}',
+            UNIQUE (document_id, seq)
+        );
+        CREATE INDEX results_key ON results (suite, name, impl, params);
+        CREATE TABLE samples (
+            result_id INTEGER NOT NULL REFERENCES results(id) ON DELETE CASCADE,
+            seq       INTEGER NOT NULL,
+            value     REAL NOT NULL,
+            PRIMARY KEY (result_id, seq)
+        ) WITHOUT ROWID;",
+    )
+}
+
+/// The database's schema version.
+pub(crate) fn version(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+}
+
+/// Brings the database to the last step's version, one step per
+/// transaction. Returns the version found before migrating.
+pub(crate) fn migrate(
+    conn: &mut Connection,
+    steps: &[Step],
+    path: &std::path::Path,
+) -> Result<i64> {
+    let found = version(conn)?;
+    let newest = steps.last().map_or(0, |s| s.to);
+    if found > newest {
+        return Err(Error::SchemaTooNew {
+            path: path.to_path_buf(),
+            found,
+            supported: newest,
+        });
+    }
+    for step in steps.iter().filter(|s| s.to > found) {
+        let run = |conn: &mut Connection| -> rusqlite::Result<()> {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            // Another process may have taken this step since we looked.
+            if version(&tx)? >= step.to {
+                return Ok(());
+            }
+            (step.apply)(&tx)?;
+            tx.pragma_update(None, "application_id", APPLICATION_ID)?;
+            tx.pragma_update(None, "user_version", step.to)?;
+            tx.commit()
+        };
+        run(conn).map_err(|source| Error::Migration {
+            to: step.to,
+            source,
+        })?;
+    }
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+
+    fn temp_db(tag: &str) -> (PathGuard, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!(
+            "takt-records-schema-{tag}-{}-{:?}",
+            std::process::id(),
+            std::time::SystemTime::now()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let db = dir.join("r.db");
+        (PathGuard(dir), db)
+    }
+
+    struct PathGuard(std::path::PathBuf);
+    impl Drop for PathGuard {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// A version-1 database made by hand, outside the machinery, with
+    /// one complete run in it.
+    fn hand_made_v1(path: &std::path::Path) {
+        let mut conn = Connection::open(path).unwrap();
+        let tx = conn.transaction().unwrap();
+        v1(&tx).unwrap();
+        tx.execute_batch(
+            "INSERT INTO runs (id, status, started, ended, command, commit_id, rustc, profile,
+                               takt, machine, owner_boot, owner_pid, owner_start)
+             VALUES (1, 'complete', '2026-11-01T00:00:00Z', '2026-11-01T00:01:00Z',
+                     'takt bench sme', 'abc1234', 'rustc 1.88.0', 'release', '0.1.0',
+                     '{\"cpus\":2}', '', 0, 0);
+             PRAGMA user_version = 1;",
+        )
+        .unwrap();
+        tx.pragma_update(None, "application_id", APPLICATION_ID)
+            .unwrap();
+        tx.commit().unwrap();
+    }
+
+    fn v2_adds_a_label(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+        tx.execute_batch(
+            "ALTER TABLE runs ADD COLUMN label TEXT NOT NULL DEFAULT '';
+             UPDATE runs SET label = 'from v1';",
+        )
+    }
+
+    fn v2_fails_halfway(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+        tx.execute_batch("CREATE TABLE half (x); INSERT INTO no_such_table VALUES (1);")
+    }
+
+    #[test]
+    fn an_older_schema_is_migrated_step_by_step_and_keeps_its_runs() {
+        let (_dir, db) = temp_db("older");
+        hand_made_v1(&db);
+        let steps = [
+            STEPS[0],
+            Step {
+                to: 2,
+                apply: v2_adds_a_label,
+            },
+        ];
+        let store = Store::open_with(&db, false, &steps).unwrap();
+        let runs = store.list().unwrap();
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].meta.command, "takt bench sme");
+        drop(store);
+        let conn = Connection::open(&db).unwrap();
+        assert_eq!(version(&conn).unwrap(), 2);
+        let label: String = conn
+            .query_row("SELECT label FROM runs WHERE id = 1", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(label, "from v1");
+        // Opening again with the same steps changes nothing.
+        drop(conn);
+        Store::open_with(&db, false, &steps).unwrap();
+    }
+
+    #[test]
+    fn a_fresh_database_runs_every_step() {
+        let (_dir, db) = temp_db("fresh");
+        Store::open(&db).unwrap();
+        let conn = Connection::open(&db).unwrap();
+        assert_eq!(version(&conn).unwrap(), SCHEMA_VERSION);
+        let app: i32 = conn
+            .query_row("PRAGMA application_id", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(app, APPLICATION_ID);
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+    }
+
+    #[test]
+    fn a_failed_step_leaves_the_previous_version_whole() {
+        let (_dir, db) = temp_db("failed");
+        hand_made_v1(&db);
+        let steps = [
+            STEPS[0],
+            Step {
+                to: 2,
+                apply: v2_fails_halfway,
+            },
+        ];
+        let e = Store::open_with(&db, false, &steps).unwrap_err();
+        assert!(matches!(e, Error::Migration { to: 2, .. }), "{e:?}");
+        assert!(e.to_string().contains("left at 1"), "{e}");
+        let conn = Connection::open(&db).unwrap();
+        assert_eq!(version(&conn).unwrap(), 1);
+        let half: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'half'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(half, 0, "the failed step's table was rolled back");
+        drop(conn);
+        // The current build still opens it.
+        assert_eq!(Store::open_existing(&db).unwrap().list().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused_not_downgraded() {
+        let (_dir, db) = temp_db("newer");
+        hand_made_v1(&db);
+        Connection::open(&db)
+            .unwrap()
+            .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+            .unwrap();
+        let e = Store::open_existing(&db).unwrap_err();
+        assert!(matches!(e, Error::SchemaTooNew { .. }), "{e:?}");
+        assert!(e.to_string().contains("use a newer takt"), "{e}");
+    }
+}

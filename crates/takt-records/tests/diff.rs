@@ -1,0 +1,240 @@
+//! `compare`: regressions and improvements beyond both runs' noise, and
+//! nothing flagged within it.
+
+mod common;
+
+use common::{document, row, TempDir};
+use serde_json::json;
+use takt_records::compare::DEFAULT_MIN_CHANGE_PCT;
+use takt_records::{compare, record, RunMeta, Store, Verdict};
+
+fn runs() -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
+    let p = |t: u32| json!({"threads": t});
+    // Crafted: the intervals say "disjoint", the samples interleave.
+    let mut crafted_a = row(
+        "crafted",
+        "takt",
+        p(1),
+        "lower",
+        &[10.0, 10.2, 10.4, 10.6, 10.8],
+    );
+    crafted_a["ci95"] = json!([10.3, 10.5]);
+    let mut crafted_b = row(
+        "crafted",
+        "takt",
+        p(1),
+        "lower",
+        &[10.1, 10.3, 10.5, 10.7, 10.9],
+    );
+    crafted_b["ci95"] = json!([10.55, 10.6]);
+    let mut bare_a = row("bare", "takt", p(1), "lower", &[5.0, 5.1, 5.0, 5.1, 5.05]);
+    bare_a.as_object_mut().unwrap().remove("samples");
+    let mut bare_b = row("bare", "takt", p(1), "lower", &[6.0, 6.1, 6.0, 6.1, 6.05]);
+    bare_b.as_object_mut().unwrap().remove("samples");
+    let mut single_a = row("single", "takt", p(1), "lower", &[7.0, 7.0]);
+    single_a["runs"] = json!(1);
+    let single_b = row("single", "takt", p(1), "lower", &[9.0, 9.1, 9.2]);
+    let a = vec![document(
+        "agents",
+        vec![
+            row(
+                "steady",
+                "takt",
+                p(1),
+                "lower",
+                &[12.1, 12.5, 12.3, 12.8, 12.2],
+            ),
+            row(
+                "slower",
+                "takt",
+                p(1),
+                "lower",
+                &[10.0, 10.1, 9.9, 10.05, 9.95],
+            ),
+            row(
+                "slower",
+                "takt",
+                p(2),
+                "lower",
+                &[20.0, 20.1, 19.9, 20.05, 19.95],
+            ),
+            row(
+                "throughput",
+                "takt",
+                p(1),
+                "higher",
+                &[100.0, 101.0, 99.0, 100.5, 99.5],
+            ),
+            crafted_a,
+            bare_a,
+            single_a,
+            row("retired", "takt", p(1), "lower", &[1.0, 1.1, 1.2, 1.0, 1.1]),
+            row(
+                "slight",
+                "takt",
+                p(1),
+                "lower",
+                &[50.0, 50.1, 49.9, 50.05, 49.95],
+            ),
+        ],
+    )];
+    let b = vec![document(
+        "agents",
+        vec![
+            row(
+                "steady",
+                "takt",
+                p(1),
+                "lower",
+                &[12.4, 12.0, 12.6, 12.3, 12.7],
+            ),
+            row(
+                "slower",
+                "takt",
+                p(1),
+                "lower",
+                &[12.0, 12.1, 11.9, 12.05, 11.95],
+            ),
+            row(
+                "slower",
+                "takt",
+                p(2),
+                "lower",
+                &[20.1, 19.9, 20.0, 20.05, 19.95],
+            ),
+            row(
+                "throughput",
+                "takt",
+                p(1),
+                "higher",
+                &[120.0, 121.0, 119.0, 120.5, 119.5],
+            ),
+            crafted_b,
+            bare_b,
+            single_b,
+            row(
+                "slight",
+                "takt",
+                p(1),
+                "lower",
+                &[51.0, 51.1, 50.9, 51.05, 50.95],
+            ),
+            row(
+                "newcomer",
+                "takt",
+                p(1),
+                "lower",
+                &[1.0, 1.1, 1.2, 1.0, 1.1],
+            ),
+        ],
+    )];
+    (a, b)
+}
+
+#[test]
+fn diff_flags_changes_beyond_both_intervals_and_nothing_within_them() {
+    let dir = TempDir::new("diff");
+    let (a, b) = runs();
+    let ia = record(dir.db(), &RunMeta::from_documents(&a).unwrap(), &a).unwrap();
+    let ib = record(dir.db(), &RunMeta::from_documents(&b).unwrap(), &b).unwrap();
+    let store = Store::open_existing(dir.db()).unwrap();
+    let d = compare(
+        &store.run(ia).unwrap(),
+        &store.run(ib).unwrap(),
+        DEFAULT_MIN_CHANGE_PCT,
+    );
+    let verdict = |name: &str, threads: u32| {
+        d.rows
+            .iter()
+            .find(|r| r.name == name && r.params["threads"] == threads)
+            .unwrap_or_else(|| panic!("no row {name}/{threads}"))
+    };
+
+    let steady = verdict("steady", 1);
+    assert_eq!(steady.verdict, Verdict::WithinNoise);
+    assert_eq!(steady.intervals_disjoint, Some(false));
+
+    let slower = verdict("slower", 1);
+    assert_eq!(slower.verdict, Verdict::Regression);
+    assert!((slower.change_pct.unwrap() - 20.0).abs() < 1e-9);
+    assert!(slower.p_value.unwrap() < 0.01);
+    // Same name, other params: matched separately, and unchanged.
+    assert_eq!(verdict("slower", 2).verdict, Verdict::WithinNoise);
+
+    assert_eq!(verdict("throughput", 1).verdict, Verdict::Improvement);
+
+    let crafted = verdict("crafted", 1);
+    assert_eq!(crafted.intervals_disjoint, Some(true));
+    assert!(crafted.p_value.unwrap() >= 0.05, "{:?}", crafted.p_value);
+    assert_eq!(
+        crafted.verdict,
+        Verdict::WithinNoise,
+        "both tests must agree"
+    );
+
+    let bare = verdict("bare", 1);
+    assert_eq!(bare.p_value, None);
+    assert_eq!(
+        bare.verdict,
+        Verdict::Regression,
+        "without samples the intervals decide"
+    );
+
+    let single = verdict("single", 1);
+    assert_eq!(single.verdict, Verdict::Unjudged);
+    assert_eq!(single.reason.as_deref(), Some("fewer than 2 repetitions"));
+
+    let slight = verdict("slight", 1);
+    assert_eq!(slight.intervals_disjoint, Some(true));
+    assert!(slight.p_value.unwrap() < 0.05);
+    assert_eq!(slight.verdict, Verdict::Small, "2% is under the 5% minimum");
+
+    assert_eq!(verdict("retired", 1).verdict, Verdict::OnlyInA);
+    assert_eq!(verdict("newcomer", 1).verdict, Verdict::OnlyInB);
+    assert_eq!(
+        d.rows.last().unwrap().name,
+        "newcomer",
+        "B-only rows come last"
+    );
+
+    let c = &d.counts;
+    assert_eq!(
+        (
+            c.regressions,
+            c.improvements,
+            c.within_noise,
+            c.unjudged,
+            c.only_in_a,
+            c.only_in_b
+        ),
+        (2, 1, 3, 1, 1, 1)
+    );
+    let v = serde_json::to_value(&d).unwrap();
+    assert_eq!(v["rows"][1]["verdict"], "regression");
+    assert_eq!(v["a"]["id"], ia);
+    assert!(v["method"].as_str().unwrap().contains("Mann-Whitney"));
+}
+
+#[test]
+fn a_unit_change_is_not_judged() {
+    let (a, _) = runs();
+    let mut b = a.clone();
+    b[0]["results"][0]["unit"] = json!("us");
+    let dir = TempDir::new("unit");
+    let ia = record(dir.db(), &RunMeta::from_documents(&a).unwrap(), &a).unwrap();
+    let ib = record(dir.db(), &RunMeta::from_documents(&b).unwrap(), &b).unwrap();
+    let store = Store::open_existing(dir.db()).unwrap();
+    let d = compare(
+        &store.run(ia).unwrap(),
+        &store.run(ib).unwrap(),
+        DEFAULT_MIN_CHANGE_PCT,
+    );
+    assert_eq!(d.rows[0].verdict, Verdict::Unjudged);
+    assert_eq!(
+        d.rows[0].reason.as_deref(),
+        Some("unit changed: ns/msg -> us")
+    );
+    // A run against itself: nothing moved.
+    let same = compare(&store.run(ia).unwrap(), &store.run(ia).unwrap(), 0.0);
+    assert_eq!(same.counts.regressions + same.counts.improvements, 0);
+}

@@ -1,0 +1,1041 @@
+//! [`Node`]: one process's membership in a cluster, and its bridge thread.
+//!
+//! ## Threads and queues
+//! A node owns one bridge thread (made from [`Config::thread`] by
+//! takt-sched) that runs the engine's client on a current-thread tokio
+//! runtime. Agents and other threads never wait for it: a send encodes the
+//! message on the caller's thread, checks it against the server's
+//! `max_payload`, and puts it on a bounded queue with `try_send`; a full
+//! queue is an error ([`RemoteError::QueueFull`]) and, for a
+//! [`Recipient`] made with [`RemoteAgent::recipient_with`], the
+//! configured [`Overflow`] reaction. Incoming messages are decoded on the
+//! bridge thread and handed to local [`Recipient`]s, whose own
+//! [`Limits`](takt_agents::Limits) apply when the agent cannot keep up.
+//!
+//! ## Subjects
+//! `<cluster>.agent.<node>.<name>` for an exported agent,
+//! `<cluster>.mbox.<name>` for an exported mailbox, `<cluster>.presence`
+//! for announcements, `<cluster>.inbox.<node>.<incarnation>.<token>` for
+//! replies.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use takt_agents::{
+    pending, Accept, Answer, AskError, Mbox, Overflow, Pending, Recipient, Requester,
+};
+use takt_sched::TaktThread;
+use tokio::sync::{mpsc, Notify};
+
+use crate::codec::{decode, encode, Remote};
+use crate::config::{check_name, Config};
+use crate::nats::Nats;
+use crate::presence::{Directory, NodeEvent, Peer, Presence};
+use crate::stats::{bump, Counters, RemoteStats};
+use crate::transport::{Inbound, Meta, Transport};
+use crate::RemoteError;
+
+/// Reply error header values.
+const ERR_NO_REPLY: &str = "no-reply";
+const ERR_TIMEOUT: &str = "timeout";
+const ERR_MISMATCH: &str = "mismatch";
+const ERR_OTHER: &str = "failed";
+
+/// The presence announcement's wire name and version.
+const PRESENCE_TYPE: &str = "takt.Presence";
+const PRESENCE_VERSION: u32 = 1;
+
+/// Presence checks per heartbeat interval.
+const CHECKS_PER_HEARTBEAT: u32 = 10;
+/// How long a closing node waits for its leaving announcement to go out.
+const LEAVE_FLUSH: Duration = Duration::from_secs(1);
+
+type ReplyFut = Pin<Box<dyn Future<Output = (Meta, Bytes)> + Send>>;
+type Handler = Arc<dyn Fn(&Inner, Inbound) -> Option<ReplyFut> + Send + Sync>;
+type Completion = Box<dyn FnOnce(&Inner, Result<Inbound, AskError>) + Send>;
+
+/// A query waiting for its reply, and the timer that fails it.
+struct Waiting {
+    done: Completion,
+    /// Set by the bridge once the query is out; aborted on completion.
+    timer: Option<tokio::task::AbortHandle>,
+}
+type Table = Mutex<HashMap<&'static str, Handler>>;
+
+enum Command {
+    Publish {
+        subject: String,
+        reply: Option<String>,
+        meta: Meta,
+        payload: Bytes,
+        /// A reply token to fail with `Timeout` after the duration.
+        expire: Option<(u64, Duration)>,
+    },
+    Subscribe {
+        subject: String,
+        handler: Handler,
+        /// An agent name to announce once subscribed.
+        announce: Option<String>,
+        done: std::sync::mpsc::Sender<Result<(), RemoteError>>,
+    },
+}
+
+pub(crate) struct Inner {
+    cfg: Config,
+    origin: String,
+    incarnation: u64,
+    tx: mpsc::Sender<Command>,
+    shutdown: Notify,
+    counters: Arc<Counters>,
+    max_payload: AtomicUsize,
+    dir: Directory,
+    /// Exported agent names → handlers by message type name.
+    exports: Mutex<HashMap<String, Arc<Table>>>,
+    /// Exported names whose subscription the server confirmed.
+    announced: Mutex<Vec<String>>,
+    exported_mboxes: Mutex<Vec<String>>,
+    replies: Mutex<HashMap<u64, Waiting>>,
+    next_token: AtomicU64,
+}
+
+impl Inner {
+    fn meta<M: Remote>(&self) -> Meta {
+        Meta {
+            type_name: M::NAME.to_string(),
+            version: M::VERSION,
+            origin: self.origin.clone(),
+            error: None,
+        }
+    }
+
+    fn presence_meta(&self) -> Meta {
+        Meta {
+            type_name: PRESENCE_TYPE.to_string(),
+            version: PRESENCE_VERSION,
+            origin: self.origin.clone(),
+            error: None,
+        }
+    }
+
+    fn error_meta(&self, why: &str) -> Meta {
+        Meta {
+            type_name: String::new(),
+            version: 0,
+            origin: self.origin.clone(),
+            error: Some(why.to_string()),
+        }
+    }
+
+    fn presence_subject(&self) -> String {
+        format!("{}.presence", self.cfg.cluster)
+    }
+
+    fn inbox_prefix(&self) -> String {
+        format!(
+            "{}.inbox.{}.{}",
+            self.cfg.cluster, self.cfg.node, self.incarnation
+        )
+    }
+
+    fn agent_subject(&self, node: &str, name: &str) -> String {
+        format!("{}.agent.{node}.{name}", self.cfg.cluster)
+    }
+
+    fn mbox_subject(&self, name: &str) -> String {
+        format!("{}.mbox.{name}", self.cfg.cluster)
+    }
+
+    fn presence(&self, leaving: bool) -> Presence {
+        Presence {
+            node: self.cfg.node.clone(),
+            incarnation: self.incarnation,
+            heartbeat_us: self.cfg.heartbeat.as_micros() as u64,
+            missed: self.cfg.missed_heartbeats,
+            exports: self
+                .announced
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+            leaving,
+        }
+    }
+
+    /// Puts one message on the outbound queue (never blocks).
+    fn enqueue(
+        &self,
+        subject: String,
+        reply: Option<String>,
+        meta: Meta,
+        payload: Vec<u8>,
+        expire: Option<(u64, Duration)>,
+    ) -> Result<(), RemoteError> {
+        let size = payload.len() + meta.wire_len();
+        let max = self.max_payload.load(Ordering::Relaxed);
+        if size > max {
+            bump(&self.counters.too_large);
+            return Err(RemoteError::TooLarge { size, max });
+        }
+        let cmd = Command::Publish {
+            subject,
+            reply,
+            meta,
+            payload: Bytes::from(payload),
+            expire,
+        };
+        match self.tx.try_send(cmd) {
+            Ok(()) => {
+                bump(&self.counters.sent);
+                Ok(())
+            }
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                bump(&self.counters.queue_full);
+                Err(RemoteError::QueueFull {
+                    capacity: self.cfg.outbound_queue,
+                })
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => Err(RemoteError::Closed),
+        }
+    }
+
+    /// Asks a remote `subject`; the reply completes the returned `Pending`.
+    fn ask<Q: Remote, R: Remote>(
+        &self,
+        peer: &Peer,
+        subject: String,
+        q: &Q,
+        timeout: Duration,
+    ) -> Pending<R> {
+        let (promise, p) = pending::<R>();
+        if !peer.is_up() {
+            bump(&self.counters.undeliverable);
+            promise.fail(AskError::Unreachable);
+            return p;
+        }
+        let payload = match encode(q) {
+            Ok(b) => b,
+            Err(_) => {
+                promise.fail(AskError::Rejected);
+                return p;
+            }
+        };
+        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
+        let done: Completion = Box::new(move |inner: &Inner, r| match r {
+            Err(e) => promise.fail(e),
+            Ok(m) => match (&m.meta, m.meta.as_ref().and_then(|x| x.error.as_deref())) {
+                (_, Some(ERR_NO_REPLY)) => promise.fail(AskError::NoReply),
+                (_, Some(ERR_TIMEOUT)) => promise.fail(AskError::Timeout),
+                (_, Some(_)) => promise.fail(AskError::Rejected),
+                (None, None) => {
+                    bump(&inner.counters.decode_errors);
+                    promise.fail(AskError::Rejected)
+                }
+                (Some(meta), None) => match decode::<R>(meta, &m.payload) {
+                    Ok(r) => {
+                        bump(&inner.counters.delivered);
+                        promise.fulfil(r)
+                    }
+                    Err(e) => {
+                        inner.count_decode_error(&e);
+                        promise.fail(AskError::Rejected)
+                    }
+                },
+            },
+        });
+        self.replies
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(token, Waiting { done, timer: None });
+        let reply = format!("{}.{token}", self.inbox_prefix());
+        if self
+            .enqueue(
+                subject,
+                Some(reply),
+                self.meta::<Q>(),
+                payload,
+                Some((token, timeout)),
+            )
+            .is_err()
+        {
+            self.complete(token, Err(AskError::Rejected));
+        }
+        p
+    }
+
+    fn complete(&self, token: u64, r: Result<Inbound, AskError>) {
+        let done = self
+            .replies
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&token);
+        if let Some(w) = done {
+            if let Some(t) = w.timer {
+                t.abort();
+            }
+            (w.done)(self, r);
+        }
+    }
+
+    fn count_decode_error(&self, e: &RemoteError) {
+        match e {
+            RemoteError::TypeMismatch { .. } => bump(&self.counters.type_mismatch),
+            _ => bump(&self.counters.decode_errors),
+        }
+    }
+
+    fn node_event(&self, ev: NodeEvent) {
+        if matches!(ev, NodeEvent::Down { .. }) {
+            bump(&self.counters.nodes_down);
+        }
+        self.dir.notify(ev);
+    }
+
+    /// Registers a subscription with the bridge and waits for the server's
+    /// confirmation (setup-time calls only: this blocks the caller).
+    fn subscribe(
+        &self,
+        subject: String,
+        handler: Handler,
+        announce: Option<String>,
+    ) -> Result<(), RemoteError> {
+        let (done, wait) = std::sync::mpsc::channel();
+        let cmd = Command::Subscribe {
+            subject,
+            handler,
+            announce,
+            done,
+        };
+        self.tx.try_send(cmd).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => RemoteError::QueueFull {
+                capacity: self.cfg.outbound_queue,
+            },
+            mpsc::error::TrySendError::Closed(_) => RemoteError::Closed,
+        })?;
+        wait.recv_timeout(self.cfg.connect_timeout + self.cfg.request_timeout)
+            .map_err(|_| RemoteError::Closed)?
+    }
+}
+
+/// A process's membership in a takt cluster over NATS; see the crate docs.
+pub struct Node {
+    inner: Arc<Inner>,
+    thread: Option<TaktThread<()>>,
+}
+
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node")
+            .field("node", &self.inner.cfg.node)
+            .field("url", &self.inner.cfg.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Node {
+    /// Connects to the server, starts the bridge thread and announces the
+    /// node. Fails if the server cannot be reached within
+    /// [`Config::connect_timeout`], refuses the credentials, or the TLS
+    /// handshake fails.
+    pub fn start(cfg: Config) -> Result<Node, RemoteError> {
+        cfg.validate()?;
+        let (tx, rx) = mpsc::channel(cfg.outbound_queue);
+        let incarnation = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0)
+            ^ u64::from(std::process::id());
+        let inner = Arc::new(Inner {
+            origin: format!("{}/{incarnation}", cfg.node),
+            incarnation,
+            tx,
+            shutdown: Notify::new(),
+            counters: Arc::new(Counters::default()),
+            max_payload: AtomicUsize::new(usize::MAX),
+            dir: Directory::default(),
+            exports: Mutex::new(HashMap::new()),
+            announced: Mutex::new(Vec::new()),
+            exported_mboxes: Mutex::new(Vec::new()),
+            replies: Mutex::new(HashMap::new()),
+            next_token: AtomicU64::new(1),
+            cfg,
+        });
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let bridge = inner.clone();
+        let thread = inner
+            .cfg
+            .thread
+            .spawn(move || bridge_main(bridge, rx, ready_tx))
+            .map_err(|e| RemoteError::Thread(e.to_string()))?;
+        let wait = inner.cfg.connect_timeout + Duration::from_secs(5);
+        let started = ready_rx
+            .recv_timeout(wait)
+            .unwrap_or_else(|_| Err(RemoteError::Thread("the bridge did not start".into())));
+        match started {
+            Ok(()) => Ok(Node {
+                inner,
+                thread: Some(thread),
+            }),
+            Err(e) => {
+                inner.shutdown.notify_one();
+                let _ = thread.join();
+                Err(e)
+            }
+        }
+    }
+
+    /// This node's name.
+    pub fn name(&self) -> &str {
+        &self.inner.cfg.node
+    }
+
+    /// The configuration it runs with.
+    pub fn config(&self) -> &Config {
+        &self.inner.cfg
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> RemoteStats {
+        self.inner.counters.snapshot()
+    }
+
+    /// The server's `max_payload` (payload plus headers), in bytes.
+    pub fn max_payload(&self) -> usize {
+        self.inner.max_payload.load(Ordering::Relaxed)
+    }
+
+    /// Exports `to` under `name`: other nodes find it with
+    /// [`lookup`](Self::lookup) and send it `M`. One name may accept
+    /// several message types (one `export` each) and queries
+    /// ([`export_ask`](Self::export_ask)). Blocks until the server has the
+    /// subscription.
+    pub fn export<M: Remote>(&self, name: &str, to: Recipient<M>) -> Result<(), RemoteError> {
+        let h: Handler = Arc::new(move |inner: &Inner, m: Inbound| {
+            let Some(meta) = &m.meta else {
+                bump(&inner.counters.decode_errors);
+                return None;
+            };
+            match decode::<M>(meta, &m.payload) {
+                Ok(msg) => {
+                    bump(&inner.counters.delivered);
+                    to.send(msg)
+                }
+                Err(e) => inner.count_decode_error(&e),
+            }
+            None
+        });
+        self.add_export(name, M::NAME, h)
+    }
+
+    /// Exports `to` under `name` for queries `Q` answered with `R`
+    /// (`to`'s own timeout is [`Config::request_timeout`]).
+    pub fn export_ask<Q: Remote, R: Remote>(
+        &self,
+        name: &str,
+        to: Requester<Q, R>,
+    ) -> Result<(), RemoteError> {
+        let h: Handler = Arc::new(move |inner: &Inner, m: Inbound| {
+            let Some(meta) = &m.meta else {
+                bump(&inner.counters.decode_errors);
+                return None;
+            };
+            let q = match decode::<Q>(meta, &m.payload) {
+                Ok(q) => q,
+                Err(e) => {
+                    inner.count_decode_error(&e);
+                    let em = inner.error_meta(ERR_MISMATCH);
+                    return Some(Box::pin(async move { (em, Bytes::new()) }));
+                }
+            };
+            bump(&inner.counters.delivered);
+            // The timeout runs on the bridge's own timer: no other thread
+            // is involved in a query's life beyond the agent's.
+            let p = tokio::time::timeout(inner.cfg.request_timeout, to.ask(q));
+            let ok = inner.meta::<R>();
+            let mut failed = inner.error_meta(ERR_OTHER);
+            Some(Box::pin(async move {
+                let why = match p.await.unwrap_or(Err(AskError::Timeout)) {
+                    Ok(r) => match encode(&r) {
+                        Ok(b) => return (ok, Bytes::from(b)),
+                        Err(_) => ERR_OTHER,
+                    },
+                    Err(AskError::Timeout) => ERR_TIMEOUT,
+                    Err(AskError::NoReply) => ERR_NO_REPLY,
+                    Err(_) => ERR_OTHER,
+                };
+                failed.error = Some(why.to_string());
+                (failed, Bytes::new())
+            }))
+        });
+        self.add_export(name, Q::NAME, h)
+    }
+
+    fn add_export(
+        &self,
+        name: &str,
+        type_name: &'static str,
+        h: Handler,
+    ) -> Result<(), RemoteError> {
+        check_name(name)?;
+        let inner = &self.inner;
+        let (table, fresh) = {
+            let mut ex = inner.exports.lock().unwrap_or_else(|e| e.into_inner());
+            match ex.get(name) {
+                Some(t) => (t.clone(), false),
+                None => {
+                    let t: Arc<Table> = Arc::default();
+                    ex.insert(name.to_string(), t.clone());
+                    (t, true)
+                }
+            }
+        };
+        {
+            let mut t = table.lock().unwrap_or_else(|e| e.into_inner());
+            if t.contains_key(type_name) {
+                return Err(RemoteError::AlreadyExported(name.to_string()));
+            }
+            t.insert(type_name, h);
+        }
+        if !fresh {
+            return Ok(());
+        }
+        let dispatch: Handler = Arc::new(move |inner: &Inner, m: Inbound| {
+            let handler = m.meta.as_ref().and_then(|meta| {
+                table
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get(meta.type_name.as_str())
+                    .cloned()
+            });
+            match handler {
+                Some(h) => h(inner, m),
+                None => {
+                    if m.meta.is_some() {
+                        bump(&inner.counters.type_mismatch);
+                    } else {
+                        bump(&inner.counters.decode_errors);
+                    }
+                    let em = inner.error_meta(ERR_MISMATCH);
+                    m.reply
+                        .is_some()
+                        .then(|| Box::pin(async move { (em, Bytes::new()) }) as ReplyFut)
+                }
+            }
+        });
+        let subject = inner.agent_subject(&inner.cfg.node, name);
+        inner.subscribe(subject, dispatch, Some(name.to_string()))
+    }
+
+    /// Exports the named mailbox `mbox` to the cluster: what any node
+    /// publishes through its [`RemoteMbox`] of the same name reaches the
+    /// subscribers of every node's mailbox, each once. Plain
+    /// [`Mbox::publish`] stays local.
+    pub fn export_mbox<M: Remote + Clone>(
+        &self,
+        mbox: &Mbox<M>,
+    ) -> Result<RemoteMbox<M>, RemoteError> {
+        check_name(mbox.name())?;
+        let inner = &self.inner;
+        {
+            let mut m = inner
+                .exported_mboxes
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if m.iter().any(|n| n == mbox.name()) {
+                return Err(RemoteError::AlreadyExported(mbox.name().to_string()));
+            }
+            m.push(mbox.name().to_string());
+        }
+        let local = mbox.clone();
+        let h: Handler = Arc::new(move |inner: &Inner, m: Inbound| {
+            let Some(meta) = &m.meta else {
+                bump(&inner.counters.decode_errors);
+                return None;
+            };
+            if meta.origin == inner.origin {
+                return None; // our own publish: local subscribers had it
+            }
+            match decode::<M>(meta, &m.payload) {
+                Ok(msg) => {
+                    bump(&inner.counters.delivered);
+                    local.publish(msg);
+                }
+                Err(e) => inner.count_decode_error(&e),
+            }
+            None
+        });
+        let subject = inner.mbox_subject(mbox.name());
+        inner.subscribe(subject.clone(), h, None)?;
+        Ok(RemoteMbox {
+            mbox: mbox.clone(),
+            inner: self.inner.clone(),
+            subject,
+        })
+    }
+
+    /// Finds the agent exported as `name` on some node that is up, waiting
+    /// up to `timeout` for an announcement that names it.
+    pub fn lookup(&self, name: &str, timeout: Duration) -> Result<RemoteAgent, RemoteError> {
+        check_name(name)?;
+        let peer = self
+            .inner
+            .dir
+            .find(name, Instant::now() + timeout)
+            .ok_or_else(|| RemoteError::NotFound(name.to_string()))?;
+        Ok(RemoteAgent {
+            subject: self.inner.agent_subject(&peer.name, name),
+            inner: self.inner.clone(),
+            peer,
+        })
+    }
+
+    /// The agent exported as `name` on node `node`, without waiting for it
+    /// (sends fail with [`RemoteError::NodeDown`] until the node is up).
+    pub fn remote(&self, node: &str, name: &str) -> Result<RemoteAgent, RemoteError> {
+        check_name(node)?;
+        check_name(name)?;
+        Ok(RemoteAgent {
+            subject: self.inner.agent_subject(node, name),
+            peer: self.inner.dir.peer(node),
+            inner: self.inner.clone(),
+        })
+    }
+
+    /// Sends every [`NodeEvent`] (up, down) to `to` from now on.
+    pub fn watch(&self, to: Recipient<NodeEvent>) {
+        self.inner.dir.watch(to)
+    }
+
+    /// The nodes up now (this one included, once it heard itself).
+    pub fn nodes_up(&self) -> Vec<String> {
+        self.inner.dir.up()
+    }
+
+    /// Waits up to `timeout` for `node` to be up; returns whether it is.
+    pub fn wait_for_node(&self, node: &str, timeout: Duration) -> bool {
+        self.inner.dir.wait_up(node, Instant::now() + timeout)
+    }
+
+    /// Announces that this node leaves, flushes, and stops the bridge
+    /// (also done on drop).
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        if let Some(t) = self.thread.take() {
+            self.inner.shutdown.notify_one();
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// An agent exported by some node, as seen from this one: send it any
+/// [`Remote`] message type it was exported for, or ask it.
+#[derive(Clone)]
+pub struct RemoteAgent {
+    inner: Arc<Inner>,
+    peer: Arc<Peer>,
+    subject: String,
+}
+
+impl std::fmt::Debug for RemoteAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteAgent")
+            .field("subject", &self.subject)
+            .field("up", &self.peer.is_up())
+            .finish()
+    }
+}
+
+impl RemoteAgent {
+    /// The node it lives on.
+    pub fn node(&self) -> &str {
+        &self.peer.name
+    }
+
+    /// Whether its node is up (a hint).
+    pub fn is_up(&self) -> bool {
+        self.peer.is_up()
+    }
+
+    /// Sends `msg`; never blocks. Errors: the node is down (counted
+    /// undeliverable), the message is over `max_payload`, the outbound
+    /// queue is full, the codec failed.
+    pub fn send<M: Remote>(&self, msg: M) -> Result<(), RemoteError> {
+        self.try_send(msg).map_err(|(e, _)| e)
+    }
+
+    fn try_send<M: Remote>(&self, msg: M) -> Result<(), (RemoteError, M)> {
+        if !self.peer.is_up() {
+            bump(&self.inner.counters.undeliverable);
+            return Err((RemoteError::NodeDown(self.peer.name.clone()), msg));
+        }
+        let payload = match encode(&msg) {
+            Ok(p) => p,
+            Err(e) => return Err((e, msg)),
+        };
+        self.inner
+            .enqueue(
+                self.subject.clone(),
+                None,
+                self.inner.meta::<M>(),
+                payload,
+                None,
+            )
+            .map_err(|e| (e, msg))
+    }
+
+    /// Asks `q`; the reply completes the `Pending` (a blocking wait or a
+    /// future). It fails at once with [`AskError::Unreachable`] when the
+    /// node is down or nobody listens (NATS "no responders"), with
+    /// [`AskError::Timeout`] after `timeout`, with [`AskError::Rejected`]
+    /// when the query cannot be sent or the reply cannot be read.
+    pub fn ask<Q: Remote, R: Remote>(&self, q: Q, timeout: Duration) -> Pending<R> {
+        self.inner
+            .ask(&self.peer, self.subject.clone(), &q, timeout)
+    }
+
+    /// A [`Recipient<M>`] for this agent: failed sends are counted and
+    /// dropped (a full queue too).
+    pub fn recipient<M: Remote>(&self) -> Recipient<M> {
+        self.recipient_with(Overflow::Drop)
+    }
+
+    /// A [`Recipient<M>`] whose sends that meet a full outbound queue get
+    /// `overflow` (drop, abort, redirect or transform).
+    pub fn recipient_with<M: Remote>(&self, overflow: Overflow<M>) -> Recipient<M> {
+        Recipient::new(RemoteRecipient {
+            agent: self.clone(),
+            overflow,
+        })
+    }
+
+    /// A [`Requester<Q, R>`] for this agent; `ask` without a timeout uses
+    /// [`Config::request_timeout`].
+    pub fn requester<Q: Remote, R: Remote>(&self) -> Requester<Q, R> {
+        Requester::new(self.clone())
+    }
+}
+
+struct RemoteRecipient<M: Remote> {
+    agent: RemoteAgent,
+    overflow: Overflow<M>,
+}
+
+impl<M: Remote> Accept<M> for RemoteRecipient<M> {
+    fn accept(&self, msg: M) {
+        if let Err((RemoteError::QueueFull { capacity }, msg)) = self.agent.try_send(msg) {
+            match &self.overflow {
+                Overflow::Drop => {}
+                Overflow::Abort => {
+                    eprintln!(
+                        "takt-remote: outbound queue full ({capacity}) sending {} to {}: aborting",
+                        M::NAME,
+                        self.agent.subject
+                    );
+                    std::process::abort();
+                }
+                Overflow::Redirect(f) | Overflow::Transform(f) => f(msg),
+            }
+        }
+    }
+
+    fn is_open(&self) -> bool {
+        self.agent.is_up()
+    }
+}
+
+impl<Q: Remote, R: Remote> Answer<Q, R> for RemoteAgent {
+    fn answer(&self, q: Q, timeout: Option<Duration>) -> Pending<R> {
+        self.ask(q, timeout.unwrap_or(self.inner.cfg.request_timeout))
+    }
+}
+
+/// A named mailbox exported to the cluster ([`Node::export_mbox`]).
+pub struct RemoteMbox<M: Remote + Clone> {
+    mbox: Mbox<M>,
+    inner: Arc<Inner>,
+    subject: String,
+}
+
+impl<M: Remote + Clone> Clone for RemoteMbox<M> {
+    fn clone(&self) -> Self {
+        RemoteMbox {
+            mbox: self.mbox.clone(),
+            inner: self.inner.clone(),
+            subject: self.subject.clone(),
+        }
+    }
+}
+
+impl<M: Remote + Clone> std::fmt::Debug for RemoteMbox<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteMbox")
+            .field("subject", &self.subject)
+            .finish()
+    }
+}
+
+impl<M: Remote + Clone> RemoteMbox<M> {
+    /// The local mailbox.
+    pub fn local(&self) -> &Mbox<M> {
+        &self.mbox
+    }
+
+    /// Publishes `msg` to the local subscribers (returns how many) and to
+    /// every other node's mailbox of this name. The local delivery happens
+    /// also when the remote copy fails (the error says why: too large,
+    /// queue full).
+    pub fn publish(&self, msg: M) -> Result<usize, RemoteError> {
+        let remote = encode(&msg).and_then(|payload| {
+            self.inner.enqueue(
+                self.subject.clone(),
+                None,
+                self.inner.meta::<M>(),
+                payload,
+                None,
+            )
+        });
+        let n = self.mbox.publish(msg);
+        remote.map(|()| n)
+    }
+
+    /// This mailbox as a [`Recipient<M>`] (failed remote copies counted).
+    pub fn recipient(&self) -> Recipient<M> {
+        Recipient::new(self.clone())
+    }
+}
+
+impl<M: Remote + Clone> Accept<M> for RemoteMbox<M> {
+    fn accept(&self, msg: M) {
+        let _ = self.publish(msg);
+    }
+}
+
+/// The bridge thread: a current-thread runtime around [`run`].
+fn bridge_main(
+    inner: Arc<Inner>,
+    rx: mpsc::Receiver<Command>,
+    ready: std::sync::mpsc::Sender<Result<(), RemoteError>>,
+) {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = ready.send(Err(RemoteError::Thread(e.to_string())));
+            return;
+        }
+    };
+    rt.block_on(async move {
+        let connect = tokio::time::timeout(
+            inner.cfg.connect_timeout,
+            Nats::connect(&inner.cfg, inner.counters.clone()),
+        );
+        let t = match connect.await {
+            Ok(Ok(t)) => t,
+            Ok(Err(e)) => {
+                let _ = ready.send(Err(e));
+                return;
+            }
+            Err(_) => {
+                let _ = ready.send(Err(RemoteError::Connect {
+                    url: inner.cfg.url.clone(),
+                    reason: format!(
+                        "no connection within {:?} (server down, credentials refused or TLS failed)",
+                        inner.cfg.connect_timeout
+                    ),
+                }));
+                return;
+            }
+        };
+        run(t, inner, rx, ready).await
+    });
+}
+
+/// The bridge's loop over one transport.
+async fn run<T: Transport>(
+    t: T,
+    inner: Arc<Inner>,
+    mut rx: mpsc::Receiver<Command>,
+    ready: std::sync::mpsc::Sender<Result<(), RemoteError>>,
+) {
+    inner.max_payload.store(t.max_payload(), Ordering::Relaxed);
+    let presence: Handler = Arc::new(|inner: &Inner, m: Inbound| {
+        let ours = m
+            .meta
+            .as_ref()
+            .is_some_and(|x| x.type_name == PRESENCE_TYPE && x.version == PRESENCE_VERSION);
+        if !ours {
+            bump(&inner.counters.type_mismatch);
+            return None;
+        }
+        match postcard::from_bytes::<Presence>(&m.payload) {
+            Ok(p) => {
+                if let Some(ev) = inner.dir.heard(p, Instant::now()) {
+                    inner.node_event(ev);
+                }
+            }
+            Err(_) => bump(&inner.counters.decode_errors),
+        }
+        None
+    });
+    let inbox: Handler = Arc::new(|inner: &Inner, m: Inbound| {
+        let token = m.subject.rsplit('.').next().and_then(|s| s.parse().ok());
+        if let Some(token) = token {
+            if m.no_responders {
+                bump(&inner.counters.no_responders);
+                inner.complete(token, Err(AskError::Unreachable));
+            } else {
+                inner.complete(token, Ok(m));
+            }
+        }
+        None
+    });
+    for (subject, h) in [
+        (inner.presence_subject(), presence),
+        (format!("{}.*", inner.inbox_prefix()), inbox),
+    ] {
+        if let Err(e) = start_subscription(&t, &inner, subject, h).await {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    }
+    announce(&t, &inner, false).await;
+    let _ = t.flush().await;
+    let _ = ready.send(Ok(()));
+
+    let mut heartbeat = tokio::time::interval(inner.cfg.heartbeat);
+    heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut check = tokio::time::interval(inner.cfg.heartbeat / CHECKS_PER_HEARTBEAT);
+    check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            biased;
+            () = inner.shutdown.notified() => break,
+            Some(cmd) = rx.recv() => handle(&t, &inner, cmd).await,
+            _ = check.tick() => {
+                for ev in inner.dir.expire(Instant::now()) {
+                    inner.node_event(ev);
+                }
+            }
+            _ = heartbeat.tick() => {
+                inner.max_payload.store(t.max_payload(), Ordering::Relaxed);
+                announce(&t, &inner, false).await;
+            }
+        }
+    }
+    // Whatever is still queued goes out before the leaving announcement.
+    while let Ok(cmd) = rx.try_recv() {
+        handle(&t, &inner, cmd).await;
+    }
+    announce(&t, &inner, true).await;
+    let _ = tokio::time::timeout(LEAVE_FLUSH, t.flush()).await;
+}
+
+async fn announce<T: Transport>(t: &T, inner: &Inner, leaving: bool) {
+    let Ok(payload) = postcard::to_stdvec(&inner.presence(leaving)) else {
+        return;
+    };
+    let meta = inner.presence_meta();
+    if t.publish(inner.presence_subject(), None, &meta, Bytes::from(payload))
+        .await
+        .is_err()
+    {
+        bump(&inner.counters.engine_errors);
+    }
+}
+
+async fn handle<T: Transport>(t: &T, inner: &Arc<Inner>, cmd: Command) {
+    match cmd {
+        Command::Publish {
+            subject,
+            reply,
+            meta,
+            payload,
+            expire,
+        } => {
+            if t.publish(subject, reply, &meta, payload).await.is_err() {
+                bump(&inner.counters.engine_errors);
+            }
+            if let Some((token, after)) = expire {
+                let i = inner.clone();
+                let timer = tokio::spawn(async move {
+                    tokio::time::sleep(after).await;
+                    i.complete(token, Err(AskError::Timeout));
+                });
+                let mut replies = inner.replies.lock().unwrap_or_else(|e| e.into_inner());
+                match replies.get_mut(&token) {
+                    Some(w) => w.timer = Some(timer.abort_handle()),
+                    None => timer.abort(), // already answered
+                }
+            }
+        }
+        Command::Subscribe {
+            subject,
+            handler,
+            announce: name,
+            done,
+        } => {
+            let r = start_subscription(t, inner, subject, handler).await;
+            let r = match r {
+                Ok(()) => t.flush().await,
+                Err(e) => Err(e),
+            };
+            if r.is_ok() {
+                if let Some(name) = name {
+                    inner
+                        .announced
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(name);
+                    announce(t, inner, false).await;
+                }
+            }
+            let _ = done.send(r);
+        }
+    }
+}
+
+/// Subscribes and spawns the task that hands its messages, in order, to
+/// `h`; a reply future's answer goes to the message's reply subject.
+async fn start_subscription<T: Transport>(
+    t: &T,
+    inner: &Arc<Inner>,
+    subject: String,
+    h: Handler,
+) -> Result<(), RemoteError> {
+    let mut sub = t.subscribe(subject).await?;
+    let t = t.clone();
+    let inner = inner.clone();
+    tokio::spawn(async move {
+        while let Some(m) = sub.next().await {
+            let reply = m.reply.clone();
+            if let (Some(fut), Some(reply)) = (h(&inner, m), reply) {
+                let t = t.clone();
+                let inner = inner.clone();
+                tokio::spawn(async move {
+                    let (meta, payload) = fut.await;
+                    if t.publish(reply, None, &meta, payload).await.is_err() {
+                        bump(&inner.counters.engine_errors);
+                    } else {
+                        bump(&inner.counters.sent);
+                    }
+                });
+            }
+        }
+    });
+    Ok(())
+}
