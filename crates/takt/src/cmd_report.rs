@@ -23,8 +23,15 @@ pub struct ReportCmd {
     out: PathBuf,
     /// Render the report of an earlier run from its directory (its
     /// run.json and documents) again, without measuring.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["quick", "only"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["quick", "only", "run"])]
     from: Option<PathBuf>,
+    /// Render a stored run (see `takt runs list`) again, without measuring.
+    #[arg(long, value_name = "ID", conflicts_with_all = ["quick", "only"])]
+    run: Option<i64>,
+    /// The records database: a measured report is stored in it, `--run`
+    /// reads from it.
+    #[arg(long, value_name = "PATH", default_value = takt_records::DEFAULT_PATH)]
+    db: PathBuf,
 }
 
 /// A parsed `--only` list (a newtype so clap takes it as one value).
@@ -38,11 +45,16 @@ fn parse_only(s: &str) -> Result<StageList, String> {
 }
 
 pub fn run(cmd: ReportCmd) -> Result<(), String> {
-    let input = match &cmd.from {
-        Some(dir) => ReportInput::load_dir(dir).map_err(|e| format!("--from: {e}"))?,
-        None => measure(&cmd)?,
+    let measured = cmd.from.is_none() && cmd.run.is_none();
+    let input = match (&cmd.from, cmd.run) {
+        (Some(dir), _) => ReportInput::load_dir(dir).map_err(|e| format!("--from: {e}"))?,
+        (None, Some(id)) => stored(&cmd.db, id)?,
+        (None, None) => measure(&cmd)?,
     };
     let index = takt_report::render::write(&cmd.out, &input).map_err(|e| e.to_string())?;
+    if measured {
+        store(&cmd.db, &input)?;
+    }
     let missing: Vec<String> = input
         .stages
         .iter()
@@ -58,7 +70,7 @@ pub fn run(cmd: ReportCmd) -> Result<(), String> {
     println!("{}", index.display());
     // Only a run this invocation measured was cut short (a re-rendered one
     // was complete as far as this command goes).
-    let interrupted = cmd.from.is_none()
+    let interrupted = measured
         && input.stages.iter().any(|(_, o)| {
         matches!(o, Outcome::NotMeasured { reason, .. } if reason.starts_with("interrupted"))
     });
@@ -88,4 +100,41 @@ fn measure(cmd: &ReportCmd) -> Result<ReportInput, String> {
         bars: std::io::stderr().is_terminal(),
     };
     takt_report::plan::run(&opts, &interrupt).map_err(|e| e.to_string())
+}
+
+/// The report input of stored run `id`.
+fn stored(db: &std::path::Path, id: i64) -> Result<ReportInput, String> {
+    let store = takt_records::Store::open_existing(db).map_err(|e| format!("--run {id}: {e}"))?;
+    let run = store.run(id).map_err(|e| format!("--run {id}: {e}"))?;
+    let docs: Vec<serde_json::Value> = run.documents.into_iter().map(|d| d.body).collect();
+    let meta = takt_report::input::RunMeta {
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        started: run.summary.meta.started.clone(),
+        wall_s: 0.0,
+        quick: run.summary.meta.command.contains("--quick"),
+        reductions: Vec::new(),
+        run_id: Some(format!("{id} ({})", run.summary.meta.command)),
+    };
+    Ok(ReportInput::from_documents(meta, &docs))
+}
+
+/// Stores the measured documents of a report run as one run in the records.
+fn store(db: &std::path::Path, input: &ReportInput) -> Result<(), String> {
+    let docs: Vec<serde_json::Value> = input
+        .stages
+        .iter()
+        .filter_map(|(_, o)| match o {
+            Outcome::Measured { document, .. } => Some(document.clone()),
+            Outcome::NotMeasured { .. } => None,
+        })
+        .collect();
+    if docs.is_empty() {
+        return Ok(());
+    }
+    let mut meta =
+        takt_records::RunMeta::from_documents(&docs).map_err(|e| format!("records: {e}"))?;
+    meta.command = input.meta.command.clone();
+    let id = takt_records::record(db, &meta, &docs).map_err(|e| format!("records: {e}"))?;
+    eprintln!("takt report: stored run {id} in {}", db.display());
+    Ok(())
 }

@@ -129,6 +129,13 @@ mod tests {
         assert!(ok.is_ok(), "{ok:?}");
         let bad = Cli::try_parse_from(["takt", "report", "--only", "machine,gpu"]).unwrap_err();
         assert!(bad.to_string().contains("unknown stage `gpu`"), "{bad}");
+        let ok = Cli::try_parse_from(["takt", "report", "--run", "3", "--db", "x.db"]);
+        assert!(ok.is_ok(), "{ok:?}");
+        let bad =
+            Cli::try_parse_from(["takt", "report", "--run", "3", "--only", "sme"]).unwrap_err();
+        assert!(bad.to_string().contains("cannot be used with"), "{bad}");
+        let bad = Cli::try_parse_from(["takt", "report", "--run", "x"]).unwrap_err();
+        assert!(bad.to_string().contains("invalid"), "{bad}");
         let bad = Cli::try_parse_from(["takt", "report", "--from", "d", "--quick"]).unwrap_err();
         assert!(bad.to_string().contains("cannot be used with"), "{bad}");
     }

@@ -11,6 +11,8 @@ fn an_interrupted_report_is_written_and_says_what_is_missing() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_takt"))
         .args(["report", "--quick", "--only", "sme,remote", "--out"])
         .arg(&dir)
+        .arg("--db")
+        .arg(dir.with_extension("db"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -62,8 +64,68 @@ fn an_interrupted_report_is_written_and_says_what_is_missing() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let _ = std::fs::remove_file(dir.with_extension("db"));
     assert!(std::fs::read_to_string(again.join("index.html"))
         .unwrap()
         .contains("interrupted (Ctrl-C)"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_stored_run_renders_again() {
+    let dir = std::env::temp_dir().join(format!("takt-report-run-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("records.db");
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../takt-report/tests/fixtures");
+    let add = Command::new(env!("CARGO_BIN_EXE_takt"))
+        .args(["runs", "add", "--db"])
+        .arg(&db)
+        .arg(fixtures.join("sme.json"))
+        .arg(fixtures.join("agents.json"))
+        .output()
+        .unwrap();
+    assert!(
+        add.status.success(),
+        "{}",
+        String::from_utf8_lossy(&add.stderr)
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_takt"))
+        .args(["report", "--run", "1", "--db"])
+        .arg(&db)
+        .arg("--out")
+        .arg(dir.join("r"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(dir.join("r/index.html")).unwrap();
+    assert!(
+        html.contains("<dt>stored run</dt><dd>1 ("),
+        "stored run line"
+    );
+    let sme = &html[html.find("<section id=\"sme\">").unwrap()..];
+    assert!(
+        sme[..sme.find("</section>").unwrap()].contains("<svg"),
+        "sme section"
+    );
+    assert!(
+        html.contains("Not measured:</strong> not in the stored run"),
+        "machine section"
+    );
+    // An unknown run is an error that names it.
+    let bad = Command::new(env!("CARGO_BIN_EXE_takt"))
+        .args(["report", "--run", "99", "--db"])
+        .arg(&db)
+        .arg("--out")
+        .arg(dir.join("r2"))
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--run 99"));
     let _ = std::fs::remove_dir_all(&dir);
 }
