@@ -11,6 +11,8 @@ command -v ip >/dev/null 2>&1 || need_pkgs+=(iproute2)
 command -v perf >/dev/null 2>&1 || need_pkgs+=(linux-perf)
 # takt-report's tests open the report in headless Chromium.
 command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)
+# The SIP laboratory's kamailio target (sbin is not on every PATH).
+[ -x /usr/sbin/kamailio ] && [ -x /usr/sbin/kamcmd ] || need_pkgs+=(kamailio)
 # CAF 0.17, the C++ actor framework: takt-peer-caf compiles its benchmarks
 # against the headers and links libcaf_core (takt bench agents --peers).
 command -v g++ >/dev/null 2>&1 || need_pkgs+=(g++)
@@ -30,7 +32,20 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
 fi
 
-for tool in valgrind sipp ip perf g++ nats-server openssl chromium; do
+for tool in valgrind sipp ip perf g++ nats-server openssl chromium /usr/sbin/kamailio /usr/sbin/kamcmd; do
   command -v "$tool" >/dev/null 2>&1 || { echo "setup: $tool is still missing" >&2; exit 1; }
 done
 [ -f /usr/include/caf/all.hpp ] || { echo "setup: the CAF headers (libcaf-dev) are still missing" >&2; exit 1; }
+
+# The package installs a kamailio service that would hold port 5060: the
+# lab starts its own Kamailio with its own configuration, so the service
+# stays stopped and disabled.
+if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+  systemctl disable --now kamailio.service >/dev/null 2>&1 || true
+elif [ -x /etc/init.d/kamailio ] && [ "$(id -u)" -eq 0 ]; then
+  /etc/init.d/kamailio stop >/dev/null 2>&1 || true
+fi
+if pgrep -x kamailio -P 1 >/dev/null 2>&1 && ss -lun 2>/dev/null | grep -q ':5060 '; then
+  echo "setup: a kamailio daemon still holds port 5060; stop it (systemctl disable --now kamailio)" >&2
+  exit 1
+fi

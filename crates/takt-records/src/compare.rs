@@ -1,7 +1,8 @@
 //! Two runs side by side: which rows changed beyond their noise.
 //!
-//! Rows are matched by (suite, name, impl, params): the k-th row with a
-//! key in run A meets the k-th row with that key in run B. A matched pair
+//! Rows are matched by (suite, name, impl, params) and unit: the k-th row
+//! with a key in run A meets the k-th row with that key in run B; rows
+//! left over are then matched by key alone (a changed unit, unjudged). A matched pair
 //! is flagged — a **regression** or an **improvement**, by the row's
 //! `better` — only when all three hold:
 //!
@@ -58,6 +59,9 @@ pub const ALPHA: f64 = 0.05;
 /// The smallest change of the median, in percent, that is flagged unless
 /// the caller says otherwise.
 pub const DEFAULT_MIN_CHANGE_PCT: f64 = 5.0;
+
+/// Steal time above which a run's conditions are called out, percent.
+pub const STEAL_CAUTION_PCT: f64 = 2.0;
 
 /// The tests, as one sentence for reports (the minimum change follows).
 pub const METHOD: &str = "flagged when the two ci95 intervals of the mean are disjoint, \
@@ -192,6 +196,12 @@ pub struct Diff {
     pub method: &'static str,
     /// The minimum change of the median flagged, in percent.
     pub min_change_pct: f64,
+    /// Conditions that make the comparison less telling: different
+    /// machines or build profiles, a run on a loaded machine (1-minute load
+    /// above its CPU count) or one that lost more than
+    /// [`STEAL_CAUTION_PCT`] of its CPU time to the hypervisor, a run that
+    /// did not complete.
+    pub cautions: Vec<String>,
     /// Verdict counts.
     pub counts: Counts,
     /// A's rows in order with their partners, then B's rows that have none.
@@ -222,21 +232,35 @@ fn rows_of(run: &Run) -> Vec<(Key, &str, &Row)> {
 pub fn compare(a: &Run, b: &Run, min_change_pct: f64) -> Diff {
     let rows_a = rows_of(a);
     let rows_b = rows_of(b);
-    let mut by_key: HashMap<&Key, VecDeque<usize>> = HashMap::new();
-    for (i, (k, _, _)) in rows_b.iter().enumerate() {
-        by_key.entry(k).or_default().push_back(i);
-    }
+    // Pass 1 pairs rows of the same unit (one benchmark may report one
+    // quantity in several units, e.g. ns/step, cycles/s and speedup);
+    // pass 2 pairs what is left by key alone, as a changed unit.
+    let mut partner: Vec<Option<usize>> = vec![None; rows_a.len()];
     let mut matched_b = vec![false; rows_b.len()];
-    let mut rows = Vec::with_capacity(rows_a.len().max(rows_b.len()));
-    for (k, suite, ra) in &rows_a {
-        let partner = by_key.get_mut(k).and_then(VecDeque::pop_front);
-        match partner {
-            Some(j) => {
-                matched_b[j] = true;
-                rows.push(judge(suite, ra, rows_b[j].2, min_change_pct));
+    for with_unit in [true, false] {
+        let mut by_key: HashMap<(&Key, Option<&str>), VecDeque<usize>> = HashMap::new();
+        for (j, (k, _, rb)) in rows_b.iter().enumerate() {
+            if !matched_b[j] {
+                let unit = with_unit.then_some(rb.unit.as_str());
+                by_key.entry((k, unit)).or_default().push_back(j);
             }
-            None => rows.push(lone(suite, ra, Verdict::OnlyInA)),
         }
+        for (i, (k, _, ra)) in rows_a.iter().enumerate() {
+            if partner[i].is_none() {
+                let unit = with_unit.then_some(ra.unit.as_str());
+                if let Some(j) = by_key.get_mut(&(k, unit)).and_then(VecDeque::pop_front) {
+                    partner[i] = Some(j);
+                    matched_b[j] = true;
+                }
+            }
+        }
+    }
+    let mut rows = Vec::with_capacity(rows_a.len().max(rows_b.len()));
+    for ((_, suite, ra), p) in rows_a.iter().zip(&partner) {
+        rows.push(match p {
+            Some(j) => judge(suite, ra, rows_b[*j].2, min_change_pct),
+            None => lone(suite, ra, Verdict::OnlyInA),
+        });
     }
     for (j, (_, suite, rb)) in rows_b.iter().enumerate() {
         if !matched_b[j] {
@@ -260,9 +284,44 @@ pub fn compare(a: &Run, b: &Run, min_change_pct: f64) -> Diff {
         b: b.summary.clone(),
         method: METHOD,
         min_change_pct,
+        cautions: cautions(&a.summary, &b.summary),
         counts,
         rows,
     }
+}
+
+fn cautions(a: &RunSummary, b: &RunSummary) -> Vec<String> {
+    let mut out = Vec::new();
+    if a.meta.machine != b.meta.machine {
+        out.push("the runs are from different machines".to_string());
+    }
+    if a.meta.profile != b.meta.profile {
+        out.push(format!(
+            "different build profiles: A {}, B {}",
+            a.meta.profile, b.meta.profile
+        ));
+    }
+    for (tag, r) in [("A", a), ("B", b)] {
+        let cpus = r.meta.machine.get("cpus").and_then(Value::as_f64);
+        if let (Some(cpus), Some(load)) = (cpus, r.meta.load) {
+            if load[0] > cpus {
+                out.push(format!(
+                    "run {tag} (#{}) saw load {:.1} on {cpus} CPUs: other work competed for them",
+                    r.id, load[0]
+                ));
+            }
+        }
+        if let Some(steal) = r.meta.steal_pct.filter(|&s| s > STEAL_CAUTION_PCT) {
+            out.push(format!(
+                "run {tag} (#{}) lost {steal:.1}% of its CPU time to the hypervisor",
+                r.id
+            ));
+        }
+        if r.status != crate::run::RunStatus::Complete {
+            out.push(format!("run {tag} (#{}) is {}", r.id, r.status));
+        }
+    }
+    out
 }
 
 fn lone(suite: &str, r: &Row, verdict: Verdict) -> RowDiff {

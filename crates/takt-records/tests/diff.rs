@@ -220,6 +220,9 @@ fn a_unit_change_is_not_judged() {
     let (a, _) = runs();
     let mut b = a.clone();
     b[0]["results"][0]["unit"] = json!("us");
+    b[0]["machine"]["profile"] = json!("debug");
+    b[0]["machine"]["cpu"] = json!("another CPU");
+    b[0]["machine"]["steal_pct"] = json!(7.5);
     let dir = TempDir::new("unit");
     let ia = record(dir.db(), &RunMeta::from_documents(&a).unwrap(), &a).unwrap();
     let ib = record(dir.db(), &RunMeta::from_documents(&b).unwrap(), &b).unwrap();
@@ -234,7 +237,50 @@ fn a_unit_change_is_not_judged() {
         d.rows[0].reason.as_deref(),
         Some("unit changed: ns/msg -> us")
     );
+    let cautions = d.cautions.join("\n");
+    assert!(cautions.contains("different machines"), "{cautions}");
+    assert!(
+        cautions.contains("different build profiles: A release, B debug"),
+        "{cautions}"
+    );
+    assert!(cautions.contains("lost 7.5% of its CPU time"), "{cautions}");
     // A run against itself: nothing moved.
     let same = compare(&store.run(ia).unwrap(), &store.run(ia).unwrap(), 0.0);
     assert_eq!(same.counts.regressions + same.counts.improvements, 0);
+}
+
+#[test]
+fn one_quantity_in_several_units_pairs_by_unit_whatever_the_order() {
+    let quantity = |unit: &str, scale: f64| {
+        let samples: Vec<f64> = [100.0, 101.0, 99.0, 100.5, 99.5]
+            .iter()
+            .map(|v| v * scale)
+            .collect();
+        let mut r = row("q", "takt", json!({}), "lower", &samples);
+        r["unit"] = json!(unit);
+        r
+    };
+    let a = vec![document(
+        "sme",
+        vec![quantity("ns/step", 1.0), quantity("us", 0.001)],
+    )];
+    // B lists the units the other way round, and only its `us` row is 50%
+    // slower.
+    let b = vec![document(
+        "sme",
+        vec![quantity("us", 0.0015), quantity("ns/step", 1.0)],
+    )];
+    let dir = TempDir::new("units");
+    let ia = record(dir.db(), &RunMeta::from_documents(&a).unwrap(), &a).unwrap();
+    let ib = record(dir.db(), &RunMeta::from_documents(&b).unwrap(), &b).unwrap();
+    let store = Store::open_existing(dir.db()).unwrap();
+    let d = compare(
+        &store.run(ia).unwrap(),
+        &store.run(ib).unwrap(),
+        DEFAULT_MIN_CHANGE_PCT,
+    );
+    let by_unit = |u: &str| d.rows.iter().find(|r| r.unit == u).unwrap();
+    assert_eq!(by_unit("ns/step").verdict, Verdict::WithinNoise);
+    assert_eq!(by_unit("us").verdict, Verdict::Regression);
+    assert_eq!(d.rows.len(), 2);
 }

@@ -1,5 +1,5 @@
 //! Cost of the proxy's message path without sockets: a SIPp-style call
-//! (INVITE, 100, 180, 200, ACK, BYE, 200; [`takt_sip::synth`]) through
+//! (INVITE, 100, 180, 200, ACK, BYE, 200; [`takt_sip::ua::synth`]) through
 //! `Proxy::handle` with a sink that only counts bytes. Prints ns per
 //! message by kind.
 //!
@@ -11,7 +11,7 @@
 //! reproducible and without sockets.
 
 use takt_sip::proxy::{Inbound, Mode, Proxy, Scratch, Sink};
-use takt_sip::synth;
+use takt_sip::ua::synth;
 
 /// One non-inlined entry per message kind, so that a profiler's inclusive
 /// cost of `handle_<kind>` divided by the number of calls is the cost of

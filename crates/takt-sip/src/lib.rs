@@ -12,14 +12,15 @@
 //!   `reuseport`, `batched`.
 //! - [`stats`]: per-message instrumentation, JSON and Prometheus output.
 //! - [`config`]: the TOML configuration.
-//! - [`synth`]: SIPp-shaped calls without sockets, timed on a hot core.
+//! - [`ua`]: a sans-I/O UAC and UAS (the load generator's call flow), and
+//!   SIPp-shaped calls without sockets timed on a hot core ([`ua::synth`]).
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod config;
 pub mod proxy;
 pub mod stats;
-pub mod synth;
 pub mod transport;
+pub mod ua;
 
 #[cfg(test)]
 mod test_util;

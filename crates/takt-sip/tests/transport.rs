@@ -551,6 +551,9 @@ fn stateful_to(next: SocketAddr, transport: Transport, model: WorkerModel) -> Se
         transport,
         conn: None,
     });
+    // no shedding on queueing delay: a slow run (valgrind) must not turn
+    // the INVITE into a 503 before it is forwarded
+    pc.shed.queue_delay_ns = u64::MAX;
     let mut sc = ServerConfig::new("127.0.0.1:0".parse().unwrap());
     sc.model = model;
     sc.workers = 2;
@@ -595,10 +598,13 @@ fn an_icmp_port_unreachable_answers_the_caller_at_once() {
             )
             .unwrap();
         assert_eq!(statuses_until_final(&client), [100, 500], "{model:?}");
-        assert!(
-            t0.elapsed() < Duration::from_secs(2),
-            "{model:?}: at once, not Timer B"
-        );
+        // at once, not after Timer B's 32 s (valgrind is ~50x slower)
+        let bound = if std::env::var_os("TAKT_UNDER_VALGRIND").is_some() {
+            Duration::from_secs(20)
+        } else {
+            Duration::from_secs(2)
+        };
+        assert!(t0.elapsed() < bound, "{model:?}: {:?}", t0.elapsed());
         let snap = srv.stop();
         assert!(snap.icmp_errors_matched >= 1, "{model:?}: {}", snap.json());
     }

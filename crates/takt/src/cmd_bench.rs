@@ -39,6 +39,8 @@ pub struct RemoteCmd {
     pub sched: SchedArgs,
     #[command(flatten)]
     pub out: OutputArgs,
+    #[command(flatten)]
+    pub record: RecordArgs,
 }
 
 /// `takt bench agents` flags.
@@ -82,18 +84,8 @@ fn run_remote(cmd: RemoteCmd) -> Result<(), String> {
         url: cmd.url,
         thread: cmd.sched.spec("takt-remote"),
     };
-    eprintln!(
-        "takt bench remote{}: expected duration about {} s (bridge threads {})",
-        if opts.quick { " --quick" } else { "" },
-        remote::expected_duration(&opts).as_secs(),
-        opts.thread
-    );
-    let start = std::time::Instant::now();
-    let doc = remote::run(&opts, &mut |line| {
-        eprintln!("[{:6.1}s] {line}", start.elapsed().as_secs_f64())
-    })?;
-    eprintln!("done in {:.1} s", start.elapsed().as_secs_f64());
-    takt_measure::output::emit(&doc, cmd.out.json).map_err(|e| e.to_string())
+    let doc = measured(run_command("takt bench remote", &opts, cmd.out.json))?;
+    cmd.record.store(&doc)
 }
 
 fn run_agents(cmd: AgentsCmd) -> Result<(), String> {

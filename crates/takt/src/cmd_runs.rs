@@ -1,14 +1,13 @@
 //! `takt runs list/show/diff`: the stored runs. takt-records does the
 //! work; this module parses flags and prints.
 
-use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use comfy_table::{CellAlignment, LineStyle, Table, TableStyle};
 use serde_json::{Map, Value};
-use takt_records::{compare, Diff, Row, RowDiff, Run, RunSummary, Store, Verdict};
+use takt_measure::table::{fmt_num, fmt_value, Table};
+use takt_records::{compare, Diff, Row, Run, RunSummary, Store, Verdict};
 
 /// `takt runs` subcommands.
 #[derive(Subcommand, Debug)]
@@ -90,10 +89,11 @@ pub struct ShowCmd {
 /// `takt runs diff` flags.
 #[derive(Args, Debug)]
 pub struct DiffCmd {
-    /// The reference run.
-    pub a: i64,
-    /// The run compared with it.
-    pub b: i64,
+    /// The reference run (default: the next-to-last run).
+    #[arg(requires = "b")]
+    pub a: Option<i64>,
+    /// The run compared with it (default: the last run).
+    pub b: Option<i64>,
     /// Only rows that changed beyond noise or are in one run only.
     #[arg(long)]
     pub changed: bool,
@@ -142,8 +142,24 @@ pub fn run(cmd: RunsCmd) -> Result<(), String> {
         }
         RunsCmd::Diff(c) => {
             let store = open(&c.records)?;
-            let a = store.run(c.a).map_err(|e| e.to_string())?;
-            let b = store.run(c.b).map_err(|e| e.to_string())?;
+            let (a, b) = match (c.a, c.b) {
+                (Some(a), Some(b)) => (a, b),
+                _ => {
+                    let runs = store.list().map_err(|e| e.to_string())?;
+                    match runs.as_slice() {
+                        [.., a, b] => (a.id, b.id),
+                        _ => {
+                            return Err(format!(
+                                "{} holds {} run(s): `takt runs diff` without IDs compares the last two",
+                                c.records.db.display(),
+                                runs.len()
+                            ))
+                        }
+                    }
+                }
+            };
+            let a = store.run(a).map_err(|e| e.to_string())?;
+            let b = store.run(b).map_err(|e| e.to_string())?;
             let mut diff = compare(&a, &b, c.min_change);
             if c.changed {
                 diff.rows
@@ -204,48 +220,6 @@ fn json(v: &impl serde::Serialize) -> Result<String, String> {
     Ok(s)
 }
 
-/// A borderless table: a dashed rule under the header, two spaces
-/// between columns, the given columns right-aligned.
-fn table(header: Vec<String>, right: impl Fn(usize) -> bool) -> Table {
-    let mut t = Table::new();
-    t.load_style(TableStyle::new().header_separator(LineStyle::none().fill('-').junction(' ')));
-    let n = header.len();
-    t.set_header(header);
-    for i in 0..n {
-        if right(i) {
-            if let Some(c) = t.column_mut(i) {
-                c.set_cell_alignment(CellAlignment::Right);
-            }
-        }
-    }
-    t
-}
-
-/// A value with 3-4 significant digits, plainly.
-fn num(v: f64) -> String {
-    let a = v.abs();
-    if !v.is_finite() {
-        format!("{v}")
-    } else if a >= 1e6 {
-        format!("{v:.3e}")
-    } else if a >= 100.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else if a >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
-    }
-}
-
-fn value_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
 fn conditions(r: &RunSummary) -> String {
     let steal = r.meta.steal_pct.map_or("-".into(), |s| format!("{s:.1}%"));
     let load = r.meta.load.map_or("-".into(), |l| format!("{:.2}", l[0]));
@@ -256,15 +230,19 @@ fn render_list(runs: &[RunSummary]) -> String {
     if runs.is_empty() {
         return "no runs stored\n".into();
     }
-    let header = [
-        "id", "started", "status", "suites", "rows", "commit", "profile", "steal", "load",
-        "command",
-    ];
-    let mut t = table(header.map(String::from).to_vec(), |i| {
-        matches!(i, 0 | 4 | 7 | 8)
-    });
+    let mut t = Table::new()
+        .number("id")
+        .text("started")
+        .text("status")
+        .text("suites")
+        .number("rows")
+        .text("commit")
+        .text("profile")
+        .number("steal %")
+        .number("load")
+        .text("command");
     for r in runs {
-        t.add_row(vec![
+        t.push(vec![
             r.id.to_string(),
             r.meta.started.clone(),
             r.status.to_string(),
@@ -272,16 +250,20 @@ fn render_list(runs: &[RunSummary]) -> String {
             r.rows.to_string(),
             r.meta.commit.clone(),
             r.meta.profile.clone(),
-            r.meta.steal_pct.map_or("-".into(), |s| format!("{s:.1}%")),
-            r.meta.load.map_or("-".into(), |l| format!("{:.2}", l[0])),
+            r.meta
+                .steal_pct
+                .map_or(String::new(), |s| format!("{s:.1}")),
+            r.meta
+                .load
+                .map_or(String::new(), |l| format!("{:.2}", l[0])),
             r.meta.command.clone(),
         ]);
     }
-    format!("{}\n", t.trim_fmt())
+    t.render()
 }
 
 fn machine_text(m: &Map<String, Value>) -> String {
-    let get = |k: &str| m.get(k).map(value_text);
+    let get = |k: &str| m.get(k).map(fmt_value);
     let mut parts = Vec::new();
     if let Some(cpu) = get("cpu") {
         parts.push(cpu);
@@ -316,55 +298,117 @@ fn render_run(run: &Run) -> String {
     );
     for d in &run.documents {
         out.push_str(&format!(
-            "\n{} · started {} · {} rows\n",
+            "\n== {} · started {} · {} rows\n\n",
             d.suite,
             d.started,
             d.rows.len()
         ));
-        out.push_str(&rows_table(&d.rows));
+        // A document this build's types read renders exactly as its
+        // command printed it; any other (older, newer) from its rows.
+        match serde_json::from_value::<takt_measure::result::Document>(d.body.clone()) {
+            Ok(doc) => out.push_str(&takt_measure::output::render(&doc)),
+            Err(_) => out.push_str(&rows_tables(&d.rows)),
+        }
     }
     out
 }
 
-/// The parameters of `rows` as columns: every key any row has, sorted.
-fn param_keys<'a>(params: impl Iterator<Item = &'a Map<String, Value>>) -> Vec<String> {
-    params
-        .flat_map(|p| p.keys().cloned())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
+/// Rows grouped by (benchmark, unit), in first-seen order, each group
+/// with the union of its rows' parameter names.
+fn groups<'a, T>(
+    items: &'a [T],
+    key: impl Fn(&T) -> (String, String),
+    params: impl Fn(&T) -> &Map<String, Value>,
+) -> Vec<(String, String, Vec<String>, Vec<&'a T>)> {
+    let mut out: Vec<(String, String, Vec<String>, Vec<&'a T>)> = Vec::new();
+    for it in items {
+        let (section, unit) = key(it);
+        let i = match out.iter().position(|g| g.0 == section && g.1 == unit) {
+            Some(i) => i,
+            None => {
+                out.push((section, unit, Vec::new(), Vec::new()));
+                out.len() - 1
+            }
+        };
+        let g = &mut out[i];
+        for k in params(it).keys() {
+            if !g.2.contains(k) {
+                g.2.push(k.clone());
+            }
+        }
+        g.3.push(it);
+    }
+    out
+}
+
+/// Adds a column per parameter: numbers right, text left.
+fn param_columns<'a>(
+    mut t: Table,
+    keys: &[String],
+    params: impl Iterator<Item = &'a Map<String, Value>> + Clone,
+) -> Table {
+    for k in keys {
+        let numeric = params
+            .clone()
+            .all(|p| p.get(k).is_none_or(Value::is_number));
+        t = if numeric {
+            t.number(k.clone())
+        } else {
+            t.text(k.clone())
+        };
+    }
+    t
+}
+
+fn param_cells(keys: &[String], p: &Map<String, Value>) -> Vec<String> {
+    keys.iter()
+        .map(|k| p.get(k).map(fmt_value).unwrap_or_default())
         .collect()
 }
 
-fn rows_table(rows: &[Row]) -> String {
-    let keys = param_keys(rows.iter().map(|r| &r.params));
-    let mut header = vec!["benchmark".to_string(), "impl".to_string()];
-    header.extend(keys.iter().cloned());
-    let first_num = header.len();
-    header.extend(["median", "ci95 ±", "min..max", "unit", "runs", "cpu s"].map(String::from));
-    let mut t = table(header, |i| i >= first_num && i != first_num + 3);
-    for r in rows {
-        let mut cells = vec![r.name.clone(), r.implementation.clone()];
-        cells.extend(
-            keys.iter()
-                .map(|k| r.params.get(k).map(value_text).unwrap_or_default()),
-        );
-        cells.extend([
-            num(r.median),
-            r.ci95.map_or("-".into(), |c| num((c[1] - c[0]) / 2.0)),
-            format!("{}..{}", num(r.min), num(r.max)),
-            r.unit.clone(),
-            r.runs.to_string(),
-            num(r.cpu_s),
-        ]);
-        t.add_row(cells);
+fn rows_tables(rows: &[Row]) -> String {
+    let mut out = String::new();
+    for (name, unit, keys, rows) in
+        groups(rows, |r| (r.name.clone(), r.unit.clone()), |r| &r.params)
+    {
+        let mut t = param_columns(
+            Table::titled(&name).text("impl"),
+            &keys,
+            rows.iter().map(|r| &r.params),
+        )
+        .number(format!("median ({unit})"))
+        .number("± ci95")
+        .number("min")
+        .number("max")
+        .number("runs")
+        .number("cpu s/run")
+        .number("published");
+        for r in rows {
+            let mut cells = vec![r.implementation.clone()];
+            cells.extend(param_cells(&keys, &r.params));
+            cells.extend([
+                fmt_num(r.median),
+                r.ci95
+                    .map_or(String::new(), |c| fmt_num((c[1] - c[0]) / 2.0)),
+                fmt_num(r.min),
+                fmt_num(r.max),
+                r.runs.to_string(),
+                fmt_num(r.cpu_s),
+                r.published.map(fmt_num).unwrap_or_default(),
+            ]);
+            t.push(cells);
+        }
+        t.drop_empty_columns();
+        out.push_str(&t.render());
+        out.push('\n');
     }
-    format!("{}\n", t.trim_fmt())
+    out
 }
 
 fn side_text(s: Option<&takt_records::Side>) -> String {
-    s.map_or("-".into(), |s| match s.ci95 {
-        Some(c) => format!("{} ±{}", num(s.median), num((c[1] - c[0]) / 2.0)),
-        None => num(s.median),
+    s.map_or(String::new(), |s| match s.ci95 {
+        Some(c) => format!("{} ±{}", fmt_num(s.median), fmt_num((c[1] - c[0]) / 2.0)),
+        None => fmt_num(s.median),
     })
 }
 
@@ -382,48 +426,50 @@ fn render_diff(d: &Diff) -> String {
         d.b.status,
         conditions(&d.b),
     );
-    if d.a.meta.machine != d.b.meta.machine {
-        out.push_str(&format!(
-            "note: different machines: A {} / B {}\n",
-            machine_text(&d.a.meta.machine),
-            machine_text(&d.b.meta.machine)
-        ));
+    for c in &d.cautions {
+        out.push_str(&format!("caution: {c}\n"));
     }
-    let suites: BTreeSet<&str> = d.rows.iter().map(|r| r.suite.as_str()).collect();
-    for suite in suites {
-        let rows: Vec<&RowDiff> = d.rows.iter().filter(|r| r.suite == suite).collect();
-        let keys = param_keys(rows.iter().map(|r| &r.params));
-        let mut header = vec!["benchmark".to_string(), "impl".to_string()];
-        header.extend(keys.iter().cloned());
-        let first_num = header.len();
-        header.extend(["A median", "B median", "change", "p", "unit", "verdict"].map(String::from));
-        let mut t = table(header, |i| (first_num..first_num + 4).contains(&i));
+    out.push('\n');
+    let grouped = groups(
+        &d.rows,
+        |r| (format!("{} · {}", r.suite, r.name), r.unit.clone()),
+        |r| &r.params,
+    );
+    for (section, unit, keys, rows) in grouped {
+        let mut t = param_columns(
+            Table::titled(&section).text("impl"),
+            &keys,
+            rows.iter().map(|r| &r.params),
+        )
+        .number(format!("A ({unit})"))
+        .number(format!("B ({unit})"))
+        .number("change")
+        .number("p")
+        .text("verdict");
         for r in rows {
-            let mut cells = vec![r.name.clone(), r.implementation.clone()];
-            cells.extend(
-                keys.iter()
-                    .map(|k| r.params.get(k).map(value_text).unwrap_or_default()),
-            );
             let verdict = match (&r.reason, r.verdict) {
                 (Some(why), v) => format!("{} ({why})", v.label()),
                 (None, Verdict::Small) => format!("small (< {}%)", d.min_change_pct),
                 (None, v) => v.label().to_string(),
             };
+            let mut cells = vec![r.implementation.clone()];
+            cells.extend(param_cells(&keys, &r.params));
             cells.extend([
                 side_text(r.a.as_ref()),
                 side_text(r.b.as_ref()),
-                r.change_pct.map_or("-".into(), |c| format!("{c:+.1}%")),
-                r.p_value.map_or("-".into(), |p| format!("{p:.3}")),
-                r.unit.clone(),
+                r.change_pct.map_or(String::new(), |c| format!("{c:+.1}%")),
+                r.p_value.map_or(String::new(), |p| format!("{p:.3}")),
                 verdict,
             ]);
-            t.add_row(cells);
+            t.push(cells);
         }
-        out.push_str(&format!("\n{suite}\n{}\n", t.trim_fmt()));
+        t.drop_empty_columns();
+        out.push_str(&t.render());
+        out.push('\n');
     }
     let c = &d.counts;
     out.push_str(&format!(
-        "\n{} regressions · {} improvements · {} small · {} within noise · {} unjudged · {} only in A · {} only in B\n{} ({}%)\n",
+        "{} regressions · {} improvements · {} small · {} within noise · {} unjudged · {} only in A · {} only in B\n{} ({}%)\n",
         c.regressions,
         c.improvements,
         c.small,

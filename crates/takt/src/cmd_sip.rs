@@ -33,6 +33,17 @@ enum SipSub {
     /// SIPp (uac -> proxy -> uas) at a fixed call rate against the proxy
     /// run in-process: T_sip, K_rcv, K_snd per message type.
     Load(Box<LoadArgs>),
+    /// The native load generator: Poisson (or constant) call arrivals
+    /// through any proxy, UAC and UAS, with send lag and saturation checks.
+    Gen(Box<crate::cmd_sip_gen::GenArgs>),
+    /// The 1%-drop capacity of one or more targets (takt, Kamailio, the
+    /// null relay, any address) under the native generator.
+    Capacity(Box<crate::cmd_sip_capacity::CapacityArgs>),
+    /// The SIP laboratory's null relay (requests to --uas, responses to
+    /// --uac or their top Via, no other SIP processing); started by
+    /// `takt sip capacity`.
+    #[command(hide = true)]
+    Relay(Box<crate::cmd_sip_relay::RelayArgs>),
 }
 
 /// `takt sip load` flags.
@@ -212,6 +223,9 @@ pub fn run(c: SipCmd) -> Result<(), String> {
     match c.cmd {
         SipSub::Proxy(a) => proxy(*a),
         SipSub::Load(a) => load(*a),
+        SipSub::Gen(a) => crate::cmd_sip_gen::run(*a),
+        SipSub::Capacity(a) => crate::cmd_sip_capacity::run(*a),
+        SipSub::Relay(a) => crate::cmd_sip_relay::run(*a),
     }
 }
 

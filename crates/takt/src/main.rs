@@ -11,6 +11,9 @@ mod cmd_report;
 mod cmd_runs;
 mod cmd_sched;
 mod cmd_sip;
+mod cmd_sip_capacity;
+mod cmd_sip_gen;
+mod cmd_sip_relay;
 
 use clap::{Parser, Subcommand};
 
@@ -254,7 +257,7 @@ mod tests {
         let Command::Runs(cmd_runs::RunsCmd::Diff(d)) = cli.command else {
             panic!("parsed as another command");
         };
-        assert_eq!((d.a, d.b), (3, 5));
+        assert_eq!((d.a, d.b), (Some(3), Some(5)));
         assert!(d.records.json && !d.changed);
         assert_eq!(d.records.db, std::path::Path::new("x.db"));
         assert_eq!(d.min_change, takt_records::compare::DEFAULT_MIN_CHANGE_PCT);
@@ -276,6 +279,10 @@ mod tests {
             (&["takt", "runs", "show", "one"][..], "invalid digit"),
             (&["takt", "runs", "diff", "1"][..], "required"),
             (
+                &["takt", "runs", "diff", "1", "2", "3"][..],
+                "unexpected argument",
+            ),
+            (
                 &["takt", "runs", "list", "--last", "0"][..],
                 "0 is not in 1..",
             ),
@@ -290,6 +297,7 @@ mod tests {
         for args in [
             &["takt", "bench", "agents", "--record"][..],
             &["takt", "bench", "sme", "--record", "--db", "r.db"][..],
+            &["takt", "bench", "remote", "--quick", "--record"][..],
             &["takt", "machine", "--quick", "--record", "--db", "r.db"][..],
             &["takt", "sip", "load", "--quick", "--record"][..],
         ] {
@@ -297,6 +305,7 @@ mod tests {
         }
         for args in [
             &["takt", "bench", "agents", "--db", "r.db"][..],
+            &["takt", "bench", "remote", "--db", "r.db"][..],
             &["takt", "machine", "--db", "r.db"][..],
             &["takt", "sip", "load", "--db", "r.db"][..],
         ] {

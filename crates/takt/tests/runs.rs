@@ -111,6 +111,8 @@ fn list_show_and_diff_print_tables_and_json() {
     );
 
     let diff = stdout(&takt(&["runs", "diff", "1", "2", "--db", &db]));
+    let last_two = stdout(&takt(&["runs", "diff", "--db", &db]));
+    assert_eq!(diff, last_two, "without IDs: the last two runs");
     assert!(diff.contains("REGRESSION"), "{diff}");
     assert!(diff.contains("within noise"), "{diff}");
     assert!(diff.contains("+25.0%"), "{diff}");
@@ -189,6 +191,10 @@ fn add_stores_saved_documents_as_one_run() {
     assert_eq!(v["suites"], json!(["agents", "sme"]));
     assert_eq!(v["status"], "complete");
     assert_eq!(v["commit"], "cccc333");
+    let o = takt(&["runs", "diff", "--db", &db]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("holds 1 run(s)"), "{err}");
 }
 
 #[test]
@@ -224,4 +230,10 @@ fn a_measuring_command_records_its_run_once_even_when_repeated() {
     let list: Value =
         serde_json::from_str(&stdout(&takt(&["runs", "list", "--db", &db, "--json"]))).unwrap();
     assert_eq!(list["runs"].as_array().unwrap().len(), 1);
+    // A document of this build's shape shows as its command printed it.
+    let show = stdout(&takt(&["runs", "show", "1", "--db", &db]));
+    assert!(
+        show.contains("timer_rdtsc") && show.contains("median (ns)"),
+        "{show}"
+    );
 }

@@ -24,6 +24,9 @@ use std::time::{Duration, Instant};
 
 use takt_sched::ThreadSpec;
 
+use takt_measure::suite::{RunContext, Suite};
+
+use crate::error::LabError;
 use crate::params;
 use crate::result::{Better, Document, DocumentBuilder, ResultRow};
 use crate::stats::quantile;
@@ -100,8 +103,50 @@ impl Impls {
     }
 }
 
-/// Runs the suite; `progress` gets one line per step.
-pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Document, String> {
+impl Suite for Options {
+    type Output = Document;
+    type Error = LabError;
+
+    fn name(&self) -> &str {
+        "remote"
+    }
+
+    fn estimate(&self) -> Duration {
+        expected_duration(self)
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "(server {}, bridge threads {})",
+            self.url.as_deref().unwrap_or("started here"),
+            self.thread
+        )
+    }
+
+    fn run(&self, ctx: &RunContext) -> Result<Document, LabError> {
+        run(self, ctx).map_err(|reason| {
+            if ctx.is_cancelled() {
+                LabError::Interrupted("remote")
+            } else {
+                LabError::Bench {
+                    suite: "remote",
+                    reason,
+                }
+            }
+        })
+    }
+}
+
+/// Checks for Ctrl-C between steps.
+fn step(ctx: &RunContext, msg: &str) -> Result<(), String> {
+    if ctx.is_cancelled() {
+        return Err("interrupted".into());
+    }
+    ctx.step(msg);
+    Ok(())
+}
+
+fn run(o: &Options, ctx: &RunContext) -> Result<Document, String> {
     let runs = o.runs.max(5);
     let mut doc = DocumentBuilder::start("remote");
     let server = match &o.url {
@@ -136,7 +181,7 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Document, Stri
     for size in SIZES {
         let payload = vec![0x5a; size];
         for w in [Which::Takt, Which::Nats, Which::Tcp] {
-            progress(&format!("rtt {size} B: {}", w.name()));
+            step(ctx, &format!("rtt {size} B: {}", w.name()))?;
             let n = count(size);
             let mut samples = Vec::with_capacity(runs);
             let mut cpu = Duration::ZERO;
@@ -165,10 +210,12 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Document, Stri
 
     // Paced: every implementation at once, each on its own thread.
     for pace in PACES_MS {
-        progress(&format!(
-            "paced {pace} ms for {} s",
-            paced_window(o).as_secs()
-        ));
+        step(
+            ctx,
+            &format!("paced {pace} ms for {} s", paced_window(o).as_secs()),
+        )?;
+        let cancel = ctx.cancel().flag();
+        let cancel = &cancel;
         let window = paced_window(o);
         let c0 = takt_sched::process_cpu_time();
         let payload = vec![0x5a; PACED_SIZE];
@@ -184,19 +231,19 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Document, Stri
             let h = vec![
                 (
                     "takt",
-                    s.spawn(move || paced(|| takt.round_trip(p), pace_d, window)),
+                    s.spawn(move || paced(|| takt.round_trip(p), pace_d, window, cancel)),
                 ),
                 (
                     "async-nats",
-                    s.spawn(move || paced(|| nats.round_trip(p), pace_d, window)),
+                    s.spawn(move || paced(|| nats.round_trip(p), pace_d, window, cancel)),
                 ),
                 (
                     "tcp-nodelay",
-                    s.spawn(move || paced(|| tcp.round_trip(p), pace_d, window)),
+                    s.spawn(move || paced(|| tcp.round_trip(p), pace_d, window, cancel)),
                 ),
                 (
                     "tcp-nagle-split",
-                    s.spawn(move || paced(|| nagle.round_trip(p), pace_d, window)),
+                    s.spawn(move || paced(|| nagle.round_trip(p), pace_d, window, cancel)),
                 ),
             ];
             h.into_iter()
@@ -244,7 +291,7 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Document, Stri
     let total = if o.quick { 2000 } else { 20000 };
     for k in IN_FLIGHT {
         for w in [Which::Takt, Which::Nats] {
-            progress(&format!("saturated {k} in flight: {}", w.name()));
+            step(ctx, &format!("saturated {k} in flight: {}", w.name()))?;
             let mut samples = Vec::with_capacity(runs);
             let mut cpu = Duration::ZERO;
             for r in 0..=runs {
@@ -289,16 +336,21 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Document, Stri
     Ok(doc.finish())
 }
 
-/// One exchange every `pace` for `window`; the latencies in µs, in order.
+/// One exchange every `pace` for `window` (or until `cancel`); the
+/// latencies in µs, in order.
 fn paced(
     mut exchange: impl FnMut() -> Result<Duration, String>,
     pace: Duration,
     window: Duration,
+    cancel: &std::sync::atomic::AtomicBool,
 ) -> Result<Vec<f64>, String> {
     let t0 = Instant::now();
     let mut next = t0;
     let mut out = Vec::new();
     while t0.elapsed() < window {
+        if cancel.load(std::sync::atomic::Ordering::Acquire) {
+            return Err("interrupted".into());
+        }
         out.push(exchange()?.as_secs_f64() * 1e6);
         next += pace;
         if let Some(wait) = next.checked_duration_since(Instant::now()) {
@@ -306,4 +358,48 @@ fn paced(
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    #[test]
+    fn tcp_echo_round_trips_in_both_modes() {
+        for mode in [tcp::Mode::NoDelay, tcp::Mode::NagleSplit] {
+            let mut e = tcp::TcpEcho::start(mode).unwrap();
+            for size in [0, 1, 64, 70_000] {
+                e.round_trip(&vec![7; size]).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn paced_keeps_the_pace_and_stops_when_cancelled() {
+        let cancel = AtomicBool::new(false);
+        let mut n = 0;
+        let t0 = Instant::now();
+        let l = paced(
+            || {
+                n += 1;
+                Ok(Duration::from_micros(5))
+            },
+            Duration::from_millis(20),
+            Duration::from_millis(200),
+            &cancel,
+        )
+        .unwrap();
+        assert!(t0.elapsed() >= Duration::from_millis(200));
+        assert!((8..=11).contains(&l.len()), "{} exchanges", l.len());
+        assert!(l.iter().all(|&us| us == 5.0));
+        cancel.store(true, Ordering::Release);
+        let r = paced(
+            || Ok(Duration::ZERO),
+            Duration::from_millis(1),
+            Duration::from_secs(60),
+            &cancel,
+        );
+        assert!(r.is_err());
+    }
 }

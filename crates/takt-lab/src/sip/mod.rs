@@ -468,14 +468,14 @@ const HOT_CALLS: u64 = 1000;
 /// The same proxy code on a hot core, measured right after a run: each
 /// kind's median cost, µs, over 1,000 SIPp-shaped calls pushed
 /// through a fresh proxy back to back without sockets
-/// ([`takt_sip::synth::hot_costs`]), on a thread made from the plan's
+/// ([`takt_sip::ua::synth::hot_costs`]), on a thread made from the plan's
 /// spec like the workers. Next to the run's T_sip it tells a cold core's
 /// cost (the ratio) from the host's speed at that moment (this value).
 pub fn hot_reference(plan: &LoadPlan, mode: Mode) -> Result<Vec<(&'static str, f64)>, LoadError> {
     let t = plan
         .spec
         .renamed("sip-hot")
-        .spawn(move || takt_sip::synth::hot_costs(mode, HOT_CALLS))
+        .spawn(move || takt_sip::ua::synth::hot_costs(mode, HOT_CALLS))
         .map_err(|e| io("starting the hot reference thread")(std::io::Error::other(e)))?;
     let costs = t
         .join()
@@ -681,7 +681,7 @@ pub fn rows(plan: &LoadPlan, case: LoadCase, runs: &[RunResult]) -> Vec<ResultRo
         let h = of(&|k| k.t_sip_hot_us);
         if !h.is_empty() {
             out.push(row("t_sip_hot", Some(kind), "us", Better::Lower, h).with_note(
-                "median cost of this kind on a hot core right after each run: SIPp-shaped calls through a fresh proxy without sockets (takt_sip::synth)",
+                "median cost of this kind on a hot core right after each run: SIPp-shaped calls through a fresh proxy without sockets (takt_sip::ua::synth)",
             ));
             let ratio = of(&|k| k.t_sip_hot_us.map(|h| k.t_sip_us / h));
             out.push(row("cold_factor", Some(kind), "ratio", Better::Lower, ratio).with_note(

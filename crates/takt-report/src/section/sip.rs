@@ -130,7 +130,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
     out.push_str(&how(doc, command, METHOD));
     out.push_str(&format!(
         "<h3>Capacity</h3>\n<p class=\"missing\"><strong>Not measured:</strong> {}</p>\n",
-        esc("the capacity of takt, the null relay and Kamailio (takt sip capacity / sip sweep) is not part of this build yet; its sections appear here when a capacity document is in the run")
+        esc("the report's SIP stage runs takt sip load only; the capacity of takt, the null relay and Kamailio (takt sip capacity) is not in the report's plan yet — its sections appear here when a capacity document is in the run")
     ));
     out
 }

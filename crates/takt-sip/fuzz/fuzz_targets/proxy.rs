@@ -92,5 +92,17 @@ fuzz_target!(|data: &[u8]| {
                 proxy: true,
             },
         );
+        // the same bytes as an ICMP error's quote of a datagram sent to the
+        // next hop: matched to a branch or ignored, never a panic
+        p.bounced(
+            msg,
+            "127.0.0.1:5070".parse().unwrap(),
+            SendError::Refused,
+            now,
+            &mut Check {
+                strict: false,
+                proxy: true,
+            },
+        );
     }
 });

@@ -158,15 +158,17 @@ pub(crate) const fn is_ctl(c: u8) -> bool {
     (c < 0x20 && c != b'\t') || c == 0x7f
 }
 
-/// The first control character ([`is_ctl`]: CR and LF included) at or
-/// after `i` in `b`: line ends and forbidden bytes are found by one scan.
+/// The first control character ([`is_ctl`]: CR and LF included) *or
+/// HTAB* at or after `i` in `b`: line ends and forbidden bytes are found
+/// by one scan. HTAB (allowed, and rare) is left to the caller, which
+/// skips it: one lane test fewer per 16 bytes on every line.
 #[inline(always)]
-fn find_ctl(b: &[u8], mut i: usize) -> Option<usize> {
+fn find_ctl_or_tab(b: &[u8], mut i: usize) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{
-            __m128i, _mm_andnot_si128, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8,
-            _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8,
+            _mm_or_si128, _mm_set1_epi8,
         };
         while i + 16 <= b.len() {
             // SAFETY: `i + 16 <= b.len()`: the 16 bytes read are inside
@@ -176,9 +178,8 @@ fn find_ctl(b: &[u8], mut i: usize) -> Option<usize> {
                 let v = _mm_loadu_si128(b.as_ptr().add(i).cast::<__m128i>());
                 // v <= 0x1F (unsigned): min(v, 0x1F) == v
                 let low = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
-                let tab = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\t' as i8));
                 let del = _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f));
-                _mm_movemask_epi8(_mm_or_si128(_mm_andnot_si128(tab, low), del)) as u32
+                _mm_movemask_epi8(_mm_or_si128(low, del)) as u32
             };
             if m != 0 {
                 return Some(i + m.trailing_zeros() as usize);
@@ -187,7 +188,22 @@ fn find_ctl(b: &[u8], mut i: usize) -> Option<usize> {
         }
     }
     let i = i.min(b.len());
-    b[i..].iter().position(|&c| is_ctl(c)).map(|p| i + p)
+    b[i..]
+        .iter()
+        .position(|&c| is_ctl(c) || c == b'\t')
+        .map(|p| i + p)
+}
+
+/// The first control character ([`is_ctl`]) at or after `i` in `b`.
+#[inline(always)]
+fn find_ctl(b: &[u8], mut i: usize) -> Option<usize> {
+    loop {
+        let j = find_ctl_or_tab(b, i)?;
+        if b[j] != b'\t' {
+            return Some(j);
+        }
+        i = j + 1;
+    }
 }
 
 /// Finds the CRLF ending the start line at `i`; returns the index of its
@@ -228,7 +244,11 @@ pub(super) fn find_header_end(b: &[u8], i: usize, line: u16) -> Result<usize, Pa
     let mut k = i;
     let mut q = Quoting::at(i);
     loop {
-        let j = find_ctl(b, k).ok_or(ParseError::Unterminated)?;
+        let j = find_ctl_or_tab(b, k).ok_or(ParseError::Unterminated)?;
+        if b[j] == b'\t' {
+            k = j + 1;
+            continue;
+        }
         if b[j] == b'\r' && b.get(j + 1) == Some(&b'\n') {
             if j + 2 < n && is_wsp(b[j + 2]) {
                 // a fold: the header line goes on

@@ -1,0 +1,27 @@
+//! One capacity trial against a running target, and the result rows of a
+//! finished search — the parts of `takt sip capacity` that do not depend
+//! on which load generator drives the calls.
+//!
+//! A [`TargetTrial`] wraps a [`Target`](crate::target::Target) and a [`Load`] (anything that can
+//! offer calls at a rate to an address and count what came back): around
+//! each run of the load it samples the server's `/proc` counters, and after
+//! it reads takt's statistics or Kamailio's shared memory, so that every
+//! point carries the server's side of the books ([`PointDetail`]). It is a
+//! [`Trial`](crate::search::Trial) for the [`crate::search`]. [`run`]
+//! drives several cases in turns and builds the result document.
+//!
+//! The drop rate that decides capacity is the paper's: messages lost at the
+//! server ÷ messages sent to it, as the load counts them end to end (sent
+//! by one side, never received by the other, after a bounded drain). The
+//! server's socket drops and its namespace's `RcvbufErrors` are reported
+//! beside it for each point.
+
+mod gen_load;
+mod plan;
+mod rows;
+mod trial;
+
+pub use gen_load::GenLoad;
+pub use plan::{run, CapacityCase, CapacityPlan, NetKind, Progress};
+pub use rows::rows;
+pub use trial::{Load, LoadOutcome, PointDetail, TargetTrial};

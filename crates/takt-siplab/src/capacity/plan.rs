@@ -1,0 +1,361 @@
+//! A capacity run: several cases (target × mode), each searched against a
+//! server started fresh for it, the searches taking turns point by point
+//! with every server but the measured one paused, so that drift of the
+//! host reaches all cases alike. `takt sip capacity` is this function
+//! plus its flags.
+
+use std::net::IpAddr;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+use takt_measure::result::{Document, DocumentBuilder};
+use takt_sip::proxy::Mode;
+
+use super::{rows, Load, TargetTrial};
+use crate::error::{Error, Result};
+use crate::net::VethNet;
+use crate::search::{run_interleaved, Phase, Search, SearchConfig, TrialOutcome};
+use crate::target::{TargetKind, TargetSetup};
+
+/// The network path between the load and the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NetKind {
+    /// Loopback (the sender's system call runs the receiver's stack).
+    Loopback,
+    /// A veth pair into the server's own namespace ([`crate::net`]).
+    Veth,
+}
+
+impl NetKind {
+    /// Its name in `params`.
+    pub fn name(self) -> &'static str {
+        match self {
+            NetKind::Loopback => "loopback",
+            NetKind::Veth => "veth",
+        }
+    }
+}
+
+/// One searched case.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CapacityCase {
+    /// The target.
+    pub kind: TargetKind,
+    /// Its mode (the null relay has none; its rows say so).
+    pub mode: Mode,
+}
+
+impl CapacityCase {
+    /// `takt stateful`, `kamailio stateless`, `null-relay`.
+    pub fn label(&self) -> String {
+        match self.kind {
+            TargetKind::NullRelay => "null-relay".into(),
+            _ => format!("{} {}", self.kind.name(), mode_name(self.mode)),
+        }
+    }
+}
+
+fn mode_name(m: Mode) -> &'static str {
+    match m {
+        Mode::Stateless => "stateless",
+        Mode::Stateful => "stateful",
+    }
+}
+
+/// Everything a capacity run needs besides the load.
+#[derive(Debug, Clone)]
+pub struct CapacityPlan {
+    /// The cases, in the order they take turns.
+    pub cases: Vec<CapacityCase>,
+    /// CPUs, workers, scheduling policy, receive buffer, takt executable
+    /// for every server (mode, addresses and namespace are set per case).
+    pub base: TargetSetup,
+    /// The search's parameters.
+    pub search: SearchConfig,
+    /// Loopback or veth.
+    pub net: NetKind,
+    /// Set (e.g. by a Ctrl-C handler) to end the run after the current
+    /// trial; the finished points are kept.
+    pub stop: Arc<AtomicBool>,
+}
+
+/// What [`run`] reports after every trial.
+#[derive(Debug)]
+pub struct Progress<'a> {
+    /// Which case (index into [`CapacityPlan::cases`]).
+    pub case: usize,
+    /// Its label.
+    pub label: &'a str,
+    /// The trial's rate.
+    pub rate_cps: f64,
+    /// The trial's phase.
+    pub phase: Phase,
+    /// Its outcome.
+    pub outcome: &'a TrialOutcome,
+    /// Trials done and expected, all cases together.
+    pub done: usize,
+    /// See `done`.
+    pub expected: usize,
+}
+
+fn params(plan: &CapacityPlan, case: &CapacityCase) -> Map<String, Value> {
+    let mut p = Map::new();
+    let mode = match case.kind {
+        TargetKind::NullRelay => "none",
+        _ => mode_name(case.mode),
+    };
+    p.insert("mode".into(), json!(mode));
+    let workers = match case.kind {
+        TargetKind::NullRelay => 1,
+        _ => plan.base.workers,
+    };
+    p.insert("workers".into(), json!(workers));
+    let model = match &case.kind {
+        TargetKind::Takt(o) => o.model.name(),
+        TargetKind::Kamailio => "processes",
+        TargetKind::NullRelay => "relay",
+        TargetKind::Addr(_) => "unknown",
+    };
+    p.insert("model".into(), json!(model));
+    p.insert(
+        "sched".into(),
+        json!(plan
+            .base
+            .sched
+            .map_or_else(|| "default".to_string(), |s| s.to_string())),
+    );
+    p.insert(
+        "cpus".into(),
+        json!(plan
+            .base
+            .cpus
+            .as_ref()
+            .map_or_else(|| "any".to_string(), |c| c.to_string())),
+    );
+    p.insert("net".into(), json!(plan.net.name()));
+    p.insert("threshold".into(), json!(plan.search.threshold));
+    p.insert("reps".into(), json!(plan.search.reps));
+    p
+}
+
+/// Runs the plan: for each case a load from `make_load(ip)` (its sockets
+/// bound on `ip`, the address the server reaches it at) and a fresh
+/// server; then the searches in turns; then the rows of every case (see
+/// [`rows`]). An interruption through [`CapacityPlan::stop`] ends the run
+/// with the finished points and a note; any other error stops every
+/// server and is returned.
+pub fn run<L: Load>(
+    plan: &CapacityPlan,
+    mut make_load: impl FnMut(IpAddr) -> Result<L>,
+    mut progress: impl FnMut(&Progress<'_>),
+) -> Result<Document> {
+    plan.search.validate()?;
+    if plan.cases.is_empty() {
+        return Err(Error::Config(
+            "a capacity run needs at least one target".into(),
+        ));
+    }
+    let net = match plan.net {
+        NetKind::Loopback => None,
+        NetKind::Veth => {
+            let cpus = plan.base.cpus.as_ref().ok_or_else(|| {
+                Error::Config("--net veth steers packets to the server's CPUs: give --cpus".into())
+            })?;
+            Some(VethNet::create(cpus)?)
+        }
+    };
+    let client_ip = net.as_ref().map_or(plan.base.listen_ip, |n| n.root_ip);
+    let mut trials = Vec::with_capacity(plan.cases.len());
+    let mut searches = Vec::with_capacity(plan.cases.len());
+    let labels: Vec<String> = plan.cases.iter().map(CapacityCase::label).collect();
+    for case in &plan.cases {
+        let load = make_load(client_ip)?;
+        let mut setup = plan.base.clone();
+        setup.mode = case.mode;
+        setup.uas = load.uas();
+        if let Some(n) = &net {
+            setup.listen_ip = n.server_ip;
+            setup.netns = Some(n.namespace().to_string());
+        }
+        let target = case.kind.start(&setup)?;
+        trials.push(
+            TargetTrial::new(target, load)
+                .with_stop(plan.stop.clone())
+                .pausing(),
+        );
+        searches.push(Search::new(plan.search.clone())?);
+    }
+    let mut expected = vec![0; searches.len()];
+    let mut done = vec![0; searches.len()];
+    for (i, s) in searches.iter().enumerate() {
+        (done[i], expected[i]) = s.progress();
+    }
+    let outcome = run_interleaved(&mut searches, &mut trials, |i, s| {
+        (done[i], expected[i]) = s.progress();
+        let r = s.result();
+        let Some(last) = r.trials.last() else {
+            return;
+        };
+        progress(&Progress {
+            case: i,
+            label: &labels[i],
+            rate_cps: last.rate_cps,
+            phase: last.phase,
+            outcome: &last.outcome,
+            done: done.iter().sum(),
+            expected: expected.iter().sum(),
+        });
+    });
+    let interrupted = match outcome {
+        Ok(()) => false,
+        Err((_, Error::Interrupted)) => true,
+        Err((i, e)) => {
+            return Err(Error::Case {
+                case: labels[i].clone(),
+                source: Box::new(e),
+            });
+        }
+    };
+    let mut doc = DocumentBuilder::start("sip_capacity");
+    for (((case, search), trial), label) in
+        plan.cases.iter().zip(&searches).zip(trials).zip(&labels)
+    {
+        let name = case.kind.name();
+        // the points stand however the server ends; a messy end is noted
+        let (points, stopped) = trial.finish();
+        if let Err(e) = stopped {
+            doc.note(format!("{label}: {e}"));
+        }
+        for row in rows(name, &params(plan, case), &search.result(), &points) {
+            doc.push(row);
+        }
+    }
+    if interrupted {
+        doc.note("interrupted: rows hold the points finished before the stop; a case without a capacity row had not finished its grid");
+    }
+    drop(net);
+    Ok(doc.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::target::Target;
+    use std::net::SocketAddr;
+    use std::sync::atomic::Ordering;
+
+    /// A server whose drop rate jumps above `cap` calls/s, reached at an
+    /// address (nothing is started).
+    struct Fake {
+        cap: f64,
+        stop_after: Option<(usize, Arc<AtomicBool>)>,
+        runs: usize,
+    }
+
+    impl Load for Fake {
+        fn uas(&self) -> SocketAddr {
+            "127.0.0.1:9".parse().unwrap()
+        }
+        fn run(&mut self, _: &Target, rate: f64) -> Result<super::super::LoadOutcome> {
+            self.runs += 1;
+            if let Some((n, stop)) = &self.stop_after {
+                if self.runs >= *n {
+                    stop.store(true, Ordering::Release);
+                }
+            }
+            Ok(super::super::LoadOutcome {
+                achieved_cps: rate,
+                sent_to_server: 7_000,
+                lost: if rate > self.cap { 700 } else { 0 },
+                completed_calls: 1_000,
+                failed_calls: 0,
+                generator_bound: false,
+            })
+        }
+    }
+
+    fn plan() -> CapacityPlan {
+        let a: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        CapacityPlan {
+            cases: vec![
+                CapacityCase {
+                    kind: TargetKind::Addr(a),
+                    mode: Mode::Stateless,
+                },
+                CapacityCase {
+                    kind: TargetKind::Addr(a),
+                    mode: Mode::Stateful,
+                },
+            ],
+            base: TargetSetup::new(a),
+            search: SearchConfig::default(),
+            net: NetKind::Loopback,
+            stop: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    #[test]
+    fn cases_take_turns_and_give_rows() {
+        let p = plan();
+        let mut caps = vec![3_000.0, 6_000.0].into_iter();
+        let mut seen = Vec::new();
+        let doc = run(
+            &p,
+            |_| {
+                Ok(Fake {
+                    cap: caps.next().unwrap(),
+                    stop_after: None,
+                    runs: 0,
+                })
+            },
+            |pr| seen.push(pr.case),
+        )
+        .unwrap();
+        assert_eq!(&seen[..4], &[0, 1, 0, 1]);
+        let caps: Vec<_> = doc
+            .results
+            .iter()
+            .filter(|r| r.name == "capacity")
+            .collect();
+        assert_eq!(caps.len(), 2);
+        assert!(caps[0].summary.median <= 3_000.0 && caps[0].summary.median > 2_700.0);
+        assert!(caps[1].summary.median <= 6_000.0 && caps[1].summary.median > 5_400.0);
+        assert_eq!(caps[1].params["mode"], json!("stateful"));
+        assert_eq!(caps[1].params["net"], json!("loopback"));
+        assert!(doc.notes.is_empty());
+    }
+
+    #[test]
+    fn an_interrupted_run_keeps_its_points() {
+        let p = plan();
+        let stop = p.stop.clone();
+        let doc = run(
+            &p,
+            |_| {
+                Ok(Fake {
+                    cap: 3_000.0,
+                    stop_after: Some((3, stop.clone())),
+                    runs: 0,
+                })
+            },
+            |_| {},
+        )
+        .unwrap();
+        assert!(doc.results.iter().all(|r| r.name != "capacity"));
+        assert_eq!(doc.notes.len(), 1);
+    }
+
+    #[test]
+    fn veth_needs_cpus() {
+        let mut p = plan();
+        p.net = NetKind::Veth;
+        let e = run(
+            &p,
+            |_| -> Result<Fake> { unreachable!("refused before any load") },
+            |_| {},
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("--cpus"), "{e}");
+    }
+}

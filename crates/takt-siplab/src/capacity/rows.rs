@@ -1,0 +1,178 @@
+//! The result rows of a finished search (conventions' result documents).
+
+use serde_json::{json, Map, Value};
+use takt_measure::result::{Better, ResultRow};
+
+use super::PointDetail;
+use crate::search::{Capacity, Phase, SearchResult};
+
+/// The result rows of one target's finished search: `capacity` (cps;
+/// `median` = the capacity or its bound, `min`/`max` = the capacity and the
+/// first failing grid rate, the grid with its intervals in `detail`),
+/// `cpu_per_call` (µs at the capacity's grid rate, one sample per grid
+/// repetition) and one `drop_rate` row per grid point. `params` name the
+/// target's setting (`mode`, `workers`, `model`, `sched`, `net`).
+pub fn rows(
+    target: &str,
+    params: &Map<String, Value>,
+    result: &SearchResult,
+    points: &[PointDetail],
+) -> Vec<ResultRow> {
+    let cpu_s: f64 = points.iter().map(|p| p.server.cpu_s).sum();
+    let mut out = Vec::new();
+    if let Some(cap) = result.capacity {
+        let cps = cap.cps();
+        let mut row = ResultRow::new(
+            "capacity",
+            target,
+            params.clone(),
+            "cps",
+            Better::Higher,
+            vec![cps],
+            cpu_s,
+        );
+        if let Capacity::Measured {
+            first_failing_cps, ..
+        } = cap
+        {
+            row.summary.max = first_failing_cps;
+        }
+        let shm_peak = points
+            .iter()
+            .filter_map(|p| p.shm)
+            .map(|s| s.peak_fraction())
+            .fold(None, |a: Option<f64>, f| Some(a.map_or(f, |a| a.max(f))));
+        let mut d = Map::new();
+        d.insert("capacity".into(), json!(cap.to_string()));
+        d.insert("bound".into(), json!(cap));
+        d.insert("zero_failure_cps".into(), json!(result.zero_failure_cps));
+        d.insert("non_monotone_cps".into(), json!(result.non_monotone_cps));
+        d.insert("trials".into(), json!(result.trials.len()));
+        d.insert("grid".into(), json!(result.grid));
+        if let Some(f) = shm_peak {
+            d.insert("shm_peak_fraction".into(), json!(f));
+        }
+        out.push(row.with_detail(d));
+
+        // CPU per call at the capacity's grid rate
+        let at: Vec<f64> = result
+            .trials
+            .iter()
+            .zip(points)
+            .filter(|(t, _)| t.phase == Phase::Grid && t.rate_cps == cps)
+            .filter_map(|(_, p)| p.cpu_per_call_us)
+            .collect();
+        if !at.is_empty() {
+            let mut p = params.clone();
+            p.insert("rate_cps".into(), json!(cps));
+            out.push(ResultRow::new(
+                "cpu_per_call",
+                target,
+                p,
+                "us",
+                Better::Lower,
+                at,
+                cpu_s,
+            ));
+        }
+    }
+    for g in &result.grid {
+        let mut p = params.clone();
+        p.insert("rate_cps".into(), json!(g.rate_cps));
+        let mut d = Map::new();
+        d.insert("sent".into(), json!(g.sent));
+        d.insert("lost".into(), json!(g.lost));
+        d.insert("pooled".into(), json!(g.drop_rate));
+        d.insert("binomial_ci95".into(), json!(g.binomial_ci95));
+        d.insert("reps_ci95".into(), json!(g.reps_ci95));
+        d.insert("upper".into(), json!(g.upper));
+        d.insert("verdict".into(), json!(g.verdict));
+        let socket_drops: u64 = result
+            .trials
+            .iter()
+            .zip(points)
+            .filter(|(t, _)| t.phase == Phase::Grid && t.rate_cps == g.rate_cps)
+            .map(|(_, p)| p.server.socket_drops)
+            .sum();
+        d.insert("server_socket_drops".into(), json!(socket_drops));
+        out.push(
+            ResultRow::new(
+                "drop_rate",
+                target,
+                p,
+                "ratio",
+                Better::Lower,
+                g.rep_drop_rates.clone(),
+                0.0,
+            )
+            .with_detail(d),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capacity::LoadOutcome;
+    use crate::search::{run, Search, SearchConfig};
+    use crate::search::{Trial, TrialOutcome};
+    use crate::server_stats::ServerSample;
+    use crate::server_stats::ServerWindow;
+    use std::time::Instant;
+    use takt_sip::stats::snmp::UdpCounters;
+
+    /// A search over a scripted server, with invented server-side details.
+    #[test]
+    fn rows_of_a_search() {
+        struct S(Vec<PointDetail>);
+        impl Trial for S {
+            type Error = std::convert::Infallible;
+            fn trial(&mut self, rate: f64) -> std::result::Result<TrialOutcome, Self::Error> {
+                let lost = if rate > 5_000.0 { 500 } else { 0 };
+                let sample = |cpu_ticks| ServerSample {
+                    at: Instant::now(),
+                    sockets: Vec::new(),
+                    cpu_ticks,
+                    threads: Vec::new(),
+                    host: UdpCounters::default(),
+                };
+                self.0.push(PointDetail {
+                    rate_cps: rate,
+                    load: LoadOutcome::default(),
+                    server: ServerWindow::between(&sample(0), &sample(10)),
+                    cpu_per_call_us: Some(rate / 100.0),
+                    shm: None,
+                    takt_kinds: None,
+                });
+                Ok(TrialOutcome {
+                    offered_cps: rate,
+                    achieved_cps: rate,
+                    sent: 10_000,
+                    lost,
+                    ..TrialOutcome::default()
+                })
+            }
+        }
+        let mut s = S(Vec::new());
+        let mut search = Search::new(SearchConfig::default()).unwrap();
+        let r = run(&mut search, &mut s).unwrap();
+        let mut params = Map::new();
+        params.insert("mode".into(), json!("stateless"));
+        let rows = rows("takt", &params, &r, &s.0);
+        let cap = &rows[0];
+        assert_eq!((cap.name.as_str(), cap.unit.as_str()), ("capacity", "cps"));
+        let c = r.capacity.unwrap().cps();
+        assert_eq!(cap.summary.median, c);
+        assert!(cap.summary.max > c && c <= 5_000.0, "{:?}", cap.summary);
+        assert_eq!(cap.detail["zero_failure_cps"], json!(r.zero_failure_cps));
+        let cpu = &rows[1];
+        assert_eq!(cpu.name, "cpu_per_call");
+        assert_eq!(cpu.params["rate_cps"], json!(c));
+        assert_eq!(cpu.samples.len(), 5);
+        assert!((cpu.summary.median - c / 100.0).abs() < 1e-9);
+        let drops: Vec<_> = rows.iter().filter(|r| r.name == "drop_rate").collect();
+        assert_eq!(drops.len(), r.grid.len());
+        assert!(drops.iter().all(|d| d.params["mode"] == json!("stateless")));
+    }
+}

@@ -1,0 +1,89 @@
+//! The crate's one error type.
+
+use std::io;
+
+/// What went wrong in the SIP laboratory.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A setting is out of range or inconsistent (search parameters,
+    /// target options, a host that cannot provide what was asked).
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// A tool the target needs is not installed.
+    #[error("{tool} is not installed ({hint})")]
+    Missing {
+        /// The program.
+        tool: &'static str,
+        /// Where to get it.
+        hint: &'static str,
+    },
+    /// An operating-system call failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+    /// A thread could not be made as specified.
+    #[error(transparent)]
+    Sched(#[from] takt_sched::SchedError),
+    /// A thread of the run failed.
+    #[error("{0}")]
+    Thread(String),
+    /// A target did not come up.
+    #[error("{target} did not start: {reason}")]
+    Start {
+        /// The target's name.
+        target: &'static str,
+        /// Why (its exit status and the tail of its stderr, or a timeout).
+        reason: String,
+    },
+    /// A target's process exited while it was in use.
+    #[error("{target} exited unexpectedly: {reason}")]
+    Exited {
+        /// The target's name.
+        target: &'static str,
+        /// Its exit status and the tail of its stderr.
+        reason: String,
+    },
+    /// A target did not stop cleanly (it had exited before, failed on
+    /// SIGTERM, or had to be killed); none of its processes is left.
+    #[error("{target} did not stop cleanly: {reason}")]
+    Stop {
+        /// The target's name.
+        target: &'static str,
+        /// What happened.
+        reason: String,
+    },
+    /// One case of a capacity run failed.
+    #[error("{case}: {source}")]
+    Case {
+        /// The case's label (`kamailio stateful`).
+        case: String,
+        /// What went wrong.
+        #[source]
+        source: Box<Error>,
+    },
+    /// The run was interrupted (Ctrl-C); finished points are kept.
+    #[error("interrupted")]
+    Interrupted,
+    /// A target's control or statistics interface answered nonsense.
+    #[error("{target} statistics: {reason}")]
+    Stats {
+        /// The target's name.
+        target: &'static str,
+        /// What was wrong.
+        reason: String,
+    },
+}
+
+/// `Error::Io` with a description, for `map_err`.
+pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(io::Error) -> Error {
+    let what = what.into();
+    move |source| Error::Io { what, source }
+}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,196 @@
+//! A run as a result document (`takt sip gen --json`) and as a summary
+//! for people.
+
+use std::fmt::Write as _;
+
+use serde_json::{json, Map, Value};
+use takt_measure::result::{Better, Document, DocumentBuilder, ResultRow};
+
+use super::report::{ByKind, GenReport, Percentiles};
+
+impl GenReport {
+    /// The parameters every row of its document carries.
+    fn params(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("role".into(), json!(self.role.name()));
+        m.insert("cps".into(), json!(self.cps));
+        m.insert("arrivals".into(), json!(self.arrivals.name()));
+        m.insert("ports".into(), json!(self.ports));
+        m.insert("hold_ms".into(), json!(self.hold_ms));
+        m.insert("retransmit".into(), json!(self.retransmit));
+        m
+    }
+
+    /// The run as a result document (suite `sip_gen`): rows
+    /// `achieved_cps`, `calls_completed`, `calls_failed`,
+    /// `invite_to_180`/`invite_to_200` (ms, median; percentiles in
+    /// `detail`), `send_lag_p99` (µs) and `cpu_per_call` (µs) as the run
+    /// has them; the whole report in the first row's `detail.report`.
+    pub fn to_document(&self) -> Document {
+        let mut b = DocumentBuilder::start("sip_gen");
+        let cpu_s: f64 = self.uac.iter().map(|u| u.thread.cpu_s).sum::<f64>()
+            + self.uas.iter().map(|u| u.thread.cpu_s).sum::<f64>();
+        let row = |name: &str, unit: &str, better: Better, v: f64| {
+            ResultRow::new(name, "takt", self.params(), unit, better, vec![v], cpu_s)
+        };
+        let pct = |p: &Percentiles| -> Map<String, Value> {
+            match serde_json::to_value(p) {
+                Ok(Value::Object(m)) => m,
+                _ => Map::new(),
+            }
+        };
+        let mut first = Map::new();
+        first.insert(
+            "report".into(),
+            serde_json::to_value(self).unwrap_or(Value::Null),
+        );
+        if let Some(u) = &self.uac {
+            b.push(
+                row("achieved_cps", "cps", Better::Higher, self.achieved_cps).with_detail(first),
+            );
+            b.push(row(
+                "calls_completed",
+                "calls",
+                Better::Higher,
+                u.completed as f64,
+            ));
+            let mut d = Map::new();
+            d.insert("by_class".into(), json!(u.failures));
+            d.insert("unfinished".into(), json!(u.unfinished));
+            b.push(row("calls_failed", "calls", Better::Lower, u.failed as f64).with_detail(d));
+            if u.invite_to_180_ms.count > 0 {
+                b.push(
+                    row("invite_to_180", "ms", Better::Lower, u.invite_to_180_ms.p50)
+                        .with_detail(pct(&u.invite_to_180_ms)),
+                );
+            }
+            if u.invite_to_200_ms.count > 0 {
+                b.push(
+                    row("invite_to_200", "ms", Better::Lower, u.invite_to_200_ms.p50)
+                        .with_detail(pct(&u.invite_to_200_ms)),
+                );
+            }
+            b.push(
+                row("send_lag_p99", "us", Better::Lower, u.send_lag_us.p99)
+                    .with_detail(pct(&u.send_lag_us)),
+            );
+        } else if let Some(s) = &self.uas {
+            b.push(
+                row("calls_answered", "calls", Better::Higher, s.answered as f64)
+                    .with_detail(first),
+            );
+        }
+        if let Some(c) = self.cpu_us_per_call {
+            b.push(row("cpu_per_call", "us", Better::Lower, c));
+        }
+        if self.saturation.generator_bound {
+            b.note(format!(
+                "generator-bound: {}",
+                self.saturation.reasons.join("; ")
+            ));
+        }
+        b.finish()
+    }
+
+    /// A summary for people: calls and outcomes, messages per kind on
+    /// each side, times, the generator's own health.
+    pub fn summary(&self) -> String {
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "{} arrivals at {} cps ({}), hold {} ms, {} UAC ports, retransmissions {}",
+            self.arrivals.name(),
+            self.cps,
+            self.role.name(),
+            self.hold_ms,
+            self.ports,
+            if self.retransmit { "on" } else { "off" }
+        );
+        if let Some(u) = &self.uac {
+            let _ = writeln!(
+                o,
+                "calls: {} placed in {:.2} s ({:.0}/s), {} completed, {} failed, {} unfinished",
+                u.attempted, self.send_s, self.achieved_cps, u.completed, u.failed, u.unfinished
+            );
+            if !u.failures.is_empty() {
+                let f: Vec<String> = u.failures.iter().map(|(k, v)| format!("{k} {v}")).collect();
+                let _ = writeln!(o, "failures: {}", f.join(", "));
+            }
+            let p = |name: &str, unit: &str, p: &Percentiles| {
+                format!(
+                    "{name:<15} p50 {:>9.3}  p90 {:>9.3}  p99 {:>9.3}  max {:>9.3} {unit}\n",
+                    p.p50, p.p90, p.p99, p.max
+                )
+            };
+            o.push_str(&p("INVITE→180", "ms", &u.invite_to_180_ms));
+            o.push_str(&p("INVITE→200", "ms", &u.invite_to_200_ms));
+            o.push_str(&p("send lag", "µs", &u.send_lag_us));
+            let _ = writeln!(o, "late calls: {}", u.late_calls);
+        }
+        if let Some(s) = &self.uas {
+            let _ = writeln!(
+                o,
+                "UAS: {} answered, {} refused (table full), {} ACK timeouts, {} BYEs before their ACK",
+                s.answered, s.full, s.ack_timeouts, s.bye_before_ack
+            );
+        }
+        // messages per kind, both sides
+        let kinds = [
+            "invite", "100", "180", "200", "ack", "bye", "200bye", "failure", "other",
+        ];
+        let empty = ByKind::new();
+        let (cs, cr, cx) = self.uac.as_ref().map_or((&empty, &empty, &empty), |u| {
+            (&u.sent, &u.received, &u.retransmitted)
+        });
+        let (ss, sr, sx) = self.uas.as_ref().map_or((&empty, &empty, &empty), |u| {
+            (&u.sent, &u.received, &u.retransmitted)
+        });
+        let _ = writeln!(
+            o,
+            "\n{:<8} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8}",
+            "kind", "uac sent", "uac recv", "uac rtx", "uas sent", "uas recv", "uas rtx"
+        );
+        for k in kinds {
+            let g = |m: &ByKind| m.get(k).copied().unwrap_or(0);
+            let row = [g(cs), g(cr), g(cx), g(ss), g(sr), g(sx)];
+            if row.iter().all(|&v| v == 0) {
+                continue;
+            }
+            let _ = writeln!(
+                o,
+                "{:<8} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8}",
+                k, row[0], row[1], row[2], row[3], row[4], row[5]
+            );
+        }
+        o.push('\n');
+        let threads = self
+            .uac
+            .iter()
+            .map(|u| (&u.thread, &u.sockets))
+            .chain(self.uas.iter().map(|u| (&u.thread, &u.sockets)));
+        for (t, s) in threads {
+            let _ = writeln!(
+                o,
+                "{:<8} cpus [{}]  cpu {:.3} s  idle {:.1}%  socket drops {}  send failures {}",
+                t.name,
+                t.cpus,
+                t.cpu_s,
+                t.idle_fraction * 100.0,
+                s.drops,
+                s.send_full + s.send_errors
+            );
+        }
+        if let (Some(c), Some(b)) = (self.cpu_us_per_call, self.busy_us_per_call) {
+            let _ = writeln!(
+                o,
+                "generator per call: CPU {c:.1} µs (spinning included), busy {b:.1} µs"
+            );
+        }
+        if self.saturation.generator_bound {
+            let _ = writeln!(o, "GENERATOR-BOUND: {}", self.saturation.reasons.join("; "));
+        } else {
+            let _ = writeln!(o, "the generator kept up (not generator-bound)");
+        }
+        o
+    }
+}

@@ -1,0 +1,301 @@
+//! The `gen-uac` thread: arrivals, the UAC core, its sockets.
+
+use std::net::UdpSocket;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use takt_sip::ua::{Outcome, Uac, UacConfig};
+
+use super::report::{SocketReport, ThreadReport, UacReport};
+use super::socket::{Poller, RecvBatch, SendFailures, SendQueue};
+use super::{Cancel, GenConfig, Live, Schedule, SPIN_MARGIN};
+use crate::Error;
+
+/// Calls placed at most per loop turn when behind (then the loop
+/// receives and sends before placing more).
+const BURST: usize = 64;
+
+/// Longest single wait, so a cancel is seen promptly.
+const MAX_WAIT_NS: u64 = 50_000_000;
+
+/// Delay from the run's start to the first planned call, so both threads
+/// are up.
+pub(super) const START_NS: u64 = 2_000_000;
+
+pub(super) struct Ctx {
+    pub(super) cfg: GenConfig,
+    pub(super) socks: Vec<UdpSocket>,
+    /// The run's start, clock ticks.
+    pub(super) t0: u64,
+    pub(super) cancel: Cancel,
+    pub(super) live: Arc<Live>,
+}
+
+/// The calling side's state, owned by its thread.
+struct Side {
+    uac: Uac,
+    socks: Vec<UdpSocket>,
+    plan: Schedule,
+    /// The next planned call, ns after the run's start.
+    next: Option<u64>,
+    t0: u64,
+    rb: RecvBatch,
+    queues: Vec<SendQueue>,
+    touched: Vec<usize>,
+    stage: Vec<u8>,
+    planned: Vec<u64>,
+    drops_by_sock: Vec<u32>,
+    sockets: SocketReport,
+    fails: SendFailures,
+    lag: Histogram<u64>,
+    late_ns: u64,
+    late_calls: u64,
+    first_sent: Option<u64>,
+    last_sent: u64,
+}
+
+impl Side {
+    fn ns(&self) -> u64 {
+        let c = takt_sched::clock();
+        c.ticks_to_ns(c.now().saturating_sub(self.t0))
+    }
+
+    /// Places the calls due now (at most a burst), sends what is queued,
+    /// and records each placed call's lag at the moment it is sent.
+    fn place_due(&mut self) {
+        let now = self.ns();
+        self.planned.clear();
+        while let Some(p) = self.next {
+            if p > now || self.planned.len() == BURST {
+                break;
+            }
+            let _ = self.uac.start_call(now); // a full table is counted as no_slot
+            self.planned.push(p);
+            self.next = self.plan.next().map(|t| t + START_NS);
+        }
+        if self.planned.is_empty() {
+            return;
+        }
+        let t = self.send();
+        for &p in &self.planned {
+            let l = t.saturating_sub(p);
+            self.lag.saturating_record(l);
+            if l > self.late_ns {
+                self.late_calls += 1;
+            }
+        }
+        self.first_sent.get_or_insert(t);
+        self.last_sent = t;
+    }
+
+    /// Sends everything the UAC has queued, one `sendmmsg` per socket;
+    /// returns the time just before the first send.
+    fn send(&mut self) -> u64 {
+        self.stage.clear();
+        self.touched.clear();
+        while let Some(t) = self.uac.poll_transmit(&mut self.stage) {
+            let q = &mut self.queues[t.port];
+            if q.is_empty() {
+                self.touched.push(t.port);
+            }
+            q.push(t.dst, self.stage.len() - t.len, t.len);
+        }
+        let t = self.ns();
+        for &i in &self.touched {
+            self.queues[i].flush(&self.socks[i], &self.stage, &mut self.fails);
+        }
+        t
+    }
+
+    /// Takes everything queued on the sockets in `ready`, placing calls
+    /// that fall due in between (the arrival schedule comes first).
+    fn receive(&mut self, ready: &[usize]) {
+        for &i in ready {
+            loop {
+                match self.rb.recv(&self.socks[i]) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        if let Some(d) = self.rb.drops {
+                            self.drops_by_sock[i] = self.drops_by_sock[i].max(d);
+                        }
+                        let t = self.ns();
+                        for j in 0..n {
+                            let (bytes, _, trunc) = self.rb.get(j);
+                            if trunc {
+                                self.sockets.truncated += 1;
+                            } else {
+                                let _ = self.uac.handle(t, bytes); // refusals are counted
+                            }
+                        }
+                        self.place_due();
+                        if n < self.rb.capacity() {
+                            break;
+                        }
+                    }
+                    Err(_) => {
+                        self.sockets.recv_errors += 1;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Runs the calling side; returns the send phase's length (s) and the
+/// report.
+pub(super) fn run(ctx: Ctx) -> Result<(f64, UacReport), Error> {
+    let Ctx {
+        cfg,
+        socks,
+        t0,
+        cancel,
+        live,
+    } = ctx;
+    let cpu0 = takt_sched::thread_cpu_time();
+    let locals = socks
+        .iter()
+        .map(|s| s.local_addr())
+        .collect::<std::io::Result<Vec<_>>>()
+        .map_err(|source| Error::Io {
+            what: "reading the UAC's socket addresses".into(),
+            source,
+        })?;
+    let mut ucfg = UacConfig::new(locals[0], cfg.proxy);
+    ucfg.locals = locals;
+    ucfg.max_calls = cfg.call_table();
+    ucfg.hold_ns = cfg.hold.as_nanos() as u64;
+    ucfg.timers = cfg.timers;
+    ucfg.run_id = run_id(cfg.seed);
+    let end_ns = cfg.duration.map(|d| d.as_nanos() as u64);
+    let mut plan = Schedule::new(cfg.arrivals, cfg.cps, cfg.seed, cfg.calls, end_ns);
+    let next = plan.next().map(|t| t + START_NS);
+    let mut poller = Poller::new(&socks).map_err(|source| Error::Io {
+        what: "creating the UAC's epoll instance".into(),
+        source,
+    })?;
+    let n = socks.len();
+    let mut s = Side {
+        uac: Uac::new(ucfg),
+        socks,
+        plan,
+        next,
+        t0,
+        rb: RecvBatch::new(cfg.batch),
+        queues: (0..n).map(|_| SendQueue::new()).collect(),
+        touched: Vec::with_capacity(n),
+        stage: Vec::with_capacity(256 << 10),
+        planned: Vec::with_capacity(BURST),
+        drops_by_sock: vec![0; n],
+        sockets: SocketReport::default(),
+        fails: SendFailures::default(),
+        lag: Histogram::new_with_max(3_600_000_000_000, 3).expect("valid bounds"),
+        late_ns: cfg.late_after.as_nanos() as u64,
+        late_calls: 0,
+        first_sent: None,
+        last_sent: 0,
+    };
+    let mut ready: Vec<usize> = Vec::with_capacity(n);
+    let wall0 = s.ns();
+    let mut idle_ns = 0u64;
+    let mut drain_end: Option<u64> = None;
+    let drain_ns = cfg.drain.as_nanos() as u64;
+    let margin = SPIN_MARGIN.as_nanos() as u64;
+
+    loop {
+        if cancel.is_cancelled() {
+            break;
+        }
+        // 1. Calls due now; 2. responses (placing calls due meanwhile);
+        // 3. timers; 4. what they queued.
+        s.place_due();
+        poller.ready(&mut ready);
+        s.receive(&ready);
+        let now = s.ns();
+        if s.uac.poll_timeout().is_some_and(|t| t <= now) {
+            s.uac.handle_timeout(now);
+        }
+        s.send();
+        let st = s.uac.stats();
+        live.attempted.store(st.attempted, Ordering::Relaxed);
+        live.completed
+            .store(st.outcomes.get(Outcome::Completed), Ordering::Relaxed);
+        live.failed.store(st.outcomes.failed(), Ordering::Relaxed);
+        live.retransmitted
+            .store(st.retransmitted.total(), Ordering::Relaxed);
+        live.max_lag_us.store(s.lag.max() / 1000, Ordering::Relaxed);
+        // 5. The end: every planned call placed, then the drain.
+        let now = s.ns();
+        if s.next.is_none() {
+            let end = *drain_end.get_or_insert(now + drain_ns);
+            if s.uac.active() == 0 || now >= end {
+                break;
+            }
+        }
+        // 6. Wait: sleep until SPIN_MARGIN before the next planned call
+        //    (or the next timer, or input), then spin to the planned time.
+        let timer = s.uac.poll_timeout().unwrap_or(u64::MAX);
+        let wake = timer.min(s.next.or(drain_end).unwrap_or(u64::MAX));
+        if wake > now + margin {
+            let wait = (wake - margin - now).min(MAX_WAIT_NS);
+            poller.wait(Duration::from_nanos(wait));
+            idle_ns += s.ns() - now;
+        } else if ready.is_empty() && s.next == Some(wake) && wake > now {
+            // Yielding, not pausing: a thread sharing this CPU (the UAS,
+            // on a one-CPU generator) runs meanwhile; alone on the CPU,
+            // sched_yield returns at once and the spin keeps its precision.
+            while s.ns() < wake {
+                std::thread::yield_now();
+            }
+            idle_ns += s.ns() - now;
+        }
+    }
+
+    let mut sockets = s.sockets;
+    sockets.drops = s.drops_by_sock.iter().map(|&d| u64::from(d)).sum();
+    sockets.send_full = s.fails.full;
+    sockets.send_errors = s.fails.errors;
+    let wall_ns = s.ns() - wall0;
+    let thread = ThreadReport {
+        name: "gen-uac".into(),
+        cpus: cfg
+            .spec
+            .pinned_nth(0)
+            .cpus()
+            .map_or(String::new(), |c| c.to_string()),
+        cpu_s: (takt_sched::thread_cpu_time() - cpu0).as_secs_f64(),
+        wall_s: wall_ns as f64 / 1e9,
+        idle_s: idle_ns as f64 / 1e9,
+        idle_fraction: if wall_ns > 0 {
+            idle_ns as f64 / wall_ns as f64
+        } else {
+            0.0
+        },
+    };
+    let send_s = s
+        .first_sent
+        .map_or(0.0, |f| s.last_sent.saturating_sub(f) as f64 / 1e9);
+    let report = UacReport::new(
+        s.uac.stats(),
+        s.uac.active() as u64,
+        &s.lag,
+        s.late_calls,
+        sockets,
+        thread,
+    );
+    Ok((send_s, report))
+}
+
+/// A run identifier for Call-IDs: the seed mixed with the process id and
+/// the wall clock, so concurrent and successive runs differ.
+fn run_id(seed: u64) -> u32 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mut z = seed ^ t ^ (u64::from(std::process::id()) << 32);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) as u32
+}

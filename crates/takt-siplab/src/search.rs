@@ -1,0 +1,788 @@
+//! The 1%-drop capacity search: the highest call rate a server carries
+//! while it loses at most a threshold (default 1%) of the messages sent to
+//! it — the paper's number, measured so that noise cannot inflate it.
+//!
+//! The search is pure logic over a [`Trial`] (one measured run at a rate),
+//! written as a state machine ([`Search::next_rate`] / [`Search::record`])
+//! so that several targets can take turns point by point
+//! ([`run_interleaved`]) and a test can drive it with a simulated server.
+//!
+//! # Phases
+//! 1. **Ramp**: from [`SearchConfig::start_cps`] the rate is multiplied by
+//!    [`SearchConfig::ramp_factor`] while single trials pass, or divided
+//!    while they fail, until one passing and one failing rate bracket the
+//!    crossing.
+//! 2. **Bisection** of the bracket until it is narrower than one grid step
+//!    ([`SearchConfig::step`], a fraction of the rate, default 3%).
+//! 3. **Grid**: points one step apart around the last passing rate
+//!    ([`SearchConfig::grid_below`] below, [`SearchConfig::grid_above`]
+//!    above) are each measured [`SearchConfig::reps`] times, the points
+//!    taking turns (ascending, then descending, alternately) so that drift
+//!    reaches them alike. If the grid missed the crossing — every point
+//!    passes, or the lowest fails — a lucky single trial set the bracket:
+//!    the ramp resumes from the grid's edge with a finer factor (1 + 4
+//!    steps), then bisection and a new grid, at most three times; all grid
+//!    points measured count in the decision.
+//!
+//! # The decision
+//! A grid point *passes* when the upper end of its 95% interval for the
+//! drop rate (lost ÷ sent, messages at the server) is at or below the
+//! threshold. The interval is the wider of two, and the argument for each:
+//! - **Clopper–Pearson on the pooled messages** of all repetitions: exact
+//!   for a binomial count, and honest where a normal approximation fails —
+//!   at zero or a handful of drops, the usual case below capacity.
+//! - **Student's t over the repetitions' drop rates**: drops at a full
+//!   socket buffer come in bursts, so messages are not independent and the
+//!   pooled binomial interval alone is too narrow (over-dispersion); the
+//!   spread between repetitions measures that directly.
+//!
+//! Taking the larger upper end is conservative in both regimes. The
+//! **capacity** is the highest grid rate below the lowest point that does
+//! not pass — the rate at which the drop rate *first* exceeds the
+//! threshold — never "the highest rate that passed once"; passing points
+//! above a failing one are reported as non-monotone.
+//!
+//! A trial flagged *generator-bound* (the load generator, not the server,
+//! limited it) is neither a pass nor a failure of the server: it ends the
+//! climb, and a capacity it caps reads "≥ R (generator-bound)"
+//! ([`Capacity::AtLeast`] with [`Limit::Generator`]).
+//!
+//! RFC 7502's zero-failure rate is reported beside it: the highest rate
+//! tested such that no trial at it, or at any lower rate tested, lost a
+//! message or failed a call.
+
+use std::collections::VecDeque;
+
+use serde::Serialize;
+
+use crate::interval;
+use crate::Error;
+
+/// Default drop-rate threshold (1%).
+pub const DEFAULT_THRESHOLD: f64 = 0.01;
+/// Default grid step, as a fraction of the rate (3%).
+pub const DEFAULT_STEP: f64 = 0.03;
+/// Default repetitions per grid point.
+pub const DEFAULT_REPS: usize = 5;
+/// Confidence of the intervals.
+pub const CONFIDENCE: f64 = 0.95;
+
+/// What one trial measured.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct TrialOutcome {
+    /// The rate asked for, calls/s.
+    pub offered_cps: f64,
+    /// The rate the generator achieved over the measured window, calls/s.
+    pub achieved_cps: f64,
+    /// Messages sent to the server.
+    pub sent: u64,
+    /// Messages lost at the server (sent to it but never forwarded).
+    pub lost: u64,
+    /// Calls that failed (error response or timeout).
+    pub failed_calls: u64,
+    /// The generator could not keep up (send lag, late calls, its own
+    /// socket drops or no idle time): the point says nothing about the
+    /// server.
+    pub generator_bound: bool,
+}
+
+impl TrialOutcome {
+    /// Lost ÷ sent (0 when nothing was sent).
+    pub fn drop_rate(&self) -> f64 {
+        if self.sent == 0 {
+            0.0
+        } else {
+            self.lost as f64 / self.sent as f64
+        }
+    }
+
+    fn verdict(&self, threshold: f64) -> Verdict {
+        if self.generator_bound {
+            Verdict::GeneratorBound
+        } else if self.sent > 0 && self.drop_rate() <= threshold {
+            Verdict::Pass
+        } else {
+            Verdict::Fail
+        }
+    }
+
+    fn clean(&self) -> bool {
+        !self.generator_bound && self.sent > 0 && self.lost == 0 && self.failed_calls == 0
+    }
+}
+
+/// One measured run of a target at a rate.
+pub trait Trial {
+    /// Why a trial could not be run (the search stops with it).
+    type Error;
+    /// Runs the target at `rate_cps` and measures it.
+    fn trial(&mut self, rate_cps: f64) -> Result<TrialOutcome, Self::Error>;
+}
+
+impl<T: Trial + ?Sized> Trial for &mut T {
+    type Error = T::Error;
+    fn trial(&mut self, rate_cps: f64) -> Result<TrialOutcome, T::Error> {
+        (**self).trial(rate_cps)
+    }
+}
+
+/// The search's parameters.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchConfig {
+    /// Largest acceptable drop rate (0 < threshold < 1).
+    pub threshold: f64,
+    /// Grid step and bisection resolution, a fraction of the rate.
+    pub step: f64,
+    /// Repetitions per grid point (≥ 1; ≥ 2 for the t interval to count).
+    pub reps: usize,
+    /// First rate of the ramp, calls/s.
+    pub start_cps: f64,
+    /// The ramp never goes below this rate.
+    pub min_cps: f64,
+    /// The ramp never goes above this rate.
+    pub max_cps: f64,
+    /// Ramp multiplier (> 1).
+    pub ramp_factor: f64,
+    /// Grid points below the last passing rate of the bisection.
+    pub grid_below: usize,
+    /// Grid points above it.
+    pub grid_above: usize,
+}
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        SearchConfig {
+            threshold: DEFAULT_THRESHOLD,
+            step: DEFAULT_STEP,
+            reps: DEFAULT_REPS,
+            start_cps: 1_000.0,
+            min_cps: 50.0,
+            max_cps: 1_000_000.0,
+            ramp_factor: 2.0,
+            grid_below: 2,
+            grid_above: 2,
+        }
+    }
+}
+
+impl SearchConfig {
+    /// Checks the parameters' ranges.
+    pub fn validate(&self) -> Result<(), Error> {
+        let bad = |m: &str| Err(Error::Config(format!("capacity search: {m}")));
+        if !(self.threshold > 0.0 && self.threshold < 1.0) {
+            return bad("threshold must be in (0, 1)");
+        }
+        if !(self.step > 0.0 && self.step < 0.5) {
+            return bad("step must be in (0, 0.5)");
+        }
+        if self.reps == 0 {
+            return bad("reps must be at least 1");
+        }
+        if !(self.min_cps > 0.0 && self.min_cps <= self.start_cps && self.start_cps <= self.max_cps)
+        {
+            return bad("rates must satisfy 0 < min <= start <= max");
+        }
+        if self.ramp_factor.is_nan() || self.ramp_factor <= 1.0 {
+            return bad("ramp factor must exceed 1");
+        }
+        Ok(())
+    }
+}
+
+/// Which phase a trial belonged to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// The geometric ramp.
+    Ramp,
+    /// The bisection.
+    Bisect,
+    /// The repeated grid.
+    Grid,
+}
+
+/// A point's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Drop rate (its upper bound, on the grid) at or below the threshold.
+    Pass,
+    /// Above it.
+    Fail,
+    /// The generator limited the point.
+    GeneratorBound,
+}
+
+/// One trial in the order it ran.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TrialRecord {
+    /// Its phase.
+    pub phase: Phase,
+    /// The rate the search asked for.
+    pub rate_cps: f64,
+    /// What it measured.
+    pub outcome: TrialOutcome,
+}
+
+/// A grid point over its repetitions.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PointSummary {
+    /// Rate, calls/s.
+    pub rate_cps: f64,
+    /// Repetitions measured.
+    pub reps: usize,
+    /// Messages sent to the server, all repetitions.
+    pub sent: u64,
+    /// Messages lost at the server, all repetitions.
+    pub lost: u64,
+    /// Calls failed, all repetitions.
+    pub failed_calls: u64,
+    /// Pooled drop rate.
+    pub drop_rate: f64,
+    /// Each repetition's drop rate.
+    pub rep_drop_rates: Vec<f64>,
+    /// Clopper–Pearson 95% interval on the pooled messages.
+    pub binomial_ci95: [f64; 2],
+    /// Student-t 95% interval of the mean over repetitions.
+    pub reps_ci95: [f64; 2],
+    /// The bound the verdict uses: the larger of the two upper ends.
+    pub upper: f64,
+    /// The verdict.
+    pub verdict: Verdict,
+}
+
+impl PointSummary {
+    fn of(rate_cps: f64, trials: &[TrialOutcome], threshold: f64) -> PointSummary {
+        let sent = trials.iter().map(|t| t.sent).sum();
+        let lost = trials.iter().map(|t| t.lost).sum();
+        let rates: Vec<f64> = trials.iter().map(TrialOutcome::drop_rate).collect();
+        let (blo, bhi) = interval::clopper_pearson(lost, sent, CONFIDENCE);
+        let (tlo, thi) = interval::student_t(&rates, CONFIDENCE);
+        let upper = bhi.max(thi);
+        let verdict = if trials.iter().any(|t| t.generator_bound) {
+            Verdict::GeneratorBound
+        } else if sent > 0 && upper <= threshold {
+            Verdict::Pass
+        } else {
+            Verdict::Fail
+        };
+        PointSummary {
+            rate_cps,
+            reps: trials.len(),
+            sent,
+            lost,
+            failed_calls: trials.iter().map(|t| t.failed_calls).sum(),
+            drop_rate: if sent == 0 {
+                0.0
+            } else {
+                lost as f64 / sent as f64
+            },
+            rep_drop_rates: rates,
+            binomial_ci95: [blo, bhi],
+            reps_ci95: [tlo.max(0.0), thi],
+            upper,
+            verdict,
+        }
+    }
+}
+
+/// What limited a capacity that is only a lower bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Limit {
+    /// The load generator could not go faster.
+    Generator,
+    /// The search's rate range (or grid size) ended first.
+    SearchCeiling,
+}
+
+/// The search's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Capacity {
+    /// The drop rate first exceeds the threshold between these rates.
+    Measured {
+        /// The highest passing grid rate: the capacity.
+        cps: f64,
+        /// The lowest failing grid rate above it.
+        first_failing_cps: f64,
+    },
+    /// At least this rate; something other than the server stopped the
+    /// search.
+    AtLeast {
+        /// The highest passing rate.
+        cps: f64,
+        /// What stopped it.
+        limit: Limit,
+    },
+    /// Even the lowest rate tried did not pass.
+    Below {
+        /// That rate.
+        cps: f64,
+        /// It was generator-bound rather than failing.
+        generator_bound: bool,
+    },
+}
+
+impl Capacity {
+    /// The number a table shows: the capacity or its bound.
+    pub fn cps(&self) -> f64 {
+        match *self {
+            Capacity::Measured { cps, .. }
+            | Capacity::AtLeast { cps, .. }
+            | Capacity::Below { cps, .. } => cps,
+        }
+    }
+}
+
+impl std::fmt::Display for Capacity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Capacity::Measured { cps, .. } => write!(f, "{cps:.0}"),
+            Capacity::AtLeast {
+                cps,
+                limit: Limit::Generator,
+            } => write!(f, "≥ {cps:.0} (generator-bound)"),
+            Capacity::AtLeast {
+                cps,
+                limit: Limit::SearchCeiling,
+            } => write!(f, "≥ {cps:.0} (search ceiling)"),
+            Capacity::Below {
+                cps,
+                generator_bound,
+            } => write!(
+                f,
+                "< {cps:.0}{}",
+                if generator_bound {
+                    " (generator-bound)"
+                } else {
+                    ""
+                }
+            ),
+        }
+    }
+}
+
+/// Everything a search found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchResult {
+    /// The capacity; `None` if the search was stopped before its grid was
+    /// measured.
+    pub capacity: Option<Capacity>,
+    /// RFC 7502's zero-failure rate (see the module docs); `None` if the
+    /// lowest rate tested already lost messages.
+    pub zero_failure_cps: Option<f64>,
+    /// The grid points, ascending.
+    pub grid: Vec<PointSummary>,
+    /// Passing grid points above the first non-passing one.
+    pub non_monotone_cps: Vec<f64>,
+    /// Every trial in order.
+    pub trials: Vec<TrialRecord>,
+    /// The search ran to its end.
+    pub complete: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum State {
+    Ramp { rate: f64 },
+    Bisect { rate: f64 },
+    Grid,
+    Done,
+}
+
+#[derive(Debug, Clone)]
+struct GridPoint {
+    rate: f64,
+    trials: Vec<TrialOutcome>,
+}
+
+/// A capacity search in progress (see the module docs).
+#[derive(Debug, Clone)]
+pub struct Search {
+    cfg: SearchConfig,
+    state: State,
+    trials: Vec<TrialRecord>,
+    /// Highest single-trial pass of ramp and bisection.
+    lo: Option<f64>,
+    /// Lowest single-trial non-pass above `lo`.
+    hi: Option<f64>,
+    /// `hi` was generator-bound rather than failing.
+    hi_generator: bool,
+    grid: Vec<GridPoint>,
+    grid_step: f64,
+    /// Grid rates still to measure, in order.
+    queue: VecDeque<f64>,
+    /// The ramp's current multiplier: the configured one, then a finer
+    /// one after a re-bracket.
+    ramp_factor: f64,
+    /// Times the grid missed the crossing and the bracket was searched again.
+    rebrackets: usize,
+    capacity: Option<Capacity>,
+}
+
+/// Times a search re-brackets when its grid misses the crossing (a lucky
+/// single trial in the ramp or bisection) before it decides on what it has.
+const MAX_REBRACKETS: usize = 3;
+
+/// The ramp multiplier after a re-bracket, in grid steps.
+const REBRACKET_STEPS: f64 = 4.0;
+
+/// Rates are whole calls per second.
+fn whole(rate: f64) -> f64 {
+    rate.round().max(1.0)
+}
+
+impl Search {
+    /// A new search.
+    pub fn new(cfg: SearchConfig) -> Result<Search, Error> {
+        cfg.validate()?;
+        let start = whole(cfg.start_cps);
+        let cfg_factor = cfg.ramp_factor;
+        Ok(Search {
+            cfg,
+            state: State::Ramp { rate: start },
+            trials: Vec::new(),
+            lo: None,
+            hi: None,
+            hi_generator: false,
+            grid: Vec::new(),
+            grid_step: 0.0,
+            queue: VecDeque::new(),
+            ramp_factor: cfg_factor,
+            rebrackets: 0,
+            capacity: None,
+        })
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &SearchConfig {
+        &self.cfg
+    }
+
+    /// The rate of the next trial; `None` when the search is over.
+    pub fn next_rate(&self) -> Option<f64> {
+        match self.state {
+            State::Ramp { rate } | State::Bisect { rate } => Some(rate),
+            State::Grid => self.queue.front().copied(),
+            State::Done => None,
+        }
+    }
+
+    /// The phase of the next trial.
+    pub fn phase(&self) -> Option<Phase> {
+        match self.state {
+            State::Ramp { .. } => Some(Phase::Ramp),
+            State::Bisect { .. } => Some(Phase::Bisect),
+            State::Grid => Some(Phase::Grid),
+            State::Done => None,
+        }
+    }
+
+    /// Whether the search is over.
+    pub fn is_done(&self) -> bool {
+        self.state == State::Done
+    }
+
+    /// Trials run so far, and an estimate of the total.
+    pub fn progress(&self) -> (usize, usize) {
+        let done = self.trials.len();
+        let grid_trials = (self.cfg.grid_below + self.cfg.grid_above + 1) * self.cfg.reps;
+        let bisect_steps = |lo: f64, hi: f64| -> usize {
+            // each step halves hi - lo until it is below step * lo
+            let width = (hi - lo) / (self.cfg.step * lo);
+            if width <= 1.0 {
+                0
+            } else {
+                width.log2().ceil() as usize
+            }
+        };
+        let left = match self.state {
+            State::Ramp { .. } => 2 + bisect_steps(1.0, self.cfg.ramp_factor) + grid_trials,
+            State::Bisect { .. } => match (self.lo, self.hi) {
+                (Some(lo), Some(hi)) => bisect_steps(lo, hi) + grid_trials,
+                _ => grid_trials,
+            },
+            State::Grid => self.queue.len(),
+            State::Done => 0,
+        };
+        (done, done + left)
+    }
+
+    /// Records the outcome of the trial at [`Search::next_rate`].
+    ///
+    /// # Panics
+    /// If the search is over (a caller bug: it must ask `next_rate` first).
+    pub fn record(&mut self, outcome: TrialOutcome) {
+        let rate = self
+            .next_rate()
+            .expect("Search::record called after the search ended");
+        let phase = self.phase().expect("a running search has a phase");
+        self.trials.push(TrialRecord {
+            phase,
+            rate_cps: rate,
+            outcome,
+        });
+        let verdict = outcome.verdict(self.cfg.threshold);
+        match self.state {
+            State::Ramp { .. } => self.ramp(rate, verdict),
+            State::Bisect { .. } => {
+                if verdict == Verdict::Pass {
+                    self.lo = Some(rate);
+                } else {
+                    self.hi = Some(rate);
+                    self.hi_generator = verdict == Verdict::GeneratorBound;
+                }
+                self.after_bracket();
+            }
+            State::Grid => {
+                self.queue.pop_front();
+                if let Some(p) = self.grid.iter_mut().find(|p| p.rate == rate) {
+                    p.trials.push(outcome);
+                }
+                if self.queue.is_empty() {
+                    self.grid_round_done();
+                }
+            }
+            State::Done => unreachable!("next_rate returned a rate"),
+        }
+    }
+
+    fn ramp(&mut self, rate: f64, verdict: Verdict) {
+        if verdict == Verdict::Pass {
+            self.lo = Some(rate);
+            if self.hi.is_some() {
+                return self.after_bracket();
+            }
+            if rate >= self.cfg.max_cps {
+                self.capacity = Some(Capacity::AtLeast {
+                    cps: rate,
+                    limit: Limit::SearchCeiling,
+                });
+                self.state = State::Done;
+                return;
+            }
+            self.state = State::Ramp {
+                rate: whole((rate * self.ramp_factor).min(self.cfg.max_cps)),
+            };
+        } else {
+            self.hi = Some(rate);
+            self.hi_generator = verdict == Verdict::GeneratorBound;
+            if self.lo.is_some() {
+                return self.after_bracket();
+            }
+            if rate <= self.cfg.min_cps {
+                self.capacity = Some(Capacity::Below {
+                    cps: rate,
+                    generator_bound: self.hi_generator,
+                });
+                self.state = State::Done;
+                return;
+            }
+            self.state = State::Ramp {
+                rate: whole((rate / self.ramp_factor).max(self.cfg.min_cps)),
+            };
+        }
+    }
+
+    /// With `lo` and `hi` known: bisect further or start the grid.
+    fn after_bracket(&mut self) {
+        let (Some(lo), Some(hi)) = (self.lo, self.hi) else {
+            unreachable!("called with a bracket");
+        };
+        let mid = whole(0.5 * (lo + hi));
+        if hi - lo > self.cfg.step * lo && mid > lo && mid < hi {
+            self.state = State::Bisect { rate: mid };
+        } else {
+            self.start_grid(lo);
+        }
+    }
+
+    fn start_grid(&mut self, center: f64) {
+        self.grid_step = (self.cfg.step * center).max(1.0);
+        let below = self.cfg.grid_below as i64;
+        let above = self.cfg.grid_above as i64;
+        let mut fresh = Vec::new();
+        for k in -below..=above {
+            let r = whole(center + k as f64 * self.grid_step);
+            if r >= self.cfg.min_cps.min(center)
+                && r <= self.cfg.max_cps
+                && self.grid.iter().all(|p| p.rate != r)
+            {
+                self.grid.push(GridPoint {
+                    rate: r,
+                    trials: Vec::new(),
+                });
+                fresh.push(r);
+            }
+        }
+        self.grid.sort_by(|a, b| a.rate.total_cmp(&b.rate));
+        self.state = State::Grid;
+        self.enqueue(&fresh);
+        if self.queue.is_empty() {
+            self.grid_round_done();
+        }
+    }
+
+    /// Queues `reps` rounds over `rates`, ascending and descending in turn.
+    fn enqueue(&mut self, rates: &[f64]) {
+        for rep in 0..self.cfg.reps {
+            if rep.is_multiple_of(2) {
+                self.queue.extend(rates.iter().copied());
+            } else {
+                self.queue.extend(rates.iter().rev().copied());
+            }
+        }
+    }
+
+    fn summaries(&self) -> Vec<PointSummary> {
+        self.grid
+            .iter()
+            .filter(|p| !p.trials.is_empty())
+            .map(|p| PointSummary::of(p.rate, &p.trials, self.cfg.threshold))
+            .collect()
+    }
+
+    /// After a grid round: if the grid missed the crossing (every point
+    /// passes, or the lowest fails) the bracket was set by a lucky single
+    /// trial; search it again from the grid's edge with a finer ramp.
+    /// Otherwise, or after [`MAX_REBRACKETS`], decide.
+    fn grid_round_done(&mut self) {
+        let s = self.summaries();
+        let (Some(bottom), Some(top)) = (s.first(), s.last()) else {
+            self.state = State::Done;
+            return;
+        };
+        let all_pass = s.iter().all(|p| p.verdict == Verdict::Pass);
+        let lowest_fails = bottom.verdict != Verdict::Pass;
+        let again = self.rebrackets < MAX_REBRACKETS;
+        self.ramp_factor = 1.0 + REBRACKET_STEPS * self.cfg.step;
+        let up = whole(top.rate_cps * self.ramp_factor);
+        let down = whole(bottom.rate_cps / self.ramp_factor);
+        if again && all_pass && top.rate_cps < self.cfg.max_cps && !self.hi_generator {
+            self.rebrackets += 1;
+            self.lo = Some(top.rate_cps);
+            self.hi = None;
+            self.state = State::Ramp {
+                rate: up.min(self.cfg.max_cps),
+            };
+            return;
+        }
+        if again && lowest_fails && bottom.verdict == Verdict::Fail && down >= self.cfg.min_cps {
+            self.rebrackets += 1;
+            self.hi = Some(bottom.rate_cps);
+            self.hi_generator = false;
+            self.lo = None;
+            self.state = State::Ramp { rate: down };
+            return;
+        }
+        self.capacity = Some(self.decide(&s));
+        self.state = State::Done;
+    }
+
+    fn decide(&self, s: &[PointSummary]) -> Capacity {
+        match s.iter().position(|p| p.verdict != Verdict::Pass) {
+            None => Capacity::AtLeast {
+                cps: s.last().map(|p| p.rate_cps).unwrap_or(0.0),
+                limit: if self.hi_generator {
+                    Limit::Generator
+                } else {
+                    Limit::SearchCeiling
+                },
+            },
+            Some(0) => Capacity::Below {
+                cps: s[0].rate_cps,
+                generator_bound: s[0].verdict == Verdict::GeneratorBound,
+            },
+            Some(i) if s[i].verdict == Verdict::GeneratorBound => Capacity::AtLeast {
+                cps: s[i - 1].rate_cps,
+                limit: Limit::Generator,
+            },
+            Some(i) => Capacity::Measured {
+                cps: s[i - 1].rate_cps,
+                first_failing_cps: s[i].rate_cps,
+            },
+        }
+    }
+
+    fn zero_failure(&self) -> Option<f64> {
+        let mut rates: Vec<f64> = self.trials.iter().map(|t| t.rate_cps).collect();
+        rates.sort_by(f64::total_cmp);
+        rates.dedup();
+        let mut best = None;
+        for r in rates {
+            let clean = self
+                .trials
+                .iter()
+                .filter(|t| t.rate_cps == r)
+                .all(|t| t.outcome.clean());
+            if !clean {
+                break;
+            }
+            best = Some(r);
+        }
+        best
+    }
+
+    /// What the search has found so far (complete once it is over).
+    pub fn result(&self) -> SearchResult {
+        let grid = self.summaries();
+        let first_bad = grid.iter().position(|p| p.verdict != Verdict::Pass);
+        let non_monotone_cps = first_bad
+            .map(|i| {
+                grid[i..]
+                    .iter()
+                    .filter(|p| p.verdict == Verdict::Pass)
+                    .map(|p| p.rate_cps)
+                    .collect()
+            })
+            .unwrap_or_default();
+        SearchResult {
+            capacity: self.capacity,
+            zero_failure_cps: self.zero_failure(),
+            grid,
+            non_monotone_cps,
+            trials: self.trials.clone(),
+            complete: self.is_done(),
+        }
+    }
+}
+
+/// Runs one search to its end.
+pub fn run<T: Trial>(search: &mut Search, trial: &mut T) -> Result<SearchResult, T::Error> {
+    while let Some(rate) = search.next_rate() {
+        let o = trial.trial(rate)?;
+        search.record(o);
+    }
+    Ok(search.result())
+}
+
+/// Runs several searches taking turns point by point (one trial of each
+/// unfinished search in turn), so that slow drift of the host reaches all
+/// targets alike. `on_point(i, search)` is called after each trial of
+/// search `i`. On an error the searches keep every finished point
+/// ([`Search::result`] of each still works); the error is returned with
+/// the index of the search whose trial failed.
+pub fn run_interleaved<T: Trial>(
+    searches: &mut [Search],
+    trials: &mut [T],
+    mut on_point: impl FnMut(usize, &Search),
+) -> Result<(), (usize, T::Error)> {
+    assert_eq!(searches.len(), trials.len(), "one trial runner per search");
+    loop {
+        let mut any = false;
+        for (i, (s, t)) in searches.iter_mut().zip(trials.iter_mut()).enumerate() {
+            if let Some(rate) = s.next_rate() {
+                let o = t.trial(rate).map_err(|e| (i, e))?;
+                s.record(o);
+                on_point(i, s);
+                any = true;
+            }
+        }
+        if !any {
+            return Ok(());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

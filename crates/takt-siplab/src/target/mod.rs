@@ -1,0 +1,382 @@
+//! The systems under test: one [`TargetKind`] per kind of SIP server, each
+//! started fresh as a [`Target`] from one [`TargetSetup`] (CPU set, worker
+//! count, proxy mode, scheduler setting, the UAS it forwards to).
+//!
+//! | kind | what runs | mode | workers | statistics |
+//! |---|---|---|---|---|
+//! | `takt` | `takt sip proxy` in its own process | both | worker threads, any model | `/stats` (T_sip, K_rcv by kind, socket drops) and `/proc` |
+//! | `null-relay` | `takt sip relay` (see [`crate::relay`]) | none (one row serves both) | one thread | `/proc` |
+//! | `kamailio` | Debian's `kamailio` with a written configuration (see [`kamailio`]) | both | `children` | `/proc`, shared memory through `kamcmd` |
+//! | `addr` | nothing: a server already running | as configured there | as configured there | `/proc/net/udp` by port, if local |
+//!
+//! Every started server runs in a process group of its own, placed on
+//! [`TargetSetup::cpus`] from its first instruction; [`Target::stop`] ends
+//! it with SIGTERM (SIGKILL to the group after 5 s) and dropping a
+//! [`Target`] kills the group, so no error path, panic or Ctrl-C that
+//! unwinds leaves a server behind. (A SIGKILL of the lab itself cannot be
+//! caught: its servers then outlive it.)
+//!
+//! A target is ready when its socket is bound by its processes and, where
+//! it has one, its control interface answers: takt's statistics endpoint
+//! (which also reports the real listen port) or Kamailio's `ctl` socket.
+
+pub mod kamailio;
+mod null_relay;
+mod process;
+mod takt;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use takt_sched::{CpuSet, SchedPolicy};
+use takt_sip::proxy::Mode;
+use takt_sip::transport::WorkerModel;
+
+use crate::error::{Error, Result};
+use crate::server_stats::{self, ServerSample, SocketSelector};
+use process::{ServerProcess, TempDir};
+
+pub use kamailio::ShmUsage;
+
+/// How long a target may take to become ready.
+pub const START_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// What every target is started with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TargetSetup {
+    /// CPUs the server runs on (`None`: anywhere).
+    pub cpus: Option<CpuSet>,
+    /// Worker threads or processes.
+    pub workers: usize,
+    /// Stateless or transaction-stateful.
+    pub mode: Mode,
+    /// OS scheduling policy of the server's threads: inherited from the
+    /// spawning thread by every target's processes (takt and the relay also
+    /// apply it to each thread they create).
+    pub sched: Option<SchedPolicy>,
+    /// The address the server forwards requests to.
+    pub uas: SocketAddr,
+    /// Where the null relay sends responses (`None`: to their top Via, as
+    /// real proxies do; they ignore this).
+    pub uac: Option<SocketAddr>,
+    /// The IP address the server listens on.
+    pub listen_ip: IpAddr,
+    /// Socket receive buffer, bytes (`None`: each server's default).
+    pub rcvbuf: Option<usize>,
+    /// The `takt` executable for the `takt` and `null-relay` targets
+    /// (`None`: the current executable).
+    pub takt_exe: Option<PathBuf>,
+    /// A network namespace to start the server in (`ip netns exec`; see
+    /// [`crate::net::VethNet`]); `listen_ip` must then be an address of it.
+    pub netns: Option<String>,
+}
+
+impl TargetSetup {
+    /// Defaults: anywhere, 4 workers, stateless, loopback, responses routed
+    /// by Via.
+    pub fn new(uas: SocketAddr) -> TargetSetup {
+        TargetSetup {
+            cpus: None,
+            workers: 4,
+            mode: Mode::Stateless,
+            sched: None,
+            uas,
+            uac: None,
+            listen_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            rcvbuf: None,
+            takt_exe: None,
+            netns: None,
+        }
+    }
+
+    /// A command running `program`, inside [`TargetSetup::netns`] if set
+    /// (`ip netns exec` execs it in the same process).
+    fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> std::process::Command {
+        match &self.netns {
+            Some(ns) => {
+                let mut c = std::process::Command::new("ip");
+                c.args(["netns", "exec", ns.as_str()]).arg(program);
+                c
+            }
+            None => std::process::Command::new(program),
+        }
+    }
+
+    fn takt_exe(&self) -> Result<PathBuf> {
+        match &self.takt_exe {
+            Some(p) => Ok(p.clone()),
+            None => {
+                std::env::current_exe().map_err(crate::error::io("finding the takt executable"))
+            }
+        }
+    }
+}
+
+/// takt-specific options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaktOptions {
+    /// Worker model.
+    pub model: WorkerModel,
+    /// Further `takt sip proxy` flags (e.g. `--spin 200us`).
+    pub extra_args: Vec<String>,
+}
+
+impl Default for TaktOptions {
+    fn default() -> Self {
+        TaktOptions {
+            model: WorkerModel::Shared,
+            extra_args: Vec::new(),
+        }
+    }
+}
+
+/// A kind of system under test.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TargetKind {
+    /// takt-sip as its own process.
+    Takt(TaktOptions),
+    /// The null relay as its own process.
+    NullRelay,
+    /// Kamailio with a configuration the lab writes.
+    Kamailio,
+    /// A SIP proxy already running at this address.
+    Addr(SocketAddr),
+}
+
+impl TargetKind {
+    /// Its name in tables and result rows (`impl`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            TargetKind::Takt(_) => "takt",
+            TargetKind::NullRelay => "null-relay",
+            TargetKind::Kamailio => "kamailio",
+            TargetKind::Addr(_) => "addr",
+        }
+    }
+
+    /// Starts a fresh server (or, for `Addr`, checks nothing and wraps the
+    /// address) and waits until it is ready.
+    pub fn start(&self, setup: &TargetSetup) -> Result<Target> {
+        if setup.workers == 0 {
+            return Err(Error::Config("a target needs at least one worker".into()));
+        }
+        match self {
+            TargetKind::Takt(o) => takt::start(setup, o),
+            TargetKind::NullRelay => null_relay::start(setup),
+            TargetKind::Kamailio => kamailio::start(setup),
+            TargetKind::Addr(a) => Ok(Target {
+                name: "addr",
+                listen: *a,
+                uas: setup.uas,
+                process: None,
+                control: Control::None,
+                _dir: None,
+            }),
+        }
+    }
+}
+
+/// How the lab talks to a running target besides SIP.
+#[derive(Debug)]
+enum Control {
+    None,
+    /// takt's statistics endpoint on a Unix socket.
+    TaktStats(PathBuf),
+    /// Kamailio's ctl socket (binrpc, spoken by `kamcmd`).
+    Kamailio {
+        kamcmd: PathBuf,
+        ctl: PathBuf,
+    },
+}
+
+/// A running system under test (see the module docs).
+#[derive(Debug)]
+pub struct Target {
+    name: &'static str,
+    listen: SocketAddr,
+    uas: SocketAddr,
+    process: Option<ServerProcess>,
+    control: Control,
+    // declared last: removed after the process is gone
+    _dir: Option<TempDir>,
+}
+
+/// What a target reports about itself at one moment.
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetReport {
+    /// The target's name.
+    pub target: &'static str,
+    /// Where clients send.
+    pub listen: SocketAddr,
+    /// Where it forwards requests.
+    pub uas: SocketAddr,
+    /// Its live processes.
+    pub pids: Vec<i32>,
+    /// Their threads.
+    pub threads: usize,
+}
+
+impl Target {
+    /// The target's name (`impl` in result rows).
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The address clients send to.
+    pub fn listen(&self) -> SocketAddr {
+        self.listen
+    }
+
+    /// The address it forwards requests to.
+    pub fn uas(&self) -> SocketAddr {
+        self.uas
+    }
+
+    /// Its live processes (empty for `addr`).
+    pub fn pids(&self) -> Vec<i32> {
+        self.process.as_ref().map(|p| p.pids()).unwrap_or_default()
+    }
+
+    /// Every thread of every process, as (pid, tid): for per-thread
+    /// scheduler settings and counters.
+    pub fn threads(&self) -> Vec<(i32, i32)> {
+        let mut v = Vec::new();
+        for pid in self.pids() {
+            let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+                continue;
+            };
+            v.extend(
+                dir.flatten()
+                    .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+                    .map(|tid| (pid, tid)),
+            );
+        }
+        v.sort_unstable();
+        v
+    }
+
+    /// Which UDP sockets are the server's: its listen port, and (when the
+    /// lab started it) only sockets its processes hold.
+    pub fn sockets(&self) -> SocketSelector {
+        SocketSelector {
+            ports: vec![self.listen.port()],
+            owned_only: self.process.is_some(),
+        }
+    }
+
+    /// `Err` if the server's process has exited.
+    pub fn check_alive(&mut self) -> Result<()> {
+        match &mut self.process {
+            Some(p) => p.check_alive(),
+            None => Ok(()),
+        }
+    }
+
+    /// The server's `/proc` counters now (see [`crate::server_stats`]);
+    /// take one before and one after a window and subtract with
+    /// [`server_stats::ServerWindow::between`].
+    pub fn sample(&self) -> Result<ServerSample> {
+        server_stats::sample(&self.pids(), &self.sockets()).map_err(crate::error::io(format!(
+            "reading {}'s counters",
+            self.name
+        )))
+    }
+
+    /// A short description.
+    pub fn report(&self) -> TargetReport {
+        TargetReport {
+            target: self.name,
+            listen: self.listen,
+            uas: self.uas,
+            pids: self.pids(),
+            threads: self.threads().len(),
+        }
+    }
+
+    /// takt's `/stats` JSON snapshot (T_sip and K_rcv by kind, socket
+    /// drops, …; see takt-sip's `stats` module); `None` for other targets.
+    pub fn takt_stats(&self) -> Option<Result<serde_json::Value>> {
+        match &self.control {
+            Control::TaktStats(path) => Some(takt::fetch_stats(path)),
+            _ => None,
+        }
+    }
+
+    /// Kamailio's shared memory use now (its `max_used` is the peak since
+    /// start); `None` for other targets.
+    pub fn shm(&self) -> Option<Result<ShmUsage>> {
+        match &self.control {
+            Control::Kamailio { kamcmd, ctl } => Some(kamailio::shm(kamcmd, ctl)),
+            _ => None,
+        }
+    }
+
+    /// Pauses every process of the server (`SIGSTOP` to its group), so
+    /// that a target whose turn it is not uses no CPU at all (timers,
+    /// spinning workers); [`Target::resume`] continues it. No effect on
+    /// `addr`. Stopping or dropping a paused target works as usual.
+    pub fn pause(&mut self) {
+        if let Some(p) = &mut self.process {
+            p.set_paused(true);
+        }
+    }
+
+    /// Continues a paused server (`SIGCONT`) and gives it 200 ms to catch
+    /// up before returning.
+    pub fn resume(&mut self) {
+        if let Some(p) = &mut self.process {
+            p.set_paused(false);
+        }
+    }
+
+    /// Stops the server (SIGTERM, then SIGKILL to its group after 5 s) and
+    /// waits until none of its processes is left. `Err` if it had exited
+    /// before, failed on SIGTERM, or had to be killed.
+    pub fn stop(mut self) -> Result<()> {
+        match &mut self.process {
+            Some(p) => p.stop(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Polls `ready` every 20 ms until it gives `Some`, the server exits, or
+/// [`START_TIMEOUT`] passes.
+fn wait_ready<T>(
+    p: &mut ServerProcess,
+    target: &'static str,
+    mut ready: impl FnMut(&ServerProcess) -> Option<T>,
+) -> Result<T> {
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        p.check_started()?;
+        if let Some(t) = ready(p) {
+            return Ok(t);
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::Start {
+                target,
+                reason: format!("not ready within {} s", START_TIMEOUT.as_secs()),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The first UDP socket the processes of `p` hold, bound to `ip` (any
+/// port), as seen in their network namespace.
+fn bound_udp(p: &ServerProcess, ip: IpAddr) -> Option<SocketAddr> {
+    let pids = p.pids();
+    let leader = *pids.first()?;
+    let mut owned = std::collections::HashSet::new();
+    for &pid in &pids {
+        owned.extend(server_stats::socket_inodes(pid).ok()?);
+    }
+    server_stats::udp_sockets(Some(leader))
+        .ok()?
+        .into_iter()
+        .find(|e| owned.contains(&e.inode) && e.local.ip() == ip)
+        .map(|e| e.local)
+}

@@ -1,0 +1,95 @@
+//! The `takt` target: `takt sip proxy` in its own process, UDP only, its
+//! statistics endpoint on a Unix socket in the target's directory. The
+//! endpoint's `/stats` answer is both the readiness signal and the source
+//! of the real listen address (the proxy binds port 0).
+
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+use super::{wait_ready, Control, ServerProcess, TaktOptions, Target, TargetSetup, TempDir};
+use crate::error::{Error, Result};
+
+const NAME: &str = "takt";
+/// Longest a `/stats` request may take.
+const STATS_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub(super) fn start(setup: &TargetSetup, o: &TaktOptions) -> Result<Target> {
+    let dir = TempDir::new("takt-siplab-takt")?;
+    let sock = dir.path().join("stats.sock");
+    let mut cmd = setup.command(setup.takt_exe()?);
+    cmd.args(["sip", "proxy", "--listen"])
+        .arg(SocketAddr::new(setup.listen_ip, 0).to_string())
+        .arg("--next-hop")
+        .arg(setup.uas.to_string())
+        .args(["--next-hop-transport", "udp", "--mode"])
+        .arg(match setup.mode {
+            takt_sip::proxy::Mode::Stateless => "stateless",
+            takt_sip::proxy::Mode::Stateful => "stateful",
+        })
+        .arg("--model")
+        .arg(o.model.name())
+        .arg("--workers")
+        .arg(setup.workers.to_string())
+        .args(["--no-tcp", "--interval", "0", "--stats"])
+        .arg(format!("unix:{}", sock.display()));
+    if let Some(c) = &setup.cpus {
+        cmd.arg("--cpus").arg(c.to_string());
+    }
+    if let Some(p) = &setup.sched {
+        cmd.arg("--sched").arg(p.to_string());
+    }
+    if let Some(b) = setup.rcvbuf {
+        cmd.arg("--rcvbuf").arg(b.to_string());
+    }
+    cmd.args(&o.extra_args);
+    let mut p = ServerProcess::spawn(
+        cmd,
+        setup.cpus.as_ref(),
+        setup.sched,
+        NAME,
+        dir.path().join("stderr.log"),
+    )?;
+    let listen = wait_ready(&mut p, NAME, |_| {
+        let v = fetch_stats(&sock).ok()?;
+        v.pointer("/server/listen")?.as_str()?.parse().ok()
+    })?;
+    Ok(Target {
+        name: NAME,
+        listen,
+        uas: setup.uas,
+        process: Some(p),
+        control: Control::TaktStats(sock),
+        _dir: Some(dir),
+    })
+}
+
+/// `GET /stats` over the endpoint's Unix socket, parsed.
+pub(super) fn fetch_stats(sock: &Path) -> Result<serde_json::Value> {
+    let bad = |reason: String| Error::Stats {
+        target: NAME,
+        reason,
+    };
+    let mut s = UnixStream::connect(sock)
+        .map_err(|e| bad(format!("connecting to {}: {e}", sock.display())))?;
+    s.set_read_timeout(Some(STATS_TIMEOUT))
+        .and_then(|()| s.set_write_timeout(Some(STATS_TIMEOUT)))
+        .and_then(|()| s.write_all(b"GET /stats HTTP/1.0\r\n\r\n"))
+        .map_err(|e| bad(format!("requesting /stats: {e}")))?;
+    let mut body = Vec::new();
+    s.read_to_end(&mut body)
+        .map_err(|e| bad(format!("reading /stats: {e}")))?;
+    let text = String::from_utf8_lossy(&body);
+    let (head, json) = text
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| bad("no end of headers in the answer".into()))?;
+    if !head.starts_with("HTTP/1.0 200") {
+        return Err(bad(format!(
+            "answered {:?}",
+            head.lines().next().unwrap_or("")
+        )));
+    }
+    serde_json::from_str(json).map_err(|e| bad(format!("not JSON: {e}")))
+}

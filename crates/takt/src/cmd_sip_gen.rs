@@ -1,0 +1,251 @@
+//! `takt sip gen`: the native SIP load generator against any proxy
+//! (takt-siplab's `gen`), with a status line per second on stderr, a
+//! summary at the end, and `--json` for one result document.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::error::ErrorKind;
+use clap::{Args, CommandFactory};
+use takt_sip::ua::UaTimers;
+use takt_siplab::gen::{Arrivals, Cancel, GenConfig, Generator, Role};
+
+use crate::args::SchedArgs;
+
+/// `takt sip gen` flags.
+#[derive(Args, Debug)]
+pub struct GenArgs {
+    /// Where the UAC sends its calls (the proxy under test), e.g.
+    /// 127.0.0.1:5060; required for roles uac and both.
+    #[arg(long, value_name = "ADDR")]
+    proxy: Option<SocketAddr>,
+    /// Mean offered call rate, calls per second.
+    #[arg(long, value_name = "CPS", default_value_t = 1000.0, value_parser = parse_cps)]
+    cps: f64,
+    /// Calls to place (default 10000 unless --duration is given).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    calls: Option<u64>,
+    /// How long to place calls, e.g. 30s (role uas: how long to answer).
+    #[arg(long, value_name = "DURATION", value_parser = parse_dur)]
+    duration: Option<Duration>,
+    /// Arrival process: exponential inter-arrival times (poisson) or equal
+    /// ones (constant).
+    #[arg(long, value_name = "poisson|constant", default_value = "poisson")]
+    arrivals: Arrivals,
+    /// Seed of the Poisson schedule (the same seed, the same schedule).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    seed: u64,
+    /// Time between the ACK and the BYE, e.g. 0, 500ms, 2s.
+    #[arg(long, value_name = "DURATION", default_value = "0", value_parser = parse_dur)]
+    hold: Duration,
+    /// UAC sockets (source ports) the calls are spread over.
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=4096))]
+    ports: u16,
+    /// Which sides run here: uac, uas or both (the proxy's next hop must
+    /// then be --uas-listen).
+    #[arg(long, value_name = "uac|uas|both", default_value = "both")]
+    role: Role,
+    /// Where the UAS listens (roles uas and both).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:5070")]
+    uas_listen: SocketAddr,
+    /// Turn RFC 3261 retransmissions off (timeouts still apply).
+    #[arg(long)]
+    no_retrans: bool,
+    /// Bounded wait after the last planned call for calls in progress.
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_dur)]
+    drain: Duration,
+    /// Generator-bound when the send lag's p99 exceeds this.
+    #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = parse_dur)]
+    lag_bound: Duration,
+    /// Receive buffer per generator socket, bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 4 << 20)]
+    rcvbuf: usize,
+    #[command(flatten)]
+    sched: SchedArgs,
+    /// The CPUs of the server under test: without --cpus, the generator
+    /// runs on the other online CPUs.
+    #[arg(long, value_name = "LIST", value_parser = crate::args::parse_cpus)]
+    server_cpus: Option<takt_sched::CpuSet>,
+    /// Print exactly one JSON document on stdout instead of the summary.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_cps(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 10_000_000.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a call rate in (0, 10000000]")),
+    }
+}
+
+fn parse_dur(s: &str) -> Result<Duration, String> {
+    if s == "0" {
+        return Ok(Duration::ZERO);
+    }
+    takt_sched::parse_duration(s)
+        .ok_or_else(|| format!("{s:?} is not a duration (e.g. 0, 500ms, 2s)"))
+}
+
+/// Exits with status 2 and clap's usage line, as for any bad flag.
+fn usage_error(msg: String) -> ! {
+    crate::Cli::command()
+        .error(ErrorKind::ArgumentConflict, msg)
+        .exit()
+}
+
+impl GenArgs {
+    fn config(&self) -> GenConfig {
+        let proxy = match (self.role, self.proxy) {
+            (Role::Uas, p) => p.unwrap_or(self.uas_listen),
+            (_, Some(p)) => p,
+            (_, None) => usage_error("--proxy ADDR is required for roles uac and both".into()),
+        };
+        let mut c = GenConfig::new(proxy, self.cps);
+        c.role = self.role;
+        c.uas_listen = self.uas_listen;
+        c.arrivals = self.arrivals;
+        c.seed = self.seed;
+        c.calls = match (self.calls, self.duration) {
+            (None, None) if self.role != Role::Uas => Some(10_000),
+            (n, _) => n,
+        };
+        c.duration = self.duration;
+        c.hold = self.hold;
+        c.ports = usize::from(self.ports);
+        c.timers = UaTimers {
+            retransmit: !self.no_retrans,
+            ..UaTimers::default()
+        };
+        c.drain = self.drain;
+        c.lag_bound = self.lag_bound;
+        c.rcvbuf = Some(self.rcvbuf);
+        c.spec = self.sched.spec("gen");
+        if let (Some(server), None) = (&self.server_cpus, &self.sched.cpus) {
+            if let Err(e) = c.avoid_cpus(server) {
+                usage_error(e.to_string());
+            }
+        }
+        c
+    }
+}
+
+/// Runs `takt sip gen`.
+pub fn run(a: GenArgs) -> Result<(), String> {
+    let cfg = a.config();
+    if let Err(e) = cfg.validate() {
+        usage_error(e.to_string());
+    }
+    if cfg.role == Role::Uas && cfg.duration.is_none() {
+        eprintln!("takt sip gen: answering on {} until Ctrl-C", cfg.uas_listen);
+    }
+    let g = Generator::bind(&cfg).map_err(|e| e.to_string())?;
+    let cancel = Cancel::default();
+    let c2 = cancel.clone();
+    ctrlc::set_handler(move || c2.cancel())
+        .map_err(|e| format!("installing the Ctrl-C handler: {e}"))?;
+    if let Some(u) = g.uas_addr() {
+        if cfg.role == Role::Both {
+            eprintln!(
+                "takt sip gen: UAS on {u}: the proxy at {} must forward to it",
+                cfg.proxy
+            );
+        }
+    }
+    let live = g.live();
+    let done = Arc::new(AtomicBool::new(false));
+    let d2 = Arc::clone(&done);
+    let status = std::thread::Builder::new()
+        .name("gen-status".into())
+        .spawn(move || {
+            let start = Instant::now();
+            let mut last = 0u64;
+            while !d2.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(100));
+                let secs = start.elapsed().as_secs();
+                if secs <= last {
+                    continue;
+                }
+                last = secs;
+                let l = |v: &std::sync::atomic::AtomicU64| v.load(Ordering::Relaxed);
+                eprintln!(
+                    "{secs:>4}s  placed {:>9}  completed {:>9}  failed {:>7}  retrans {:>7}  max lag {:>7} µs  answered {:>9}",
+                    l(&live.attempted),
+                    l(&live.completed),
+                    l(&live.failed),
+                    l(&live.retransmitted),
+                    l(&live.max_lag_us),
+                    l(&live.answered)
+                );
+            }
+        })
+        .map_err(|e| format!("starting the status thread: {e}"))?;
+    let report = g.run(&cancel);
+    done.store(true, Ordering::Release);
+    let _ = status.join();
+    let report = report.map_err(|e| e.to_string())?;
+    if a.json {
+        takt_measure::output::emit(&report.to_document(), true)
+            .map_err(|e| format!("writing the document: {e}"))?;
+    } else {
+        print!("{}", report.summary());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::Cli;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        let mut v = vec!["takt", "sip", "gen"];
+        v.extend_from_slice(args);
+        Cli::try_parse_from(v)
+    }
+
+    #[test]
+    fn flags_parse_in_short_and_bad_values_are_refused() {
+        assert!(parse(&[
+            "--proxy",
+            "127.0.0.1:5060",
+            "--cps",
+            "5000",
+            "--calls",
+            "200000"
+        ])
+        .is_ok());
+        assert!(parse(&[
+            "--proxy",
+            "127.0.0.1:5060",
+            "--arrivals",
+            "constant",
+            "--ports",
+            "4",
+            "--role",
+            "uac",
+            "--hold",
+            "500ms",
+            "--duration",
+            "10s",
+            "--no-retrans",
+            "--json"
+        ])
+        .is_ok());
+        for bad in [
+            &["--cps", "0"][..],
+            &["--cps", "fast"],
+            &["--arrivals", "bursty"],
+            &["--role", "proxy"],
+            &["--ports", "0"],
+            &["--calls", "0"],
+            &["--hold", "soon"],
+            &["--proxy", "localhost"],
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad:?}");
+        }
+    }
+}
