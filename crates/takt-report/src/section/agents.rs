@@ -16,7 +16,10 @@ pub(crate) const PEERS: [(&str, &str); 5] = [
     ("kameo", "build takt with the default `peers` feature"),
     ("ractor", "build takt with the default `peers` feature"),
     ("crossbeam", "build takt with the default `peers` feature"),
-    ("caf", "not on this build yet (the CAF peer is in progress)"),
+    (
+        "caf",
+        "install libcaf-dev and g++ (scripts/setup.sh) and build takt with the default `caf` feature",
+    ),
 ];
 
 const METHOD: &str = "each row is the median of at least 5 runs after a warm-up run; peers run the same workload \
