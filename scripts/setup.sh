@@ -9,6 +9,8 @@ command -v sipp >/dev/null 2>&1 || need_pkgs+=(sip-tester)
 command -v ip >/dev/null 2>&1 || need_pkgs+=(iproute2)
 # takt machine --compare's reference tool (the test runs perf bench).
 command -v perf >/dev/null 2>&1 || need_pkgs+=(linux-perf)
+# takt-report's tests open the report in headless Chromium.
+command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)
 # The SIP laboratory's kamailio target (sbin is not on every PATH).
 [ -x /usr/sbin/kamailio ] && [ -x /usr/sbin/kamcmd ] || need_pkgs+=(kamailio)
 # CAF 0.17, the C++ actor framework: takt-peer-caf compiles its benchmarks
@@ -30,7 +32,7 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
 fi
 
-for tool in valgrind sipp ip perf g++ nats-server openssl /usr/sbin/kamailio /usr/sbin/kamcmd; do
+for tool in valgrind sipp ip perf g++ nats-server openssl chromium /usr/sbin/kamailio /usr/sbin/kamcmd; do
   command -v "$tool" >/dev/null 2>&1 || { echo "setup: $tool is still missing" >&2; exit 1; }
 done
 [ -f /usr/include/caf/all.hpp ] || { echo "setup: the CAF headers (libcaf-dev) are still missing" >&2; exit 1; }

@@ -7,6 +7,7 @@ mod args;
 mod cmd_bench;
 mod cmd_bench_sme;
 mod cmd_machine;
+mod cmd_report;
 mod cmd_runs;
 mod cmd_sched;
 mod cmd_sip;
@@ -37,6 +38,9 @@ enum Command {
     Bench(cmd_bench::BenchCmd),
     /// The SIP proxy and its tools.
     Sip(cmd_sip::SipCmd),
+    /// The main job: run the laboratory on this machine and write an HTML
+    /// report (takt-report/index.html) beside its JSON documents.
+    Report(cmd_report::ReportCmd),
     /// Stored runs: list them, show one, compare two.
     #[command(subcommand)]
     Runs(cmd_runs::RunsCmd),
@@ -49,6 +53,7 @@ fn main() {
         Command::Machine(c) => cmd_machine::run(c),
         Command::Bench(c) => cmd_bench::run(c),
         Command::Sip(c) => cmd_sip::run(c),
+        Command::Report(c) => cmd_report::run(c),
         Command::Runs(c) => cmd_runs::run(c),
     };
     if let Err(e) = result {
@@ -109,6 +114,33 @@ mod tests {
         let bad = Cli::try_parse_from(["takt", "bench", "agents", "--spin", "fast"]).unwrap_err();
         assert!(bad.to_string().contains("spin budget"), "{bad}");
         assert!(Cli::try_parse_from(["takt", "bench"]).is_err());
+    }
+
+    #[test]
+    fn report_flags_parse_and_reject() {
+        let ok = Cli::try_parse_from([
+            "takt",
+            "report",
+            "--quick",
+            "--only",
+            "sme,machine",
+            "--out",
+            "r",
+        ]);
+        assert!(ok.is_ok(), "{ok:?}");
+        let ok = Cli::try_parse_from(["takt", "report", "--from", "takt-report", "--out", "again"]);
+        assert!(ok.is_ok(), "{ok:?}");
+        let bad = Cli::try_parse_from(["takt", "report", "--only", "machine,gpu"]).unwrap_err();
+        assert!(bad.to_string().contains("unknown stage `gpu`"), "{bad}");
+        let ok = Cli::try_parse_from(["takt", "report", "--run", "3", "--db", "x.db"]);
+        assert!(ok.is_ok(), "{ok:?}");
+        let bad =
+            Cli::try_parse_from(["takt", "report", "--run", "3", "--only", "sme"]).unwrap_err();
+        assert!(bad.to_string().contains("cannot be used with"), "{bad}");
+        let bad = Cli::try_parse_from(["takt", "report", "--run", "x"]).unwrap_err();
+        assert!(bad.to_string().contains("invalid"), "{bad}");
+        let bad = Cli::try_parse_from(["takt", "report", "--from", "d", "--quick"]).unwrap_err();
+        assert!(bad.to_string().contains("cannot be used with"), "{bad}");
     }
 
     #[test]

@@ -1,0 +1,207 @@
+//! HTML building blocks: escaping, numbers, tables with units, and the
+//! page around the sections (inline CSS; no scripts, no external resources).
+
+use std::fmt::Write as _;
+
+/// Escapes text for element content and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A number with 3–4 significant digits, plainly (`0.359`, `12.4`, `1.23e6`).
+pub fn num(v: f64) -> String {
+    takt_measure::table::fmt_num(v)
+}
+
+/// One table cell.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cell {
+    /// Left-aligned text (escaped when rendered).
+    Text(String),
+    /// Right-aligned number text (escaped when rendered).
+    Num(String),
+    /// Pre-rendered HTML, left-aligned.
+    Html(String),
+    /// Nothing to show.
+    Empty,
+}
+
+impl Cell {
+    /// A number formatted by [`num`].
+    pub fn num(v: f64) -> Cell {
+        Cell::Num(num(v))
+    }
+
+    /// A number or an empty cell.
+    pub fn opt(v: Option<f64>) -> Cell {
+        v.map_or(Cell::Empty, Cell::num)
+    }
+
+    /// Text.
+    pub fn text(s: impl Into<String>) -> Cell {
+        Cell::Text(s.into())
+    }
+}
+
+/// A table: headers carry their units (`median (ns/msg)`).
+#[derive(Clone, Debug, Default)]
+pub struct Table {
+    head: Vec<String>,
+    rows: Vec<Vec<Cell>>,
+    classes: Vec<&'static str>,
+}
+
+impl Table {
+    /// A table with these column headers.
+    pub fn new<S: Into<String>>(head: impl IntoIterator<Item = S>) -> Table {
+        Table {
+            head: head.into_iter().map(Into::into).collect(),
+            rows: Vec::new(),
+            classes: Vec::new(),
+        }
+    }
+
+    /// Adds a row (as many cells as headers; missing cells are empty).
+    pub fn row(&mut self, cells: Vec<Cell>) {
+        self.row_class(cells, "");
+    }
+
+    /// Adds a row with a CSS class (`flag`, `model`).
+    pub fn row_class(&mut self, mut cells: Vec<Cell>, class: &'static str) {
+        cells.resize(self.head.len(), Cell::Empty);
+        self.rows.push(cells);
+        self.classes.push(class);
+    }
+
+    /// Whether no row was added.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The table as HTML.
+    pub fn render(&self) -> String {
+        let mut out = String::from("<div class=\"scroll\"><table>\n<thead><tr>");
+        for h in &self.head {
+            let _ = write!(out, "<th>{}</th>", esc(h));
+        }
+        out.push_str("</tr></thead>\n<tbody>\n");
+        for (row, class) in self.rows.iter().zip(&self.classes) {
+            if class.is_empty() {
+                out.push_str("<tr>");
+            } else {
+                let _ = write!(out, "<tr class=\"{class}\">");
+            }
+            for c in row {
+                match c {
+                    Cell::Text(s) => {
+                        let _ = write!(out, "<td>{}</td>", esc(s));
+                    }
+                    Cell::Num(s) => {
+                        let _ = write!(out, "<td class=\"n\">{}</td>", esc(s));
+                    }
+                    Cell::Html(s) => {
+                        let _ = write!(out, "<td>{s}</td>");
+                    }
+                    Cell::Empty => out.push_str("<td></td>"),
+                }
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</tbody></table></div>\n");
+        out
+    }
+}
+
+/// A figure: an inline SVG chart with its caption.
+pub fn figure(svg: &str, caption: &str) -> String {
+    format!(
+        "<figure class=\"plot\">{svg}<figcaption>{}</figcaption></figure>\n",
+        esc(caption)
+    )
+}
+
+/// The inline style sheet.
+const CSS: &str = r#"
+:root { --ink: #1d2330; --muted: #5b6474; --rule: #dde1e8; --accent: #0072b2; --warn: #a14a00; --bg: #fbfbfc; }
+* { box-sizing: border-box; }
+body { margin: 0; background: var(--bg); color: var(--ink);
+  font: 16px/1.55 "Iowan Old Style", "Palatino Linotype", Palatino, Georgia, serif; }
+main { max-width: 68rem; margin: 0 auto; padding: 2rem 1.5rem 4rem; }
+h1, h2, h3 { font-family: "Helvetica Neue", Helvetica, Arial, sans-serif; line-height: 1.2; }
+h1 { font-size: 2rem; margin: 0 0 .25rem; }
+h2 { font-size: 1.45rem; margin: 2.75rem 0 .5rem; padding-top: .75rem; border-top: 2px solid var(--ink); }
+h3 { font-size: 1.1rem; margin: 1.75rem 0 .4rem; }
+p { max-width: 46rem; }
+.lede { color: var(--muted); margin-top: 0; }
+nav ul { list-style: none; padding: 0; display: flex; flex-wrap: wrap; gap: .5rem 1.25rem;
+  font-family: "Helvetica Neue", Helvetica, Arial, sans-serif; font-size: .95rem; }
+a { color: var(--accent); }
+.scroll { overflow-x: auto; margin: .75rem 0 1rem; }
+table { border-collapse: collapse; font: 13.5px/1.4 "Helvetica Neue", Helvetica, Arial, sans-serif;
+  font-variant-numeric: tabular-nums; }
+th { text-align: left; font-weight: 600; border-bottom: 1.5px solid var(--ink); padding: .3rem .6rem; white-space: nowrap; }
+td { border-bottom: 1px solid var(--rule); padding: .25rem .6rem; vertical-align: top; }
+td.n { text-align: right; white-space: nowrap; }
+tr.flag td { background: #fff4e8; }
+tr.model td { color: var(--muted); font-style: italic; }
+figure.plot { margin: 1rem 0 1.5rem; }
+figure.plot svg { max-width: 100%; height: auto; border: 1px solid var(--rule); background: #fff; }
+figcaption { font-size: .9rem; color: var(--muted); max-width: 46rem; }
+.how { font: 13px/1.5 "Helvetica Neue", Helvetica, Arial, sans-serif; color: var(--muted);
+  border-left: 3px solid var(--rule); padding: .2rem 0 .2rem .8rem; margin: .5rem 0 1.25rem; max-width: 52rem; }
+.how code, code { font: 12.5px/1.4 "SFMono-Regular", Menlo, Consolas, monospace; background: #eef1f5; padding: 0 .25rem; border-radius: 3px; }
+.warn { color: var(--warn); font-weight: 600; }
+.missing { border: 1.5px dashed var(--warn); background: #fff8f0; padding: .75rem 1rem; border-radius: 4px; max-width: 46rem; }
+.missing strong { color: var(--warn); }
+.model-label { display: inline-block; font: 600 12px "Helvetica Neue", Helvetica, Arial, sans-serif;
+  text-transform: uppercase; letter-spacing: .06em; color: #fff; background: var(--muted); padding: .1rem .45rem; border-radius: 3px; }
+dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: .15rem 1rem; font-size: .95rem; }
+dl.meta dt { color: var(--muted); }
+dl.meta dd { margin: 0; }
+details { margin: .5rem 0; font-size: .92rem; }
+summary { cursor: pointer; color: var(--muted); }
+footer { margin-top: 3rem; color: var(--muted); font-size: .9rem; }
+"#;
+
+/// Wraps the sections into one self-contained page.
+pub fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n{body}</main>\n</body>\n</html>\n",
+        esc(title)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_escaped_and_numbers_align_right() {
+        assert_eq!(
+            esc("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+        let mut t = Table::new(["name", "median (ns)"]);
+        t.row(vec![Cell::text("<b>"), Cell::num(12.345)]);
+        t.row(vec![Cell::text("short row")]);
+        let h = t.render();
+        assert!(
+            h.contains("<td>&lt;b&gt;</td><td class=\"n\">12.3</td>"),
+            "{h}"
+        );
+        assert_eq!(h.matches("<td").count(), 4);
+    }
+}

@@ -1,0 +1,556 @@
+//! The laboratory plan of `takt report` and its runner.
+//!
+//! Each stage is the suite's own command (`takt machine --json`, `takt bench
+//! agents --peers --json`, ...) run as a child process of the same `takt`
+//! binary, for three reasons: the report's "reproduce" line is exactly the
+//! command that made the document; each suite starts in a fresh address
+//! space, as a user's run would, none inheriting the previous one's heap,
+//! threads or page-cache state; and a Ctrl-C reaches the running suite
+//! (same process group), which cleans up after itself (network namespaces,
+//! scratch files, SIPp) and exits, while the finished stages' documents
+//! are already held here.
+//!
+//! Protocol of one stage:
+//! 1. the stage is skipped (not measured, with the reason) when the plan
+//!    does not include it, a tool it needs is missing, or an interrupt
+//!    came before it started;
+//! 2. the child runs with stdout captured (one JSON document) and stderr
+//!    read line by line into the stage's progress bar;
+//! 3. an interrupt while it runs is forwarded as SIGINT (for a SIGTERM
+//!    sent to `takt report` alone), then SIGKILL after [`KILL_AFTER`];
+//! 4. the stage is measured when the child exits 0 with a JSON document on
+//!    stdout; otherwise it is not measured, with the exit status and the
+//!    child's last stderr line as the reason.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use takt_machine::{Config as MachineConfig, Family, Mode as MachineMode};
+
+use crate::error::ReportError;
+use crate::input::{Outcome, ReportInput, RunMeta, Stage};
+
+/// How long an interrupted stage gets to clean up before it is killed.
+pub const KILL_AFTER: Duration = Duration::from_secs(15);
+
+/// The machine families of the quick plan: `net` and `fs` are left out to
+/// keep the stage near 60 s.
+const QUICK_MACHINE_FAMILIES: [Family; 9] = [
+    Family::Timer,
+    Family::Loop,
+    Family::Call,
+    Family::Syscall,
+    Family::Create,
+    Family::Ctxsw,
+    Family::Latency,
+    Family::Bandwidth,
+    Family::Pagefault,
+];
+
+/// The SME benchmarks of the quick plan.
+const QUICK_SME: [&str; 3] = ["compute_ring", "uneven", "sync_cost"];
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The quick plan (under 5 minutes on a 2-core machine).
+    pub quick: bool,
+    /// Stages to run (plan order); the others are "not in --only".
+    pub only: Vec<Stage>,
+    /// The `takt` binary the stages run.
+    pub takt: PathBuf,
+    /// Whether that binary has the agents peers compiled in.
+    pub peers: bool,
+    /// The report directory (machine plots go in a subdirectory).
+    pub out: PathBuf,
+    /// The command line of the run, for the report.
+    pub command: String,
+    /// Show progress bars (a terminal); otherwise one line per stage event.
+    pub bars: bool,
+}
+
+/// One stage as planned.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StagePlan {
+    /// The stage.
+    pub stage: Stage,
+    /// Arguments after `takt` (`["bench", "sme", "--quick", "--json"]`).
+    pub args: Vec<String>,
+    /// Expected wall time.
+    pub estimate: Duration,
+    /// Why it cannot run here (a missing tool), if it cannot.
+    pub unavailable: Option<String>,
+}
+
+impl StagePlan {
+    /// The command as a user would type it.
+    pub fn command(&self) -> String {
+        let mut s = String::from("takt");
+        for a in &self.args {
+            s.push(' ');
+            s.push_str(a);
+        }
+        s
+    }
+}
+
+/// Finds `tool` on `PATH`.
+pub fn find_tool(tool: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(tool))
+        .find(|p| p.is_file())
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
+}
+
+/// The plan: every stage of `opts.only` with its command and estimate, and
+/// the lines saying what the plan reduced below the suites' own parameters.
+pub fn plan(opts: &Options) -> (Vec<StagePlan>, Vec<String>) {
+    let mut stages = Vec::new();
+    let mut reductions = Vec::new();
+    for &stage in &opts.only {
+        let p = match stage {
+            Stage::Machine => {
+                let plots = opts.out.join("machine-plots");
+                let plots = plots.to_string_lossy().into_owned();
+                let (mode, only) = if opts.quick {
+                    (MachineMode::Quick, Some(QUICK_MACHINE_FAMILIES.to_vec()))
+                } else {
+                    (MachineMode::Default, None)
+                };
+                let mut cfg = MachineConfig::new(mode);
+                cfg.only = only.clone();
+                let mut args = strings(&["machine", "--json"]);
+                if let Some(only) = only {
+                    args.push("--quick".into());
+                    args.push("--only".into());
+                    args.push(only.iter().map(|f| f.name()).collect::<Vec<_>>().join(","));
+                    reductions.push(
+                        "machine: takt machine --quick without the net and fs families (their ~25 s would \
+                         push the stage past 60 s on a 2-core machine)"
+                            .into(),
+                    );
+                }
+                args.push("--out".into());
+                args.push(plots);
+                StagePlan {
+                    stage,
+                    args,
+                    estimate: cfg.expected_duration(),
+                    unavailable: None,
+                }
+            }
+            Stage::Agents => {
+                let runs = if opts.quick { 5 } else { 10 };
+                let mut args = strings(&["bench", "agents", "--quick", "--json"]);
+                if opts.peers {
+                    args.push("--peers".into());
+                }
+                args.push("--runs".into());
+                args.push(runs.to_string());
+                if !opts.quick {
+                    reductions.push(
+                        "agents: the quick sizes with 10 runs per row; the full suite with peers \
+                         (takt bench agents --peers, about 15 min) is left to a run of its own"
+                            .into(),
+                    );
+                }
+                let est = takt_lab::agents::expected_duration(&takt_lab::agents::Options {
+                    quick: true,
+                    peers: opts.peers,
+                    spin: takt_sched::SpinBudget::NONE,
+                    thread: takt_sched::ThreadSpec::new("estimate"),
+                    runs,
+                    idle_latency: None,
+                });
+                StagePlan {
+                    stage,
+                    args,
+                    estimate: est.mul_f64(runs as f64 / 5.0),
+                    unavailable: None,
+                }
+            }
+            Stage::Sme => {
+                let runs = if opts.quick { 5 } else { 10 };
+                // Quick: the benchmarks the scaling model and the thesis
+                // comparison need most; sync_ring and weak_scaling take
+                // more than half of the suite's --quick time.
+                let only: Vec<String> = if opts.quick {
+                    QUICK_SME.iter().map(|s| s.to_string()).collect()
+                } else {
+                    Vec::new()
+                };
+                let bench = takt_lab::sme::SmeBench {
+                    quick: true,
+                    max_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+                    spec: takt_sched::ThreadSpec::new("estimate"),
+                    spin: takt_sched::SpinBudget::NONE,
+                    reps: takt_lab::sampler::Repetitions { warmup: 1, runs },
+                    only: only.clone(),
+                };
+                let mut args = strings(&[
+                    "bench",
+                    "sme",
+                    "--quick",
+                    "--json",
+                    "--runs",
+                    &runs.to_string(),
+                ]);
+                for o in &only {
+                    args.push("--only".into());
+                    args.push(o.clone());
+                }
+                reductions.push(if opts.quick {
+                    "sme: takt bench sme --quick with compute_ring, uneven and sync_cost only (sync_ring and \
+                     weak_scaling are left out to keep the stage near 60 s)"
+                        .into()
+                } else {
+                    "sme: the quick cycle counts with 10 runs per configuration; the thesis's full \
+                     parameters (takt bench sme, over an hour) are left to a run of their own"
+                        .into()
+                });
+                StagePlan {
+                    stage,
+                    args,
+                    estimate: bench.estimate(),
+                    unavailable: None,
+                }
+            }
+            Stage::Sip => {
+                let sipp = find_tool("sipp");
+                let mut load = takt_lab::sip::LoadPlan::new(sipp.clone().unwrap_or_default());
+                let mut args = strings(&["sip", "load", "--json"]);
+                if opts.quick {
+                    load = load.quick();
+                    args.push("--quick".into());
+                }
+                StagePlan {
+                    stage,
+                    args,
+                    // SIPp start-up and the hot reference on top of the calls.
+                    estimate: load.expected() + Duration::from_secs(10),
+                    unavailable: sipp.is_none().then(|| {
+                        "install SIPp (Debian package sip-tester; scripts/setup.sh installs it)"
+                            .into()
+                    }),
+                }
+            }
+            Stage::Remote => {
+                let remote = takt_lab::remote::Options {
+                    quick: opts.quick,
+                    runs: 5,
+                    url: None,
+                    thread: takt_sched::ThreadSpec::new("estimate"),
+                };
+                let mut args = strings(&["bench", "remote", "--json"]);
+                if opts.quick {
+                    args.push("--quick".into());
+                }
+                StagePlan {
+                    stage,
+                    args,
+                    estimate: takt_lab::remote::expected_duration(&remote),
+                    unavailable: find_tool("nats-server").is_none().then(|| {
+                        "install nats-server (Debian package nats-server; scripts/setup.sh installs it)"
+                            .into()
+                    }),
+                }
+            }
+        };
+        stages.push(p);
+    }
+    (stages, reductions)
+}
+
+/// The result of one child run.
+enum ChildEnd {
+    Document(serde_json::Value),
+    Failed(String),
+    Interrupted,
+}
+
+fn run_child(
+    takt: &Path,
+    p: &StagePlan,
+    bar: &ProgressBar,
+    interrupt: &AtomicBool,
+) -> Result<ChildEnd, ReportError> {
+    let mut child = Command::new(takt)
+        .args(&p.args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|source| ReportError::Spawn {
+            command: p.command(),
+            source,
+        })?;
+    let last_line = Arc::new(Mutex::new(String::new()));
+    let stderr = child.stderr.take().map(|err| {
+        let bar = bar.clone();
+        let last = Arc::clone(&last_line);
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                let line = line.trim().to_string();
+                if line.is_empty() {
+                    continue;
+                }
+                bar.set_message(line.chars().take(100).collect::<String>());
+                if let Ok(mut l) = last.lock() {
+                    *l = line;
+                }
+            }
+        })
+    });
+    let stdout = child.stdout.take().map(|mut out| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            out.read_to_end(&mut buf).map(|_| buf)
+        })
+    });
+    let start = Instant::now();
+    let mut signalled: Option<Instant> = None;
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| ReportError::io(takt, e))? {
+            break status;
+        }
+        bar.set_position(start.elapsed().as_secs());
+        // Acquire pairs with the Release store of the interrupt handler.
+        if interrupt.load(Ordering::Acquire) {
+            match signalled {
+                None => {
+                    // The terminal's SIGINT reached the child already if it
+                    // came from a Ctrl-C; a SIGTERM to us alone did not.
+                    // SAFETY: kill(2) with a pid we spawned and have not
+                    // reaped yet (try_wait returned None), so it names our
+                    // child; no memory is involved.
+                    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+                    signalled = Some(Instant::now());
+                }
+                Some(t) if t.elapsed() > KILL_AFTER => {
+                    let _ = child.kill();
+                }
+                Some(_) => {}
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    if let Some(h) = stderr {
+        let _ = h.join();
+    }
+    let out = stdout
+        .and_then(|h| h.join().ok())
+        .and_then(Result::ok)
+        .unwrap_or_default();
+    if interrupt.load(Ordering::Acquire) {
+        return Ok(ChildEnd::Interrupted);
+    }
+    let last = last_line.lock().map(|l| l.clone()).unwrap_or_default();
+    if !status.success() {
+        return Ok(ChildEnd::Failed(format!(
+            "`{}` failed ({status}){}",
+            p.command(),
+            if last.is_empty() {
+                String::new()
+            } else {
+                format!(": {last}")
+            }
+        )));
+    }
+    match serde_json::from_slice(&out) {
+        Ok(doc) => Ok(ChildEnd::Document(doc)),
+        Err(e) => Ok(ChildEnd::Failed(format!(
+            "`{}` printed no JSON document ({e})",
+            p.command()
+        ))),
+    }
+}
+
+/// Runs the plan; `interrupt` (set by the caller's Ctrl-C handler) stops
+/// it after the running stage, whose document is then missing. Returns the
+/// report input of whatever finished.
+pub fn run(opts: &Options, interrupt: &AtomicBool) -> Result<ReportInput, ReportError> {
+    let started = takt_measure::env::utc_now_rfc3339();
+    let t0 = Instant::now();
+    let (plans, reductions) = plan(opts);
+    let multi = MultiProgress::with_draw_target(if opts.bars {
+        ProgressDrawTarget::stderr()
+    } else {
+        ProgressDrawTarget::hidden()
+    });
+    let style =
+        ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos:>4}/{len:4} s  {wide_msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> ");
+    let total: Duration = plans
+        .iter()
+        .filter(|p| p.unavailable.is_none())
+        .map(|p| p.estimate)
+        .sum();
+    let say = |line: String| {
+        if opts.bars {
+            let _ = multi.println(line);
+        } else {
+            eprintln!("{line}");
+        }
+    };
+    say(format!(
+        "takt report{}: {} stage(s), expected about {} s",
+        if opts.quick { " --quick" } else { "" },
+        plans.len(),
+        total.as_secs()
+    ));
+    let mut stages: Vec<(Stage, Outcome)> = Vec::new();
+    for stage in Stage::ALL {
+        let Some(p) = plans.iter().find(|p| p.stage == stage) else {
+            stages.push((
+                stage,
+                Outcome::NotMeasured {
+                    reason: "not in --only".into(),
+                    command: None,
+                },
+            ));
+            continue;
+        };
+        if let Some(why) = &p.unavailable {
+            say(format!("{stage}: not measured: {why}"));
+            stages.push((
+                stage,
+                Outcome::NotMeasured {
+                    reason: why.clone(),
+                    command: Some(p.command()),
+                },
+            ));
+            continue;
+        }
+        if interrupt.load(Ordering::Acquire) {
+            stages.push((
+                stage,
+                Outcome::NotMeasured {
+                    reason: "interrupted (Ctrl-C) before it started".into(),
+                    command: Some(p.command()),
+                },
+            ));
+            continue;
+        }
+        let bar = multi.add(ProgressBar::new(p.estimate.as_secs().max(1)));
+        bar.set_style(style.clone());
+        bar.set_prefix(stage.name());
+        if !opts.bars {
+            eprintln!(
+                "{stage}: {} (expected about {} s)",
+                p.command(),
+                p.estimate.as_secs()
+            );
+        }
+        let s0 = Instant::now();
+        let end = run_child(&opts.takt, p, &bar, interrupt)?;
+        let wall_s = s0.elapsed().as_secs_f64();
+        bar.finish_and_clear();
+        let outcome = match end {
+            ChildEnd::Document(document) => {
+                say(format!("{stage}: measured in {wall_s:.0} s"));
+                Outcome::Measured {
+                    command: p.command(),
+                    wall_s,
+                    document,
+                }
+            }
+            ChildEnd::Failed(why) => {
+                say(format!("{stage}: not measured: {why}"));
+                Outcome::NotMeasured {
+                    reason: why,
+                    command: Some(p.command()),
+                }
+            }
+            ChildEnd::Interrupted => {
+                say(format!("{stage}: interrupted after {wall_s:.0} s"));
+                Outcome::NotMeasured {
+                    reason: format!("interrupted (Ctrl-C) after {wall_s:.0} s"),
+                    command: Some(p.command()),
+                }
+            }
+        };
+        stages.push((stage, outcome));
+    }
+    Ok(ReportInput {
+        meta: RunMeta {
+            command: opts.command.clone(),
+            started,
+            wall_s: t0.elapsed().as_secs_f64(),
+            quick: opts.quick,
+            reductions,
+            run_id: None,
+        },
+        stages,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(quick: bool, only: &str) -> Options {
+        Options {
+            quick,
+            only: Stage::parse_list(only).unwrap(),
+            takt: PathBuf::from("/nonexistent/takt"),
+            peers: true,
+            out: PathBuf::from("takt-report"),
+            command: "takt report".into(),
+            bars: false,
+        }
+    }
+
+    #[test]
+    fn the_quick_plan_fits_its_budget() {
+        let (stages, reductions) = plan(&opts(true, "machine,agents,sme,sip,remote"));
+        assert_eq!(stages.len(), 5);
+        let m = &stages[0];
+        assert!(
+            m.command()
+                .starts_with("takt machine --json --quick --only timer,"),
+            "{}",
+            m.command()
+        );
+        assert!(m.estimate <= Duration::from_secs(75), "{:?}", m.estimate);
+        assert!(stages[1].args.contains(&"--peers".to_string()));
+        let total: Duration = stages.iter().map(|s| s.estimate).sum();
+        assert!(total < Duration::from_secs(300), "{total:?}");
+        assert!(!reductions.is_empty());
+        assert_eq!(stages[4].command(), "takt bench remote --json --quick");
+    }
+
+    #[test]
+    fn the_default_plan_fits_its_budget() {
+        let (stages, _) = plan(&opts(false, "machine,agents,sme,sip"));
+        let total: Duration = stages.iter().map(|s| s.estimate).sum();
+        assert!(total < Duration::from_secs(20 * 60), "{total:?}");
+    }
+
+    #[test]
+    fn a_stage_that_cannot_start_is_an_error_and_others_are_not_planned() {
+        let flag = AtomicBool::new(false);
+        let err = run(&opts(true, "sme"), &flag).unwrap_err();
+        assert!(matches!(err, ReportError::Spawn { .. }), "{err}");
+        // An interrupt before the first stage: nothing runs, nothing fails.
+        flag.store(true, Ordering::Release);
+        let input = run(&opts(true, "sme"), &flag).unwrap();
+        assert!(matches!(
+            input.outcome(Stage::Sme),
+            Some(Outcome::NotMeasured { reason, .. }) if reason.contains("interrupted")
+        ));
+        assert!(matches!(
+            input.outcome(Stage::Machine),
+            Some(Outcome::NotMeasured { reason, .. }) if reason == "not in --only"
+        ));
+    }
+}

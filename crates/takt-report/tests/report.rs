@@ -1,0 +1,86 @@
+//! The report from fixture documents: sections, figures, and the
+//! "not measured" sections of a run that lost stages.
+
+mod common;
+
+use takt_report::input::{Outcome, ReportInput, Stage};
+use takt_report::render::{render, write};
+
+#[test]
+fn every_section_renders_with_its_figures() {
+    let html = render(&common::full_input());
+    for stage in Stage::ALL {
+        assert!(
+            html.contains(&format!("<section id=\"{}\">", stage.name())),
+            "{stage}"
+        );
+    }
+    // the latency curve, customer_ring, SME speedups, T_sip, and the model's SME and agents charts
+    let figures = html.matches("<figure class=\"plot\">").count();
+    assert!(figures >= 6, "{figures} figures");
+    for fig in html.split("<figure class=\"plot\">").skip(1) {
+        let svg = &fig[..fig.find("</figure>").unwrap()];
+        assert!(svg.contains("<svg"), "a figure without an SVG");
+        assert!(svg.contains("<circle"), "a figure without data points");
+    }
+    // provenance: the command, and the disturbance flag of the loaded host the fixtures ran on
+    assert!(html.contains("<code>takt bench sme --quick --json</code>"));
+    assert!(html.contains("Disturbed"));
+    // the seed's figures and the model's check
+    assert!(html.contains("SObjectizer 4.4"));
+    assert!(html.contains("predicted 2"));
+    assert!(html.contains("Not measured:</strong> takt bench remote is not part of this build yet"));
+    // self-contained: no scripts, no external references
+    assert!(!html.contains("<script"));
+    assert!(!html.contains("src="));
+    assert!(!html.contains("url("));
+    assert!(!html.contains("@import"));
+    assert!(!html.contains("href=\"http"));
+}
+
+#[test]
+fn an_interrupted_run_says_what_is_missing() {
+    let mut input = common::full_input();
+    input
+        .stages
+        .retain(|(s, _)| *s == Stage::Machine || *s == Stage::Agents);
+    input.stages[1].1 = Outcome::NotMeasured {
+        reason: "interrupted (Ctrl-C) after 12 s".into(),
+        command: Some("takt bench agents --quick --json --peers".into()),
+    };
+    let dir = common::temp_dir("interrupted");
+    let index = write(&dir, &input).unwrap();
+    let html = std::fs::read_to_string(&index).unwrap();
+    let section = |id: &str| {
+        let start = html.find(&format!("<section id=\"{id}\">")).unwrap();
+        let end = start + html[start..].find("</section>").unwrap();
+        html[start..end].to_string()
+    };
+    assert!(section("agents").contains("Not measured:</strong> interrupted (Ctrl-C) after 12 s"));
+    assert!(section("agents").contains("<code>takt bench agents --quick --json --peers</code>"));
+    for id in ["sme", "sip", "remote"] {
+        assert!(
+            section(id).contains("Not measured:</strong> not in --only"),
+            "{id}"
+        );
+    }
+    assert!(section("machine").contains("<svg"));
+    assert!(section("beyond").contains("Not modelled"));
+    // the directory holds what the report was made from, and reloads
+    assert!(dir.join("machine.json").is_file());
+    assert!(!dir.join("agents.json").exists());
+    assert_eq!(ReportInput::load_dir(&dir).unwrap(), input);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_document_of_the_wrong_shape_is_reported_not_panicked_on() {
+    let mut input = common::full_input();
+    input.stages[2].1 = Outcome::Measured {
+        command: "takt bench sme --quick --json".into(),
+        wall_s: 1.0,
+        document: serde_json::json!({"suite": "sme", "results": "nope"}),
+    };
+    let html = render(&input);
+    assert!(html.contains("Not readable:</strong>"), "sme section");
+}

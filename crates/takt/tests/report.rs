@@ -1,0 +1,131 @@
+//! `takt report` end to end: Ctrl-C during a stage keeps the report, which
+//! says what is missing; `--from` renders the directory again.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[test]
+fn an_interrupted_report_is_written_and_says_what_is_missing() {
+    let dir = std::env::temp_dir().join(format!("takt-report-int-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_takt"))
+        .args(["report", "--quick", "--only", "sme,remote", "--out"])
+        .arg(&dir)
+        .arg("--db")
+        .arg(dir.with_extension("db"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let the SME stage start (its child is running), then interrupt us
+    // alone, as a SIGTERM from a supervisor would: the runner forwards it.
+    std::thread::sleep(Duration::from_secs(3));
+    // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "takt report did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130), "{status}");
+    let html = std::fs::read_to_string(dir.join("index.html")).expect("no report written");
+    assert!(
+        html.contains("Not measured:</strong> interrupted (Ctrl-C)"),
+        "sme section"
+    );
+    assert!(
+        html.contains("Not measured:</strong> not in --only"),
+        "machine section"
+    );
+    assert!(
+        html.contains("interrupted (Ctrl-C) before it started"),
+        "remote section"
+    );
+    assert!(!dir.join("sme.json").exists());
+
+    // The directory renders again without measuring.
+    let again = dir.join("again");
+    let out = Command::new(env!("CARGO_BIN_EXE_takt"))
+        .args(["report", "--from"])
+        .arg(&dir)
+        .arg("--out")
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_file(dir.with_extension("db"));
+    assert!(std::fs::read_to_string(again.join("index.html"))
+        .unwrap()
+        .contains("interrupted (Ctrl-C)"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_stored_run_renders_again() {
+    let dir = std::env::temp_dir().join(format!("takt-report-run-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("records.db");
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../takt-report/tests/fixtures");
+    let add = Command::new(env!("CARGO_BIN_EXE_takt"))
+        .args(["runs", "add", "--db"])
+        .arg(&db)
+        .arg(fixtures.join("sme.json"))
+        .arg(fixtures.join("agents.json"))
+        .output()
+        .unwrap();
+    assert!(
+        add.status.success(),
+        "{}",
+        String::from_utf8_lossy(&add.stderr)
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_takt"))
+        .args(["report", "--run", "1", "--db"])
+        .arg(&db)
+        .arg("--out")
+        .arg(dir.join("r"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(dir.join("r/index.html")).unwrap();
+    assert!(
+        html.contains("<dt>stored run</dt><dd>1 ("),
+        "stored run line"
+    );
+    let sme = &html[html.find("<section id=\"sme\">").unwrap()..];
+    assert!(
+        sme[..sme.find("</section>").unwrap()].contains("<svg"),
+        "sme section"
+    );
+    assert!(
+        html.contains("Not measured:</strong> not in the stored run"),
+        "machine section"
+    );
+    // An unknown run is an error that names it.
+    let bad = Command::new(env!("CARGO_BIN_EXE_takt"))
+        .args(["report", "--run", "99", "--db"])
+        .arg(&db)
+        .arg("--out")
+        .arg(dir.join("r2"))
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--run 99"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
