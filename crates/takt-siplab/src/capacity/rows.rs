@@ -8,7 +8,9 @@ use crate::search::{Capacity, Phase, SearchResult};
 
 /// The result rows of one target's finished search: `capacity` (cps;
 /// `median` = the capacity or its bound, `min`/`max` = the capacity and the
-/// first failing grid rate, the grid with its intervals in `detail`),
+/// first failing grid rate, the grid with its intervals and every trial's
+/// record — phase, rate, outcome, the generator's saturation causes and
+/// whether it was re-run — in `detail`),
 /// `cpu_per_call` (µs at the capacity's grid rate, one sample per grid
 /// repetition) and one `drop_rate` row per grid point. `params` name the
 /// target's setting (`mode`, `workers`, `model`, `sched`, `net`).
@@ -48,6 +50,7 @@ pub fn rows(
         d.insert("zero_failure_cps".into(), json!(result.zero_failure_cps));
         d.insert("non_monotone_cps".into(), json!(result.non_monotone_cps));
         d.insert("trials".into(), json!(result.trials.len()));
+        d.insert("trial_records".into(), json!(result.trials));
         d.insert("grid".into(), json!(result.grid));
         if let Some(f) = shm_peak {
             d.insert("shm_peak_fraction".into(), json!(f));
