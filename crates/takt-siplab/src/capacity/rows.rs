@@ -11,8 +11,9 @@ use crate::search::{Capacity, Phase, SearchResult};
 /// first failing grid rate, the grid with its intervals and every trial's
 /// record — phase, rate, outcome, the generator's saturation causes and
 /// whether it was re-run — in `detail`),
-/// `cpu_per_call` (µs at the capacity's grid rate, one sample per grid
-/// repetition) and one `drop_rate` row per grid point. `params` name the
+/// `cpu_per_call` (µs at the capacity's grid rate, one sample per counted
+/// grid repetition) and one `drop_rate` row per grid point (re-run
+/// generator-bound trials are left out of both, as out of the grid). `params` name the
 /// target's setting (`mode`, `workers`, `model`, `sched`, `net`).
 pub fn rows(
     target: &str,
@@ -62,7 +63,7 @@ pub fn rows(
             .trials
             .iter()
             .zip(points)
-            .filter(|(t, _)| t.phase == Phase::Grid && t.rate_cps == cps)
+            .filter(|(t, _)| t.phase == Phase::Grid && !t.rerun && t.rate_cps == cps)
             .filter_map(|(_, p)| p.cpu_per_call_us)
             .collect();
         if !at.is_empty() {
@@ -94,7 +95,7 @@ pub fn rows(
             .trials
             .iter()
             .zip(points)
-            .filter(|(t, _)| t.phase == Phase::Grid && t.rate_cps == g.rate_cps)
+            .filter(|(t, _)| t.phase == Phase::Grid && !t.rerun && t.rate_cps == g.rate_cps)
             .map(|(_, p)| p.server.socket_drops)
             .sum();
         d.insert("server_socket_drops".into(), json!(socket_drops));
@@ -169,6 +170,10 @@ mod tests {
         assert_eq!(cap.summary.median, c);
         assert!(cap.summary.max > c && c <= 5_000.0, "{:?}", cap.summary);
         assert_eq!(cap.detail["zero_failure_cps"], json!(r.zero_failure_cps));
+        let records = cap.detail["trial_records"].as_array().unwrap();
+        assert_eq!(records.len(), r.trials.len());
+        assert_eq!(records[0]["outcome"]["generator_causes"], json!([]));
+        assert_eq!(records[0]["rerun"], json!(false));
         let cpu = &rows[1];
         assert_eq!(cpu.name, "cpu_per_call");
         assert_eq!(cpu.params["rate_cps"], json!(c));

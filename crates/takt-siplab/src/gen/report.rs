@@ -305,6 +305,19 @@ impl FromIterator<SaturationCause> for SaturationCauses {
     }
 }
 
+impl std::fmt::Display for SaturationCauses {
+    /// The cause names joined by ", " (empty for the empty set).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, c) in self.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            f.write_str(c.name())?;
+        }
+        Ok(())
+    }
+}
+
 impl Serialize for SaturationCauses {
     fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
         ser.collect_seq(self.iter().map(SaturationCause::name))

@@ -304,6 +304,11 @@ fn generator_bound_points_cap_the_result() {
         serde_json::json!(["send-lag"])
     );
     assert_eq!(v["rerun"], serde_json::json!(true));
+    let both: SaturationCauses = [SaturationCause::NoIdle, SaturationCause::SendLag]
+        .into_iter()
+        .collect();
+    assert_eq!(both.to_string(), "send-lag, no-idle");
+    assert_eq!(SaturationCauses::NONE.to_string(), "");
 }
 
 #[test]
