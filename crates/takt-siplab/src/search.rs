@@ -42,10 +42,25 @@
 //! threshold — never "the highest rate that passed once"; passing points
 //! above a failing one are reported as non-monotone.
 //!
+//! # The generator's limit
 //! A trial flagged *generator-bound* (the load generator, not the server,
-//! limited it) is neither a pass nor a failure of the server: it ends the
-//! climb, and a capacity it caps reads "≥ R (generator-bound)"
-//! ([`Capacity::AtLeast`] with [`Limit::Generator`]).
+//! limited it; [`TrialOutcome::generator_causes`] says which of its
+//! criteria fired) is neither a pass nor a failure of the server. A busy
+//! host flags a trial now and then, so only a flag that repeats counts:
+//! a generator-bound trial is run once more at the same rate
+//! ([`TrialRecord::rerun`] marks the first). In the ramp and bisection the
+//! re-run's verdict stands, and only a second flag ends the climb; on the
+//! grid a generator-bound repetition is re-run once, the flagged trial is
+//! not counted, and a point is generator-bound only when a repetition and
+//! its re-run both were. Every trial stays in [`SearchResult::trials`].
+//!
+//! A capacity the generator caps is a lower bound, "≥ L
+//! (generator-bound)" ([`Capacity::AtLeast`] with [`Limit::Generator`]):
+//! L is the passing grid point below the first generator-bound one, or —
+//! when even the lowest grid point is generator-bound — the highest rate
+//! that passed anywhere in the search (a single ramp or bisection trial
+//! included) below any failing grid point. Only when nothing passed is
+//! the answer [`Capacity::Below`].
 //!
 //! RFC 7502's zero-failure rate is reported beside it: the highest rate
 //! tested such that no trial at it, or at any lower rate tested, lost a
@@ -55,6 +70,7 @@ use std::collections::VecDeque;
 
 use serde::Serialize;
 
+use crate::gen::SaturationCauses;
 use crate::interval;
 use crate::Error;
 
@@ -84,6 +100,9 @@ pub struct TrialOutcome {
     /// socket drops or no idle time): the point says nothing about the
     /// server.
     pub generator_bound: bool,
+    /// Which of the generator's criteria fired (empty when it kept up, or
+    /// when the source of the trial does not say).
+    pub generator_causes: SaturationCauses,
 }
 
 impl TrialOutcome {
@@ -222,6 +241,9 @@ pub struct TrialRecord {
     pub rate_cps: f64,
     /// What it measured.
     pub outcome: TrialOutcome,
+    /// The search ran this trial again: it was generator-bound, and only
+    /// a flag that repeats at the same rate counts (see the module docs).
+    pub rerun: bool,
 }
 
 /// A grid point over its repetitions.
@@ -249,6 +271,8 @@ pub struct PointSummary {
     pub upper: f64,
     /// The verdict.
     pub verdict: Verdict,
+    /// Every generator criterion that fired in a counted repetition.
+    pub generator_causes: SaturationCauses,
 }
 
 impl PointSummary {
@@ -282,6 +306,9 @@ impl PointSummary {
             reps_ci95: [tlo.max(0.0), thi],
             upper,
             verdict,
+            generator_causes: trials
+                .iter()
+                .fold(SaturationCauses::NONE, |a, t| a.union(t.generator_causes)),
         }
     }
 }
@@ -408,10 +435,14 @@ pub struct Search {
     hi: Option<f64>,
     /// `hi` was generator-bound rather than failing.
     hi_generator: bool,
+    /// The last ramp or bisection trial was generator-bound and is being
+    /// run again at the same rate.
+    generator_recheck: bool,
     grid: Vec<GridPoint>,
     grid_step: f64,
-    /// Grid rates still to measure, in order.
-    queue: VecDeque<f64>,
+    /// Grid trials still to run, in order: the rate, and whether the trial
+    /// re-runs a generator-bound repetition.
+    queue: VecDeque<(f64, bool)>,
     /// The ramp's current multiplier: the configured one, then a finer
     /// one after a re-bracket.
     ramp_factor: f64,
@@ -445,6 +476,7 @@ impl Search {
             lo: None,
             hi: None,
             hi_generator: false,
+            generator_recheck: false,
             grid: Vec::new(),
             grid_step: 0.0,
             queue: VecDeque::new(),
@@ -463,7 +495,7 @@ impl Search {
     pub fn next_rate(&self) -> Option<f64> {
         match self.state {
             State::Ramp { rate } | State::Bisect { rate } => Some(rate),
-            State::Grid => self.queue.front().copied(),
+            State::Grid => self.queue.front().map(|&(rate, _)| rate),
             State::Done => None,
         }
     }
@@ -517,12 +549,28 @@ impl Search {
             .next_rate()
             .expect("Search::record called after the search ended");
         let phase = self.phase().expect("a running search has a phase");
+        let verdict = outcome.verdict(self.cfg.threshold);
+        // A generator-bound trial is run once more at the same rate; only a
+        // flag that repeats counts (a sporadic one must not end the climb
+        // or make a grid point generator-bound).
+        let recheck = verdict == Verdict::GeneratorBound
+            && match self.state {
+                State::Ramp { .. } | State::Bisect { .. } => !self.generator_recheck,
+                State::Grid => self.queue.front().is_some_and(|&(_, again)| !again),
+                State::Done => false,
+            };
         self.trials.push(TrialRecord {
             phase,
             rate_cps: rate,
             outcome,
+            rerun: recheck,
         });
-        let verdict = outcome.verdict(self.cfg.threshold);
+        if let State::Ramp { .. } | State::Bisect { .. } = self.state {
+            self.generator_recheck = recheck;
+            if recheck {
+                return;
+            }
+        }
         match self.state {
             State::Ramp { .. } => self.ramp(rate, verdict),
             State::Bisect { .. } => {
@@ -536,6 +584,10 @@ impl Search {
             }
             State::Grid => {
                 self.queue.pop_front();
+                if recheck {
+                    self.queue.push_front((rate, true));
+                    return;
+                }
                 if let Some(p) = self.grid.iter_mut().find(|p| p.rate == rate) {
                     p.trials.push(outcome);
                 }
@@ -627,9 +679,9 @@ impl Search {
     fn enqueue(&mut self, rates: &[f64]) {
         for rep in 0..self.cfg.reps {
             if rep.is_multiple_of(2) {
-                self.queue.extend(rates.iter().copied());
+                self.queue.extend(rates.iter().map(|&r| (r, false)));
             } else {
-                self.queue.extend(rates.iter().rev().copied());
+                self.queue.extend(rates.iter().rev().map(|&r| (r, false)));
             }
         }
     }
@@ -689,9 +741,21 @@ impl Search {
                     Limit::SearchCeiling
                 },
             },
+            // The generator, not the server, limited even the lowest grid
+            // point: what passed below it still bounds the capacity.
+            Some(0) if s[0].verdict == Verdict::GeneratorBound => match self.highest_pass(s) {
+                Some(cps) => Capacity::AtLeast {
+                    cps,
+                    limit: Limit::Generator,
+                },
+                None => Capacity::Below {
+                    cps: s[0].rate_cps,
+                    generator_bound: true,
+                },
+            },
             Some(0) => Capacity::Below {
                 cps: s[0].rate_cps,
-                generator_bound: s[0].verdict == Verdict::GeneratorBound,
+                generator_bound: false,
             },
             Some(i) if s[i].verdict == Verdict::GeneratorBound => Capacity::AtLeast {
                 cps: s[i - 1].rate_cps,
@@ -702,6 +766,30 @@ impl Search {
                 first_failing_cps: s[i].rate_cps,
             },
         }
+    }
+
+    /// The highest rate that passed anywhere in the search without the
+    /// generator limiting it — a single ramp or bisection trial, or a grid
+    /// point — below the lowest failing grid point (if any).
+    fn highest_pass(&self, s: &[PointSummary]) -> Option<f64> {
+        let ceiling = s
+            .iter()
+            .find(|p| p.verdict == Verdict::Fail)
+            .map_or(f64::INFINITY, |p| p.rate_cps);
+        let singles = self
+            .trials
+            .iter()
+            .filter(|t| t.phase != Phase::Grid)
+            .filter(|t| t.outcome.verdict(self.cfg.threshold) == Verdict::Pass)
+            .map(|t| t.rate_cps);
+        let points = s
+            .iter()
+            .filter(|p| p.verdict == Verdict::Pass)
+            .map(|p| p.rate_cps);
+        singles
+            .chain(points)
+            .filter(|&r| r < ceiling)
+            .max_by(f64::total_cmp)
     }
 
     fn zero_failure(&self) -> Option<f64> {

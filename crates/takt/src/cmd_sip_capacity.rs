@@ -203,10 +203,10 @@ pub fn run(a: CapacityArgs) -> Result<(), String> {
                 p.rate_cps,
                 format!("{:?}", p.phase).to_lowercase(),
                 p.outcome.drop_rate(),
-                if p.outcome.generator_bound {
-                    " (generator-bound)"
-                } else {
-                    ""
+                match (p.outcome.generator_bound, p.outcome.generator_causes) {
+                    (false, _) => String::new(),
+                    (true, c) if c.is_empty() => " (generator-bound)".to_string(),
+                    (true, c) => format!(" (generator-bound: {c})"),
                 }
             )
         },

@@ -102,6 +102,7 @@ impl Load for GenLoad {
             completed_calls: uac.completed,
             failed_calls: uac.failed + uac.unfinished,
             generator_bound: rep.saturation.generator_bound,
+            generator_causes: rep.saturation.causes,
         })
     }
 }

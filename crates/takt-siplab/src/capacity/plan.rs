@@ -271,6 +271,7 @@ mod tests {
                 completed_calls: 1_000,
                 failed_calls: 0,
                 generator_bound: false,
+                generator_causes: crate::gen::SaturationCauses::NONE,
             })
         }
     }

@@ -8,9 +8,12 @@ use crate::search::{Capacity, Phase, SearchResult};
 
 /// The result rows of one target's finished search: `capacity` (cps;
 /// `median` = the capacity or its bound, `min`/`max` = the capacity and the
-/// first failing grid rate, the grid with its intervals in `detail`),
-/// `cpu_per_call` (µs at the capacity's grid rate, one sample per grid
-/// repetition) and one `drop_rate` row per grid point. `params` name the
+/// first failing grid rate, the grid with its intervals and every trial's
+/// record — phase, rate, outcome, the generator's saturation causes and
+/// whether it was re-run — in `detail`),
+/// `cpu_per_call` (µs at the capacity's grid rate, one sample per counted
+/// grid repetition) and one `drop_rate` row per grid point (re-run
+/// generator-bound trials are left out of both, as out of the grid). `params` name the
 /// target's setting (`mode`, `workers`, `model`, `sched`, `net`).
 pub fn rows(
     target: &str,
@@ -48,6 +51,7 @@ pub fn rows(
         d.insert("zero_failure_cps".into(), json!(result.zero_failure_cps));
         d.insert("non_monotone_cps".into(), json!(result.non_monotone_cps));
         d.insert("trials".into(), json!(result.trials.len()));
+        d.insert("trial_records".into(), json!(result.trials));
         d.insert("grid".into(), json!(result.grid));
         if let Some(f) = shm_peak {
             d.insert("shm_peak_fraction".into(), json!(f));
@@ -59,7 +63,7 @@ pub fn rows(
             .trials
             .iter()
             .zip(points)
-            .filter(|(t, _)| t.phase == Phase::Grid && t.rate_cps == cps)
+            .filter(|(t, _)| t.phase == Phase::Grid && !t.rerun && t.rate_cps == cps)
             .filter_map(|(_, p)| p.cpu_per_call_us)
             .collect();
         if !at.is_empty() {
@@ -91,7 +95,7 @@ pub fn rows(
             .trials
             .iter()
             .zip(points)
-            .filter(|(t, _)| t.phase == Phase::Grid && t.rate_cps == g.rate_cps)
+            .filter(|(t, _)| t.phase == Phase::Grid && !t.rerun && t.rate_cps == g.rate_cps)
             .map(|(_, p)| p.server.socket_drops)
             .sum();
         d.insert("server_socket_drops".into(), json!(socket_drops));
@@ -166,6 +170,10 @@ mod tests {
         assert_eq!(cap.summary.median, c);
         assert!(cap.summary.max > c && c <= 5_000.0, "{:?}", cap.summary);
         assert_eq!(cap.detail["zero_failure_cps"], json!(r.zero_failure_cps));
+        let records = cap.detail["trial_records"].as_array().unwrap();
+        assert_eq!(records.len(), r.trials.len());
+        assert_eq!(records[0]["outcome"]["generator_causes"], json!([]));
+        assert_eq!(records[0]["rerun"], json!(false));
         let cpu = &rows[1];
         assert_eq!(cpu.name, "cpu_per_call");
         assert_eq!(cpu.params["rate_cps"], json!(c));

@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::gen::SaturationCauses;
 use crate::search::{Trial, TrialOutcome};
 use crate::server_stats::ServerWindow;
 use crate::target::{ShmUsage, Target};
@@ -28,6 +29,8 @@ pub struct LoadOutcome {
     pub failed_calls: u64,
     /// The load could not keep up (see the generator's criteria).
     pub generator_bound: bool,
+    /// Which of the generator's criteria fired (empty when it kept up).
+    pub generator_causes: SaturationCauses,
 }
 
 /// A load generator, as the capacity search needs it.
@@ -166,6 +169,7 @@ impl<L: Load> TargetTrial<L> {
             lost: load.lost,
             failed_calls: load.failed_calls,
             generator_bound: load.generator_bound,
+            generator_causes: load.generator_causes,
         })
     }
 }

@@ -74,7 +74,8 @@ use takt_sip::ua::UaTimers;
 
 pub use arrivals::{Arrivals, Schedule};
 pub use report::{
-    ByKind, GenReport, Percentiles, Saturation, SocketReport, ThreadReport, UacReport, UasReport,
+    ByKind, GenReport, Percentiles, Saturation, SaturationCause, SaturationCauses, SocketReport,
+    ThreadReport, UacReport, UasReport,
 };
 
 use crate::Error;
@@ -527,9 +528,11 @@ fn local_ip_towards(dst: SocketAddr) -> std::io::Result<std::net::IpAddr> {
 /// Which saturation criteria fired.
 fn saturation(cfg: &GenConfig, r: &GenReport) -> Saturation {
     let mut reasons = Vec::new();
+    let mut causes = SaturationCauses::NONE;
     if let Some(u) = &r.uac {
         let bound_us = cfg.lag_bound.as_secs_f64() * 1e6;
         if u.send_lag_us.p99 > bound_us {
+            causes.insert(SaturationCause::SendLag);
             reasons.push(format!(
                 "send lag p99 {:.0} µs > {:.0} µs",
                 u.send_lag_us.p99, bound_us
@@ -537,6 +540,7 @@ fn saturation(cfg: &GenConfig, r: &GenReport) -> Saturation {
         }
         let allowed = (cfg.late_tolerance * u.attempted as f64).floor() as u64;
         if u.late_calls > allowed {
+            causes.insert(SaturationCause::LateCalls);
             reasons.push(format!(
                 "{} of {} calls started more than {} µs late (tolerance {})",
                 u.late_calls,
@@ -552,12 +556,14 @@ fn saturation(cfg: &GenConfig, r: &GenReport) -> Saturation {
     ];
     for (s, t) in sides.into_iter().flatten() {
         if s.drops > 0 || s.send_full > 0 {
+            causes.insert(SaturationCause::SocketDrops);
             reasons.push(format!(
                 "{}: its sockets dropped {} received and {} sent datagrams",
                 t.name, s.drops, s.send_full
             ));
         }
         if t.wall_s > 0.0 && t.idle_fraction < cfg.min_idle {
+            causes.insert(SaturationCause::NoIdle);
             reasons.push(format!(
                 "{} was idle {:.1}% of the time (< {:.1}%)",
                 t.name,
@@ -567,7 +573,8 @@ fn saturation(cfg: &GenConfig, r: &GenReport) -> Saturation {
         }
     }
     Saturation {
-        generator_bound: !reasons.is_empty(),
+        generator_bound: !causes.is_empty(),
+        causes,
         reasons,
     }
 }

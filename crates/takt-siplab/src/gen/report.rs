@@ -221,6 +221,109 @@ impl UasReport {
     }
 }
 
+/// One saturation criterion of the generator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SaturationCause {
+    /// The UAC's send lag p99 exceeded the bound.
+    SendLag,
+    /// More calls than tolerated started late.
+    LateCalls,
+    /// A generator socket dropped received datagrams or refused sends.
+    SocketDrops,
+    /// A generator thread had less idle time than required.
+    NoIdle,
+}
+
+impl SaturationCause {
+    /// Every cause, in bit order.
+    pub const ALL: [SaturationCause; 4] = [
+        SaturationCause::SendLag,
+        SaturationCause::LateCalls,
+        SaturationCause::SocketDrops,
+        SaturationCause::NoIdle,
+    ];
+
+    /// Its name in documents (kebab-case).
+    pub fn name(self) -> &'static str {
+        match self {
+            SaturationCause::SendLag => "send-lag",
+            SaturationCause::LateCalls => "late-calls",
+            SaturationCause::SocketDrops => "socket-drops",
+            SaturationCause::NoIdle => "no-idle",
+        }
+    }
+
+    fn bit(self) -> u8 {
+        1 << self as u8
+    }
+}
+
+/// A set of [`SaturationCause`]s: one byte, `Copy`, so that a trial's
+/// outcome can carry it. Serializes as the list of cause names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SaturationCauses(u8);
+
+impl SaturationCauses {
+    /// The empty set.
+    pub const NONE: SaturationCauses = SaturationCauses(0);
+
+    /// Adds `c`.
+    pub fn insert(&mut self, c: SaturationCause) {
+        self.0 |= c.bit();
+    }
+
+    /// Whether `c` is in the set.
+    pub fn contains(self, c: SaturationCause) -> bool {
+        self.0 & c.bit() != 0
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Both sets together.
+    pub fn union(self, other: SaturationCauses) -> SaturationCauses {
+        SaturationCauses(self.0 | other.0)
+    }
+
+    /// The causes in the set, in [`SaturationCause::ALL`] order.
+    pub fn iter(self) -> impl Iterator<Item = SaturationCause> {
+        SaturationCause::ALL
+            .into_iter()
+            .filter(move |&c| self.contains(c))
+    }
+}
+
+impl FromIterator<SaturationCause> for SaturationCauses {
+    fn from_iter<I: IntoIterator<Item = SaturationCause>>(it: I) -> Self {
+        let mut s = SaturationCauses::NONE;
+        for c in it {
+            s.insert(c);
+        }
+        s
+    }
+}
+
+impl std::fmt::Display for SaturationCauses {
+    /// The cause names joined by ", " (empty for the empty set).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, c) in self.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            f.write_str(c.name())?;
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for SaturationCauses {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        ser.collect_seq(self.iter().map(SaturationCause::name))
+    }
+}
+
 /// Whether the generator kept up, and if not, which criterion says so.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Saturation {
@@ -228,6 +331,8 @@ pub struct Saturation {
     /// lag p99 exceeded the bound, too many calls started late, its
     /// sockets dropped, or a thread had no idle time left.
     pub generator_bound: bool,
+    /// Which criteria fired (non-empty exactly when `generator_bound`).
+    pub causes: SaturationCauses,
     /// Each criterion that fired, in words.
     pub reasons: Vec<String>,
 }

@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 use std::convert::Infallible;
 
 use super::*;
+use crate::gen::SaturationCause;
 
 /// SplitMix64: a small seeded generator, enough for a simulation.
 struct Rng(u64);
@@ -64,6 +65,7 @@ impl Trial for Md1k {
             lost,
             failed_calls: 0,
             generator_bound: false,
+            generator_causes: SaturationCauses::NONE,
         })
     }
 }
@@ -199,6 +201,11 @@ impl<F: FnMut(f64, usize) -> (u64, bool)> Trial for Scripted<F> {
             lost,
             failed_calls: 0,
             generator_bound: gb,
+            generator_causes: if gb {
+                [SaturationCause::SendLag].into_iter().collect()
+            } else {
+                SaturationCauses::NONE
+            },
         })
     }
 }
@@ -267,6 +274,120 @@ fn generator_bound_points_cap_the_result() {
     };
     assert!(cps < 7_000.0 && cps > 6_000.0, "{cps}");
     assert_eq!(c.to_string(), format!("≥ {cps:.0} (generator-bound)"));
+    // a real ceiling repeats: every generator-bound trial was run again,
+    // once, and a generator-bound grid point had each repetition re-run
+    for (i, t) in r.trials.iter().enumerate() {
+        if t.outcome.generator_bound && t.rerun {
+            let next = &r.trials[i + 1];
+            assert_eq!(next.rate_cps, t.rate_cps);
+            assert!(next.outcome.generator_bound && !next.rerun);
+        }
+    }
+    for p in r
+        .grid
+        .iter()
+        .filter(|p| p.verdict == Verdict::GeneratorBound)
+    {
+        let at = r
+            .trials
+            .iter()
+            .filter(|t| t.phase == Phase::Grid && t.rate_cps == p.rate_cps)
+            .count();
+        assert_eq!(at, 2 * DEFAULT_REPS, "{p:?}");
+        assert!(p.generator_causes.contains(SaturationCause::SendLag));
+    }
+    // the reason is in each trial's record
+    let gb = r.trials.iter().find(|t| t.outcome.generator_bound).unwrap();
+    let v = serde_json::to_value(gb).unwrap();
+    assert_eq!(
+        v["outcome"]["generator_causes"],
+        serde_json::json!(["send-lag"])
+    );
+    assert_eq!(v["rerun"], serde_json::json!(true));
+    let both: SaturationCauses = [SaturationCause::NoIdle, SaturationCause::SendLag]
+        .into_iter()
+        .collect();
+    assert_eq!(both.to_string(), "send-lag, no-idle");
+    assert_eq!(SaturationCauses::NONE.to_string(), "");
+}
+
+#[test]
+fn sporadic_generator_flags_do_not_set_the_bracket() {
+    // The server loses 3% above 8,000 cps and nothing below; the generator
+    // flags every fourth trial whatever the rate (never two in a row), as
+    // a busy host does now and then. The re-runs must find the server's
+    // crossing, not "≥ R (generator-bound)".
+    let mut t = Scripted {
+        f: |rate: f64, n: usize| (if rate > 8_000.0 { 300 } else { 0 }, n % 4 == 2),
+        calls: 0,
+    };
+    let mut s = Search::new(SearchConfig::default()).unwrap();
+    let r = run(&mut s, &mut t).unwrap();
+    let c = r.capacity.unwrap();
+    assert!(matches!(c, Capacity::Measured { .. }), "{c:?} {:?}", r.grid);
+    assert!(
+        c.cps() <= 8_000.0 && c.cps() >= 8_000.0 * 0.94,
+        "{c:?} {:?}",
+        r.grid
+    );
+    assert!(r.trials.iter().any(|t| t.rerun), "no flag was re-run");
+    assert!(r.grid.iter().all(|p| p.verdict != Verdict::GeneratorBound));
+    // the re-run trials are recorded but not counted
+    assert!(
+        r.grid.iter().all(|p| p.reps == DEFAULT_REPS),
+        "{:?}",
+        r.grid
+    );
+}
+
+#[test]
+fn a_generator_bound_grid_keeps_the_lower_bound() {
+    // The generator carries 7,000 cps through ramp and bisection, then the
+    // host gets busy and every grid trial is generator-bound: the answer is
+    // the highest rate that passed cleanly, as a lower bound — not "< R".
+    let mut t = Scripted {
+        f: |rate: f64, n: usize| (0, rate >= if n < 11 { 7_000.0 } else { 1_000.0 }),
+        calls: 0,
+    };
+    let mut s = Search::new(SearchConfig::default()).unwrap();
+    let r = run(&mut s, &mut t).unwrap();
+    assert!(
+        r.grid.iter().all(|p| p.verdict == Verdict::GeneratorBound),
+        "{:?}",
+        r.grid
+    );
+    let best = r
+        .trials
+        .iter()
+        .filter(|t| t.phase != Phase::Grid && !t.outcome.generator_bound)
+        .map(|t| t.rate_cps)
+        .max_by(f64::total_cmp)
+        .unwrap();
+    assert!(best > 6_000.0, "{best}");
+    let c = r.capacity.unwrap();
+    assert_eq!(
+        c,
+        Capacity::AtLeast {
+            cps: best,
+            limit: Limit::Generator
+        }
+    );
+    assert_eq!(c.to_string(), format!("≥ {best:.0} (generator-bound)"));
+
+    // nothing ever passes: only then is the answer "below"
+    let mut never = Scripted {
+        f: |_, _| (0, true),
+        calls: 0,
+    };
+    let mut s = Search::new(SearchConfig::default()).unwrap();
+    let r = run(&mut s, &mut never).unwrap();
+    assert_eq!(
+        r.capacity,
+        Some(Capacity::Below {
+            cps: 50.0,
+            generator_bound: true
+        })
+    );
 }
 
 #[test]
