@@ -4,8 +4,24 @@
 
 use std::process::Command;
 
+/// PIDs of the null relays running now (started by any `takt sip capacity`).
+fn relay_pids() -> Vec<String> {
+    let ps = Command::new("ps")
+        .args(["-eo", "pid=,args="])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&ps.stdout)
+        .lines()
+        .filter(|l| l.contains("sip relay") && l.contains("--uas"))
+        .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
+        .collect()
+}
+
 #[test]
 fn a_small_capacity_run_gives_a_document() {
+    // Relays of other runs on the machine (a measurement beside the tests)
+    // are not this run's leftovers.
+    let before = relay_pids();
     let out = Command::new(env!("CARGO_BIN_EXE_takt"))
         .args(["sip", "capacity", "--target", "null-relay", "--json"])
         .args(["--start-cps", "100", "--max-cps", "200", "--window", "0.3"])
@@ -26,13 +42,11 @@ fn a_small_capacity_run_gives_a_document() {
     assert_eq!(cap["params"]["net"], "loopback");
     assert!(cap["detail"]["capacity"].is_string(), "{cap}");
     // the relay it started is gone
-    let ps = Command::new("ps").args(["-eo", "args"]).output().unwrap();
-    let ps = String::from_utf8_lossy(&ps.stdout);
-    assert!(
-        !ps.lines()
-            .any(|l| l.contains("sip relay") && l.contains("--uas")),
-        "{ps}"
-    );
+    let left: Vec<String> = relay_pids()
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        .collect();
+    assert!(left.is_empty(), "relays left behind: {left:?}");
 }
 
 #[test]
