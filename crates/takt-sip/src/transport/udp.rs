@@ -16,7 +16,8 @@ pub(crate) const CMSG_SPACE: usize = 128;
 /// How long a blocked receive waits before the worker re-checks for shutdown.
 pub(crate) const RECV_TIMEOUT: Duration = Duration::from_millis(100);
 
-pub(crate) fn setsockopt_int(fd: i32, level: i32, name: i32, v: i32) -> io::Result<()> {
+/// Sets an `int` socket option (`setsockopt(fd, level, name, &v)`).
+pub fn setsockopt_int(fd: i32, level: i32, name: i32, v: i32) -> io::Result<()> {
     // SAFETY: `v` lives for the call and its size is passed; fd is a valid socket.
     let r = unsafe {
         libc::setsockopt(
@@ -87,7 +88,9 @@ pub(crate) struct RxMeta {
     pub(crate) truncated: bool,
 }
 
-pub(crate) fn sockaddr_from(ss: &libc::sockaddr_storage) -> Option<SocketAddr> {
+/// The address in `ss` (as a receive call filled it in); `None` for a
+/// family other than IPv4 and IPv6.
+pub fn sockaddr_from(ss: &libc::sockaddr_storage) -> Option<SocketAddr> {
     match i32::from(ss.ss_family) {
         libc::AF_INET => {
             // SAFETY: the family says the storage holds a sockaddr_in.
@@ -112,7 +115,7 @@ pub(crate) fn sockaddr_from(ss: &libc::sockaddr_storage) -> Option<SocketAddr> {
 }
 
 /// Writes `addr` into `ss`; returns the length to pass to the kernel.
-pub(crate) fn sockaddr_to(addr: &SocketAddr, ss: &mut libc::sockaddr_storage) -> libc::socklen_t {
+pub fn sockaddr_to(addr: &SocketAddr, ss: &mut libc::sockaddr_storage) -> libc::socklen_t {
     let s2: socket2::SockAddr = (*addr).into();
     let len = s2.len();
     // SAFETY: SockAddr holds `len` valid bytes of a sockaddr, and

@@ -5,35 +5,18 @@
 
 use std::io;
 use std::mem::{size_of, zeroed};
-use std::net::{SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
+use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
+use takt_sip::transport::{setsockopt_int, sockaddr_from, sockaddr_to};
 
 /// Largest datagram received whole; longer ones are counted as truncated.
 pub(crate) const SLOT: usize = 4096;
 
 /// Room for the drop-counter control message.
 const CMSG_SPACE: usize = 64;
-
-fn setsockopt_int(fd: i32, level: i32, name: i32, v: i32) -> io::Result<()> {
-    // SAFETY: `v` lives for the call and its size is passed; fd is a socket.
-    let r = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            name,
-            (&v as *const i32).cast(),
-            size_of::<i32>() as libc::socklen_t,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
 
 /// A non-blocking UDP socket bound to `addr`, counting its drops, with a
 /// receive buffer of `rcvbuf` bytes if given (SO_RCVBUFFORCE when
@@ -50,45 +33,6 @@ pub(crate) fn open(addr: SocketAddr, rcvbuf: Option<usize>) -> io::Result<UdpSoc
     setsockopt_int(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RXQ_OVFL, 1)?;
     s.set_nonblocking(true)?;
     Ok(s.into())
-}
-
-fn sockaddr_from(ss: &libc::sockaddr_storage) -> Option<SocketAddr> {
-    match i32::from(ss.ss_family) {
-        libc::AF_INET => {
-            // SAFETY: the family says the storage holds a sockaddr_in.
-            let a: &libc::sockaddr_in = unsafe { &*(ss as *const libc::sockaddr_storage).cast() };
-            Some(SocketAddr::V4(SocketAddrV4::new(
-                u32::from_be(a.sin_addr.s_addr).into(),
-                u16::from_be(a.sin_port),
-            )))
-        }
-        libc::AF_INET6 => {
-            // SAFETY: the family says the storage holds a sockaddr_in6.
-            let a: &libc::sockaddr_in6 = unsafe { &*(ss as *const libc::sockaddr_storage).cast() };
-            Some(SocketAddr::V6(SocketAddrV6::new(
-                a.sin6_addr.s6_addr.into(),
-                u16::from_be(a.sin6_port),
-                a.sin6_flowinfo,
-                a.sin6_scope_id,
-            )))
-        }
-        _ => None,
-    }
-}
-
-fn sockaddr_to(addr: &SocketAddr, ss: &mut libc::sockaddr_storage) -> libc::socklen_t {
-    let s2: socket2::SockAddr = (*addr).into();
-    let len = s2.len();
-    // SAFETY: SockAddr holds `len` valid bytes of a sockaddr, and
-    // sockaddr_storage is large enough for any of them.
-    unsafe {
-        std::ptr::copy_nonoverlapping(
-            s2.as_ptr().cast::<u8>(),
-            (ss as *mut libc::sockaddr_storage).cast::<u8>(),
-            len as usize,
-        );
-    }
-    len
 }
 
 /// The socket's cumulative drop count from a received message's control
