@@ -16,12 +16,14 @@
 //! server's socket drops and its namespace's `RcvbufErrors` are reported
 //! beside it for each point.
 
+mod fixed;
 mod gen_load;
 mod plan;
 mod rows;
 mod trial;
 
+pub use fixed::{run_fixed, FixedCase, FixedPlan, FixedProgress};
 pub use gen_load::GenLoad;
 pub use plan::{run, CapacityCase, CapacityPlan, NetKind, Progress};
-pub use rows::rows;
-pub use trial::{Load, LoadOutcome, PointDetail, TargetTrial};
+pub use rows::{kind_rows, rows};
+pub use trial::{KindWindow, Load, LoadOutcome, PointDetail, TargetTrial};

@@ -1,5 +1,7 @@
 //! The result rows of a finished search (conventions' result documents).
 
+use std::collections::BTreeMap;
+
 use serde_json::{json, Map, Value};
 use takt_measure::result::{Better, ResultRow};
 
@@ -80,6 +82,7 @@ pub fn rows(
             ));
         }
     }
+    let mut kinds = Vec::new();
     for g in &result.grid {
         let mut p = params.clone();
         p.insert("rate_cps".into(), json!(g.rate_cps));
@@ -99,6 +102,14 @@ pub fn rows(
             .map(|(_, p)| p.server.socket_drops)
             .sum();
         d.insert("server_socket_drops".into(), json!(socket_drops));
+        let at: Vec<PointDetail> = result
+            .trials
+            .iter()
+            .zip(points)
+            .filter(|(t, _)| t.phase == Phase::Grid && !t.rerun && t.rate_cps == g.rate_cps)
+            .map(|(_, p)| p.clone())
+            .collect();
+        kinds.extend(kind_rows(target, &p, &at));
         out.push(
             ResultRow::new(
                 "drop_rate",
@@ -111,6 +122,45 @@ pub fn rows(
             )
             .with_detail(d),
         );
+    }
+    out.extend(kinds);
+    out
+}
+
+/// takt's per-kind rows over `points` (one setting and rate, given in
+/// `params`): `t_sip` and `k_rcv` (ns) per message kind, one sample per
+/// point (the mean over that point's messages of the kind; see
+/// [`super::KindWindow`]), `kind` in params and the messages counted in
+/// `detail.messages`. Nothing for targets without per-kind statistics.
+pub fn kind_rows(
+    target: &str,
+    params: &Map<String, Value>,
+    points: &[PointDetail],
+) -> Vec<ResultRow> {
+    let mut by_kind: BTreeMap<&str, (Vec<f64>, Vec<f64>, u64)> = BTreeMap::new();
+    for k in points.iter().filter_map(|p| p.takt_kinds.as_ref()) {
+        for (kind, w) in k {
+            let e = by_kind.entry(kind.as_str()).or_default();
+            e.0.extend(w.t_sip_mean_ns);
+            e.1.extend(w.k_rcv_mean_ns);
+            e.2 += w.count;
+        }
+    }
+    let mut out = Vec::new();
+    for (kind, (t_sip, k_rcv, n)) in by_kind {
+        for (name, samples) in [("t_sip", t_sip), ("k_rcv", k_rcv)] {
+            if samples.is_empty() {
+                continue;
+            }
+            let mut p = params.clone();
+            p.insert("kind".into(), json!(kind));
+            let mut d = Map::new();
+            d.insert("messages".into(), json!(n));
+            d.insert("statistic".into(), json!("mean per point"));
+            out.push(
+                ResultRow::new(name, target, p, "ns", Better::Lower, samples, 0.0).with_detail(d),
+            );
+        }
     }
     out
 }
