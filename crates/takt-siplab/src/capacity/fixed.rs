@@ -19,7 +19,7 @@ use serde_json::{json, Map, Value};
 use takt_measure::result::{Better, Document, DocumentBuilder, ResultRow};
 
 use super::plan::{network, setting_params, start_trial};
-use super::{kind_rows, CapacityCase, Load, NetKind, PointDetail};
+use super::{kind_rows, shm_note, CapacityCase, Load, NetKind, PointDetail};
 use crate::error::{Error, Result};
 use crate::gen::SaturationCauses;
 use crate::search::{Trial, TrialOutcome};
@@ -163,6 +163,9 @@ pub fn run_fixed<L: Load>(
         let mut params = setting_params(&plan.base, plan.net, &c.case);
         params.insert("rate_cps".into(), json!(c.rate_cps));
         params.insert("reps".into(), json!(plan.reps));
+        if let Some(n) = shm_note(label, &points) {
+            doc.note(n);
+        }
         if let Some(n) = disturbed_note(label, c.rate_cps, &points) {
             doc.note(n);
         }

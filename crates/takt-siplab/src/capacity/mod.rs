@@ -25,5 +25,5 @@ mod trial;
 pub use fixed::{run_fixed, FixedCase, FixedPlan, FixedProgress};
 pub use gen_load::GenLoad;
 pub use plan::{run, CapacityCase, CapacityPlan, NetKind, Progress};
-pub use rows::{kind_rows, rows};
+pub use rows::{kind_rows, rows, shm_note, SHM_LIMIT_FRACTION};
 pub use trial::{KindWindow, Load, LoadOutcome, PointDetail, TargetTrial};

@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 use takt_measure::result::{Document, DocumentBuilder};
 use takt_sip::proxy::Mode;
 
-use super::{rows, Load, TargetTrial};
+use super::{rows, shm_note, Load, TargetTrial};
 use crate::error::{Error, Result};
 use crate::net::VethNet;
 use crate::search::{run_interleaved, Phase, Search, SearchConfig, TrialOutcome};
@@ -268,6 +268,9 @@ pub fn run<L: Load>(
         if let Err(e) = stopped {
             doc.note(format!("{label}: {e}"));
         }
+        if let Some(n) = shm_note(label, &points) {
+            doc.note(n);
+        }
         for row in rows(name, &params(plan, case), &search.result(), &points) {
             doc.push(row);
         }
@@ -386,6 +389,15 @@ mod tests {
         .unwrap();
         assert!(doc.results.iter().all(|r| r.name != "capacity"));
         assert_eq!(doc.notes.len(), 1);
+        // the trials run before the stop are written
+        let kept: Vec<_> = doc
+            .results
+            .iter()
+            .filter(|r| r.name == "drop_rate" && r.params.contains_key("phase"))
+            .collect();
+        // turns: 0, 1, 0, 1, 0 (whose third run sets the stop), then the
+        // next trial refuses
+        assert_eq!(kept.len(), 5, "{:?}", doc.results);
     }
 
     #[test]
