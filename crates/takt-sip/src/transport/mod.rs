@@ -40,7 +40,7 @@ mod worker;
 
 pub use handler::Handler;
 pub use tcp::{Tcp, CONNECT_TIMEOUT};
-pub use udp::{setsockopt_int, sockaddr_from, sockaddr_to};
+pub use udp::{setsockopt_int, sockaddr_from, sockaddr_to, Batch, RxMeta};
 pub use wake::WakeOrder;
 
 use std::io;
