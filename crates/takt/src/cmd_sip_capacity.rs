@@ -86,6 +86,10 @@ pub struct CapacityArgs {
     /// Skip the capacity search: only the fixed-rate measurement.
     #[arg(long)]
     no_search: bool,
+    /// Write an SVG plot of drop rate against offered rate per case into
+    /// this directory (`sip_capacity_drop_rate.svg`).
+    #[arg(long, value_name = "DIR")]
+    plot: Option<std::path::PathBuf>,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -330,7 +334,22 @@ pub fn run(a: CapacityArgs) -> Result<(), String> {
         });
     }
     let doc = doc.ok_or("nothing was measured")?;
+    if let Some(dir) = &a.plot {
+        std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        let path = dir.join("sip_capacity_drop_rate.svg");
+        match capacity::plot::drop_rate_svg(&doc, a.threshold, &path) {
+            Ok(()) => eprintln!("plot: {}", path.display()),
+            // an interrupted run may have no finished search to draw
+            Err(e) if cases_done(&doc) == 0 => eprintln!("no plot: {e}"),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
     takt_measure::output::emit(&doc, a.out.json).map_err(|e| format!("writing the results: {e}"))
+}
+
+/// Cases whose search finished (a `capacity` row).
+fn cases_done(doc: &Document) -> usize {
+    doc.results.iter().filter(|r| r.name == "capacity").count()
 }
 
 /// ` (generator-bound: causes)` for a flagged trial, else nothing.

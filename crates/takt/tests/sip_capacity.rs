@@ -10,13 +10,17 @@ fn relay_pids() -> Vec<String> {
     pids_of(|l| l.contains("sip relay") && l.contains("--uas"))
 }
 
-/// PIDs of the servers a capacity run starts: relays, takt proxies with a
-/// statistics socket in a lab directory, Kamailio with a lab configuration.
-fn server_pids() -> Vec<String> {
+/// PIDs of the servers the capacity run with process id `run` started:
+/// takt proxies and Kamailio with their lab directory named after it
+/// (`takt-siplab-takt-RUN-…`), relays of this build's executable. Other
+/// runs on the machine are not counted.
+fn server_pids(run: u32) -> Vec<String> {
+    let dir = |kind: &str| format!("takt-siplab-{kind}-{run}-");
+    let exe = env!("CARGO_BIN_EXE_takt");
     pids_of(|l| {
-        (l.contains("sip relay") && l.contains("--uas"))
-            || (l.contains("sip proxy") && l.contains("takt-siplab-takt"))
-            || (l.contains("kamailio") && l.contains("takt-siplab"))
+        (l.contains(exe) && l.contains("sip relay") && l.contains("--uas"))
+            || (l.contains("sip proxy") && l.contains(&dir("takt")))
+            || (l.contains("kamailio") && l.contains(&dir("kamailio")))
     })
 }
 
@@ -95,7 +99,7 @@ fn bad_flags_are_refused() {
 /// memory read after every trial.
 #[test]
 fn a_quick_run_against_takt_and_kamailio() {
-    let before = server_pids();
+    let plots = std::env::temp_dir().join(format!("takt-capacity-plot-{}", std::process::id()));
     let out = Command::new(env!("CARGO_BIN_EXE_takt"))
         .args(["sip", "capacity", "--quick", "--json"])
         .args([
@@ -103,10 +107,19 @@ fn a_quick_run_against_takt_and_kamailio() {
         ])
         .args(["--reps", "1", "--window", "0.3", "--max-cps", "8000"])
         .args(["--at", "2000"])
-        .output()
+        .arg("--plot")
+        .arg(&plots)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .expect("takt runs");
+    let run = out.id();
+    let out = out.wait_with_output().expect("takt runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
+    let svg = std::fs::read_to_string(plots.join("sip_capacity_drop_rate.svg")).expect("a plot");
+    assert!(svg.contains("kamailio stateful") && svg.contains("takt stateful"));
+    std::fs::remove_dir_all(&plots).unwrap();
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
     let rows = doc["results"].as_array().unwrap();
     let find = |name: &str, imp: &str| {
@@ -144,9 +157,6 @@ fn a_quick_run_against_takt_and_kamailio() {
     assert!(rows
         .iter()
         .any(|r| r["name"] == "k_rcv" && r["impl"] == "takt"));
-    let left: Vec<String> = server_pids()
-        .into_iter()
-        .filter(|p| !before.contains(p))
-        .collect();
+    let left = server_pids(run);
     assert!(left.is_empty(), "servers left behind: {left:?}");
 }

@@ -19,6 +19,7 @@
 mod fixed;
 mod gen_load;
 mod plan;
+pub mod plot;
 mod rows;
 mod trial;
 
