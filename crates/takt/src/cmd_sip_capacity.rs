@@ -48,6 +48,11 @@ pub struct CapacityArgs {
     /// The generator's CPUs (default: every CPU not given to the server).
     #[arg(long, value_name = "LIST", value_parser = crate::args::parse_cpus)]
     gen_cpus: Option<CpuSet>,
+    /// The generator's scheduling policy, e.g. `fifo:prio=10` (root): on
+    /// a busy host a real-time generator keeps its send lag, so fewer
+    /// points read generator-bound (default: the system's).
+    #[arg(long, value_name = "POLICY", value_parser = crate::args::parse_policy)]
+    gen_sched: Option<takt_sched::SchedPolicy>,
     #[command(flatten)]
     sched: SchedArgs,
     /// Drop-rate threshold.
@@ -275,6 +280,9 @@ pub fn run(a: CapacityArgs) -> Result<(), String> {
     }
     let mut gcfg = GenConfig::new("127.0.0.1:9".parse().expect("literal"), 1.0);
     gcfg.spec = ThreadSpec::new("gen").with_cpus(gen_cpus);
+    if let Some(p) = a.gen_sched {
+        gcfg.spec = gcfg.spec.with_policy(p);
+    }
     gcfg.ports = a.ports;
     // With retransmissions off a call's messages are all in flight within
     // milliseconds of its last planned send; the drain only catches the tail.
