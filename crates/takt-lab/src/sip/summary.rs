@@ -96,6 +96,25 @@ pub fn render_exit_summary(snap: &Snapshot) -> String {
         snap.host_udp.in_datagrams,
         snap.host_drop_rate
     ));
+    if let Some(t) = &snap.tcp {
+        o.push_str(&format!(
+            "tcp: {} open (peak {}), {} accepted, {} opened, {} closed; refused: total limit {}, per-peer limit {}; closed by message deadline {}, idle lifetime {}, unframeable {}; send overflows {}; accept errors {}; open-file limit {} (needs {})\n",
+            t.open,
+            t.peak,
+            t.accepted,
+            t.connected,
+            t.closed,
+            t.refused_total_limit,
+            t.refused_peer_limit,
+            t.message_timeouts,
+            t.idle_timeouts,
+            t.unframeable,
+            t.send_overflows,
+            t.accept_errors,
+            t.fd_limit,
+            t.fd_needed
+        ));
+    }
     if snap.batches > 0 {
         o.push_str(&format!(
             "receive batches: {} (mean {:.2} messages)\n",
