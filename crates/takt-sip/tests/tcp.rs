@@ -20,6 +20,8 @@ use takt_sip::wire::stream::{Frame, Framer};
 struct Echo {
     forward: Option<SocketAddr>,
     seen: AtomicU64,
+    /// Bytes handed back as undeliverable ([`Handler::bounced`]).
+    bounced: AtomicU64,
 }
 
 impl Handler for Echo {
@@ -49,6 +51,19 @@ impl Handler for Echo {
 
     fn wants_ticks(&self) -> bool {
         false
+    }
+
+    fn bounced(
+        &self,
+        bytes: &[u8],
+        _: SocketAddr,
+        _: takt_sip::proxy::SendError,
+        _: u64,
+        _: &mut dyn Sink,
+    ) -> bool {
+        self.bounced
+            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        true
     }
 }
 
@@ -419,4 +434,48 @@ fn a_new_client_is_served_within_a_second_behind_1000_half_open_connections() {
     assert_eq!((t.refused_total_limit, t.refused_peer_limit), (0, 0));
     drop(held);
     until(&srv, "all closed", |t| t.open == 1);
+}
+
+#[test]
+fn a_silent_next_hop_never_blocks_a_sender() {
+    // a listener whose accept queue is full drops further SYNs: a connect
+    // to it neither succeeds nor fails until it times out
+    let silent = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    silent
+        .bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into())
+        .unwrap();
+    silent.listen(0).unwrap();
+    let at: SocketAddr = silent.local_addr().unwrap().as_socket().unwrap();
+    let mut fillers = Vec::new();
+    for _ in 0..3 {
+        let f = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        let _ = f.connect_timeout(&at.into(), Duration::from_millis(200));
+        fillers.push(f);
+    }
+    let srv = start(TcpLimits::default(), Some(at));
+    let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let (a, b) = (options("z9hG4bK-s1", ""), options("z9hG4bK-s2", ""));
+    c.send_to(&a, srv.local_addr()).unwrap();
+    c.send_to(&b, srv.local_addr()).unwrap();
+    // both queued behind the one connect; after CONNECT_TIMEOUT both go
+    // back to the handler
+    let end = Instant::now() + scaled(Duration::from_secs(6));
+    while srv.handler().bounced.load(Ordering::Relaxed) < (a.len() + b.len()) as u64 {
+        assert!(Instant::now() < end, "{:?}", tcp(&srv));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let snap = srv.stop();
+    let t = snap.tcp.unwrap();
+    assert_eq!(
+        (t.connected, t.connect_failures, t.open),
+        (1, 1, 0),
+        "{t:?}"
+    );
+    // the sends waited for CONNECT_WAIT at most, never for the timeout
+    let k_snd = snap.kinds["options"].k_snd;
+    assert!(
+        k_snd.max < scaled(Duration::from_millis(200)).as_nanos() as u64,
+        "{k_snd:?}"
+    );
+    assert_eq!(snap.kinds["options"].outcomes.get("forwarded"), Some(&2));
 }

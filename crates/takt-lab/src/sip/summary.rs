@@ -98,7 +98,7 @@ pub fn render_exit_summary(snap: &Snapshot) -> String {
     ));
     if let Some(t) = &snap.tcp {
         o.push_str(&format!(
-            "tcp: {} open (peak {}), {} accepted, {} opened, {} closed; refused: total limit {}, per-peer limit {}; closed by message deadline {}, idle lifetime {}, unframeable {}; send overflows {}; accept errors {}; open-file limit {} (needs {})\n",
+            "tcp: {} open (peak {}), {} accepted, {} opened, {} closed; refused: total limit {}, per-peer limit {}; closed by message deadline {}, idle lifetime {}, unframeable {}; send overflows {}; accept errors {}; late connect failures {}; open-file limit {} (needs {})\n",
             t.open,
             t.peak,
             t.accepted,
@@ -111,6 +111,7 @@ pub fn render_exit_summary(snap: &Snapshot) -> String {
             t.unframeable,
             t.send_overflows,
             t.accept_errors,
+            t.connect_failures,
             t.fd_limit,
             t.fd_needed
         ));

@@ -693,6 +693,11 @@ impl Snapshot {
                     "TCP accept failures.",
                     t.accept_errors,
                 ),
+                (
+                    "takt_sip_tcp_connect_failures_total",
+                    "Outbound TCP connects that failed after the send returned.",
+                    t.connect_failures,
+                ),
             ] {
                 let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}");
             }

@@ -27,6 +27,7 @@ pub struct TcpCounters {
     pub(crate) unframeable: AtomicU64,
     pub(crate) send_overflows: AtomicU64,
     pub(crate) accept_errors: AtomicU64,
+    pub(crate) connect_failures: AtomicU64,
     pub(crate) fd_soft: AtomicU64,
     pub(crate) fd_needed: AtomicU64,
 }
@@ -55,6 +56,7 @@ impl TcpCounters {
             unframeable: r(&self.unframeable),
             send_overflows: r(&self.send_overflows),
             accept_errors: r(&self.accept_errors),
+            connect_failures: r(&self.connect_failures),
             fd_limit: r(&self.fd_soft),
             fd_needed: r(&self.fd_needed),
         }
@@ -94,6 +96,10 @@ pub struct TcpSnapshot {
     /// `accept` failures other than an empty queue (e.g. out of file
     /// descriptors).
     pub accept_errors: u64,
+    /// Outbound connects that failed after the sender moved on (refused
+    /// late, unreachable, or not done within the connect timeout); their
+    /// queued messages went to the handler as undeliverable.
+    pub connect_failures: u64,
     /// The process's open-file soft limit after the transport raised it.
     pub fd_limit: u64,
     /// Open files the configuration needs (connections, sockets, slack).

@@ -13,7 +13,8 @@
 //! 1. A sender locks the send side. If the connection is closed, it fails.
 //! 2. With nothing pending it writes until the kernel takes everything or
 //!    answers `EAGAIN`; the remainder becomes the pending buffer.
-//! 3. With something pending it only appends (bytes must stay in order).
+//! 3. With something pending, or while an outbound connect is in
+//!    progress, it only appends (bytes must stay in order).
 //! 4. The owner, on every writable event, locks the send side and writes
 //!    the pending buffer out.
 //!
@@ -39,6 +40,9 @@ const KEEP_PENDING_CAPACITY: usize = 4096;
 struct SendSide {
     /// Bytes the kernel has not taken yet, in order.
     pending: Vec<u8>,
+    /// An outbound connect is in progress: sends only queue (cleared
+    /// once, by the owner, when the connect completes).
+    connecting: bool,
     /// Set once by whoever closes the connection; never cleared.
     closed: bool,
 }
@@ -63,6 +67,7 @@ impl Conn {
         peer: SocketAddr,
         outbound: bool,
         stream: mio::net::TcpStream,
+        connecting: bool,
         now: u64,
     ) -> Conn {
         Conn {
@@ -70,7 +75,10 @@ impl Conn {
             peer,
             outbound,
             stream,
-            send: Mutex::new(SendSide::default()),
+            send: Mutex::new(SendSide {
+                connecting,
+                ..SendSide::default()
+            }),
             last_active: AtomicU64::new(now),
         }
     }
@@ -105,7 +113,7 @@ impl Conn {
         if s.closed {
             return Err(SendError::Unreachable);
         }
-        if !s.pending.is_empty() {
+        if s.connecting || !s.pending.is_empty() {
             if s.pending.len() + bytes.len() > max_pending {
                 bump(&counters.send_overflows);
                 return Err(SendError::Unreachable);
@@ -141,12 +149,47 @@ impl Conn {
         Ok(())
     }
 
+    /// How the outbound connect in progress ended: `None` while it is
+    /// still in progress, `Some(Ok)` once connected (and for a connection
+    /// that never was connecting), `Some(Err)` when it failed.
+    pub(crate) fn connect_result(&self) -> Option<Result<(), SendError>> {
+        let mut s = self.side();
+        if !s.connecting {
+            return Some(Ok(()));
+        }
+        let failed = |e: &io::Error| match e.raw_os_error() {
+            Some(libc::ECONNREFUSED) => SendError::Refused,
+            _ => SendError::Unreachable,
+        };
+        match self.stream.take_error() {
+            Ok(Some(e)) | Err(e) => return Some(Err(failed(&e))),
+            Ok(None) => {}
+        }
+        match self.stream.peer_addr() {
+            Ok(_) => {
+                s.connecting = false;
+                Some(Ok(()))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => None,
+            Err(e) => Some(Err(failed(&e))),
+        }
+    }
+
+    /// Takes the bytes still waiting to be sent (a failed connect's
+    /// messages, for the handler).
+    pub(crate) fn take_pending(&self) -> Vec<u8> {
+        std::mem::take(&mut self.side().pending)
+    }
+
     /// Writes the pending buffer out (step 4). Returns false when the
     /// connection failed and must be closed.
     pub(crate) fn flush(&self) -> bool {
         let mut s = self.side();
         if s.closed {
             return false;
+        }
+        if s.connecting {
+            return true;
         }
         let mut done = 0;
         let ok = loop {

@@ -56,6 +56,8 @@ struct Local {
     /// When the first byte of the incomplete message in `buf` arrived
     /// (ns); None while `buf` holds no message byte.
     msg_since: Option<u64>,
+    /// When an outbound connect still in progress must have completed (ns).
+    connect_by: Option<u64>,
 }
 
 /// Why a loop closes a connection.
@@ -173,6 +175,16 @@ impl<H: Handler> EventLoop<H> {
                     WAKER => self.adopt(&mut conns),
                     t => {
                         let Some(l) = conns.get_mut(&t) else { continue };
+                        if l.connect_by.is_some() {
+                            match l.conn.connect_result() {
+                                None => continue,
+                                Some(Ok(())) => l.connect_by = None,
+                                Some(Err(e)) => {
+                                    self.connect_failed(&mut conns, t, e, now);
+                                    continue;
+                                }
+                            }
+                        }
                         if ev.is_writable() && !l.conn.flush() {
                             self.close(&mut conns, t, Close::Ended);
                             continue;
@@ -245,7 +257,7 @@ impl<H: Handler> EventLoop<H> {
                     continue;
                 }
             };
-            let conn = Arc::new(Conn::new(tcp.new_id(), peer, false, stream, now));
+            let conn = Arc::new(Conn::new(tcp.new_id(), peer, false, stream, false, now));
             tcp.insert(&conn);
             bump(&tcp.counters.accepted);
             self.register(conns, conn);
@@ -255,6 +267,8 @@ impl<H: Handler> EventLoop<H> {
     /// Starts watching a connection (readable and writable, edge-triggered).
     fn register(&mut self, conns: &mut HashMap<Token, Local>, conn: Arc<Conn>) {
         let t = Token(conn.id as usize);
+        let connect_by = (conn.connect_result().is_none())
+            .then(|| now_ns(self.tcp.clock) + super::CONNECT_TIMEOUT.as_nanos() as u64);
         let r = self.poll.registry().register(
             &mut SourceFd(&conn.stream.as_raw_fd()),
             t,
@@ -266,6 +280,7 @@ impl<H: Handler> EventLoop<H> {
                 conn,
                 buf: Vec::new(),
                 msg_since: None,
+                connect_by,
             },
         );
         if r.is_err() {
@@ -299,13 +314,57 @@ impl<H: Handler> EventLoop<H> {
         self.tcp.release(&l.conn);
     }
 
+    /// An outbound connect failed (`error`) or timed out: closes the
+    /// connection and hands the messages queued behind the connect to the
+    /// handler as undeliverable ([`Handler::bounced`]).
+    fn connect_failed(
+        &mut self,
+        conns: &mut HashMap<Token, Local>,
+        t: Token,
+        error: crate::proxy::SendError,
+        now: u64,
+    ) {
+        let Some(conn) = conns.get(&t).map(|l| l.conn.clone()) else {
+            return;
+        };
+        bump(&self.tcp.counters.connect_failures);
+        let queued = conn.take_pending();
+        self.close(conns, t, Close::Ended);
+        if !queued.is_empty() {
+            let tcp = &*self.tcp;
+            let mut sink = NetSink::new(&tcp.udp, None, Some(&self.tcp), tcp.clock);
+            self.handler
+                .bounced(&queued, conn.peer, error, now, &mut sink);
+        }
+    }
+
     /// Closes the connections whose message deadline or idle lifetime passed.
     fn sweep(&mut self, conns: &mut HashMap<Token, Local>, now: u64) {
         let lim = &self.tcp.limits;
         let deadline = lim.message_deadline.as_nanos() as u64;
         let idle = lim.idle_timeout.as_nanos() as u64;
+        let late: Vec<Token> = conns
+            .iter()
+            .filter(|(_, l)| l.connect_by.is_some_and(|by| now >= by))
+            .map(|(t, _)| *t)
+            .collect();
+        for t in late {
+            match conns.get(&t).and_then(|l| l.conn.connect_result()) {
+                Some(Ok(())) => {
+                    if let Some(l) = conns.get_mut(&t) {
+                        l.connect_by = None;
+                        if !l.conn.flush() {
+                            self.close(conns, t, Close::Ended);
+                        }
+                    }
+                }
+                Some(Err(e)) => self.connect_failed(conns, t, e, now),
+                None => self.connect_failed(conns, t, crate::proxy::SendError::Unreachable, now),
+            }
+        }
         let expired: Vec<(Token, Close)> = conns
             .iter()
+            .filter(|(_, l)| l.connect_by.is_none())
             .filter_map(|(t, l)| {
                 if l.msg_since
                     .is_some_and(|s| now.saturating_sub(s) >= deadline)

@@ -12,9 +12,14 @@
 //! - Responses go back over the connection their request came on
 //!   ([`Target::conn`](crate::proxy::Target::conn)); requests to a peer
 //!   reuse the open connection to its address, or open one (bounded by the
-//!   total limit; [`CONNECT_TIMEOUT`]; a refused connection is
+//!   total limit). The connect never blocks a thread for more than
+//!   [`CONNECT_WAIT`]: a refusal within it is
 //!   [`SendError::Refused`](crate::proxy::SendError::Refused), which the
-//!   proxy answers with §18.1.1's UDP retry). Any thread may send: the
+//!   proxy answers with §18.1.1's UDP retry; a slower destination gets its
+//!   messages queued behind the connect, and a connect that fails later or
+//!   takes over [`CONNECT_TIMEOUT`] hands them to [`Handler::bounced`] (the
+//!   proxy answers the transaction at once, §16.9) and is counted as
+//!   `tcp.connect_failures`. Any thread may send: the
 //!   send is a non-blocking write, and what the kernel does not take waits
 //!   in a bounded per-connection buffer that the owning loop writes out
 //!   (the `conn` module documents the protocol).
@@ -107,6 +112,53 @@ pub(crate) use conn::Conn;
 
 /// How long a connect may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a sender waits for a connect's answer before it hands the
+/// connection to its loop still connecting: long enough for a refusal
+/// from this host or its network, short enough that a silent destination
+/// never stalls a thread.
+pub const CONNECT_WAIT: Duration = Duration::from_millis(10);
+
+/// Starts a non-blocking connect to `addr` and waits up to
+/// [`CONNECT_WAIT`] for its answer. Returns the stream ready for a loop,
+/// and whether the connect is still in progress.
+fn start_connect(addr: SocketAddr) -> Result<(mio::net::TcpStream, bool), SendError> {
+    let failed = |e: io::Error| match e.raw_os_error() {
+        // a reset in answer to the SYN (§18.1.1's UDP retry)
+        Some(libc::ECONNREFUSED) => SendError::Refused,
+        _ => SendError::Unreachable,
+    };
+    let s = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        None,
+    )
+    .map_err(failed)?;
+    s.set_nonblocking(true).map_err(failed)?;
+    let connecting = match s.connect(&addr.into()) {
+        Ok(()) => false,
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {
+            let mut p = libc::pollfd {
+                fd: s.as_raw_fd(),
+                events: libc::POLLOUT,
+                revents: 0,
+            };
+            // SAFETY: `p` is one valid pollfd for the socket, which is
+            // open for the duration of the call.
+            let r = unsafe { libc::poll(&mut p, 1, CONNECT_WAIT.as_millis() as libc::c_int) };
+            if r > 0 {
+                if let Some(e) = s.take_error().map_err(failed)? {
+                    return Err(failed(e));
+                }
+                false
+            } else {
+                true
+            }
+        }
+        Err(e) => return Err(failed(e)),
+    };
+    let stream = Tcp::prepare(s.into()).map_err(failed)?;
+    Ok((stream, connecting))
+}
 
 /// The TCP transport's limits (see the module docs for what each does
 /// and counts).
@@ -374,35 +426,35 @@ impl Tcp {
         lock(&self.by_addr).insert(c.peer, c.id);
     }
 
-    /// Opens a connection to `addr` and hands it to a loop.
+    /// Opens a connection to `addr` and hands it to a loop. The connect
+    /// is non-blocking: an answer within [`CONNECT_WAIT`] (a refusal from
+    /// this host or a near one) is the send's result, as
+    /// [`SendError::Refused`] for §18.1.1's UDP retry; otherwise the
+    /// connection is handed over still connecting, sends queue behind the
+    /// connect, and the loop finishes it (or fails it after
+    /// [`CONNECT_TIMEOUT`], handing the queued messages to
+    /// [`Handler::bounced`]). No thread waits longer than `CONNECT_WAIT`.
     fn connect(&self, addr: SocketAddr) -> Result<Arc<Conn>, SendError> {
         self.admit(addr, false)
             .map_err(|_| SendError::Unreachable)?;
-        let undo = || {
-            // Relaxed: see `admit`.
-            self.counters.open.fetch_sub(1, Ordering::Relaxed);
-        };
-        let s = match std::net::TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT) {
-            Ok(s) => s,
+        let (stream, connecting) = match start_connect(addr) {
+            Ok(c) => c,
             Err(e) => {
-                undo();
-                return Err(match e.kind() {
-                    // a reset in answer to the SYN (§18.1.1's UDP retry)
-                    io::ErrorKind::ConnectionRefused => SendError::Refused,
-                    _ => SendError::Unreachable,
-                });
-            }
-        };
-        let stream = match Self::prepare(s) {
-            Ok(s) => s,
-            Err(_) => {
-                undo();
-                return Err(SendError::Unreachable);
+                // Relaxed: see `admit`.
+                self.counters.open.fetch_sub(1, Ordering::Relaxed);
+                return Err(e);
             }
         };
         let id = self.new_id();
         let owner = (id as usize) % self.loops.len();
-        let c = Arc::new(Conn::new(id, addr, true, stream, now_ns(self.clock)));
+        let c = Arc::new(Conn::new(
+            id,
+            addr,
+            true,
+            stream,
+            connecting,
+            now_ns(self.clock),
+        ));
         self.insert(&c);
         bump(&self.counters.connected);
         let mb = &self.loops[owner];
