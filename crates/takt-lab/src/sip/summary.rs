@@ -130,3 +130,21 @@ pub fn render_exit_summary(snap: &Snapshot) -> String {
     o.push_str(&format!("per worker: {}\n", w.join(" ")));
     o
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tcp_counters_have_their_line() {
+        let r = takt_sip::stats::Registry::new();
+        let text = render_exit_summary(&r.snapshot());
+        assert!(!text.contains("\ntcp: "), "{text}");
+        r.set_tcp(std::sync::Arc::new(takt_sip::stats::TcpCounters::default()));
+        let text = render_exit_summary(&r.snapshot());
+        assert!(
+            text.contains("\ntcp: 0 open (peak 0)") && text.contains("message deadline 0"),
+            "{text}"
+        );
+    }
+}

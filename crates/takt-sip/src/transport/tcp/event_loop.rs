@@ -267,8 +267,9 @@ impl<H: Handler> EventLoop<H> {
     /// Starts watching a connection (readable and writable, edge-triggered).
     fn register(&mut self, conns: &mut HashMap<Token, Local>, conn: Arc<Conn>) {
         let t = Token(conn.id as usize);
-        let connect_by = (conn.connect_result().is_none())
-            .then(|| now_ns(self.tcp.clock) + super::CONNECT_TIMEOUT.as_nanos() as u64);
+        let now = now_ns(self.tcp.clock);
+        // an outbound connect may have ended since the sender handed it over
+        let state = conn.connect_result();
         let r = self.poll.registry().register(
             &mut SourceFd(&conn.stream.as_raw_fd()),
             t,
@@ -280,10 +281,14 @@ impl<H: Handler> EventLoop<H> {
                 conn,
                 buf: Vec::new(),
                 msg_since: None,
-                connect_by,
+                connect_by: state
+                    .is_none()
+                    .then(|| now + super::CONNECT_TIMEOUT.as_nanos() as u64),
             },
         );
-        if r.is_err() {
+        if let Some(Err(e)) = state {
+            self.connect_failed(conns, t, e, now);
+        } else if r.is_err() {
             self.close(conns, t, Close::Ended);
         }
     }
