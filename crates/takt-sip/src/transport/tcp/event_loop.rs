@@ -58,6 +58,12 @@ struct Local {
     msg_since: Option<u64>,
     /// When an outbound connect still in progress must have completed (ns).
     connect_by: Option<u64>,
+    /// The length `buf` must reach before a message can be framed from
+    /// it (its header section is complete: [`Framer::needed`]); 0 while
+    /// the header section is incomplete. With it, and with a header
+    /// section that can only end at a LF, a peer sending a byte at a time
+    /// costs work linear in its bytes, not quadratic.
+    need: usize,
 }
 
 /// Why a loop closes a connection.
@@ -161,7 +167,7 @@ impl<H: Handler> EventLoop<H> {
                 if e.kind() != io::ErrorKind::Interrupted {
                     // epoll_wait fails only on a bad descriptor or buffer,
                     // which this loop never passes; never spin on it
-                    std::thread::sleep(SWEEP_MIN_PAUSE);
+                    std::thread::sleep(POLL_ERROR_PAUSE);
                 }
                 continue;
             }
@@ -281,6 +287,7 @@ impl<H: Handler> EventLoop<H> {
                 conn,
                 buf: Vec::new(),
                 msg_since: None,
+                need: 0,
                 connect_by: state
                     .is_none()
                     .then(|| now + super::CONNECT_TIMEOUT.as_nanos() as u64),
@@ -447,6 +454,15 @@ impl<H: Handler> EventLoop<H> {
             any
         } else {
             l.buf.extend_from_slice(&chunk[..n]);
+            let waiting = if l.need > 0 {
+                l.buf.len() < l.need
+            } else {
+                // the header section cannot have ended without a LF
+                !chunk[..n].contains(&b'\n')
+            };
+            if waiting && l.buf.len() <= self.tcp.max_message {
+                return Ok(());
+            }
             let buf = std::mem::take(&mut l.buf);
             let r = self.frame_all(&l.conn, &buf, k_rcv, scratch, answer);
             l.buf = buf;
@@ -454,6 +470,7 @@ impl<H: Handler> EventLoop<H> {
             l.buf.drain(..used);
             any
         };
+        l.need = self.framer.needed(&l.buf).unwrap_or(0);
         if l.buf.is_empty() || PING.starts_with(&l.buf) {
             // nothing, or the beginning of a keep-alive: no message pending
             l.msg_since = None;
@@ -581,7 +598,7 @@ impl<H: Handler> EventLoop<H> {
 }
 
 /// Pause after a failed `epoll_wait` other than an interruption.
-const SWEEP_MIN_PAUSE: Duration = Duration::from_millis(1);
+const POLL_ERROR_PAUSE: Duration = Duration::from_millis(1);
 
 /// Reads from a stream socket with `recvmsg`; returns the bytes read and
 /// the kernel receive time (CLOCK_REALTIME ns) of the last segment the
