@@ -24,7 +24,8 @@
 //! δ ≥ 0): SME's barrier cost per cycle against the thread count over
 //! every `sync_cost` row, and agents' time per message against the share
 //! of messages that crossed threads (`detail.crossed_fraction`) over every
-//! `ping_pong` placement — δ is then the cost of one crossing. (Fitted
+//! `ping_pong` placement — δ is then the cost of one crossing whose
+//! receiver waits for it (one message in flight). (Fitted
 //! from the difference of the `one_thread` and `two_workers` placements
 //! alone, δ came out 0: the work-stealing pool keeps both agents of a
 //! ping-pong on one worker, so that row crosses almost never and the

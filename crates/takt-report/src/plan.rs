@@ -374,6 +374,15 @@ fn capacity_estimate(cases: usize, window: Duration) -> Duration {
     ((window + CAPACITY_TRIAL_OVERHEAD) * CAPACITY_TRIALS + Duration::from_secs(2)) * cases as u32
 }
 
+/// A child's stderr line as a step of its stage: without the child's own
+/// `[  12.3s] ` time stamp (the stage's line has one).
+fn step_of(line: &str) -> &str {
+    match line.strip_prefix('[').and_then(|r| r.split_once("s] ")) {
+        Some((t, rest)) if t.trim().parse::<f64>().is_ok() => rest,
+        _ => line,
+    }
+}
+
 /// The result of one child run.
 enum ChildEnd {
     Document(serde_json::Value),
@@ -407,7 +416,7 @@ fn run_child(
                 if line.is_empty() {
                     continue;
                 }
-                bar.step(&line.chars().take(100).collect::<String>());
+                bar.step(&step_of(&line).chars().take(100).collect::<String>());
                 if let Ok(mut l) = last.lock() {
                     *l = line;
                 }
@@ -502,8 +511,9 @@ pub fn run(opts: &Options, interrupt: &AtomicBool) -> Result<ReportInput, Report
                 stage,
                 Outcome::NotMeasured {
                     reason: format!(
-                        "takt report does not run it (a long run of its own): run `{command}` and \
-                         give the report its document (takt report --with FILE), or record it (--record)"
+                        "a long run of its own, not in the report's plan: `{command} > {name}.json`, \
+                         then `takt report --with {name}.json`",
+                        name = stage.name()
                     ),
                     command: Some(command.to_string()),
                 },
@@ -625,6 +635,13 @@ mod tests {
             "takt sip capacity --json --quick --target takt --target null-relay --mode stateless --window 0.5"
         );
         assert_eq!(stages[5].command(), "takt bench remote --json --quick");
+    }
+
+    #[test]
+    fn a_child_line_loses_its_time_stamp() {
+        assert_eq!(step_of("[  63.4s] agents: ping_pong"), "agents: ping_pong");
+        assert_eq!(step_of("[x] not a stamp"), "[x] not a stamp");
+        assert_eq!(step_of("[12/129] takt 500 cps"), "[12/129] takt 500 cps");
     }
 
     #[test]

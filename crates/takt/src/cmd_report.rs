@@ -81,6 +81,7 @@ pub fn run(cmd: ReportCmd) -> Result<(), String> {
     let missing: Vec<String> = input
         .stages
         .iter()
+        .filter(|(s, _)| s.is_planned())
         .filter_map(|(s, o)| match o {
             Outcome::NotMeasured { reason, .. } => Some(format!("{s} ({reason})")),
             Outcome::Measured { .. } => None,
@@ -119,7 +120,7 @@ fn measure(cmd: &ReportCmd) -> Result<ReportInput, String> {
         takt: std::env::current_exe().map_err(|e| format!("cannot find the takt binary: {e}"))?,
         peers: cfg!(feature = "peers"),
         out: cmd.out.clone(),
-        command: std::env::args().collect::<Vec<_>>().join(" "),
+        command: command_line(),
         progress: takt_measure::progress::Progress::auto(),
     };
     takt_report::plan::run(&opts, &interrupt).map_err(|e| e.to_string())
@@ -166,13 +167,22 @@ fn latest_recorded(db: &std::path::Path, input: &mut ReportInput) {
     }
 }
 
+/// The command line as a user would type it again: `takt` and the
+/// arguments (not the path the binary was started by).
+fn command_line() -> String {
+    std::iter::once("takt".to_string())
+        .chain(std::env::args().skip(1))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The report input of stored run `id`.
 fn stored(db: &std::path::Path, id: i64) -> Result<ReportInput, String> {
     let store = takt_records::Store::open_existing(db).map_err(|e| format!("--run {id}: {e}"))?;
     let run = store.run(id).map_err(|e| format!("--run {id}: {e}"))?;
     let docs: Vec<serde_json::Value> = run.documents.into_iter().map(|d| d.body).collect();
     let meta = takt_report::input::RunMeta {
-        command: std::env::args().collect::<Vec<_>>().join(" "),
+        command: command_line(),
         started: run.summary.meta.started.clone(),
         wall_s: 0.0,
         quick: run.summary.meta.command.contains("--quick"),

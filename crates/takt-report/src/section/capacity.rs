@@ -30,13 +30,12 @@ const DEFAULT_THRESHOLD: f64 = 0.01;
 /// Drop rates of 0 are drawn at this rate on the log axis.
 const ZERO_AT: f64 = 1e-4;
 
-/// The case a row belongs to: target, mode, workers.
+/// The case a row belongs to: target, mode (empty for the null relay's
+/// `none`), workers.
 fn case(r: &ResultRow) -> (String, String, String) {
-    (
-        r.implementation.clone(),
-        param(r, "mode"),
-        param(r, "workers"),
-    )
+    let mode = param(r, "mode");
+    let mode = if mode == "none" { String::new() } else { mode };
+    (r.implementation.clone(), mode, param(r, "workers"))
 }
 
 fn case_label(c: &(String, String, String)) -> String {
@@ -63,6 +62,15 @@ fn pooled(r: &ResultRow) -> f64 {
         .get("pooled")
         .and_then(Value::as_f64)
         .unwrap_or(r.summary.mean)
+}
+
+/// The capacity row's bound ("≥ 5400 (generator-bound)", "< 500") when
+/// the search found no crossing.
+fn is_bound(r: &ResultRow) -> Option<&str> {
+    r.detail
+        .get("capacity")
+        .and_then(Value::as_str)
+        .filter(|s| s.starts_with('≥') || s.starts_with('<'))
 }
 
 /// A fraction as a percentage without trailing zeros (`0.01` -> `1`).
@@ -97,11 +105,13 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
         "CPU s",
         "note",
     ]);
-    let relay = doc
+    let relay_row = doc
         .results
         .iter()
-        .find(|r| r.name == "capacity" && r.implementation == "null-relay")
-        .map(|r| r.summary.median);
+        .find(|r| r.name == "capacity" && r.implementation == "null-relay");
+    let relay = relay_row.map(|r| r.summary.median);
+    // a bound is no base for a ratio
+    let relay_bound = relay_row.is_some_and(|r| is_bound(r).is_some());
     let mut series = Vec::new();
     let (mut x_lo, mut x_hi) = (f64::INFINITY, 0.0f64);
     for c in &cases {
@@ -119,10 +129,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
                 .total_cmp(&param_f64(b, "rate_cps").unwrap_or(0.0))
         });
         // "≥ 5400 (generator-bound)", "< 500": not a measured capacity
-        let bound = cap
-            .and_then(|r| r.detail.get("capacity"))
-            .and_then(Value::as_str)
-            .filter(|s| s.starts_with('≥') || s.starts_with('<'));
+        let bound = cap.and_then(is_bound);
         let note = match (cap, bound) {
             (None, _) => "no capacity: the search did not finish its grid".to_string(),
             (Some(_), Some(b)) => format!("a bound, not a crossing: {b}"),
@@ -142,7 +149,9 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
             ),
             Cell::opt(cpu.map(|r| r.summary.median)),
             match (cap, relay) {
-                (Some(r), Some(n)) if n > 0.0 && c.0 != "null-relay" => {
+                (Some(r), Some(n))
+                    if n > 0.0 && c.0 != "null-relay" && bound.is_none() && !relay_bound =>
+                {
                     Cell::Num(format!("{:.2}", r.summary.median / n))
                 }
                 _ => Cell::Empty,
@@ -204,7 +213,11 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
          generator and CPUs — the ceiling of this machine's network path.</p>",
         pct(thr)
     );
-    let modes: BTreeSet<&str> = cases.iter().map(|c| c.1.as_str()).collect();
+    let modes: BTreeSet<&str> = cases
+        .iter()
+        .map(|c| c.1.as_str())
+        .filter(|m| !m.is_empty())
+        .collect();
     let targets: BTreeSet<&str> = cases.iter().map(|c| c.0.as_str()).collect();
     if !targets.contains("kamailio") || modes.len() < 2 {
         let _ = writeln!(

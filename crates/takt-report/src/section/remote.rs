@@ -78,13 +78,13 @@ fn paced(doc: &Document) -> String {
             if QUANTILES.iter().all(|q| at(q).is_none()) {
                 continue;
             }
-            let mut cells = vec![Cell::text(name), Cell::num(*pace)];
+            let mut cells = vec![Cell::text(name), Cell::whole(*pace)];
             cells.extend(
                 QUANTILES
                     .iter()
                     .map(|q| at(q).map_or(Cell::Empty, |r| median_ci(r))),
             );
-            cells.push(Cell::opt(at("p50").map(|r| r.summary.runs as f64)));
+            cells.push(at("p50").map_or(Cell::Empty, |r| Cell::whole(r.summary.runs as f64)));
             t.row(cells);
             if let Some(r) = at("p99") {
                 points.push(((i + 1) as f64, r.summary.median));
@@ -102,7 +102,7 @@ fn paced(doc: &Document) -> String {
         x_scale: Scale::Linear,
         y_scale: Scale::Log,
         x_bytes: false,
-        x_names: paces.iter().map(|p| format!("{p} ms")).collect(),
+        x_names: paces.iter().map(|p| format!("{} ms", num(*p))).collect(),
         series,
     };
     if let Some(svg) = chart.to_svg() {
@@ -144,7 +144,7 @@ fn saturated(doc: &Document) -> String {
         })
         .collect();
     for d in &depths {
-        let mut cells = vec![Cell::num(*d)];
+        let mut cells = vec![Cell::whole(*d)];
         for (i, n) in names.iter().enumerate() {
             let r = rows
                 .iter()
