@@ -44,7 +44,7 @@ fn a_small_capacity_run_gives_a_document() {
     let out = Command::new(env!("CARGO_BIN_EXE_takt"))
         .args(["sip", "capacity", "--target", "null-relay", "--json"])
         .args(["--start-cps", "100", "--max-cps", "200", "--window", "0.3"])
-        .args(["--reps", "2", "--at", "2000"])
+        .args(["--reps", "2", "--at", "300"])
         .output()
         .expect("takt runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -62,7 +62,7 @@ fn a_small_capacity_run_gives_a_document() {
     assert!(cap["detail"]["capacity"].is_string(), "{cap}");
     let cpu = rows
         .iter()
-        .find(|r| r["name"] == "cpu_per_call" && r["params"]["rate_cps"] == 2000.0)
+        .find(|r| r["name"] == "cpu_per_call" && r["params"]["rate_cps"] == 300.0)
         .unwrap_or_else(|| panic!("no fixed-rate cpu_per_call row: {doc}"));
     assert_eq!(cpu["params"]["workers"], 1);
     assert!(cpu["median"].as_f64().unwrap() > 0.0, "{cpu}");

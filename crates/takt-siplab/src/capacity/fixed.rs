@@ -315,6 +315,7 @@ mod tests {
             cpu_per_call_us: Some(cpu_us),
             shm: None,
             takt_kinds: Some(kinds),
+            stats_error: None,
         }
     }
 

@@ -274,6 +274,7 @@ mod tests {
                         max_used: ((rate / 6_000.0).min(1.0) * (1u64 << 20) as f64) as u64,
                     }),
                     takt_kinds: None,
+                    stats_error: None,
                 });
                 Ok(TrialOutcome {
                     offered_cps: rate,

@@ -62,6 +62,9 @@ pub struct PointDetail {
     /// takt's per-kind T_sip and K_rcv over the trial (from `/stats`
     /// before and after it), by kind name (`invite`, `ack`, …).
     pub takt_kinds: Option<BTreeMap<String, KindWindow>>,
+    /// Why takt's statistics could not be read around this trial (the
+    /// point then has no per-kind figures).
+    pub stats_error: Option<String>,
 }
 
 /// One message kind at takt over one trial: its count and the means of
@@ -204,14 +207,27 @@ impl<L: Load> Trial for TargetTrial<L> {
 impl<L: Load> TargetTrial<L> {
     fn measure(&mut self, rate_cps: f64) -> Result<TrialOutcome> {
         self.target.check_alive()?;
-        let stats_before = self.target.takt_stats().transpose()?;
+        // takt's statistics are a per-point extra: a read that fails (a
+        // starved endpoint thread on a busy host) leaves the point without
+        // them and says why, and does not end the search
+        let mut stats_error = None;
+        let mut stats = |t: &Target| match t.takt_stats() {
+            Some(Ok(v)) => Some(v),
+            Some(Err(e)) => {
+                stats_error = Some(e.to_string());
+                None
+            }
+            None => None,
+        };
+        let stats_before = stats(&self.target);
         let before = self.target.sample()?;
         let load = self.load.run(&self.target, rate_cps)?;
         let after = self.target.sample()?;
         self.target.check_alive()?;
         let server = ServerWindow::between(&before, &after);
         let shm = self.target.shm().transpose()?;
-        let takt_kinds = match (stats_before, self.target.takt_stats().transpose()?) {
+        let stats_after = stats(&self.target);
+        let takt_kinds = match (stats_before, stats_after) {
             (Some(b), Some(a)) => KindWindow::between(&b, &a),
             _ => None,
         };
@@ -224,6 +240,7 @@ impl<L: Load> TargetTrial<L> {
             cpu_per_call_us,
             shm,
             takt_kinds,
+            stats_error,
         });
         Ok(TrialOutcome {
             offered_cps: rate_cps,
