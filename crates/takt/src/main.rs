@@ -28,7 +28,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Apply a scheduler setting to a thread and show what the kernel accepted.
+    /// Apply a scheduler setting to a thread (or with --pid to every thread
+    /// of a running process) and show what the kernel accepted.
     Sched(cmd_sched::SchedCmd),
     /// Characterize this machine: timers, calls, syscalls, processes, context
     /// switches, memory, page faults, network and file system (CSE 221 suite).
@@ -80,6 +81,14 @@ mod tests {
         assert!(bad.to_string().contains("needs prio"), "{bad}");
         let bad = Cli::try_parse_from(["takt", "sched", "--cpus", "x"]).unwrap_err();
         assert!(bad.to_string().contains("invalid CPU set"), "{bad}");
+        let ok =
+            Cli::try_parse_from(["takt", "sched", "--pid", "42", "--sched", "other:slice=1ms"]);
+        assert!(ok.is_ok(), "{ok:?}");
+        assert!(Cli::try_parse_from(["takt", "sched", "--pid", "42", "--json"]).is_ok());
+        let bad = Cli::try_parse_from(["takt", "sched", "--pid", "x"]).unwrap_err();
+        assert!(bad.to_string().contains("invalid digit"), "{bad}");
+        let bad = Cli::try_parse_from(["takt", "sched", "--pid", "1", "--cpus", "0"]).unwrap_err();
+        assert!(bad.to_string().contains("cannot be used with"), "{bad}");
     }
 
     #[test]
