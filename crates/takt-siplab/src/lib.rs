@@ -23,6 +23,10 @@
 //! - [`relay`]: the null relay itself (run by `takt sip relay`).
 //! - [`net`]: `--net veth`, the server in its own network namespace.
 //! - [`interval`]: the confidence bounds the search uses.
+//! - [`profile`]: scheduler profiles (`default`, `server`, `enhanced`,
+//!   `batch`, real-time, `poll`, base slice, any policy) applied to every
+//!   thread of a server and read back; [`system`]: the machine-wide
+//!   settings a run changes, recorded, restored and repaired.
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod capacity;
@@ -30,9 +34,11 @@ mod error;
 pub mod gen;
 pub mod interval;
 pub mod net;
+pub mod profile;
 pub mod relay;
 pub mod search;
 pub mod server_stats;
+pub mod system;
 pub mod target;
 
 pub use error::{Error, Result};
