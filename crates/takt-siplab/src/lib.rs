@@ -20,6 +20,8 @@
 //!   with its statistical decision rule.
 //! - [`capacity`]: a trial of a load against a target with the server's
 //!   counters around it, and the result rows of a search.
+//! - [`sweep`]: capacity versus worker threads and scheduler profiles,
+//!   with the paper's Tables I–III (`takt sip sweep`).
 //! - [`relay`]: the null relay itself (run by `takt sip relay`).
 //! - [`net`]: `--net veth`, the server in its own network namespace.
 //! - [`interval`]: the confidence bounds the search uses.
@@ -38,6 +40,7 @@ pub mod profile;
 pub mod relay;
 pub mod search;
 pub mod server_stats;
+pub mod sweep;
 pub mod system;
 pub mod target;
 
