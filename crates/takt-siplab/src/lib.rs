@@ -22,6 +22,8 @@
 //!   counters around it, and the result rows of a search.
 //! - [`sweep`]: capacity versus worker threads and scheduler profiles,
 //!   with the paper's Tables I–III (`takt sip sweep`).
+//! - [`tune`]: the best scheduler setting for one server and m, confirmed
+//!   against the default by an interleaved A/B (`takt sip tune`).
 //! - [`relay`]: the null relay itself (run by `takt sip relay`).
 //! - [`net`]: `--net veth`, the server in its own network namespace.
 //! - [`interval`]: the confidence bounds the search uses.
@@ -43,5 +45,6 @@ pub mod server_stats;
 pub mod sweep;
 pub mod system;
 pub mod target;
+pub mod tune;
 
 pub use error::{Error, Result};

@@ -11,6 +11,7 @@
 //! | `default` | `SCHED_OTHER`, default slice — what a user gets; Table III's baseline | — |
 //! | `server` | `other:slice=100us` (the paper's "server" mode had `sched_min_granularity_ns` = 100 µs) | — |
 //! | `enhanced` | `other:slice=S`, S = the workers' mean run time per voluntary switch at the last load that passed under `default` (the paper's rule: slice ≈ the work done before yielding), per m, clamped to 0.1–100 ms | — |
+//! | `enhanced*K`, `enhanced/K` | `other:slice=S×K`, `S/K` (K = 2–16; clamped alike): the neighbours `takt sip tune` tries | — |
 //! | `batch` | `SCHED_BATCH` (no wake-up preemption: the nearest stand-in for a large wake-up granularity) | — |
 //! | `rr:prio=P[,timeslice=T]`, `fifo:prio=P` | real-time, priority P | `sched_rr_timeslice_ms` = T when given |
 //! | `poll` | default | idle-latency limit 0: idle CPUs poll instead of halting — **every** CPU, the generator's too |
@@ -53,6 +54,14 @@ pub enum Profile {
     Server,
     /// The paper's rule; the slice is derived per (target, m).
     Enhanced,
+    /// The `enhanced` slice scaled by `num / den` (`enhanced*2`,
+    /// `enhanced/2`): the neighbours `takt sip tune` compares it with.
+    EnhancedScaled {
+        /// Numerator.
+        num: u8,
+        /// Denominator.
+        den: u8,
+    },
     /// `SCHED_BATCH`.
     Batch,
     /// `SCHED_RR`, with `sched_rr_timeslice_ms` when given.
@@ -78,7 +87,7 @@ pub enum Profile {
 impl Profile {
     /// Whether the profile needs the `default` profile's measurements.
     pub fn is_derived(self) -> bool {
-        self == Profile::Enhanced
+        matches!(self, Profile::Enhanced | Profile::EnhancedScaled { .. })
     }
 
     /// The profile with its machine-wide part and its thread policy, for a
@@ -111,6 +120,22 @@ impl Profile {
                     slice: Some(e.slice),
                 };
                 r.enhanced = Some(e);
+            }
+            Profile::EnhancedScaled { num, den } => {
+                let e = enhanced.ok_or_else(|| {
+                    Error::Config(format!(
+                        "profile {self} needs the default profile's run time per switch"
+                    ))
+                })?;
+                let scaled = EnhancedSlice::from_run_per_switch(
+                    e.slice.as_secs_f64() * 1e6 * f64::from(num) / f64::from(den),
+                    e.at_cps,
+                )?;
+                r.policy = SchedPolicy::Other {
+                    nice: 0,
+                    slice: Some(scaled.slice),
+                };
+                r.enhanced = Some(scaled);
             }
             Profile::Batch => r.policy = SchedPolicy::Batch { nice: 0 },
             Profile::Rr { prio, timeslice_ms } => {
@@ -156,6 +181,20 @@ impl FromStr for Profile {
                 prio: DEFAULT_RT_PRIO,
             },
             _ => {
+                for (sep, is_mul) in [('*', true), ('/', false)] {
+                    if let Some(k) = t.strip_prefix("enhanced").and_then(|r| r.strip_prefix(sep)) {
+                        let k: u8 = k
+                            .parse()
+                            .ok()
+                            .filter(|&k| (2..=16).contains(&k))
+                            .ok_or_else(|| bad(format!("the factor {k:?} is not 2..=16")))?;
+                        return Ok(if is_mul {
+                            Profile::EnhancedScaled { num: k, den: 1 }
+                        } else {
+                            Profile::EnhancedScaled { num: 1, den: k }
+                        });
+                    }
+                }
                 if let Some(d) = t.strip_prefix("base-slice=") {
                     let d = parse_duration(d)
                         .ok_or_else(|| bad(format!("{d:?} is not a duration (e.g. 3ms)")))?;
@@ -217,6 +256,9 @@ impl fmt::Display for Profile {
             Profile::Default => f.write_str("default"),
             Profile::Server => f.write_str("server"),
             Profile::Enhanced => f.write_str("enhanced"),
+            Profile::EnhancedScaled { num, den: 1 } => write!(f, "enhanced*{num}"),
+            Profile::EnhancedScaled { num: 1, den } => write!(f, "enhanced/{den}"),
+            Profile::EnhancedScaled { num, den } => write!(f, "enhanced*{num}/{den}"),
             Profile::Batch => f.write_str("batch"),
             Profile::Poll => f.write_str("poll"),
             Profile::Rr { prio, timeslice_ms } => {
@@ -393,6 +435,8 @@ mod tests {
             "default",
             "server",
             "enhanced",
+            "enhanced*2",
+            "enhanced/2",
             "batch",
             "poll",
             "rr:prio=10",
@@ -412,6 +456,8 @@ mod tests {
             ("rr:prio=0", "outside 1..=99"),
             ("base-slice=x", "not a duration"),
             ("base-slice=0ms", "positive"),
+            ("enhanced*1", "not 2..=16"),
+            ("enhanced/x", "not 2..=16"),
         ] {
             let e = s.parse::<Profile>().unwrap_err().to_string();
             assert!(e.contains(want), "{s}: {e}");
@@ -444,6 +490,11 @@ mod tests {
         assert!(e.clamped && e.equals_server);
         let r = Profile::Enhanced.resolve(Some(e)).unwrap();
         assert!(r.label().contains("= server"), "{}", r.label());
+        let e4 = EnhancedSlice::from_run_per_switch(400.0, 1.0).unwrap();
+        let half = Profile::EnhancedScaled { num: 1, den: 2 }
+            .resolve(Some(e4))
+            .unwrap();
+        assert_eq!(half.policy.to_string(), "other:slice=200us");
         let e = EnhancedSlice::from_run_per_switch(5e6, 1.0).unwrap();
         assert_eq!(e.slice, SLICE_MAX);
         assert!(EnhancedSlice::from_run_per_switch(f64::NAN, 1.0).is_err());

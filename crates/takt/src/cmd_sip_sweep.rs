@@ -127,7 +127,7 @@ fn parse_profiles(args: &[String]) -> Result<Vec<Profile>, String> {
 }
 
 /// Expected seconds of a sweep (announced before it starts).
-fn estimate(
+pub(crate) fn estimate(
     cases: usize,
     groups: usize,
     profiles: usize,
@@ -196,22 +196,7 @@ pub fn run(a: SweepArgs) -> Result<(), String> {
             Profile::Batch,
         ]
     };
-    let online = CpuSet::online();
-    let server_cpus = a
-        .cpus
-        .clone()
-        .unwrap_or_else(|| CpuSet::single(online.iter().last().unwrap_or(0)));
-    let gen_cpus = a.gen_cpus.clone().unwrap_or_else(|| {
-        let mut s = CpuSet::empty();
-        for c in online.iter().filter(|c| !server_cpus.contains(*c)) {
-            s.insert(c);
-        }
-        if s.is_empty() {
-            online.clone()
-        } else {
-            s
-        }
-    });
+    let (server_cpus, gen_cpus) = placement(a.cpus.as_ref(), a.gen_cpus.as_ref());
     let reps = a.reps.unwrap_or(if a.quick {
         2
     } else if a.paper {
@@ -241,17 +226,7 @@ pub fn run(a: SweepArgs) -> Result<(), String> {
         max_cps: a.max_cps,
         ..SearchConfig::default()
     };
-    let stop = Arc::new(AtomicBool::new(false));
-    let cancel = Cancel::default();
-    {
-        let (stop, cancel) = (stop.clone(), cancel.clone());
-        // Release pairs with the Acquire load before each trial.
-        ctrlc::set_handler(move || {
-            stop.store(true, Ordering::Release);
-            cancel.cancel();
-        })
-        .map_err(|e| format!("installing the Ctrl-C handler: {e}"))?;
-    }
+    let (stop, cancel) = stop_on_ctrl_c()?;
     let plan = SweepPlan {
         targets,
         modes,
@@ -264,13 +239,15 @@ pub fn run(a: SweepArgs) -> Result<(), String> {
             None => vec![("takt".into(), 8_000.0), ("kamailio".into(), 2_000.0)],
         },
         pairs,
+        compare: sweep::CompareWhich::All,
         sampler_cpus: Some(gen_cpus.clone()),
         stop,
     };
-    let mut gcfg = GenConfig::new("127.0.0.1:9".parse().expect("literal"), 1.0);
-    gcfg.spec = ThreadSpec::new("gen").with_cpus(gen_cpus.clone());
-    gcfg.ports = a.ports;
-    gcfg.drain = Duration::from_millis(if a.quick { 500 } else { 1_000 });
+    let gcfg = gen_config(
+        &gen_cpus,
+        a.ports,
+        Duration::from_millis(if a.quick { 500 } else { 1_000 }),
+    );
     let groups = plan.targets.len() * plan.modes.len() * plan.workers.len();
     let n_profiles = plan.profiles.len()
         + usize::from(
@@ -333,10 +310,7 @@ pub fn run(a: SweepArgs) -> Result<(), String> {
     std::fs::write(&json_path, format!("{value:#}\n"))
         .map_err(|e| format!("writing {}: {e}", json_path.display()))?;
     let plots = write_plots(&outcome, &a.out)?;
-    let meta = takt_records::RunMeta::from_documents(std::slice::from_ref(&value))
-        .map_err(|e| format!("records: {e}"))?;
-    let id = takt_records::record(&a.db, &meta, std::slice::from_ref(&value))
-        .map_err(|e| format!("records: {e}"))?;
+    let id = record(&value, &a.db)?;
     eprintln!(
         "wrote {} and {} plot(s) to {}; recorded as run {id} in {}",
         json_path.display(),
@@ -350,6 +324,58 @@ pub fn run(a: SweepArgs) -> Result<(), String> {
         takt_measure::output::print(&sweep::render(&outcome))
             .map_err(|e| format!("writing the results: {e}"))
     }
+}
+
+/// The servers' CPUs (default: the last CPU) and the generator's
+/// (default: the others, or all when the servers have them all).
+pub(crate) fn placement(cpus: Option<&CpuSet>, gen_cpus: Option<&CpuSet>) -> (CpuSet, CpuSet) {
+    let online = CpuSet::online();
+    let server = cpus
+        .cloned()
+        .unwrap_or_else(|| CpuSet::single(online.iter().last().unwrap_or(0)));
+    let generator = gen_cpus.cloned().unwrap_or_else(|| {
+        let mut s = CpuSet::empty();
+        for c in online.iter().filter(|c| !server.contains(*c)) {
+            s.insert(c);
+        }
+        if s.is_empty() {
+            online.clone()
+        } else {
+            s
+        }
+    });
+    (server, generator)
+}
+
+/// A stop flag and a generator cancel that Ctrl-C sets.
+pub(crate) fn stop_on_ctrl_c() -> Result<(Arc<AtomicBool>, Cancel), String> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let cancel = Cancel::default();
+    let (s, c) = (stop.clone(), cancel.clone());
+    // Release pairs with the Acquire load before each trial.
+    ctrlc::set_handler(move || {
+        s.store(true, Ordering::Release);
+        c.cancel();
+    })
+    .map_err(|e| format!("installing the Ctrl-C handler: {e}"))?;
+    Ok((stop, cancel))
+}
+
+/// Stores the document as a run in `db`; returns its ID.
+pub(crate) fn record(value: &serde_json::Value, db: &Path) -> Result<i64, String> {
+    let meta = takt_records::RunMeta::from_documents(std::slice::from_ref(value))
+        .map_err(|e| format!("records: {e}"))?;
+    takt_records::record(db, &meta, std::slice::from_ref(value))
+        .map_err(|e| format!("records: {e}"))
+}
+
+/// The generator's configuration for sweeps and tunes.
+pub(crate) fn gen_config(gen_cpus: &CpuSet, ports: usize, drain: Duration) -> GenConfig {
+    let mut g = GenConfig::new("127.0.0.1:9".parse().expect("literal"), 1.0);
+    g.spec = ThreadSpec::new("gen").with_cpus(gen_cpus.clone());
+    g.ports = ports;
+    g.drain = drain;
+    g
 }
 
 fn file_name(parts: &[&str]) -> String {
@@ -376,7 +402,7 @@ fn save(dir: &Path, name: String, chart: &Chart<'_>) -> Result<usize, String> {
 /// Capacity versus m per profile (the paper's published capacities
 /// dashed), and per case drop rate, K_rcv and T_sip versus cps, one curve
 /// per m. Returns how many files were written.
-fn write_plots(s: &SweepOutcome, dir: &Path) -> Result<usize, String> {
+pub(crate) fn write_plots(s: &SweepOutcome, dir: &Path) -> Result<usize, String> {
     let mut n = 0;
     let mut groups: Vec<(&str, &str, &str)> = Vec::new();
     for c in &s.cases {

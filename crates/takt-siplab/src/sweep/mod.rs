@@ -76,10 +76,22 @@ pub struct SweepPlan {
     pub start_cps: Vec<(String, f64)>,
     /// Table III pairs per profile and (target, mode, m).
     pub pairs: usize,
+    /// Which profiles Table III compares with `default`.
+    pub compare: CompareWhich,
     /// CPUs of the sweep's own sampler thread (keep it off the server's).
     pub sampler_cpus: Option<CpuSet>,
     /// Set to end the run after the current trial.
     pub stop: Arc<AtomicBool>,
+}
+
+/// Which profiles get a Table III comparison with `default`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompareWhich {
+    /// Every profile (the sweep).
+    All,
+    /// Only the one with the highest capacity per (target, mode, m) — the
+    /// A/B confirmation of `takt sip tune`.
+    BestCapacity,
 }
 
 /// Which case.
@@ -236,7 +248,7 @@ pub fn run<L: Load>(
         return Err(Error::Config("worker counts start at 1".into()));
     }
     let mut profiles: Vec<Profile> = Vec::new();
-    if plan.profiles.contains(&Profile::Enhanced) && !plan.profiles.contains(&Profile::Default) {
+    if plan.profiles.iter().any(|p| p.is_derived()) && !plan.profiles.contains(&Profile::Default) {
         profiles.push(Profile::Default);
     }
     for p in &plan.profiles {
@@ -375,7 +387,7 @@ pub fn run<L: Load>(
     stopped |= s1;
     done_before += d1;
     // the enhanced round
-    if !stopped && profiles.contains(&Profile::Enhanced) {
+    if !stopped && profiles.iter().any(|p| p.is_derived()) {
         let first = lives.len();
         for (kind, mode, m) in &groups {
             let Some(d) = lives.iter().position(|l| {
@@ -396,9 +408,11 @@ pub fn run<L: Load>(
                 continue;
             };
             let e = EnhancedSlice::from_run_per_switch(us, cps)?;
-            let (l, s) = start(kind, *mode, *m, Profile::Enhanced, Some(e), &mut make_load)?;
-            lives.push(l);
-            searches.push(s);
+            for p in profiles.iter().filter(|p| p.is_derived()) {
+                let (l, s) = start(kind, *mode, *m, *p, Some(e), &mut make_load)?;
+                lives.push(l);
+                searches.push(s);
+            }
         }
         let (s2, d2) = round(&mut lives[first..], &mut searches[first..], done_before)?;
         stopped |= s2;
@@ -424,10 +438,21 @@ pub fn run<L: Load>(
                     continue;
                 }
             };
-            for j in 0..lives.len() {
-                if j != d && lives[j].key.group() == lives[d].key.group() {
-                    jobs.push((d, j, rate));
-                }
+            let others: Vec<usize> = (0..lives.len())
+                .filter(|&j| j != d && lives[j].key.group() == lives[d].key.group())
+                .collect();
+            let chosen: Vec<usize> = match plan.compare {
+                CompareWhich::All => others,
+                CompareWhich::BestCapacity => others
+                    .into_iter()
+                    .filter_map(|j| Some((j, searches[j].result().capacity?.cps())))
+                    .max_by(|a, b| a.1.total_cmp(&b.1))
+                    .map(|(j, _)| j)
+                    .into_iter()
+                    .collect(),
+            };
+            for j in chosen {
+                jobs.push((d, j, rate));
             }
         }
         let total = jobs.len() * plan.pairs * 2;
