@@ -135,8 +135,8 @@ pub(crate) fn estimate(
     pairs: usize,
     trial_s: f64,
 ) -> f64 {
-    // ~9 ramp and bisection trials, a 3-point grid, then the pairs
-    let per_search = 9.0 + 3.0 * reps as f64;
+    // ~7 ramp and bisection trials, a 3-point grid, then the pairs
+    let per_search = 7.0 + 3.0 * reps as f64;
     let pair_trials = groups * profiles.saturating_sub(1) * pairs * 2;
     (cases as f64 * per_search + pair_trials as f64) * trial_s + cases as f64 * 1.5
 }
@@ -400,8 +400,8 @@ fn save(dir: &Path, name: String, chart: &Chart<'_>) -> Result<usize, String> {
 }
 
 /// Capacity versus m per profile (the paper's published capacities
-/// dashed), and per case drop rate, K_rcv and T_sip versus cps, one curve
-/// per m. Returns how many files were written.
+/// dashed), and per profile drop rate, K_rcv and T_sip versus cps over
+/// every counted trial, one curve per m. Returns how many files were written.
 pub(crate) fn write_plots(s: &SweepOutcome, dir: &Path) -> Result<usize, String> {
     let mut n = 0;
     let mut groups: Vec<(&str, &str, &str)> = Vec::new();
@@ -478,13 +478,6 @@ pub(crate) fn write_plots(s: &SweepOutcome, dir: &Path) -> Result<usize, String>
                     })
                     .collect::<Vec<_>>()
             };
-            let drop = per_m(&|c| {
-                c.result
-                    .grid
-                    .iter()
-                    .map(|g| (g.rate_cps, g.drop_rate))
-                    .collect()
-            });
             // per trial (all phases): the curves over the whole range
             let trials =
                 |c: &takt_siplab::sweep::CaseOutcome,
@@ -500,6 +493,17 @@ pub(crate) fn write_plots(s: &SweepOutcome, dir: &Path) -> Result<usize, String>
                     v.sort_by(|a, b| a.0.total_cmp(&b.0));
                     v
                 };
+            let drop = per_m(&|c| {
+                let mut v: Vec<(f64, f64)> = c
+                    .result
+                    .trials
+                    .iter()
+                    .filter(|t| !t.rerun && t.outcome.sent > 0)
+                    .map(|t| (t.rate_cps, t.outcome.drop_rate()))
+                    .collect();
+                v.sort_by(|a, b| a.0.total_cmp(&b.0));
+                v
+            });
             let k = per_m(&|c| trials(c, &|e| e.k_rcv_us.or(e.k_rcv_est_us)));
             let t = per_m(&|c| trials(c, &|e| e.t_sip_us));
             let est = g.0 != "takt";
