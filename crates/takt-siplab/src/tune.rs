@@ -142,7 +142,15 @@ pub fn recommend(s: &SweepOutcome) -> Vec<Recommendation> {
                     reason: "the run was stopped (budget or Ctrl-C) before the A/B finished".into(),
                 },
                 (None, _) | (_, None) => Verdict::Inconclusive {
-                    reason: "no A/B: default's capacity was not bracketed by two grid rates, or too few pairs".into(),
+                    reason: match default {
+                        Some(c @ Capacity::Measured { .. }) => format!(
+                            "no A/B: default's capacity {c} was measured but fewer than 2 pairs finished"
+                        ),
+                        Some(c) => format!(
+                            "no A/B: default's capacity is {c}, not a crossing between two grid rates to compare at"
+                        ),
+                        None => "no A/B: default's search did not finish".into(),
+                    },
                 },
                 (Some((_, policy)), Some(p)) => {
                     if p.p < ALPHA && p.diff > 0.0 && gain_pct.is_some_and(|g| g > 0.0) {
