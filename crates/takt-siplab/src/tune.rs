@@ -221,77 +221,8 @@ pub fn render(r: &Recommendation) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::ReadBack;
-    use crate::search::SearchResult;
-    use crate::sweep::tables::{compare, Crossing, PairSide};
-    use crate::sweep::{CaseKey, CaseOutcome, ComparisonOutcome};
 
-    fn case(profile: &str, policy: &str, cps: f64) -> CaseOutcome {
-        CaseOutcome {
-            key: CaseKey {
-                target: "kamailio",
-                mode: "stateful",
-                model: "processes",
-                workers: 8,
-                profile: profile.into(),
-            },
-            label: profile.into(),
-            policy: policy.into(),
-            readback: ReadBack {
-                applied: policy.into(),
-                processes: 1,
-                threads: 1,
-                vanished: 0,
-                seen: Vec::new(),
-                all_match: true,
-            },
-            enhanced: None,
-            result: SearchResult {
-                capacity: Some(Capacity::Measured {
-                    cps,
-                    first_failing_cps: cps * 1.03,
-                }),
-                zero_failure_cps: None,
-                grid: Vec::new(),
-                non_monotone_cps: Vec::new(),
-                trials: Vec::new(),
-                complete: true,
-            },
-            points: Vec::new(),
-            extras: Vec::new(),
-            crossing: Crossing {
-                below: None,
-                above: None,
-            },
-        }
-    }
-
-    fn outcome(drops: &[(f64, f64)], best_cps: f64) -> SweepOutcome {
-        let cases = vec![
-            case("default", "other", 2_000.0),
-            case("enhanced", "other:slice=300us", best_cps),
-            case("batch", "batch", 1_900.0),
-        ];
-        let side = |d| PairSide {
-            drop_rate: d,
-            k_rcv_us: None,
-            estimated: true,
-        };
-        let pairs: Vec<_> = drops.iter().map(|&(a, b)| (side(a), side(b))).collect();
-        SweepOutcome {
-            comparisons: vec![ComparisonOutcome {
-                key: cases[1].key.clone(),
-                label: "enhanced".into(),
-                comparison: compare(2_060.0, &pairs),
-                pairs,
-            }],
-            cases,
-            system: serde_json::Value::Null,
-            truesize: 1280.0,
-            notes: Vec::new(),
-            interrupted: false,
-        }
-    }
+    use crate::sweep::fixture::outcome;
 
     #[test]
     fn a_significant_gain_is_recommended_with_its_command() {

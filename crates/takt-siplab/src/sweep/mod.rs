@@ -27,6 +27,8 @@
 //!    an error or Ctrl-C: [`SweepPlan::stop`] ends the run after the
 //!    current trial with the finished points).
 
+#[cfg(test)]
+pub(crate) mod fixture;
 pub mod load;
 pub mod paper;
 mod render;
