@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clap::Args;
 use takt_report::plot::{Chart, Scale, Series};
-use takt_sched::{CpuSet, ThreadSpec};
+use takt_sched::{CpuSet, SchedPolicy, ThreadSpec};
 use takt_sip::proxy::Mode;
 use takt_sip::transport::WorkerModel;
 use takt_siplab::capacity::GenLoad;
@@ -56,6 +56,10 @@ pub struct SweepArgs {
     /// or all of them when the server has them all).
     #[arg(long, value_name = "LIST", value_parser = crate::args::parse_cpus)]
     gen_cpus: Option<CpuSet>,
+    /// The generator's scheduling policy (default: inherited), e.g.
+    /// `other:nice=-10` so that on a shared machine the generator keeps up.
+    #[arg(long, value_name = "POLICY", value_parser = parse_policy)]
+    gen_sched: Option<SchedPolicy>,
     /// Drop-rate threshold.
     #[arg(long, value_name = "FRACTION", default_value_t = 0.01)]
     threshold: f64,
@@ -97,6 +101,10 @@ pub struct SweepArgs {
     /// The run records (SQLite); the sweep always records its run.
     #[arg(long, value_name = "PATH", default_value = takt_records::DEFAULT_PATH)]
     db: PathBuf,
+}
+
+pub(crate) fn parse_policy(s: &str) -> Result<SchedPolicy, String> {
+    s.parse().map_err(|e: takt_sched::SchedError| e.to_string())
 }
 
 /// Keys that continue the previous profile in a comma-separated list
@@ -245,6 +253,7 @@ pub fn run(a: SweepArgs) -> Result<(), String> {
     };
     let gcfg = gen_config(
         &gen_cpus,
+        a.gen_sched,
         a.ports,
         Duration::from_millis(if a.quick { 500 } else { 1_000 }),
     );
@@ -370,9 +379,17 @@ pub(crate) fn record(value: &serde_json::Value, db: &Path) -> Result<i64, String
 }
 
 /// The generator's configuration for sweeps and tunes.
-pub(crate) fn gen_config(gen_cpus: &CpuSet, ports: usize, drain: Duration) -> GenConfig {
+pub(crate) fn gen_config(
+    gen_cpus: &CpuSet,
+    gen_sched: Option<SchedPolicy>,
+    ports: usize,
+    drain: Duration,
+) -> GenConfig {
     let mut g = GenConfig::new("127.0.0.1:9".parse().expect("literal"), 1.0);
     g.spec = ThreadSpec::new("gen").with_cpus(gen_cpus.clone());
+    if let Some(p) = gen_sched {
+        g.spec = g.spec.with_policy(p);
+    }
     g.ports = ports;
     g.drain = drain;
     g

@@ -67,6 +67,10 @@ pub struct TuneArgs {
     /// The generator's CPUs (default: the others).
     #[arg(long, value_name = "LIST", value_parser = crate::args::parse_cpus)]
     gen_cpus: Option<CpuSet>,
+    /// The generator's scheduling policy (default: inherited), e.g.
+    /// `other:nice=-10` so that on a shared machine the generator keeps up.
+    #[arg(long, value_name = "POLICY", value_parser = crate::cmd_sip_sweep::parse_policy)]
+    gen_sched: Option<takt_sched::SchedPolicy>,
     /// UAC source ports.
     #[arg(long, value_name = "N", default_value_t = 16)]
     ports: usize,
@@ -129,7 +133,7 @@ pub fn run(a: TuneArgs) -> Result<(), String> {
         stop: stop.clone(),
     };
     let drain = Duration::from_millis(500);
-    let gcfg = gen_config(&gen_cpus, a.ports, drain);
+    let gcfg = gen_config(&gen_cpus, a.gen_sched, a.ports, drain);
     let window = Duration::from_secs_f64(a.window);
     let trial_s = a.window + drain.as_secs_f64() + 0.7;
     let secs = estimate(profiles.len(), 1, 2, a.reps, a.pairs as usize, trial_s);

@@ -179,6 +179,7 @@ fn bad_flags_are_refused() {
         (&["--target", "null-relay"], "null relay"),
         (&["--workers", "0"], "0 is not in 1..=1024"),
         (&["--quick", "--paper"], "cannot be used with"),
+        (&["--gen-sched", "rr"], "needs prio"),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_takt"))
             .args(["sip", "sweep"])
