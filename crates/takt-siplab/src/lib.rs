@@ -24,6 +24,9 @@
 //!   with the paper's Tables I–III (`takt sip sweep`).
 //! - [`tune`]: the best scheduler setting for one server and m, confirmed
 //!   against the default by an interleaved A/B (`takt sip tune`).
+//! - [`conn_flood`]: thousands of TCP connections held idle or half-open
+//!   against a server, from distinct loopback addresses: the server's
+//!   memory, the kernel's, and a new client's wait for an answer.
 //! - [`relay`]: the null relay itself (run by `takt sip relay`).
 //! - [`net`]: `--net veth`, the server in its own network namespace.
 //! - [`interval`]: the confidence bounds the search uses.
@@ -34,6 +37,7 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod capacity;
+pub mod conn_flood;
 mod error;
 pub mod gen;
 pub mod interval;
