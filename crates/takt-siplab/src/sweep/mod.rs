@@ -404,7 +404,7 @@ pub fn run<L: Load>(
                 .and_then(|cps| Some((tables::run_per_switch_us(&res, &points, cps, *m)?, cps)));
             let Some((us, cps)) = slice else {
                 notes.push(format!(
-                    "{}: no enhanced slice (default had no passing rate with voluntary switches)",
+                    "{}: no enhanced slice (default's trials had no voluntary switches)",
                     lives[d].key.label()
                 ));
                 continue;

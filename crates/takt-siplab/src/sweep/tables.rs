@@ -162,16 +162,24 @@ pub fn run_per_switch_us(
 /// passing grid rate, or the bound a search ceiling or the generator set),
 /// else — when even the lowest rate was generator-bound — the highest
 /// rate tried whose drop rate stayed at or below `threshold` (the server's
-/// work per wake-up does not depend on whether the generator kept up).
+/// work per wake-up does not depend on whether the generator kept up),
+/// and when no rate passed at all (a loaded host), the lowest rate tried:
+/// the least overloaded point there is (its rate is in
+/// [`EnhancedSlice::at_cps`](crate::profile::EnhancedSlice::at_cps)).
 pub fn enhanced_rate(result: &SearchResult, threshold: f64) -> Option<f64> {
-    match result.capacity {
-        Some(Capacity::Measured { cps, .. } | Capacity::AtLeast { cps, .. }) => Some(cps),
-        _ => result
+    let tried = || {
+        result
             .trials
             .iter()
-            .filter(|t| !t.rerun && t.outcome.sent > 0 && t.outcome.drop_rate() <= threshold)
+            .filter(|t| !t.rerun && t.outcome.sent > 0)
+    };
+    match result.capacity {
+        Some(Capacity::Measured { cps, .. } | Capacity::AtLeast { cps, .. }) => Some(cps),
+        _ => tried()
+            .filter(|t| t.outcome.drop_rate() <= threshold)
             .map(|t| t.rate_cps)
-            .max_by(f64::total_cmp),
+            .max_by(f64::total_cmp)
+            .or_else(|| tried().map(|t| t.rate_cps).min_by(f64::total_cmp)),
     }
 }
 
@@ -422,7 +430,10 @@ mod tests {
         });
         // the highest rate that stayed under 1%: 1,000 cps's second trial
         assert_eq!(enhanced_rate(&below, 0.01), Some(1_000.0));
+        // nothing under 0.1%: the lowest rate tried
         below.trials.truncate(2);
+        assert_eq!(enhanced_rate(&below, 0.001), Some(1_000.0));
+        below.trials.clear();
         assert_eq!(enhanced_rate(&below, 0.001), None);
     }
 
