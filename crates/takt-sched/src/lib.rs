@@ -14,6 +14,9 @@
 //!   thread and returns only once the kernel has accepted the spec (a refusal
 //!   is a [`SchedError::Refused`] naming the setting and errno; a clamped
 //!   value is a [`SchedWarning`] carrying the effective value).
+//! - [`apply_to_process`]: the same policy on every thread of a running
+//!   process (`takt sched --pid`), each read back ([`read_process`] only
+//!   reads).
 //!
 //! ## Waiting
 //! A futex wake across cores costs ~11 µs on the machines takt targets, a
@@ -82,6 +85,7 @@ mod futex;
 mod idle;
 mod parker;
 mod policy;
+mod process;
 mod schedstat;
 mod spec;
 mod spin;
@@ -99,6 +103,10 @@ pub use idle::{
 pub use parker::Parker;
 pub use policy::{
     format_duration, parse_duration, SchedPolicy, NICE_MAX, NICE_MIN, RT_PRIO, SLICE_MAX, SLICE_MIN,
+};
+pub use process::{
+    apply_to_process, matches, process_threads, read_process, KernelSched, ProcessSched,
+    ThreadSched, MAX_PASSES,
 };
 pub use schedstat::{process_cpu_time, thread_cpu_time, ThreadSchedStats};
 pub use spec::{current_policy, Applied, SchedWarning, TaktThread, ThreadSpec};

@@ -39,6 +39,12 @@ enum SipSub {
     /// The 1%-drop capacity of one or more targets (takt, Kamailio, the
     /// null relay, any address) under the native generator.
     Capacity(Box<crate::cmd_sip_capacity::CapacityArgs>),
+    /// Capacity versus worker threads and scheduler profiles (the paper's
+    /// Tables I-III, SVG plots, the run recorded).
+    Sweep(Box<crate::cmd_sip_sweep::SweepArgs>),
+    /// The best scheduler setting for one server and worker count within a
+    /// time budget, confirmed against the default by an interleaved A/B.
+    Tune(Box<crate::cmd_sip_tune::TuneArgs>),
     /// The SIP laboratory's null relay (requests to --uas, responses to
     /// --uac or their top Via, no other SIP processing); started by
     /// `takt sip capacity`.
@@ -248,6 +254,8 @@ pub fn run(c: SipCmd) -> Result<(), String> {
         SipSub::Load(a) => load(*a),
         SipSub::Gen(a) => crate::cmd_sip_gen::run(*a),
         SipSub::Capacity(a) => crate::cmd_sip_capacity::run(*a),
+        SipSub::Sweep(a) => crate::cmd_sip_sweep::run(*a),
+        SipSub::Tune(a) => crate::cmd_sip_tune::run(*a),
         SipSub::Relay(a) => crate::cmd_sip_relay::run(*a),
     }
 }

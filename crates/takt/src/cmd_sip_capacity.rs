@@ -99,7 +99,7 @@ pub struct CapacityArgs {
     out: OutputArgs,
 }
 
-fn parse_mode(s: &str) -> Result<Mode, String> {
+pub(crate) fn parse_mode(s: &str) -> Result<Mode, String> {
     match s {
         "stateless" => Ok(Mode::Stateless),
         "stateful" => Ok(Mode::Stateful),
@@ -115,7 +115,7 @@ fn parse_net(s: &str) -> Result<NetKind, String> {
     }
 }
 
-fn parse_target(s: &str, model: WorkerModel) -> Result<TargetKind, String> {
+pub(crate) fn parse_target(s: &str, model: WorkerModel) -> Result<TargetKind, String> {
     match s {
         "takt" => Ok(TargetKind::Takt(TaktOptions {
             model,

@@ -18,6 +18,8 @@ mod cmd_sip;
 mod cmd_sip_capacity;
 mod cmd_sip_gen;
 mod cmd_sip_relay;
+mod cmd_sip_sweep;
+mod cmd_sip_tune;
 
 use clap::{Parser, Subcommand};
 
@@ -32,7 +34,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Apply a scheduler setting to a thread and show what the kernel accepted.
+    /// Apply a scheduler setting to a thread (or with --pid to every thread
+    /// of a running process) and show what the kernel accepted.
     Sched(cmd_sched::SchedCmd),
     /// Characterize this machine: timers, calls, syscalls, processes, context
     /// switches, memory, page faults, network and file system (CSE 221 suite).
@@ -84,6 +87,14 @@ mod tests {
         assert!(bad.to_string().contains("needs prio"), "{bad}");
         let bad = Cli::try_parse_from(["takt", "sched", "--cpus", "x"]).unwrap_err();
         assert!(bad.to_string().contains("invalid CPU set"), "{bad}");
+        let ok =
+            Cli::try_parse_from(["takt", "sched", "--pid", "42", "--sched", "other:slice=1ms"]);
+        assert!(ok.is_ok(), "{ok:?}");
+        assert!(Cli::try_parse_from(["takt", "sched", "--pid", "42", "--json"]).is_ok());
+        let bad = Cli::try_parse_from(["takt", "sched", "--pid", "x"]).unwrap_err();
+        assert!(bad.to_string().contains("invalid digit"), "{bad}");
+        let bad = Cli::try_parse_from(["takt", "sched", "--pid", "1", "--cpus", "0"]).unwrap_err();
+        assert!(bad.to_string().contains("cannot be used with"), "{bad}");
     }
 
     #[test]
