@@ -35,6 +35,13 @@ pub struct RemoteCmd {
     /// A NATS server to use (default: start nats-server on a free loopback port).
     #[arg(long, value_name = "URL")]
     pub url: Option<String>,
+    /// Internal: serve as the answering node of a `takt bench remote` run
+    /// (its child process) on --url as --node, until stdin closes.
+    #[arg(long, hide = true, requires_all = ["url", "node"])]
+    pub responder: bool,
+    /// Internal: the answering node's name (with --responder).
+    #[arg(long, hide = true, value_name = "NAME", requires = "responder")]
+    pub node: Option<String>,
     #[command(flatten)]
     pub sched: SchedArgs,
     #[command(flatten)]
@@ -78,11 +85,22 @@ pub fn run(cmd: BenchCmd) -> Result<(), String> {
 }
 
 fn run_remote(cmd: RemoteCmd) -> Result<(), String> {
+    if cmd.responder {
+        let (Some(url), Some(node)) = (&cmd.url, &cmd.node) else {
+            return Err("--responder needs --url and --node".into());
+        };
+        return remote::responder::serve_until_stdin_closes(
+            url,
+            node,
+            &cmd.sched.spec("takt-remote"),
+        );
+    }
     let opts = remote::Options {
         quick: cmd.out.quick,
         runs: cmd.runs as usize,
         url: cmd.url,
         thread: cmd.sched.spec("takt-remote"),
+        responder: None,
     };
     let doc = measured(run_command("takt bench remote", &opts, cmd.out.json))?;
     cmd.record.store(&doc)

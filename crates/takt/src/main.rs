@@ -168,6 +168,44 @@ mod tests {
         assert!(r.sched.cpus.is_some());
         let bad = Cli::try_parse_from(["takt", "bench", "remote", "--runs", "2"]).unwrap_err();
         assert!(bad.to_string().contains("2"), "{bad}");
+        // The hidden responder mode (the run's child process).
+        let cli = Cli::try_parse_from([
+            "takt",
+            "bench",
+            "remote",
+            "--responder",
+            "--url",
+            "nats://127.0.0.1:4999",
+            "--node",
+            "answer-1",
+        ])
+        .unwrap();
+        let Command::Bench(cmd_bench::BenchCmd::Remote(r)) = cli.command else {
+            panic!("parsed as another command");
+        };
+        assert!(r.responder);
+        assert_eq!(r.node.as_deref(), Some("answer-1"));
+        for partial in [
+            &[
+                "takt",
+                "bench",
+                "remote",
+                "--responder",
+                "--url",
+                "nats://x:1",
+            ][..],
+            &[
+                "takt",
+                "bench",
+                "remote",
+                "--node",
+                "n",
+                "--url",
+                "nats://x:1",
+            ][..],
+        ] {
+            assert!(Cli::try_parse_from(partial).is_err(), "{partial:?}");
+        }
     }
 
     #[test]
