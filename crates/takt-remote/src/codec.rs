@@ -142,4 +142,8 @@ macro_rules! remote_builtin {
 remote_builtin! {
     () => "unit", bool => "bool", u8 => "u8", u16 => "u16", u32 => "u32", u64 => "u64",
     i32 => "i32", i64 => "i64", f64 => "f64", String => "string", Vec<u8> => "bytes",
+    // The same encoding as `Vec<u8>` (a length, then the bytes), so either
+    // side may use either; `Bytes` is copied as one slice where serde
+    // visits a `Vec<u8>` byte by byte.
+    bytes::Bytes => "bytes",
 }

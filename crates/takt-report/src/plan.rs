@@ -249,6 +249,7 @@ pub fn plan(opts: &Options) -> (Vec<StagePlan>, Vec<String>) {
                     runs: 5,
                     url: None,
                     thread: takt_sched::ThreadSpec::new("estimate"),
+                    spin: takt_sched::SpinBudget::DEFAULT,
                     responder: None,
                 };
                 let mut args = strings(&["bench", "remote", "--json"]);

@@ -45,6 +45,8 @@ pub struct RemoteCmd {
     #[command(flatten)]
     pub sched: SchedArgs,
     #[command(flatten)]
+    pub spin: SpinArgs,
+    #[command(flatten)]
     pub out: OutputArgs,
     #[command(flatten)]
     pub record: RecordArgs,
@@ -93,6 +95,7 @@ fn run_remote(cmd: RemoteCmd) -> Result<(), String> {
             url,
             node,
             &cmd.sched.spec("takt-remote"),
+            cmd.spin.spin,
         );
     }
     let opts = remote::Options {
@@ -100,6 +103,7 @@ fn run_remote(cmd: RemoteCmd) -> Result<(), String> {
         runs: cmd.runs as usize,
         url: cmd.url,
         thread: cmd.sched.spec("takt-remote"),
+        spin: cmd.spin.spin,
         responder: None,
     };
     let doc = measured(run_command("takt bench remote", &opts, cmd.out.json))?;

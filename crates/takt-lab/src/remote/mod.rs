@@ -33,7 +33,7 @@ mod tcp;
 
 use std::time::{Duration, Instant};
 
-use takt_sched::ThreadSpec;
+use takt_sched::{SpinBudget, ThreadSpec};
 
 use crate::error::LabError;
 use crate::params;
@@ -52,18 +52,21 @@ pub struct Options {
     pub url: Option<String>,
     /// The bridge threads' spec (`--cpus`, `--sched`).
     pub thread: ThreadSpec,
+    /// How long the agents' dispatcher threads spin before they sleep.
+    pub spin: SpinBudget,
     /// How to start the answering node's process: this program with these
     /// arguments plus `--url URL --node NAME` (`None`: the current
     /// executable, `takt`, as `bench remote --responder` with the
-    /// `--cpus`/`--sched` of [`thread`](Self::thread)).
+    /// `--cpus`/`--sched` of [`thread`](Self::thread) and the `--spin`).
     pub responder: Option<(std::path::PathBuf, Vec<String>)>,
 }
 
 /// The arguments that make the `takt` binary serve as the answering node.
-pub fn responder_args(thread: &ThreadSpec) -> Vec<String> {
+pub fn responder_args(thread: &ThreadSpec, spin: SpinBudget) -> Vec<String> {
     let mut args: Vec<String> = ["bench", "remote", "--responder"]
         .map(String::from)
         .to_vec();
+    args.extend(["--spin".to_string(), spin.to_string()]);
     if let Some(c) = thread.cpus() {
         args.extend(["--cpus".to_string(), c.to_string()]);
     }
@@ -207,7 +210,7 @@ fn run(o: &Options, ctx: &RunContext) -> Result<Document, String> {
         Some((p, a)) => (p.clone(), a.clone()),
         None => (
             std::env::current_exe().map_err(|e| format!("the takt executable: {e}"))?,
-            responder_args(&o.thread),
+            responder_args(&o.thread, o.spin),
         ),
     };
     let name = format!("answer-{}", std::process::id());
@@ -221,12 +224,14 @@ fn run(o: &Options, ctx: &RunContext) -> Result<Document, String> {
         takt: takt::TaktEcho::start(
             &url,
             &o.thread,
+            o.spin,
             &name,
             takt::Placement::Child { program, args },
         )?,
         local: takt::TaktEcho::start(
             &url,
             &o.thread,
+            o.spin,
             &format!("{name}-local"),
             takt::Placement::InProcess,
         )?,
@@ -235,8 +240,8 @@ fn run(o: &Options, ctx: &RunContext) -> Result<Document, String> {
         nagle: tcp::TcpEcho::start(tcp::Mode::NagleSplit)?,
     };
     doc.note(format!(
-        "server {url}; takt: the asking node here, the answering node in a child process (bridge threads {}), asked from a plain thread, answered by an agent; takt-in-process: both nodes in this process",
-        o.thread
+        "server {url}; takt: the asking node here, the answering node in a child process (bridge threads {}), asked from a plain thread, answered by an agent on a one_thread dispatcher (spin {}); takt-in-process: both nodes in this process; payloads are `bytes::Bytes`",
+        o.thread, o.spin
     ));
 
     // Back-to-back round trips.
@@ -574,7 +579,13 @@ mod tests {
             return;
         };
         let node = args.get(i + 1).expect("a node name after the URL");
-        responder::serve_until_stdin_closes(&args[i], node, &ThreadSpec::new("child")).unwrap();
+        responder::serve_until_stdin_closes(
+            &args[i],
+            node,
+            &ThreadSpec::new("child"),
+            SpinBudget::DEFAULT,
+        )
+        .unwrap();
     }
 
     fn child_args(url: &str, node: &str) -> Vec<String> {
@@ -606,6 +617,7 @@ mod tests {
         let mut echo = takt::TaktEcho::start(
             &url,
             &ThreadSpec::new("asker"),
+            SpinBudget::DEFAULT,
             &name,
             takt::Placement::Child {
                 program: exe.clone(),

@@ -16,12 +16,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use takt_agents::{
     pending, Agent, Answer, Config as RtConfig, Ctx, Definer, Pending, Requester, Runtime,
 };
 use takt_remote::{Config, Node, Postcard, Remote};
-use takt_sched::ThreadSpec;
+use takt_sched::{SpinBudget, ThreadSpec};
 
 /// The line the child prints once it serves.
 pub const READY: &str = "takt-remote responder ready";
@@ -65,7 +66,7 @@ impl Remote for Count {
 struct Echo;
 impl Agent for Echo {
     fn define(def: &mut Definer<Self>) {
-        def.on_ask(|_: &mut Echo, _: &mut Ctx<Echo>, v: Vec<u8>| v);
+        def.on_ask(|_: &mut Echo, _: &mut Ctx<Echo>, v: Bytes| v);
     }
 }
 
@@ -76,7 +77,7 @@ struct Sink {
 }
 impl Agent for Sink {
     fn define(def: &mut Definer<Self>) {
-        def.on(|me: &mut Sink, _: &mut Ctx<Sink>, _: Vec<u8>| {
+        def.on(|me: &mut Sink, _: &mut Ctx<Sink>, _: Bytes| {
             // Relaxed: a count read by the node's `Count` answer only.
             me.received.fetch_add(1, Ordering::Relaxed);
         });
@@ -121,10 +122,19 @@ impl Answer<Count, SinkCount> for Counter {
     }
 }
 
-/// Starts the answering node `name` on `url` (bridge thread from `thread`)
-/// and exports [`ECHO`] and [`SINK`].
-pub fn serve(url: &str, name: &str, thread: &ThreadSpec) -> Result<Served, String> {
-    let rt = Runtime::new(RtConfig::default());
+/// Starts the answering node `name` on `url` (bridge thread from `thread`;
+/// the agents' dispatcher threads spin `spin` before they sleep) and
+/// exports [`ECHO`] (`Bytes` queries) and [`SINK`] (`Bytes` messages).
+pub fn serve(
+    url: &str,
+    name: &str,
+    thread: &ThreadSpec,
+    spin: SpinBudget,
+) -> Result<Served, String> {
+    let rt = Runtime::new(RtConfig {
+        spin,
+        ..RtConfig::default()
+    });
     let disp = rt.one_thread("echo").map_err(|e| e.to_string())?;
     let sink_disp = rt.one_thread("sink").map_err(|e| e.to_string())?;
     let received = Arc::new(AtomicU64::new(0));
@@ -149,9 +159,9 @@ pub fn serve(url: &str, name: &str, thread: &ThreadSpec) -> Result<Served, Strin
         })
         .map_err(|e| e.to_string())?,
     );
-    node.export_ask::<Vec<u8>, Vec<u8>>(ECHO, echo.requester())
+    node.export_ask::<Bytes, Bytes>(ECHO, echo.requester())
         .map_err(|e| e.to_string())?;
-    node.export::<Vec<u8>>(SINK, sink.recipient())
+    node.export::<Bytes>(SINK, sink.recipient())
         .map_err(|e| e.to_string())?;
     let counter = Counter {
         received,
@@ -165,8 +175,13 @@ pub fn serve(url: &str, name: &str, thread: &ThreadSpec) -> Result<Served, Strin
 
 /// The child's main: serves, prints [`READY`], and returns once stdin
 /// closes (the bench ended or died).
-pub fn serve_until_stdin_closes(url: &str, name: &str, thread: &ThreadSpec) -> Result<(), String> {
-    let served = serve(url, name, thread)?;
+pub fn serve_until_stdin_closes(
+    url: &str,
+    name: &str,
+    thread: &ThreadSpec,
+    spin: SpinBudget,
+) -> Result<(), String> {
+    let served = serve(url, name, thread, spin)?;
     println!("{READY}");
     let mut sink = [0u8; 64];
     let mut stdin = std::io::stdin().lock();

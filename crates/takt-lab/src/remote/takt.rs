@@ -6,8 +6,9 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use takt_remote::{Config, Node, RemoteAgent, RemoteError};
-use takt_sched::ThreadSpec;
+use takt_sched::{SpinBudget, ThreadSpec};
 
 use super::responder::{self, Count, Responder, Served, SinkCount};
 
@@ -50,6 +51,7 @@ impl TaktEcho {
     pub(super) fn start(
         url: &str,
         thread: &ThreadSpec,
+        spin: SpinBudget,
         name: &str,
         placement: Placement,
     ) -> Result<TaktEcho, String> {
@@ -57,7 +59,7 @@ impl TaktEcho {
             Placement::Child { program, args } => {
                 Answerer::Child(Responder::spawn(&program, &args, name)?)
             }
-            Placement::InProcess => Answerer::InProcess(responder::serve(url, name, thread)?),
+            Placement::InProcess => Answerer::InProcess(responder::serve(url, name, thread, spin)?),
         };
         let client_name = format!("{name}-asker");
         let client = Node::start(Config {
@@ -82,7 +84,10 @@ impl TaktEcho {
         // answered ask shows the path works end to end.
         let t0 = Instant::now();
         loop {
-            match echo.ask::<Vec<u8>, Vec<u8>>(vec![1], ASK_TIMEOUT).wait() {
+            match echo
+                .ask::<Bytes, Bytes>(Bytes::from_static(&[1]), ASK_TIMEOUT)
+                .wait()
+            {
                 Ok(_) => break,
                 Err(e) if t0.elapsed() > wait => return Err(format!("takt ask: {e}")),
                 Err(_) => std::thread::sleep(Duration::from_millis(50)),
@@ -98,10 +103,11 @@ impl TaktEcho {
 
     /// One ask of `payload`.
     pub(super) fn round_trip(&mut self, payload: &[u8]) -> Result<Duration, String> {
+        let body = Bytes::copy_from_slice(payload);
         let t0 = Instant::now();
         let r = self
             .echo
-            .ask::<Vec<u8>, Vec<u8>>(payload.to_vec(), ASK_TIMEOUT)
+            .ask::<Bytes, Bytes>(body, ASK_TIMEOUT)
             .wait()
             .map_err(|e| format!("takt ask: {e}"))?;
         if r.len() != payload.len() {
@@ -117,15 +123,13 @@ impl TaktEcho {
         in_flight: usize,
         total: usize,
     ) -> Result<Duration, String> {
+        let body = Bytes::copy_from_slice(payload);
         let t0 = Instant::now();
         let mut window = VecDeque::with_capacity(in_flight);
         let mut issued = 0;
         while issued < total || !window.is_empty() {
             while issued < total && window.len() < in_flight {
-                window.push_back(
-                    self.echo
-                        .ask::<Vec<u8>, Vec<u8>>(payload.to_vec(), ASK_TIMEOUT),
-                );
+                window.push_back(self.echo.ask::<Bytes, Bytes>(body.clone(), ASK_TIMEOUT));
                 issued += 1;
             }
             if let Some(p) = window.pop_front() {
@@ -145,10 +149,11 @@ impl TaktEcho {
         rate: u64,
         window: Duration,
     ) -> Result<(u64, u64, Duration), String> {
+        let body = Bytes::copy_from_slice(payload);
         let (mut sent, mut full) = (0u64, 0u64);
         let t0 = Instant::now();
         let send = |sent: &mut u64, full: &mut u64| -> Result<(), String> {
-            match self.sink.send(payload.to_vec()) {
+            match self.sink.send(body.clone()) {
                 Ok(()) => *sent += 1,
                 Err(RemoteError::QueueFull { .. }) => *full += 1,
                 Err(e) => return Err(format!("takt send: {e}")),
