@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use takt_agents::AskError;
 use takt_remote::{Config, Node, RemoteAgent, RemoteError};
 use takt_sched::{SpinBudget, ThreadSpec};
 
@@ -183,12 +184,19 @@ impl TaktEcho {
         Ok((sent, full, t0.elapsed()))
     }
 
-    /// The sink's count and the answering node's counters.
+    /// The sink's count and the answering node's counters. Right after a
+    /// flood the outbound queue may still be full, which refuses the query
+    /// (`Rejected`): it is asked again until the queue has room.
     pub(super) fn sink_count(&self) -> Result<SinkCount, String> {
-        self.sink
-            .ask::<Count, SinkCount>(Count, ASK_TIMEOUT)
-            .wait()
-            .map_err(|e| format!("takt sink count: {e}"))
+        let t0 = Instant::now();
+        loop {
+            match self.sink.ask::<Count, SinkCount>(Count, ASK_TIMEOUT).wait() {
+                Err(AskError::Rejected) if t0.elapsed() < ASK_TIMEOUT => {
+                    std::thread::sleep(Duration::from_millis(5))
+                }
+                r => return r.map_err(|e| format!("takt sink count: {e}")),
+            }
+        }
     }
 
     /// The asking node's counters.
