@@ -301,7 +301,7 @@ fn run(o: &Options, ctx: &RunContext) -> Result<Document, String> {
 
     // Saturated.
     let payload = vec![0x5a; SATURATED_SIZE];
-    let total = if o.quick { 10_000 } else { 50_000 };
+    let total = if o.quick { 5_000 } else { 50_000 };
     for k in IN_FLIGHT {
         for w in [Which::Takt, Which::Local, Which::Nats] {
             step(ctx, &format!("saturated {k} in flight: {}", w.name()))?;

@@ -15,6 +15,9 @@ use super::responder::{self, Count, Responder, Served, SinkCount};
 
 /// How long one benchmark query may take before the run fails.
 const ASK_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one try of the sink's count waits (the query may be lost in
+/// a flood).
+const COUNT_TRY: Duration = Duration::from_secs(1);
 
 /// Where the answering node runs.
 #[derive(Debug)]
@@ -186,12 +189,14 @@ impl TaktEcho {
 
     /// The sink's count and the answering node's counters. Right after a
     /// flood the outbound queue may still be full, which refuses the query
-    /// (`Rejected`): it is asked again until the queue has room.
+    /// (`Rejected`), and an answering node that fell behind drops it with
+    /// the flood (slow consumer: `Timeout`): it is asked again, each try
+    /// waiting [`COUNT_TRY`], for up to [`ASK_TIMEOUT`] in all.
     pub(super) fn sink_count(&self) -> Result<SinkCount, String> {
         let t0 = Instant::now();
         loop {
-            match self.sink.ask::<Count, SinkCount>(Count, ASK_TIMEOUT).wait() {
-                Err(AskError::Rejected) if t0.elapsed() < ASK_TIMEOUT => {
+            match self.sink.ask::<Count, SinkCount>(Count, COUNT_TRY).wait() {
+                Err(AskError::Rejected | AskError::Timeout) if t0.elapsed() < ASK_TIMEOUT => {
                     std::thread::sleep(Duration::from_millis(5))
                 }
                 r => return r.map_err(|e| format!("takt sink count: {e}")),
