@@ -43,6 +43,31 @@
 //! condition variable, and placement/policy returning
 //! [`SchedError::Unsupported`].
 //!
+//! ## Example
+//!
+//! Two threads made from specs — placed on every online CPU, the second
+//! under `SCHED_BATCH` — meet at a spin-then-park barrier each round:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use takt_sched::{CpuSet, SchedPolicy, SpinBarrier, SpinBudget, ThreadSpec};
+//!
+//! let barrier = Arc::new(SpinBarrier::new(2, SpinBudget::DEFAULT));
+//! let spec = ThreadSpec::new("worker").with_cpus(CpuSet::online());
+//! let batch: SchedPolicy = "batch".parse()?;
+//! let mut threads = Vec::new();
+//! for spec in [spec.clone(), spec.with_policy(batch)] {
+//!     let b = Arc::clone(&barrier);
+//!     // returns once the kernel has accepted the spec (or with its refusal)
+//!     threads.push(spec.spawn(move || {
+//!         (0..1_000).filter(|_| b.wait().is_leader).count()
+//!     })?);
+//! }
+//! let leads: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+//! assert_eq!(leads, 1_000); // one leader per round
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! ## Model checking
 //! Concurrent code imports its atomics from [`sync`]; built with
 //! `RUSTFLAGS="--cfg loom"` those become loom's, and the models in

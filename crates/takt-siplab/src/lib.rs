@@ -20,12 +20,16 @@
 //!   with its statistical decision rule.
 //! - [`capacity`]: a trial of a load against a target with the server's
 //!   counters around it, and the result rows of a search.
+//! - [`conn_flood`]: thousands of TCP connections held idle or half-open
+//!   against a server, from distinct loopback addresses: the server's
+//!   memory, the kernel's, and a new client's wait for an answer.
 //! - [`relay`]: the null relay itself (run by `takt sip relay`).
 //! - [`net`]: `--net veth`, the server in its own network namespace.
 //! - [`interval`]: the confidence bounds the search uses.
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod capacity;
+pub mod conn_flood;
 mod error;
 pub mod gen;
 pub mod interval;

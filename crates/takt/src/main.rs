@@ -3,6 +3,10 @@
 //! `main` parses, dispatches, maps errors to exit codes (1 for a failed
 //! command, 2 for bad usage) and treats a closed stdout as success.
 
+// The flags' doc comments are clap's help text, written for a terminal
+// (`HOST[:PORT]`, `[::1]:5060`), not intra-doc links.
+#![allow(rustdoc::broken_intra_doc_links)]
+
 mod args;
 mod cmd_bench;
 mod cmd_bench_sme;
