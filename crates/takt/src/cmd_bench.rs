@@ -35,6 +35,18 @@ pub struct RemoteCmd {
     /// A NATS server to use (default: start nats-server on a free loopback port).
     #[arg(long, value_name = "URL")]
     pub url: Option<String>,
+    /// Repeat the paced runs under each CPU idle-latency limit
+    /// (comma-separated): `none` (default: the system's idle policy), `0`
+    /// (idle CPUs poll instead of halting), or a duration such as `20us`.
+    /// Held through /dev/cpu_dma_latency (root), machine-wide; rows carry
+    /// `idle_latency`.
+    #[arg(long, value_name = "LIST", value_parser = parse_idle_limit, value_delimiter = ',')]
+    pub idle_latency: Vec<IdleLimit>,
+    /// Also measure one-way throughput at offered rates up to the sender's
+    /// maximum, until the outbound queue overflows or the receiver's
+    /// engine reports slow consumers.
+    #[arg(long)]
+    pub one_way: bool,
     /// Internal: serve as the answering node of a `takt bench remote` run
     /// (its child process) on --url as --node, until stdin closes.
     #[arg(long, hide = true, requires_all = ["url", "node"])]
@@ -104,6 +116,8 @@ fn run_remote(cmd: RemoteCmd) -> Result<(), String> {
         url: cmd.url,
         thread: cmd.sched.spec("takt-remote"),
         spin: cmd.spin.spin,
+        paced_holds: cmd.idle_latency.iter().map(|&IdleLimit(l)| l).collect(),
+        one_way: cmd.one_way,
         responder: None,
     };
     let doc = measured(run_command("takt bench remote", &opts, cmd.out.json))?;

@@ -161,6 +161,9 @@ mod tests {
             "0",
             "--runs",
             "6",
+            "--idle-latency",
+            "none,0",
+            "--one-way",
         ])
         .unwrap();
         let Command::Bench(cmd_bench::BenchCmd::Remote(r)) = cli.command else {
@@ -168,6 +171,10 @@ mod tests {
         };
         assert!(r.out.quick && r.out.json);
         assert_eq!(r.runs, 6);
+        assert_eq!(r.idle_latency.len(), 2);
+        assert_eq!(r.idle_latency[0].0, None);
+        assert_eq!(r.idle_latency[1].0, Some(std::time::Duration::ZERO));
+        assert!(r.one_way);
         assert_eq!(r.url.as_deref(), Some("nats://127.0.0.1:4999"));
         assert!(r.sched.cpus.is_some());
         let bad = Cli::try_parse_from(["takt", "bench", "remote", "--runs", "2"]).unwrap_err();

@@ -5,13 +5,14 @@
 //! - `rtt`: back-to-back round trips of 64 B, 1 KiB and 64 KiB (µs per
 //!   round trip, the mean of each run).
 //! - `paced_rtt`: one 64 B round trip every 75, 80 and 100 ms — the seed's
-//!   case, where SObjectizer's transport stalled — for 60 s per pace (5 s
+//!   case, where SObjectizer's transport stalled — for 60 s per pace (4 s
 //!   with `--quick`), every implementation at once; the rows are the p50,
-//!   p99, p99.9 and max of each fifth of the window. Run twice: without
-//!   and with takt-sched's idle-latency hold (`IdleLatency`, limit 0: idle
-//!   CPUs poll; needs root, else the run says so in its notes).
+//!   p99, p99.9 and max of each fifth of the window. Repeated under each
+//!   `--idle-latency` limit (`none,0`: without and with takt-sched's
+//!   idle-latency hold, `IdleLatency`; a hold needs root, else the run
+//!   says so in its notes).
 //! - `saturated`: 1, 16, 64 and 256 round trips in flight (round trips/s).
-//! - `one_way`: 64 B messages from the asking node to a sink agent at
+//! - `one_way` (with `--one-way`): 64 B messages from the asking node to a sink agent at
 //!   offered rates up to "as fast as the sender can", until the outbound
 //!   queue overflows (the bridge's overload reaction: the send is dropped
 //!   and counted) or the answering node's engine reports slow consumers:
@@ -54,6 +55,12 @@ pub struct Options {
     pub thread: ThreadSpec,
     /// How long the agents' dispatcher threads spin before they sleep.
     pub spin: SpinBudget,
+    /// The idle-latency limits the paced runs are repeated under (`None`:
+    /// the system's idle policy; `Some(0)`: idle CPUs poll), each held
+    /// through [`takt_sched::IdleLatency`] for its runs.
+    pub paced_holds: Vec<Option<Duration>>,
+    /// Also measure one-way throughput until messages are lost.
+    pub one_way: bool,
     /// How to start the answering node's process: this program with these
     /// arguments plus `--url URL --node NAME` (`None`: the current
     /// executable, `takt`, as `bench remote --responder` with the
@@ -93,15 +100,20 @@ const ONE_WAY_SIZE: usize = 64;
 
 /// How long the run takes, about.
 pub fn expected_duration(o: &Options) -> Duration {
-    // Paced twice: without and with the idle-latency hold.
-    let paced = paced_window(o) * PACES_MS.len() as u32 * 2;
-    let one_way = one_way_window(o) * ((o.runs.max(5) + 1) * ONE_WAY_RATES.len()) as u32;
+    // Paced once per idle-latency case.
+    let paced = paced_window(o) * (PACES_MS.len() * o.paced_holds.len().max(1)) as u32;
+    let one_way = if o.one_way {
+        // The window plus the drain and the count queries, measured ~2×.
+        one_way_window(o) * (2 * (o.runs.max(5) + 1) * ONE_WAY_RATES.len()) as u32
+    } else {
+        Duration::ZERO
+    };
     paced
         + one_way
         + if o.quick {
             // set-up (a child process, four nodes), the rtt and saturated
-            // rows and the one-way drains: ~45 s measured under load
-            Duration::from_secs(45)
+            // rows: ~15 s measured under load
+            Duration::from_secs(15)
         } else {
             Duration::from_secs(150)
         }
@@ -112,7 +124,7 @@ fn one_way_window(o: &Options) -> Duration {
 }
 
 fn paced_window(o: &Options) -> Duration {
-    Duration::from_secs(if o.quick { 5 } else { 60 })
+    Duration::from_secs(if o.quick { 4 } else { 60 })
 }
 
 /// The implementations, each ready to exchange.
@@ -287,7 +299,12 @@ fn run(o: &Options, ctx: &RunContext) -> Result<Document, String> {
 
     // Paced: every implementation at once, each on its own thread;
     // without, then with, an idle-latency hold.
-    for hold in [None, Some(Duration::ZERO)] {
+    let holds = if o.paced_holds.is_empty() {
+        vec![None]
+    } else {
+        o.paced_holds.clone()
+    };
+    for hold in holds {
         let _held = match hold.map(takt_sched::IdleLatency::hold) {
             None => None,
             Some(Ok(h)) => Some(h),
@@ -303,7 +320,7 @@ fn run(o: &Options, ctx: &RunContext) -> Result<Document, String> {
 
     // Saturated.
     let payload = vec![0x5a; SATURATED_SIZE];
-    let total = if o.quick { 5_000 } else { 50_000 };
+    let total = if o.quick { 2_000 } else { 50_000 };
     for k in IN_FLIGHT {
         for w in [Which::Takt, Which::Local, Which::Nats] {
             step(ctx, &format!("saturated {k} in flight: {}", w.name()))?;
@@ -344,7 +361,9 @@ fn run(o: &Options, ctx: &RunContext) -> Result<Document, String> {
     }
 
     // One-way, until something gives (losses expected: not checked above).
-    one_way(o, ctx, &mut im.takt, runs, &mut doc)?;
+    if o.one_way {
+        one_way(o, ctx, &mut im.takt, runs, &mut doc)?;
+    }
     if o.quick {
         doc.note(format!(
             "--quick: paced windows of {} s (p99 and p99.9 of fewer than 100 round trips are the maximum), {} round trips per saturated run",
