@@ -32,6 +32,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -86,6 +87,11 @@ enum SlotState<R> {
 struct Slot<R> {
     state: Mutex<SlotState<R>>,
     cv: Condvar,
+    /// Threads blocked in [`Pending::wait`] on `cv`. Read and written only
+    /// while `state` is locked (the mutex orders it; relaxed suffices), so
+    /// a completion that finds it zero skips the futex wake: nobody can
+    /// start waiting without first seeing `Done` under the same lock.
+    sleepers: AtomicU32,
 }
 
 impl<R> Slot<R> {
@@ -94,8 +100,11 @@ impl<R> Slot<R> {
         if let SlotState::Waiting(w) = &mut *s {
             let w = w.take();
             *s = SlotState::Done(r);
+            let sleepers = self.sleepers.load(Ordering::Relaxed);
             drop(s);
-            self.cv.notify_all();
+            if sleepers > 0 {
+                self.cv.notify_all();
+            }
             if let Some(w) = w {
                 w.wake();
             }
@@ -193,6 +202,7 @@ fn new_slot<R>() -> Arc<Slot<R>> {
     Arc::new(Slot {
         state: Mutex::new(SlotState::Waiting(None)),
         cv: Condvar::new(),
+        sleepers: AtomicU32::new(0),
     })
 }
 
@@ -258,20 +268,26 @@ impl<R> Pending<R> {
             if self.same_thread {
                 return Err(AskError::WouldDeadlock);
             }
-            s = match deadline {
+            let left = match deadline {
+                None => None,
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ => return Err(AskError::Timeout),
+                },
+            };
+            // Relaxed: `sleepers` is only touched under the slot's lock.
+            self.slot.sleepers.fetch_add(1, Ordering::Relaxed);
+            s = match left {
                 None => self.slot.cv.wait(s).unwrap_or_else(|p| p.into_inner()),
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        return Err(AskError::Timeout);
-                    }
+                Some(left) => {
                     self.slot
                         .cv
-                        .wait_timeout(s, d - now)
+                        .wait_timeout(s, left)
                         .unwrap_or_else(|p| p.into_inner())
                         .0
                 }
             };
+            self.slot.sleepers.fetch_sub(1, Ordering::Relaxed);
         }
     }
 }

@@ -8,6 +8,9 @@
 //! Bump `VERSION` whenever the encoding of a type changes (postcard is not
 //! self-describing: a renamed field is harmless, a reordered one is not).
 
+use std::cell::RefCell;
+
+use bytes::{Bytes, BytesMut};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use takt_agents::Message;
@@ -16,8 +19,9 @@ use crate::RemoteError;
 
 /// Turns values into bytes and back. Implementations are stateless.
 pub trait Codec: 'static {
-    /// Appends the encoding of `m` to `out`.
-    fn encode<M: Serialize>(m: &M, out: &mut Vec<u8>) -> Result<(), RemoteError>;
+    /// Appends the encoding of `m` to `out` (on error, `out` may hold a
+    /// partial encoding: the caller discards it).
+    fn encode<M: Serialize>(m: &M, out: &mut BytesMut) -> Result<(), RemoteError>;
     /// Decodes a whole payload.
     fn decode<M: DeserializeOwned>(bytes: &[u8]) -> Result<M, RemoteError>;
 }
@@ -27,11 +31,31 @@ pub trait Codec: 'static {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Postcard;
 
-impl Codec for Postcard {
-    fn encode<M: Serialize>(m: &M, out: &mut Vec<u8>) -> Result<(), RemoteError> {
-        let bytes = postcard::to_stdvec(m).map_err(|e| RemoteError::Codec(e.to_string()))?;
-        out.extend_from_slice(&bytes);
+/// A postcard output that appends to a `BytesMut` in slices.
+struct Append<'a>(&'a mut BytesMut);
+
+impl postcard::ser_flavors::Flavor for Append<'_> {
+    type Output = ();
+
+    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
+        self.0.extend_from_slice(data);
         Ok(())
+    }
+
+    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
+        self.0.extend_from_slice(&[data]);
+        Ok(())
+    }
+
+    fn finalize(self) -> postcard::Result<()> {
+        Ok(())
+    }
+}
+
+impl Codec for Postcard {
+    fn encode<M: Serialize>(m: &M, out: &mut BytesMut) -> Result<(), RemoteError> {
+        postcard::serialize_with_flavor(m, Append(out))
+            .map_err(|e| RemoteError::Codec(e.to_string()))
     }
 
     fn decode<M: DeserializeOwned>(bytes: &[u8]) -> Result<M, RemoteError> {
@@ -61,11 +85,37 @@ pub trait Remote: Message + Serialize + DeserializeOwned {
     type Codec: Codec;
 }
 
-/// Encodes `m` with its type's codec.
-pub(crate) fn encode<M: Remote>(m: &M) -> Result<Vec<u8>, RemoteError> {
-    let mut out = Vec::new();
-    M::Codec::encode(m, &mut out)?;
-    Ok(out)
+/// Bytes the per-thread encoding arena grows by: small messages share one
+/// allocation, which is freed when the last of them has been written out.
+const ARENA: usize = 64 * 1024;
+/// Below this much spare room the arena takes a fresh block first.
+const HEADROOM: usize = 512;
+
+thread_local! {
+    /// The calling thread's encoding arena (always empty between calls:
+    /// each encoding is split off and frozen).
+    static ARENA_BUF: RefCell<BytesMut> = RefCell::new(BytesMut::new());
+}
+
+/// Encodes `m` with its type's codec into the calling thread's arena: no
+/// allocation per message while the arena has room.
+pub(crate) fn encode<M: Remote>(m: &M) -> Result<Bytes, RemoteError> {
+    ARENA_BUF.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut buf) => {
+            if buf.capacity() < HEADROOM {
+                buf.reserve(ARENA);
+            }
+            let r = M::Codec::encode(m, &mut buf);
+            let bytes = buf.split().freeze();
+            r.map(|()| bytes)
+        }
+        // A codec that sends while encoding: give it its own buffer.
+        Err(_) => {
+            let mut buf = BytesMut::new();
+            M::Codec::encode(m, &mut buf)?;
+            Ok(buf.freeze())
+        }
+    })
 }
 
 /// Decodes a payload after checking its name and version headers.
@@ -92,4 +142,8 @@ macro_rules! remote_builtin {
 remote_builtin! {
     () => "unit", bool => "bool", u8 => "u8", u16 => "u16", u32 => "u32", u64 => "u64",
     i32 => "i32", i64 => "i64", f64 => "f64", String => "string", Vec<u8> => "bytes",
+    // The same encoding as `Vec<u8>` (a length, then the bytes), so either
+    // side may use either; `Bytes` is copied as one slice where serde
+    // visits a `Vec<u8>` byte by byte.
+    bytes::Bytes => "bytes",
 }

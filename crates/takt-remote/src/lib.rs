@@ -145,6 +145,7 @@ pub mod config;
 mod error;
 mod nats;
 mod node;
+mod outbox;
 mod presence;
 mod stats;
 pub mod transport;

@@ -1,6 +1,7 @@
 //! The NATS transport: [`Transport`] over an `async-nats` client.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use async_nats::{ConnectOptions, Event, HeaderMap};
 use bytes::Bytes;
@@ -16,6 +17,33 @@ use crate::RemoteError;
 #[derive(Clone, Debug)]
 pub struct Nats {
     client: async_nats::Client,
+    headers: Arc<Mutex<HeaderCache>>,
+}
+
+/// Header blocks prepared once per [`Meta`] `Arc` (keyed by its address;
+/// the entry holds the `Arc`, so the address cannot be reused while cached).
+#[derive(Debug, Default)]
+struct HeaderCache {
+    by_meta: HashMap<usize, (Arc<Meta>, HeaderMap)>,
+}
+
+/// More distinct metas than this means a caller makes them per message:
+/// the cache then starts over rather than grow.
+const HEADER_CACHE_MAX: usize = 4096;
+
+impl HeaderCache {
+    fn get(&mut self, meta: &Arc<Meta>) -> HeaderMap {
+        let key = Arc::as_ptr(meta) as usize;
+        if let Some((_, h)) = self.by_meta.get(&key) {
+            return h.clone();
+        }
+        if self.by_meta.len() >= HEADER_CACHE_MAX {
+            self.by_meta.clear();
+        }
+        let h = headers(meta);
+        self.by_meta.insert(key, (meta.clone(), h.clone()));
+        h
+    }
 }
 
 type MapFn = fn(async_nats::Message) -> Inbound;
@@ -78,7 +106,10 @@ impl Nats {
                 url: cfg.url.clone(),
                 reason: e.to_string(),
             })?;
-        Ok(Nats { client })
+        Ok(Nats {
+            client,
+            headers: Arc::default(),
+        })
     }
 }
 
@@ -124,10 +155,14 @@ impl Transport for Nats {
         &self,
         subject: String,
         reply: Option<String>,
-        meta: &Meta,
+        meta: &Arc<Meta>,
         payload: Bytes,
     ) -> Result<(), RemoteError> {
-        let h = headers(meta);
+        let h = self
+            .headers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(meta);
         let r = match reply {
             Some(r) => {
                 self.client

@@ -4,13 +4,28 @@
 //! A node owns one bridge thread (made from [`Config::thread`] by
 //! takt-sched) that runs the engine's client on a current-thread tokio
 //! runtime. Agents and other threads never wait for it: a send encodes the
-//! message on the caller's thread, checks it against the server's
-//! `max_payload`, and puts it on a bounded queue with `try_send`; a full
-//! queue is an error ([`RemoteError::QueueFull`]) and, for a
-//! [`Recipient`] made with [`RemoteAgent::recipient_with`], the
+//! message on the caller's thread (into a per-thread arena), checks it
+//! against the server's `max_payload`, and appends it to the bounded
+//! [`Outbox`]; a full queue is an error ([`RemoteError::QueueFull`]) and,
+//! for a [`Recipient`] made with [`RemoteAgent::recipient_with`], the
 //! configured [`Overflow`] reaction. Incoming messages are decoded on the
 //! bridge thread and handed to local [`Recipient`]s, whose own
 //! [`Limits`](takt_agents::Limits) apply when the agent cannot keep up.
+//!
+//! ## The fast path of a remote ask
+//! 1. The asking thread encodes the query, records its completion under a
+//!    token (with its deadline) and appends it to the outbox; it wakes the
+//!    bridge only if the bridge waits (see [`Outbox`]).
+//! 2. The bridge takes the whole outbox per turn and publishes every item
+//!    on the engine's connection; deadlines go to one heap, swept by one
+//!    timer armed at the earliest of them (no timer per query).
+//! 3. The answering node's bridge decodes the query and asks the local
+//!    agent. The agent's thread, completing the reply, runs the
+//!    [`Answering`] waker: it encodes the answer and appends it to that
+//!    node's outbox itself (no task, no timer, no extra hop).
+//! 4. The reply arrives on the asking node's inbox subscription, which
+//!    completes the token: the asking thread is woken only if it sleeps
+//!    in `Pending::wait`.
 //!
 //! ## Subjects
 //! `<cluster>.agent.<node>.<name>` for an exported agent,
@@ -18,11 +33,13 @@
 //! for announcements, `<cluster>.inbox.<node>.<incarnation>.<token>` for
 //! replies.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -31,11 +48,12 @@ use takt_agents::{
     pending, Accept, Answer, AskError, Mbox, Overflow, Pending, Recipient, Requester,
 };
 use takt_sched::TaktThread;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::Notify;
 
 use crate::codec::{decode, encode, Remote};
 use crate::config::{check_name, Config};
 use crate::nats::Nats;
+use crate::outbox::{Outbox, PushError};
 use crate::presence::{Directory, NodeEvent, Peer, Presence};
 use crate::stats::{bump, Counters, RemoteStats};
 use crate::transport::{Inbound, Meta, Transport};
@@ -56,26 +74,42 @@ const CHECKS_PER_HEARTBEAT: u32 = 10;
 /// How long a closing node waits for its leaving announcement to go out.
 const LEAVE_FLUSH: Duration = Duration::from_secs(1);
 
-type ReplyFut = Pin<Box<dyn Future<Output = (Meta, Bytes)> + Send>>;
-type Handler = Arc<dyn Fn(&Inner, Inbound) -> Option<ReplyFut> + Send + Sync>;
+/// What the bridge does with one incoming message (on the bridge thread).
+type Handler = Arc<dyn Fn(&Arc<Inner>, Inbound) + Send + Sync>;
+/// Completes one query's `Pending` from its reply (or its failure).
 type Completion = Box<dyn FnOnce(&Inner, Result<Inbound, AskError>) + Send>;
-
-/// A query waiting for its reply, and the timer that fails it.
-struct Waiting {
-    done: Completion,
-    /// Set by the bridge once the query is out; aborted on completion.
-    timer: Option<tokio::task::AbortHandle>,
-}
 type Table = Mutex<HashMap<&'static str, Handler>>;
+
+/// Queries waiting for replies, by token.
+type Replies = HashMap<u64, Completion, std::hash::BuildHasherDefault<TokenHasher>>;
+
+/// Tokens are consecutive numbers: a multiplicative hash spreads them.
+#[derive(Default)]
+struct TokenHasher(u64);
+
+impl std::hash::Hasher for TokenHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        // Fibonacci hashing: the high bits, which hashbrown uses, mix well.
+        self.0 = n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
 
 enum Command {
     Publish {
         subject: String,
         reply: Option<String>,
-        meta: Meta,
+        meta: Arc<Meta>,
         payload: Bytes,
-        /// A reply token to fail with `Timeout` after the duration.
-        expire: Option<(u64, Duration)>,
+        /// A reply token to fail with `Timeout` at the instant.
+        expire: Option<(u64, Instant)>,
     },
     Subscribe {
         subject: String,
@@ -90,8 +124,13 @@ pub(crate) struct Inner {
     cfg: Config,
     origin: String,
     incarnation: u64,
-    tx: mpsc::Sender<Command>,
+    outbox: Outbox<Command>,
     shutdown: Notify,
+    /// One header set per message type, shared by every send of it.
+    metas: Mutex<HashMap<(&'static str, u32), Arc<Meta>>>,
+    /// The reply error header sets, by error value.
+    error_metas: HashMap<&'static str, Arc<Meta>>,
+    presence_meta: Arc<Meta>,
     counters: Arc<Counters>,
     max_payload: AtomicUsize,
     dir: Directory,
@@ -100,36 +139,33 @@ pub(crate) struct Inner {
     /// Exported names whose subscription the server confirmed.
     announced: Mutex<Vec<String>>,
     exported_mboxes: Mutex<Vec<String>>,
-    replies: Mutex<HashMap<u64, Waiting>>,
+    replies: Mutex<Replies>,
     next_token: AtomicU64,
 }
 
 impl Inner {
-    fn meta<M: Remote>(&self) -> Meta {
-        Meta {
-            type_name: M::NAME.to_string(),
-            version: M::VERSION,
-            origin: self.origin.clone(),
-            error: None,
-        }
+    /// `M`'s headers, made once per type.
+    fn meta<M: Remote>(&self) -> Arc<Meta> {
+        let mut metas = self.metas.lock().unwrap_or_else(|e| e.into_inner());
+        metas
+            .entry((M::NAME, M::VERSION))
+            .or_insert_with(|| {
+                Arc::new(Meta {
+                    type_name: M::NAME.to_string(),
+                    version: M::VERSION,
+                    origin: self.origin.clone(),
+                    error: None,
+                })
+            })
+            .clone()
     }
 
-    fn presence_meta(&self) -> Meta {
-        Meta {
-            type_name: PRESENCE_TYPE.to_string(),
-            version: PRESENCE_VERSION,
-            origin: self.origin.clone(),
-            error: None,
-        }
-    }
-
-    fn error_meta(&self, why: &str) -> Meta {
-        Meta {
-            type_name: String::new(),
-            version: 0,
-            origin: self.origin.clone(),
-            error: Some(why.to_string()),
-        }
+    /// The headers of a reply that carries the error `why` (one of `ERR_*`).
+    fn error_meta(&self, why: &'static str) -> Arc<Meta> {
+        self.error_metas
+            .get(why)
+            .cloned()
+            .unwrap_or_else(|| self.error_metas[ERR_OTHER].clone())
     }
 
     fn presence_subject(&self) -> String {
@@ -171,9 +207,9 @@ impl Inner {
         &self,
         subject: String,
         reply: Option<String>,
-        meta: Meta,
-        payload: Vec<u8>,
-        expire: Option<(u64, Duration)>,
+        meta: Arc<Meta>,
+        payload: Bytes,
+        expire: Option<(u64, Instant)>,
     ) -> Result<(), RemoteError> {
         let size = payload.len() + meta.wire_len();
         let max = self.max_payload.load(Ordering::Relaxed);
@@ -185,21 +221,44 @@ impl Inner {
             subject,
             reply,
             meta,
-            payload: Bytes::from(payload),
+            payload,
             expire,
         };
-        match self.tx.try_send(cmd) {
+        match self.outbox.push(cmd) {
             Ok(()) => {
                 bump(&self.counters.sent);
                 Ok(())
             }
-            Err(mpsc::error::TrySendError::Full(_)) => {
+            Err(PushError::Full(_)) => {
                 bump(&self.counters.queue_full);
                 Err(RemoteError::QueueFull {
                     capacity: self.cfg.outbound_queue,
                 })
             }
-            Err(mpsc::error::TrySendError::Closed(_)) => Err(RemoteError::Closed),
+            Err(PushError::Closed(_)) => Err(RemoteError::Closed),
+        }
+    }
+
+    /// Queues the answer to a query (past the queue's bound: the query was
+    /// accepted, so its answer goes out; a reply too large to send becomes
+    /// an error reply).
+    fn send_reply(&self, reply: String, meta: Arc<Meta>, payload: Bytes) {
+        let max = self.max_payload.load(Ordering::Relaxed);
+        let (meta, payload) = if payload.len() + meta.wire_len() > max {
+            bump(&self.counters.too_large);
+            (self.error_meta(ERR_OTHER), Bytes::new())
+        } else {
+            (meta, payload)
+        };
+        let cmd = Command::Publish {
+            subject: reply,
+            reply: None,
+            meta,
+            payload,
+            expire: None,
+        };
+        if self.outbox.push_unbounded(cmd).is_ok() {
+            bump(&self.counters.sent);
         }
     }
 
@@ -224,6 +283,7 @@ impl Inner {
                 return p;
             }
         };
+        let deadline = Instant::now() + timeout;
         let token = self.next_token.fetch_add(1, Ordering::Relaxed);
         let done: Completion = Box::new(move |inner: &Inner, r| match r {
             Err(e) => promise.fail(e),
@@ -250,7 +310,7 @@ impl Inner {
         self.replies
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(token, Waiting { done, timer: None });
+            .insert(token, done);
         let reply = format!("{}.{token}", self.inbox_prefix());
         if self
             .enqueue(
@@ -258,7 +318,7 @@ impl Inner {
                 Some(reply),
                 self.meta::<Q>(),
                 payload,
-                Some((token, timeout)),
+                Some((token, deadline)),
             )
             .is_err()
         {
@@ -273,11 +333,8 @@ impl Inner {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&token);
-        if let Some(w) = done {
-            if let Some(t) = w.timer {
-                t.abort();
-            }
-            (w.done)(self, r);
+        if let Some(done) = done {
+            done(self, r);
         }
     }
 
@@ -310,11 +367,11 @@ impl Inner {
             announce,
             done,
         };
-        self.tx.try_send(cmd).map_err(|e| match e {
-            mpsc::error::TrySendError::Full(_) => RemoteError::QueueFull {
+        self.outbox.push(cmd).map_err(|e| match e {
+            PushError::Full(_) => RemoteError::QueueFull {
                 capacity: self.cfg.outbound_queue,
             },
-            mpsc::error::TrySendError::Closed(_) => RemoteError::Closed,
+            PushError::Closed(_) => RemoteError::Closed,
         })?;
         wait.recv_timeout(self.cfg.connect_timeout + self.cfg.request_timeout)
             .map_err(|_| RemoteError::Closed)?
@@ -343,16 +400,37 @@ impl Node {
     /// handshake fails.
     pub fn start(cfg: Config) -> Result<Node, RemoteError> {
         cfg.validate()?;
-        let (tx, rx) = mpsc::channel(cfg.outbound_queue);
         let incarnation = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0)
             ^ u64::from(std::process::id());
+        let origin = format!("{}/{incarnation}", cfg.node);
+        let error_metas = [ERR_NO_REPLY, ERR_TIMEOUT, ERR_MISMATCH, ERR_OTHER]
+            .into_iter()
+            .map(|why| {
+                let meta = Meta {
+                    type_name: String::new(),
+                    version: 0,
+                    origin: origin.clone(),
+                    error: Some(why.to_string()),
+                };
+                (why, Arc::new(meta))
+            })
+            .collect();
+        let presence_meta = Arc::new(Meta {
+            type_name: PRESENCE_TYPE.to_string(),
+            version: PRESENCE_VERSION,
+            origin: origin.clone(),
+            error: None,
+        });
         let inner = Arc::new(Inner {
-            origin: format!("{}/{incarnation}", cfg.node),
+            origin,
             incarnation,
-            tx,
+            outbox: Outbox::new(cfg.outbound_queue),
+            metas: Mutex::new(HashMap::new()),
+            error_metas,
+            presence_meta,
             shutdown: Notify::new(),
             counters: Arc::new(Counters::default()),
             max_payload: AtomicUsize::new(usize::MAX),
@@ -360,7 +438,7 @@ impl Node {
             exports: Mutex::new(HashMap::new()),
             announced: Mutex::new(Vec::new()),
             exported_mboxes: Mutex::new(Vec::new()),
-            replies: Mutex::new(HashMap::new()),
+            replies: Mutex::new(Replies::default()),
             next_token: AtomicU64::new(1),
             cfg,
         });
@@ -369,7 +447,7 @@ impl Node {
         let thread = inner
             .cfg
             .thread
-            .spawn(move || bridge_main(bridge, rx, ready_tx))
+            .spawn(move || bridge_main(bridge, ready_tx))
             .map_err(|e| RemoteError::Thread(e.to_string()))?;
         let wait = inner.cfg.connect_timeout + Duration::from_secs(5);
         let started = ready_rx
@@ -414,10 +492,10 @@ impl Node {
     /// ([`export_ask`](Self::export_ask)). Blocks until the server has the
     /// subscription.
     pub fn export<M: Remote>(&self, name: &str, to: Recipient<M>) -> Result<(), RemoteError> {
-        let h: Handler = Arc::new(move |inner: &Inner, m: Inbound| {
+        let h: Handler = Arc::new(move |inner: &Arc<Inner>, m: Inbound| {
             let Some(meta) = &m.meta else {
                 bump(&inner.counters.decode_errors);
-                return None;
+                return;
             };
             match decode::<M>(meta, &m.payload) {
                 Ok(msg) => {
@@ -426,50 +504,39 @@ impl Node {
                 }
                 Err(e) => inner.count_decode_error(&e),
             }
-            None
         });
         self.add_export(name, M::NAME, h)
     }
 
-    /// Exports `to` under `name` for queries `Q` answered with `R`
-    /// (`to`'s own timeout is [`Config::request_timeout`]).
+    /// Exports `to` under `name` for queries `Q` answered with `R`. The
+    /// asker's timeout bounds the wait; a query the agent drops unanswered
+    /// (no handler in its state, agent finished, over a limit) is answered
+    /// at once with `AskError::NoReply`.
     pub fn export_ask<Q: Remote, R: Remote>(
         &self,
         name: &str,
         to: Requester<Q, R>,
     ) -> Result<(), RemoteError> {
-        let h: Handler = Arc::new(move |inner: &Inner, m: Inbound| {
+        let h: Handler = Arc::new(move |inner: &Arc<Inner>, m: Inbound| {
             let Some(meta) = &m.meta else {
                 bump(&inner.counters.decode_errors);
-                return None;
+                return;
             };
             let q = match decode::<Q>(meta, &m.payload) {
                 Ok(q) => q,
                 Err(e) => {
                     inner.count_decode_error(&e);
-                    let em = inner.error_meta(ERR_MISMATCH);
-                    return Some(Box::pin(async move { (em, Bytes::new()) }));
+                    if let Some(reply) = m.reply {
+                        inner.send_reply(reply, inner.error_meta(ERR_MISMATCH), Bytes::new());
+                    }
+                    return;
                 }
             };
             bump(&inner.counters.delivered);
-            // The timeout runs on the bridge's own timer: no other thread
-            // is involved in a query's life beyond the agent's.
-            let p = tokio::time::timeout(inner.cfg.request_timeout, to.ask(q));
-            let ok = inner.meta::<R>();
-            let mut failed = inner.error_meta(ERR_OTHER);
-            Some(Box::pin(async move {
-                let why = match p.await.unwrap_or(Err(AskError::Timeout)) {
-                    Ok(r) => match encode(&r) {
-                        Ok(b) => return (ok, Bytes::from(b)),
-                        Err(_) => ERR_OTHER,
-                    },
-                    Err(AskError::Timeout) => ERR_TIMEOUT,
-                    Err(AskError::NoReply) => ERR_NO_REPLY,
-                    Err(_) => ERR_OTHER,
-                };
-                failed.error = Some(why.to_string());
-                (failed, Bytes::new())
-            }))
+            let p = to.ask(q);
+            if let Some(reply) = m.reply {
+                Answering::start(inner, p, reply);
+            }
         });
         self.add_export(name, Q::NAME, h)
     }
@@ -503,7 +570,7 @@ impl Node {
         if !fresh {
             return Ok(());
         }
-        let dispatch: Handler = Arc::new(move |inner: &Inner, m: Inbound| {
+        let dispatch: Handler = Arc::new(move |inner: &Arc<Inner>, m: Inbound| {
             let handler = m.meta.as_ref().and_then(|meta| {
                 table
                     .lock()
@@ -519,10 +586,9 @@ impl Node {
                     } else {
                         bump(&inner.counters.decode_errors);
                     }
-                    let em = inner.error_meta(ERR_MISMATCH);
-                    m.reply
-                        .is_some()
-                        .then(|| Box::pin(async move { (em, Bytes::new()) }) as ReplyFut)
+                    if let Some(reply) = m.reply {
+                        inner.send_reply(reply, inner.error_meta(ERR_MISMATCH), Bytes::new());
+                    }
                 }
             }
         });
@@ -551,13 +617,13 @@ impl Node {
             m.push(mbox.name().to_string());
         }
         let local = mbox.clone();
-        let h: Handler = Arc::new(move |inner: &Inner, m: Inbound| {
+        let h: Handler = Arc::new(move |inner: &Arc<Inner>, m: Inbound| {
             let Some(meta) = &m.meta else {
                 bump(&inner.counters.decode_errors);
-                return None;
+                return;
             };
             if meta.origin == inner.origin {
-                return None; // our own publish: local subscribers had it
+                return; // our own publish: local subscribers had it
             }
             match decode::<M>(meta, &m.payload) {
                 Ok(msg) => {
@@ -566,7 +632,6 @@ impl Node {
                 }
                 Err(e) => inner.count_decode_error(&e),
             }
-            None
         });
         let subject = inner.mbox_subject(mbox.name());
         inner.subscribe(subject.clone(), h, None)?;
@@ -823,12 +888,68 @@ impl<M: Remote + Clone> Accept<M> for RemoteMbox<M> {
     }
 }
 
+/// A query handed to a local agent, waiting for the answer. It is the
+/// waker of the agent's [`Pending`]: the thread that completes the reply
+/// (the agent's) runs [`Answering::poll_once`], which encodes the answer
+/// and queues it for the bridge, so the answer takes no task and no timer
+/// of the bridge's and no extra hop.
+///
+/// Until the reply completes, the `Pending` holds this waker and this
+/// holds the `Pending`; completion takes both out (a query is always
+/// completed: answered, or dropped unanswered as `NoReply`).
+struct Answering<R: Remote> {
+    /// The reply to come and where to send it; `None` once sent.
+    state: Mutex<Option<(Pending<R>, String)>>,
+    inner: Weak<Inner>,
+}
+
+impl<R: Remote> Answering<R> {
+    fn start(inner: &Arc<Inner>, p: Pending<R>, reply: String) {
+        Arc::new(Answering {
+            state: Mutex::new(Some((p, reply))),
+            inner: Arc::downgrade(inner),
+        })
+        .poll_once();
+    }
+
+    fn poll_once(self: &Arc<Self>) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let Some((p, _)) = state.as_mut() else { return };
+        let waker = Waker::from(self.clone());
+        let r = match Pin::new(p).poll(&mut Context::from_waker(&waker)) {
+            Poll::Pending => return,
+            Poll::Ready(r) => r,
+        };
+        let Some((_, reply)) = state.take() else {
+            return;
+        };
+        drop(state);
+        let Some(inner) = self.inner.upgrade() else {
+            return; // the node is gone
+        };
+        let (meta, payload) = match r.map(|r| encode(&r)) {
+            Ok(Ok(b)) => (inner.meta::<R>(), b),
+            Ok(Err(_)) => (inner.error_meta(ERR_OTHER), Bytes::new()),
+            Err(AskError::Timeout) => (inner.error_meta(ERR_TIMEOUT), Bytes::new()),
+            Err(AskError::NoReply) => (inner.error_meta(ERR_NO_REPLY), Bytes::new()),
+            Err(_) => (inner.error_meta(ERR_OTHER), Bytes::new()),
+        };
+        inner.send_reply(reply, meta, payload);
+    }
+}
+
+impl<R: Remote> Wake for Answering<R> {
+    fn wake(self: Arc<Self>) {
+        self.poll_once()
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.poll_once()
+    }
+}
+
 /// The bridge thread: a current-thread runtime around [`run`].
-fn bridge_main(
-    inner: Arc<Inner>,
-    rx: mpsc::Receiver<Command>,
-    ready: std::sync::mpsc::Sender<Result<(), RemoteError>>,
-) {
+fn bridge_main(inner: Arc<Inner>, ready: std::sync::mpsc::Sender<Result<(), RemoteError>>) {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -861,26 +982,69 @@ fn bridge_main(
                 return;
             }
         };
-        run(t, inner, rx, ready).await
+        run(t, inner, ready).await
     });
 }
+
+/// The queries' deadlines, earliest first: one timer for all of them.
+///
+/// An answered query's entry stays until its deadline passes or the heap
+/// is compacted (when it holds more than twice the queries still waiting,
+/// plus [`COMPACT_SLACK`]), so its size stays proportional to the queries
+/// in flight.
+#[derive(Default)]
+struct Deadlines {
+    heap: BinaryHeap<Reverse<(Instant, u64)>>,
+}
+
+/// Entries a deadline heap may hold beyond twice the waiting queries.
+const COMPACT_SLACK: usize = 1024;
+
+impl Deadlines {
+    fn push(&mut self, inner: &Inner, at: Instant, token: u64) {
+        self.heap.push(Reverse((at, token)));
+        if self.heap.len() > 2 * COMPACT_SLACK {
+            let waiting = inner.replies.lock().unwrap_or_else(|e| e.into_inner());
+            if self.heap.len() > 2 * waiting.len() + COMPACT_SLACK {
+                self.heap.retain(|Reverse((_, t))| waiting.contains_key(t));
+            }
+        }
+    }
+
+    fn earliest(&self) -> Option<Instant> {
+        self.heap.peek().map(|Reverse((at, _))| *at)
+    }
+
+    /// Fails every query whose deadline is not after `now`.
+    fn expire(&mut self, inner: &Inner, now: Instant) {
+        while let Some(&Reverse((at, token))) = self.heap.peek() {
+            if at > now {
+                break;
+            }
+            self.heap.pop();
+            inner.complete(token, Err(AskError::Timeout));
+        }
+    }
+}
+
+/// How long the deadline timer sleeps when no query waits.
+const IDLE_SWEEP: Duration = Duration::from_secs(3600);
 
 /// The bridge's loop over one transport.
 async fn run<T: Transport>(
     t: T,
     inner: Arc<Inner>,
-    mut rx: mpsc::Receiver<Command>,
     ready: std::sync::mpsc::Sender<Result<(), RemoteError>>,
 ) {
     inner.max_payload.store(t.max_payload(), Ordering::Relaxed);
-    let presence: Handler = Arc::new(|inner: &Inner, m: Inbound| {
+    let presence: Handler = Arc::new(|inner: &Arc<Inner>, m: Inbound| {
         let ours = m
             .meta
             .as_ref()
             .is_some_and(|x| x.type_name == PRESENCE_TYPE && x.version == PRESENCE_VERSION);
         if !ours {
             bump(&inner.counters.type_mismatch);
-            return None;
+            return;
         }
         match postcard::from_bytes::<Presence>(&m.payload) {
             Ok(p) => {
@@ -890,9 +1054,8 @@ async fn run<T: Transport>(
             }
             Err(_) => bump(&inner.counters.decode_errors),
         }
-        None
     });
-    let inbox: Handler = Arc::new(|inner: &Inner, m: Inbound| {
+    let inbox: Handler = Arc::new(|inner: &Arc<Inner>, m: Inbound| {
         let token = m.subject.rsplit('.').next().and_then(|s| s.parse().ok());
         if let Some(token) = token {
             if m.no_responders {
@@ -902,7 +1065,6 @@ async fn run<T: Transport>(
                 inner.complete(token, Ok(m));
             }
         }
-        None
     });
     for (subject, h) in [
         (inner.presence_subject(), presence),
@@ -921,11 +1083,36 @@ async fn run<T: Transport>(
     heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut check = tokio::time::interval(inner.cfg.heartbeat / CHECKS_PER_HEARTBEAT);
     check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut deadlines = Deadlines::default();
+    let sweep = tokio::time::sleep(IDLE_SWEEP);
+    tokio::pin!(sweep);
+    let mut batch = VecDeque::new();
     loop {
+        // Everything queued since the last turn, in one batch; when there
+        // is nothing, the next push wakes `outbox.wake()` below.
+        let busy = inner.outbox.take(&mut batch);
+        if busy {
+            for cmd in batch.drain(..) {
+                handle(&t, &inner, cmd, &mut deadlines).await;
+            }
+            if let Some(at) = deadlines.earliest() {
+                let at = tokio::time::Instant::from_std(at);
+                if at < sweep.deadline() {
+                    sweep.as_mut().reset(at);
+                }
+            }
+        }
         tokio::select! {
             biased;
             () = inner.shutdown.notified() => break,
-            Some(cmd) = rx.recv() => handle(&t, &inner, cmd).await,
+            () = &mut sweep => {
+                deadlines.expire(&inner, Instant::now());
+                let next = deadlines
+                    .earliest()
+                    .map(tokio::time::Instant::from_std)
+                    .unwrap_or_else(|| tokio::time::Instant::now() + IDLE_SWEEP);
+                sweep.as_mut().reset(next);
+            }
             _ = check.tick() => {
                 for ev in inner.dir.expire(Instant::now()) {
                     inner.node_event(ev);
@@ -935,11 +1122,15 @@ async fn run<T: Transport>(
                 inner.max_payload.store(t.max_payload(), Ordering::Relaxed);
                 announce(&t, &inner, false).await;
             }
+            () = inner.outbox.wake(), if !busy => {}
+            // After a batch: let the connection write it and the
+            // subscriptions run, then look again.
+            () = tokio::task::yield_now(), if busy => {}
         }
     }
     // Whatever is still queued goes out before the leaving announcement.
-    while let Ok(cmd) = rx.try_recv() {
-        handle(&t, &inner, cmd).await;
+    for cmd in inner.outbox.close() {
+        handle(&t, &inner, cmd, &mut deadlines).await;
     }
     announce(&t, &inner, true).await;
     let _ = tokio::time::timeout(LEAVE_FLUSH, t.flush()).await;
@@ -949,16 +1140,20 @@ async fn announce<T: Transport>(t: &T, inner: &Inner, leaving: bool) {
     let Ok(payload) = postcard::to_stdvec(&inner.presence(leaving)) else {
         return;
     };
-    let meta = inner.presence_meta();
-    if t.publish(inner.presence_subject(), None, &meta, Bytes::from(payload))
-        .await
-        .is_err()
+    if t.publish(
+        inner.presence_subject(),
+        None,
+        &inner.presence_meta,
+        Bytes::from(payload),
+    )
+    .await
+    .is_err()
     {
         bump(&inner.counters.engine_errors);
     }
 }
 
-async fn handle<T: Transport>(t: &T, inner: &Arc<Inner>, cmd: Command) {
+async fn handle<T: Transport>(t: &T, inner: &Arc<Inner>, cmd: Command, deadlines: &mut Deadlines) {
     match cmd {
         Command::Publish {
             subject,
@@ -970,17 +1165,8 @@ async fn handle<T: Transport>(t: &T, inner: &Arc<Inner>, cmd: Command) {
             if t.publish(subject, reply, &meta, payload).await.is_err() {
                 bump(&inner.counters.engine_errors);
             }
-            if let Some((token, after)) = expire {
-                let i = inner.clone();
-                let timer = tokio::spawn(async move {
-                    tokio::time::sleep(after).await;
-                    i.complete(token, Err(AskError::Timeout));
-                });
-                let mut replies = inner.replies.lock().unwrap_or_else(|e| e.into_inner());
-                match replies.get_mut(&token) {
-                    Some(w) => w.timer = Some(timer.abort_handle()),
-                    None => timer.abort(), // already answered
-                }
+            if let Some((token, at)) = expire {
+                deadlines.push(inner, at, token);
             }
         }
         Command::Subscribe {
@@ -1010,7 +1196,7 @@ async fn handle<T: Transport>(t: &T, inner: &Arc<Inner>, cmd: Command) {
 }
 
 /// Subscribes and spawns the task that hands its messages, in order, to
-/// `h`; a reply future's answer goes to the message's reply subject.
+/// `h`.
 async fn start_subscription<T: Transport>(
     t: &T,
     inner: &Arc<Inner>,
@@ -1018,23 +1204,10 @@ async fn start_subscription<T: Transport>(
     h: Handler,
 ) -> Result<(), RemoteError> {
     let mut sub = t.subscribe(subject).await?;
-    let t = t.clone();
     let inner = inner.clone();
     tokio::spawn(async move {
         while let Some(m) = sub.next().await {
-            let reply = m.reply.clone();
-            if let (Some(fut), Some(reply)) = (h(&inner, m), reply) {
-                let t = t.clone();
-                let inner = inner.clone();
-                tokio::spawn(async move {
-                    let (meta, payload) = fut.await;
-                    if t.publish(reply, None, &meta, payload).await.is_err() {
-                        bump(&inner.counters.engine_errors);
-                    } else {
-                        bump(&inner.counters.sent);
-                    }
-                });
-            }
+            h(&inner, m);
         }
     });
     Ok(())

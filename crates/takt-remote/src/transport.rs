@@ -6,6 +6,7 @@
 //! on the bridge thread's current-thread runtime.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::Stream;
@@ -74,12 +75,15 @@ pub trait Transport: Clone + Send + Sync + 'static {
     /// The largest payload plus headers the server accepts, in bytes.
     fn max_payload(&self) -> usize;
 
-    /// Publishes `payload` with `meta` on `subject`.
+    /// Publishes `payload` with `meta` on `subject`. The bridge makes one
+    /// `Meta` per message type (and per reply error) and passes the same
+    /// `Arc` every time, so a transport may prepare its header block once
+    /// per `Arc` and reuse it.
     fn publish(
         &self,
         subject: String,
         reply: Option<String>,
-        meta: &Meta,
+        meta: &Arc<Meta>,
         payload: Bytes,
     ) -> impl Future<Output = Result<(), RemoteError>> + Send;
 

@@ -440,6 +440,32 @@ fn credentials_are_checked_and_wrong_ones_refused() {
 }
 
 #[test]
+fn an_nkey_user_is_admitted_and_a_wrong_seed_refused() {
+    let user = nkeys::KeyPair::new_user();
+    let stranger = nkeys::KeyPair::new_user();
+    let server = Server::start(&format!(
+        "authorization {{ users = [ {{ nkey: {} }} ] }}",
+        user.public_key()
+    ));
+    let mut cfg = config(&server.url(), "nkey", "nkey");
+    cfg.credentials = Credentials::NKey(user.seed().unwrap());
+    let node = Node::start(cfg.clone()).unwrap();
+    assert!(node.wait_for_node("nkey", LONG));
+    node.shutdown();
+    // A valid seed of another key: the server's challenge is signed by a
+    // key it does not know.
+    cfg.credentials = Credentials::NKey(stranger.seed().unwrap());
+    let e = Node::start(cfg.clone()).unwrap_err();
+    assert!(matches!(e, RemoteError::Connect { .. }), "{e}");
+    // Not a seed at all.
+    cfg.credentials = Credentials::NKey("SUNOTASEED".into());
+    assert!(Node::start(cfg.clone()).is_err());
+    // No credentials.
+    cfg.credentials = Credentials::None;
+    assert!(Node::start(cfg).is_err());
+}
+
+#[test]
 fn tls_with_a_certificate_made_here() {
     let server = Server::start_with(|dir| {
         let (_, cert, key) = make_certs(dir);

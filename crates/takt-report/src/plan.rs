@@ -322,6 +322,10 @@ pub fn plan(opts: &Options) -> (Vec<StagePlan>, Vec<String>) {
                     runs: 5,
                     url: None,
                     thread: takt_sched::ThreadSpec::new("estimate"),
+                    spin: takt_sched::SpinBudget::DEFAULT,
+                    paced_holds: Vec::new(),
+                    one_way: false,
+                    responder: None,
                 };
                 let mut args = strings(&["bench", "remote", "--json"]);
                 if opts.quick {

@@ -35,8 +35,29 @@ pub struct RemoteCmd {
     /// A NATS server to use (default: start nats-server on a free loopback port).
     #[arg(long, value_name = "URL")]
     pub url: Option<String>,
+    /// Repeat the paced runs under each CPU idle-latency limit
+    /// (comma-separated): `none` (default: the system's idle policy), `0`
+    /// (idle CPUs poll instead of halting), or a duration such as `20us`.
+    /// Held through /dev/cpu_dma_latency (root), machine-wide; rows carry
+    /// `idle_latency`.
+    #[arg(long, value_name = "LIST", value_parser = parse_idle_limit, value_delimiter = ',')]
+    pub idle_latency: Vec<IdleLimit>,
+    /// Also measure one-way throughput at offered rates up to the sender's
+    /// maximum, until the outbound queue overflows or the receiver's
+    /// engine reports slow consumers.
+    #[arg(long)]
+    pub one_way: bool,
+    /// Internal: serve as the answering node of a `takt bench remote` run
+    /// (its child process) on --url as --node, until stdin closes.
+    #[arg(long, hide = true, requires_all = ["url", "node"])]
+    pub responder: bool,
+    /// Internal: the answering node's name (with --responder).
+    #[arg(long, hide = true, value_name = "NAME", requires = "responder")]
+    pub node: Option<String>,
     #[command(flatten)]
     pub sched: SchedArgs,
+    #[command(flatten)]
+    pub spin: SpinArgs,
     #[command(flatten)]
     pub out: OutputArgs,
     #[command(flatten)]
@@ -78,11 +99,26 @@ pub fn run(cmd: BenchCmd) -> Result<(), String> {
 }
 
 fn run_remote(cmd: RemoteCmd) -> Result<(), String> {
+    if cmd.responder {
+        let (Some(url), Some(node)) = (&cmd.url, &cmd.node) else {
+            return Err("--responder needs --url and --node".into());
+        };
+        return remote::responder::serve_until_stdin_closes(
+            url,
+            node,
+            &cmd.sched.spec("takt-remote"),
+            cmd.spin.spin,
+        );
+    }
     let opts = remote::Options {
         quick: cmd.out.quick,
         runs: cmd.runs as usize,
         url: cmd.url,
         thread: cmd.sched.spec("takt-remote"),
+        spin: cmd.spin.spin,
+        paced_holds: cmd.idle_latency.iter().map(|&IdleLimit(l)| l).collect(),
+        one_way: cmd.one_way,
+        responder: None,
     };
     let doc = measured(run_command("takt bench remote", &opts, cmd.out.json))?;
     cmd.record.store(&doc)

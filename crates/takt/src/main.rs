@@ -172,6 +172,9 @@ mod tests {
             "0",
             "--runs",
             "6",
+            "--idle-latency",
+            "none,0",
+            "--one-way",
         ])
         .unwrap();
         let Command::Bench(cmd_bench::BenchCmd::Remote(r)) = cli.command else {
@@ -179,10 +182,52 @@ mod tests {
         };
         assert!(r.out.quick && r.out.json);
         assert_eq!(r.runs, 6);
+        assert_eq!(r.idle_latency.len(), 2);
+        assert_eq!(r.idle_latency[0].0, None);
+        assert_eq!(r.idle_latency[1].0, Some(std::time::Duration::ZERO));
+        assert!(r.one_way);
         assert_eq!(r.url.as_deref(), Some("nats://127.0.0.1:4999"));
         assert!(r.sched.cpus.is_some());
         let bad = Cli::try_parse_from(["takt", "bench", "remote", "--runs", "2"]).unwrap_err();
         assert!(bad.to_string().contains("2"), "{bad}");
+        // The hidden responder mode (the run's child process).
+        let cli = Cli::try_parse_from([
+            "takt",
+            "bench",
+            "remote",
+            "--responder",
+            "--url",
+            "nats://127.0.0.1:4999",
+            "--node",
+            "answer-1",
+        ])
+        .unwrap();
+        let Command::Bench(cmd_bench::BenchCmd::Remote(r)) = cli.command else {
+            panic!("parsed as another command");
+        };
+        assert!(r.responder);
+        assert_eq!(r.node.as_deref(), Some("answer-1"));
+        for partial in [
+            &[
+                "takt",
+                "bench",
+                "remote",
+                "--responder",
+                "--url",
+                "nats://x:1",
+            ][..],
+            &[
+                "takt",
+                "bench",
+                "remote",
+                "--node",
+                "n",
+                "--url",
+                "nats://x:1",
+            ][..],
+        ] {
+            assert!(Cli::try_parse_from(partial).is_err(), "{partial:?}");
+        }
     }
 
     #[test]

@@ -5,24 +5,36 @@
 //! - `rtt`: back-to-back round trips of 64 B, 1 KiB and 64 KiB (µs per
 //!   round trip, the mean of each run).
 //! - `paced_rtt`: one 64 B round trip every 75, 80 and 100 ms — the seed's
-//!   case, where SObjectizer's transport stalled — for 60 s per pace (5 s
+//!   case, where SObjectizer's transport stalled — for 60 s per pace (4 s
 //!   with `--quick`), every implementation at once; the rows are the p50,
-//!   p99, p99.9 and max of each fifth of the window.
+//!   p99, p99.9 and max of each fifth of the window. Repeated under each
+//!   `--idle-latency` limit (`none,0`: without and with takt-sched's
+//!   idle-latency hold, `IdleLatency`; a hold needs root, else the run
+//!   says so in its notes).
 //! - `saturated`: 1, 16, 64 and 256 round trips in flight (round trips/s).
+//! - `one_way` (with `--one-way`): 64 B messages from the asking node to a sink agent at
+//!   offered rates up to "as fast as the sender can", until the outbound
+//!   queue overflows (the bridge's overload reaction: the send is dropped
+//!   and counted) or the answering node's engine reports slow consumers:
+//!   messages delivered per second, with the losses in each row's note.
 //!
-//! The takt rows run two nodes in this process (two connections, two
-//! bridge threads); the asking side is a plain thread calling
-//! `RemoteAgent::ask`, the answering side an agent on a one_thread
-//! dispatcher. The run starts its own nats-server unless given a URL.
+//! The `takt` rows are two processes: the asking node here (a plain thread
+//! calling `RemoteAgent::ask`), the answering node in a child process
+//! (`takt bench remote --responder`, killed when the run ends and ending
+//! by itself if this process dies) whose agents run on one_thread
+//! dispatchers. `takt-in-process` runs the same two nodes in this process
+//! (two connections, two bridge threads). The run starts its own
+//! nats-server unless given a URL.
 
 mod nats;
+pub mod responder;
 mod server;
 mod takt;
 mod tcp;
 
 use std::time::{Duration, Instant};
 
-use takt_sched::ThreadSpec;
+use takt_sched::{SpinBudget, ThreadSpec};
 
 use crate::error::LabError;
 use crate::params;
@@ -41,6 +53,34 @@ pub struct Options {
     pub url: Option<String>,
     /// The bridge threads' spec (`--cpus`, `--sched`).
     pub thread: ThreadSpec,
+    /// How long the agents' dispatcher threads spin before they sleep.
+    pub spin: SpinBudget,
+    /// The idle-latency limits the paced runs are repeated under (`None`:
+    /// the system's idle policy; `Some(0)`: idle CPUs poll), each held
+    /// through [`takt_sched::IdleLatency`] for its runs.
+    pub paced_holds: Vec<Option<Duration>>,
+    /// Also measure one-way throughput until messages are lost.
+    pub one_way: bool,
+    /// How to start the answering node's process: this program with these
+    /// arguments plus `--url URL --node NAME` (`None`: the current
+    /// executable, `takt`, as `bench remote --responder` with the
+    /// `--cpus`/`--sched` of [`thread`](Self::thread) and the `--spin`).
+    pub responder: Option<(std::path::PathBuf, Vec<String>)>,
+}
+
+/// The arguments that make the `takt` binary serve as the answering node.
+pub fn responder_args(thread: &ThreadSpec, spin: SpinBudget) -> Vec<String> {
+    let mut args: Vec<String> = ["bench", "remote", "--responder"]
+        .map(String::from)
+        .to_vec();
+    args.extend(["--spin".to_string(), spin.to_string()]);
+    if let Some(c) = thread.cpus() {
+        args.extend(["--cpus".to_string(), c.to_string()]);
+    }
+    if let Some(p) = thread.policy() {
+        args.extend(["--sched".to_string(), p.to_string()]);
+    }
+    args
 }
 
 /// Payload sizes of the `rtt` rows.
@@ -50,28 +90,47 @@ pub const PACES_MS: [u64; 3] = [75, 80, 100];
 /// In-flight counts of the `saturated` rows.
 pub const IN_FLIGHT: [usize; 4] = [1, 16, 64, 256];
 
+/// Offered rates of the `one_way` rows, messages per second (0: as fast
+/// as the sender can).
+pub const ONE_WAY_RATES: [u64; 5] = [20_000, 50_000, 100_000, 200_000, 0];
+
 const PACED_SIZE: usize = 64;
 const SATURATED_SIZE: usize = 64;
+const ONE_WAY_SIZE: usize = 64;
 
 /// How long the run takes, about.
 pub fn expected_duration(o: &Options) -> Duration {
-    let paced = paced_window(o) * PACES_MS.len() as u32;
+    // Paced once per idle-latency case.
+    let paced = paced_window(o) * (PACES_MS.len() * o.paced_holds.len().max(1)) as u32;
+    let one_way = if o.one_way {
+        // The window plus the drain and the count queries, measured ~2×.
+        one_way_window(o) * (2 * (o.runs.max(5) + 1) * ONE_WAY_RATES.len()) as u32
+    } else {
+        Duration::ZERO
+    };
     paced
+        + one_way
         + if o.quick {
-            // set-up, rtt and saturated rows: 9 s measured (24 s in all)
-            Duration::from_secs(10)
+            // set-up (a child process, four nodes), the rtt and saturated
+            // rows: ~15 s measured under load
+            Duration::from_secs(15)
         } else {
-            Duration::from_secs(120)
+            Duration::from_secs(150)
         }
 }
 
+fn one_way_window(o: &Options) -> Duration {
+    Duration::from_millis(if o.quick { 300 } else { 2000 })
+}
+
 fn paced_window(o: &Options) -> Duration {
-    Duration::from_secs(if o.quick { 5 } else { 60 })
+    Duration::from_secs(if o.quick { 4 } else { 60 })
 }
 
 /// The implementations, each ready to exchange.
 struct Impls {
     takt: takt::TaktEcho,
+    local: takt::TaktEcho,
     nats: nats::BareNats,
     tcp: tcp::TcpEcho,
     nagle: tcp::TcpEcho,
@@ -79,6 +138,7 @@ struct Impls {
 
 enum Which {
     Takt,
+    Local,
     Nats,
     Tcp,
 }
@@ -87,6 +147,7 @@ impl Which {
     fn name(&self) -> &'static str {
         match self {
             Which::Takt => "takt",
+            Which::Local => "takt-in-process",
             Which::Nats => "async-nats",
             Which::Tcp => "tcp-nodelay",
         }
@@ -97,6 +158,7 @@ impl Impls {
     fn round_trip(&mut self, w: &Which, payload: &[u8]) -> Result<Duration, String> {
         match w {
             Which::Takt => self.takt.round_trip(payload),
+            Which::Local => self.local.round_trip(payload),
             Which::Nats => self.nats.round_trip(payload),
             Which::Tcp => self.tcp.round_trip(payload),
         }
@@ -158,15 +220,42 @@ fn run(o: &Options, ctx: &RunContext) -> Result<Document, String> {
         .clone()
         .or_else(|| server.as_ref().map(|s| s.url()))
         .unwrap_or_default();
+    let (program, mut args) = match &o.responder {
+        Some((p, a)) => (p.clone(), a.clone()),
+        None => (
+            std::env::current_exe().map_err(|e| format!("the takt executable: {e}"))?,
+            responder_args(&o.thread, o.spin),
+        ),
+    };
+    let name = format!("answer-{}", std::process::id());
+    args.extend([
+        "--url".to_string(),
+        url.clone(),
+        "--node".to_string(),
+        name.clone(),
+    ]);
     let mut im = Impls {
-        takt: takt::TaktEcho::start(&url, &o.thread)?,
+        takt: takt::TaktEcho::start(
+            &url,
+            &o.thread,
+            o.spin,
+            &name,
+            takt::Placement::Child { program, args },
+        )?,
+        local: takt::TaktEcho::start(
+            &url,
+            &o.thread,
+            o.spin,
+            &format!("{name}-local"),
+            takt::Placement::InProcess,
+        )?,
         nats: nats::BareNats::start(&url)?,
         tcp: tcp::TcpEcho::start(tcp::Mode::NoDelay)?,
         nagle: tcp::TcpEcho::start(tcp::Mode::NagleSplit)?,
     };
     doc.note(format!(
-        "server {url}; takt: two nodes in this process (two connections, two bridge threads {}), asked from a plain thread, answered by an agent",
-        o.thread
+        "server {url}; takt: the asking node here, the answering node in a child process (bridge threads {}), asked from a plain thread, answered by an agent on a one_thread dispatcher (spin {}); takt-in-process: both nodes in this process; payloads are `bytes::Bytes`",
+        o.thread, o.spin
     ));
 
     // Back-to-back round trips.
@@ -180,7 +269,7 @@ fn run(o: &Options, ctx: &RunContext) -> Result<Document, String> {
     };
     for size in SIZES {
         let payload = vec![0x5a; size];
-        for w in [Which::Takt, Which::Nats, Which::Tcp] {
+        for w in [Which::Takt, Which::Local, Which::Nats, Which::Tcp] {
             step(ctx, &format!("rtt {size} B: {}", w.name()))?;
             let n = count(size);
             let mut samples = Vec::with_capacity(runs);
@@ -208,11 +297,102 @@ fn run(o: &Options, ctx: &RunContext) -> Result<Document, String> {
         }
     }
 
-    // Paced: every implementation at once, each on its own thread.
+    // Paced: every implementation at once, each on its own thread;
+    // without, then with, an idle-latency hold.
+    let holds = if o.paced_holds.is_empty() {
+        vec![None]
+    } else {
+        o.paced_holds.clone()
+    };
+    for hold in holds {
+        let _held = match hold.map(takt_sched::IdleLatency::hold) {
+            None => None,
+            Some(Ok(h)) => Some(h),
+            Some(Err(e)) => {
+                doc.note(format!(
+                    "paced runs with an idle-latency hold skipped: {e} (needs root)"
+                ));
+                continue;
+            }
+        };
+        paced_runs(o, ctx, &mut im, runs, hold, &mut doc)?;
+    }
+
+    // Saturated.
+    let payload = vec![0x5a; SATURATED_SIZE];
+    let total = if o.quick { 2_000 } else { 50_000 };
+    for k in IN_FLIGHT {
+        for w in [Which::Takt, Which::Local, Which::Nats] {
+            step(ctx, &format!("saturated {k} in flight: {}", w.name()))?;
+            let mut samples = Vec::with_capacity(runs);
+            let mut cpu = Duration::ZERO;
+            for r in 0..=runs {
+                let c0 = takt_sched::process_cpu_time();
+                let d = match w {
+                    Which::Takt => im.takt.saturate(&payload, k, total)?,
+                    Which::Local => im.local.saturate(&payload, k, total)?,
+                    _ => im.nats.saturate(&payload, k, total)?,
+                };
+                if r > 0 {
+                    cpu += takt_sched::process_cpu_time().saturating_sub(c0);
+                    samples.push(total as f64 / d.as_secs_f64());
+                }
+            }
+            doc.push(ResultRow::new(
+                "saturated",
+                w.name(),
+                params![
+                    ("bytes", SATURATED_SIZE),
+                    ("in_flight", k),
+                    ("round_trips", total)
+                ],
+                "rt/s",
+                Better::Higher,
+                samples,
+                cpu.as_secs_f64() / runs as f64,
+            ));
+        }
+    }
+    for st in [im.takt.stats(), im.local.stats()] {
+        if st.queue_full + st.too_large + st.undeliverable + st.type_mismatch + st.slow_consumer > 0
+        {
+            return Err(format!("takt-remote lost messages during the run: {st:?}"));
+        }
+    }
+
+    // One-way, until something gives (losses expected: not checked above).
+    if o.one_way {
+        one_way(o, ctx, &mut im.takt, runs, &mut doc)?;
+    }
+    if o.quick {
+        doc.note(format!(
+            "--quick: paced windows of {} s (p99 and p99.9 of fewer than 100 round trips are the maximum), {} round trips per saturated run",
+            paced_window(o).as_secs(),
+            total
+        ));
+    }
+    drop(im);
+    drop(server);
+    Ok(doc.finish())
+}
+
+/// One paced window per pace, every implementation at once.
+fn paced_runs(
+    o: &Options,
+    ctx: &RunContext,
+    im: &mut Impls,
+    runs: usize,
+    hold: Option<Duration>,
+    doc: &mut DocumentBuilder,
+) -> Result<(), String> {
     for pace in PACES_MS {
         step(
             ctx,
-            &format!("paced {pace} ms for {} s", paced_window(o).as_secs()),
+            &format!(
+                "paced {pace} ms for {} s, idle latency {}",
+                paced_window(o).as_secs(),
+                crate::result::idle_latency_param(hold)
+            ),
         )?;
         let cancel = ctx.cancel().flag();
         let cancel = &cancel;
@@ -222,16 +402,21 @@ fn run(o: &Options, ctx: &RunContext) -> Result<Document, String> {
         let lat: Vec<(&'static str, Result<Vec<f64>, String>)> = std::thread::scope(|s| {
             let Impls {
                 takt,
+                local,
                 nats,
                 tcp,
                 nagle,
-            } = &mut im;
+            } = im;
             let p = &payload;
             let pace_d = Duration::from_millis(pace);
             let h = vec![
                 (
                     "takt",
                     s.spawn(move || paced(|| takt.round_trip(p), pace_d, window, cancel)),
+                ),
+                (
+                    "takt-in-process",
+                    s.spawn(move || paced(|| local.round_trip(p), pace_d, window, cancel)),
                 ),
                 (
                     "async-nats",
@@ -272,6 +457,7 @@ fn run(o: &Options, ctx: &RunContext) -> Result<Document, String> {
                         params![
                             ("bytes", PACED_SIZE),
                             ("pace_ms", pace),
+                            ("idle_latency", crate::result::idle_latency_param(hold)),
                             ("quantile", label),
                             ("round_trips_per_run", per)
                         ],
@@ -285,55 +471,94 @@ fn run(o: &Options, ctx: &RunContext) -> Result<Document, String> {
             }
         }
     }
+    Ok(())
+}
 
-    // Saturated.
-    let payload = vec![0x5a; SATURATED_SIZE];
-    let total = if o.quick { 2000 } else { 20000 };
-    for k in IN_FLIGHT {
-        for w in [Which::Takt, Which::Nats] {
-            step(ctx, &format!("saturated {k} in flight: {}", w.name()))?;
-            let mut samples = Vec::with_capacity(runs);
-            let mut cpu = Duration::ZERO;
-            for r in 0..=runs {
-                let c0 = takt_sched::process_cpu_time();
-                let d = match w {
-                    Which::Takt => im.takt.saturate(&payload, k, total)?,
-                    _ => im.nats.saturate(&payload, k, total)?,
-                };
-                if r > 0 {
-                    cpu += takt_sched::process_cpu_time().saturating_sub(c0);
-                    samples.push(total as f64 / d.as_secs_f64());
+/// `one_way` rows: per offered rate, messages/s delivered to the sink.
+fn one_way(
+    o: &Options,
+    ctx: &RunContext,
+    takt: &mut takt::TaktEcho,
+    runs: usize,
+    doc: &mut DocumentBuilder,
+) -> Result<(), String> {
+    let payload = vec![0x5a; ONE_WAY_SIZE];
+    let window = one_way_window(o);
+    let mut breaks: Option<String> = None;
+    for rate in ONE_WAY_RATES {
+        let offered = if rate == 0 {
+            "max".to_string()
+        } else {
+            rate.to_string()
+        };
+        step(ctx, &format!("one-way, offered {offered} msg/s"))?;
+        let mut samples = Vec::with_capacity(runs);
+        let (mut sent_all, mut full_all, mut lost_all, mut slow_all) = (0, 0, 0, 0);
+        let mut cpu = Duration::ZERO;
+        for r in 0..=runs {
+            let before = takt.sink_count()?;
+            let c0 = takt_sched::process_cpu_time();
+            let (sent, full, elapsed) = takt.one_way(&payload, rate, window)?;
+            // Drained when the count reaches what was sent or stops moving.
+            let t0 = Instant::now();
+            let mut last = before;
+            let mut still = Instant::now();
+            let after = loop {
+                let c = takt.sink_count()?;
+                if c.received - before.received >= sent {
+                    break c;
                 }
+                if c.received != last.received {
+                    still = Instant::now();
+                }
+                if still.elapsed() > Duration::from_millis(300)
+                    || t0.elapsed() > Duration::from_secs(10)
+                {
+                    break c;
+                }
+                last = c;
+                std::thread::sleep(Duration::from_millis(10));
+            };
+            let received = after.received - before.received;
+            let drained = t0.elapsed();
+            if r > 0 {
+                cpu += takt_sched::process_cpu_time().saturating_sub(c0);
+                samples.push(received as f64 / (elapsed + drained).as_secs_f64());
+                sent_all += sent;
+                full_all += full;
+                lost_all += sent.saturating_sub(received);
+                slow_all += after.slow_consumer - before.slow_consumer;
             }
-            doc.push(ResultRow::new(
-                "saturated",
-                w.name(),
+        }
+        if breaks.is_none() && (full_all + lost_all + slow_all) > 0 {
+            breaks = Some(offered.clone());
+        }
+        doc.push(
+            ResultRow::new(
+                "one_way",
+                "takt",
                 params![
-                    ("bytes", SATURATED_SIZE),
-                    ("in_flight", k),
-                    ("round_trips", total)
+                    ("bytes", ONE_WAY_SIZE),
+                    ("offered_msg_s", offered),
+                    ("window_ms", window.as_millis() as u64)
                 ],
-                "rt/s",
+                "msg/s",
                 Better::Higher,
                 samples,
                 cpu.as_secs_f64() / runs as f64,
-            ));
+            )
+            .with_note(format!(
+                "over {runs} runs: {sent_all} sent, {full_all} dropped at the sender (outbound queue full), {lost_all} sent but not delivered, {slow_all} slow-consumer events at the receiver; delivered/s counts the drain after the window",
+            )),
+        );
+    }
+    doc.note(match breaks {
+        Some(at) => {
+            format!("one_way: the first losses at an offered {at} msg/s (see the rows' notes)")
         }
-    }
-    let st = im.takt.stats();
-    if st.queue_full + st.too_large + st.undeliverable + st.type_mismatch + st.slow_consumer > 0 {
-        return Err(format!("takt-remote lost messages during the run: {st:?}"));
-    }
-    if o.quick {
-        doc.note(format!(
-            "--quick: paced windows of {} s (p99 and p99.9 of fewer than 100 round trips are the maximum), {} round trips per saturated run",
-            paced_window(o).as_secs(),
-            total
-        ));
-    }
-    drop(im);
-    drop(server);
-    Ok(doc.finish())
+        None => "one_way: no losses at any offered rate".to_string(),
+    });
+    Ok(())
 }
 
 /// One exchange every `pace` for `window` (or until `cancel`); the
@@ -364,6 +589,80 @@ fn paced(
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// The child side of the responder tests: serves when the test binary
+    /// is run with a `nats://` URL and a node name among its arguments
+    /// (libtest takes them for name filters that match nothing else).
+    #[test]
+    fn responder_child_entry() {
+        let args: Vec<String> = std::env::args().collect();
+        let Some(i) = args.iter().position(|a| a.starts_with("nats://")) else {
+            return;
+        };
+        let node = args.get(i + 1).expect("a node name after the URL");
+        responder::serve_until_stdin_closes(
+            &args[i],
+            node,
+            &ThreadSpec::new("child"),
+            SpinBudget::DEFAULT,
+        )
+        .unwrap();
+    }
+
+    fn child_args(url: &str, node: &str) -> Vec<String> {
+        [
+            "--exact",
+            "remote::tests::responder_child_entry",
+            "--nocapture",
+            "--test-threads=1",
+            url,
+            node,
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+
+    fn gone(pid: u32) -> bool {
+        !std::path::Path::new(&format!("/proc/{pid}")).exists()
+    }
+
+    /// The answering node in a child process answers; dropping the bench's
+    /// handle kills and reaps it; a child whose parent vanishes (its stdin
+    /// closes) ends by itself.
+    #[test]
+    fn responder_child_answers_is_reaped_on_drop_and_ends_with_its_parent() {
+        let server = server::NatsServer::start().expect("nats-server (scripts/setup.sh)");
+        let url = server.url();
+        let exe = std::env::current_exe().unwrap();
+        let name = format!("t{}", std::process::id());
+        let mut echo = takt::TaktEcho::start(
+            &url,
+            &ThreadSpec::new("asker"),
+            SpinBudget::DEFAULT,
+            &name,
+            takt::Placement::Child {
+                program: exe.clone(),
+                args: child_args(&url, &name),
+            },
+        )
+        .unwrap();
+        echo.round_trip(&[7; 100]).unwrap();
+        echo.saturate(&[7; 64], 16, 200).unwrap();
+        drop(echo);
+
+        let r = responder::Responder::spawn(&exe, &child_args(&url, "t-drop"), "t-drop").unwrap();
+        let pid = r.pid();
+        assert!(!gone(pid));
+        drop(r);
+        assert!(gone(pid), "the child {pid} outlived its handle");
+
+        let mut r =
+            responder::Responder::spawn(&exe, &child_args(&url, "t-orphan"), "t-orphan").unwrap();
+        assert!(
+            r.close_stdin_and_wait(Duration::from_secs(20)),
+            "the child did not end when its stdin closed"
+        );
+    }
 
     #[test]
     fn tcp_echo_round_trips_in_both_modes() {

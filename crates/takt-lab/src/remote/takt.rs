@@ -1,71 +1,117 @@
-//! takt's side: two takt-remote nodes (two connections, two bridge
-//! threads), an echo agent exported on one for `Vec<u8>` queries, asked
-//! from the other.
+//! takt's side: the asking node in this process, the answering node
+//! ([`responder`](super::responder)) in a child process — or, for the
+//! labelled in-process variant, in this process on its own connection and
+//! bridge thread.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use takt_agents::{Agent, Config as RtConfig, Ctx, Definer, Runtime};
-use takt_remote::{Config, Node, RemoteAgent};
-use takt_sched::ThreadSpec;
+use bytes::Bytes;
+use takt_agents::AskError;
+use takt_remote::{Config, Node, RemoteAgent, RemoteError};
+use takt_sched::{SpinBudget, ThreadSpec};
+
+use super::responder::{self, Count, Responder, Served, SinkCount};
 
 /// How long one benchmark query may take before the run fails.
 const ASK_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one try of the sink's count waits (the query may be lost in
+/// a flood).
+const COUNT_TRY: Duration = Duration::from_secs(1);
 
-struct Echo;
-impl Agent for Echo {
-    fn define(def: &mut Definer<Self>) {
-        def.on_ask(|_: &mut Echo, _: &mut Ctx<Echo>, v: Vec<u8>| v);
-    }
+/// Where the answering node runs.
+#[derive(Debug)]
+pub(super) enum Placement {
+    /// A child process running `program args…`.
+    Child {
+        program: std::path::PathBuf,
+        args: Vec<String>,
+    },
+    /// This process.
+    InProcess,
 }
 
-/// Two nodes and the exported echo agent.
+/// The answering node, held for its drop (which ends it).
+#[derive(Debug)]
+#[expect(dead_code, reason = "held only to be dropped with the bench")]
+enum Answerer {
+    Child(Responder),
+    InProcess(Served),
+}
+
+/// The asking node and the answering node's exports.
 #[derive(Debug)]
 pub(super) struct TaktEcho {
     echo: RemoteAgent,
-    // Dropped in this order: the asking node, the serving node, the agents.
+    sink: RemoteAgent,
+    // Dropped in this order: the asking node, then the answering one.
     client: Node,
-    _server: Node,
-    _rt: Runtime,
+    _answerer: Answerer,
 }
 
 impl TaktEcho {
-    /// Starts both nodes on `url`; bridge threads from `thread`.
-    pub(super) fn start(url: &str, thread: &ThreadSpec) -> Result<TaktEcho, String> {
-        let rt = Runtime::new(RtConfig::default());
-        let disp = rt.one_thread("echo").map_err(|e| e.to_string())?;
-        let mut coop = rt.coop("echo");
-        let echo = coop.add(Echo, &disp).map_err(|e| e.to_string())?;
-        coop.register().map_err(|e| e.to_string())?;
-        let cfg = |node: &str| Config {
-            url: url.to_string(),
-            node: node.to_string(),
-            cluster: "bench".to_string(),
-            thread: thread.renamed(format!("remote-{node}")),
-            ..Config::default()
+    /// Starts the answering node `name` as `placement` says and the asking
+    /// node `client_name` on `url`; bridge threads from `thread`.
+    pub(super) fn start(
+        url: &str,
+        thread: &ThreadSpec,
+        spin: SpinBudget,
+        name: &str,
+        placement: Placement,
+    ) -> Result<TaktEcho, String> {
+        let answerer = match placement {
+            Placement::Child { program, args } => {
+                Answerer::Child(Responder::spawn(&program, &args, name)?)
+            }
+            Placement::InProcess => Answerer::InProcess(responder::serve(url, name, thread, spin)?),
         };
-        let server = Node::start(cfg("server")).map_err(|e| e.to_string())?;
-        server
-            .export_ask::<Vec<u8>, Vec<u8>>("echo", echo.requester())
-            .map_err(|e| e.to_string())?;
-        let client = Node::start(cfg("client")).map_err(|e| e.to_string())?;
+        let client_name = format!("{name}-asker");
+        let client = Node::start(Config {
+            url: url.to_string(),
+            node: client_name.clone(),
+            cluster: responder::CLUSTER.to_string(),
+            thread: thread.renamed(format!("remote-{client_name}")),
+            ..Config::default()
+        })
+        .map_err(|e| e.to_string())?;
+        let wait = Duration::from_secs(20);
+        if !client.wait_for_node(name, wait) {
+            return Err(format!("the answering node {name} did not appear"));
+        }
         let echo = client
-            .lookup("echo", ASK_TIMEOUT)
+            .remote(name, responder::ECHO)
             .map_err(|e| e.to_string())?;
+        let sink = client
+            .remote(name, responder::SINK)
+            .map_err(|e| e.to_string())?;
+        // The exports are confirmed before the node announces them; one
+        // answered ask shows the path works end to end.
+        let t0 = Instant::now();
+        loop {
+            match echo
+                .ask::<Bytes, Bytes>(Bytes::from_static(&[1]), ASK_TIMEOUT)
+                .wait()
+            {
+                Ok(_) => break,
+                Err(e) if t0.elapsed() > wait => return Err(format!("takt ask: {e}")),
+                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            }
+        }
         Ok(TaktEcho {
             echo,
+            sink,
             client,
-            _server: server,
-            _rt: rt,
+            _answerer: answerer,
         })
     }
 
     /// One ask of `payload`.
     pub(super) fn round_trip(&mut self, payload: &[u8]) -> Result<Duration, String> {
+        let body = Bytes::copy_from_slice(payload);
         let t0 = Instant::now();
         let r = self
             .echo
-            .ask::<Vec<u8>, Vec<u8>>(payload.to_vec(), ASK_TIMEOUT)
+            .ask::<Bytes, Bytes>(body, ASK_TIMEOUT)
             .wait()
             .map_err(|e| format!("takt ask: {e}"))?;
         if r.len() != payload.len() {
@@ -81,15 +127,13 @@ impl TaktEcho {
         in_flight: usize,
         total: usize,
     ) -> Result<Duration, String> {
+        let body = Bytes::copy_from_slice(payload);
         let t0 = Instant::now();
         let mut window = VecDeque::with_capacity(in_flight);
         let mut issued = 0;
         while issued < total || !window.is_empty() {
             while issued < total && window.len() < in_flight {
-                window.push_back(
-                    self.echo
-                        .ask::<Vec<u8>, Vec<u8>>(payload.to_vec(), ASK_TIMEOUT),
-                );
+                window.push_back(self.echo.ask::<Bytes, Bytes>(body.clone(), ASK_TIMEOUT));
                 issued += 1;
             }
             if let Some(p) = window.pop_front() {
@@ -99,7 +143,68 @@ impl TaktEcho {
         Ok(t0.elapsed())
     }
 
-    /// The asking node's counters (checked after the run: nothing may be lost).
+    /// Sends one-way messages of `payload` at `rate` per second (0: as
+    /// fast as the caller can) for `window`; a send that meets a full
+    /// outbound queue is dropped (the bridge's overload reaction) and
+    /// counted. Returns (sent, dropped at the sender, elapsed).
+    pub(super) fn one_way(
+        &mut self,
+        payload: &[u8],
+        rate: u64,
+        window: Duration,
+    ) -> Result<(u64, u64, Duration), String> {
+        let body = Bytes::copy_from_slice(payload);
+        let (mut sent, mut full) = (0u64, 0u64);
+        let t0 = Instant::now();
+        let send = |sent: &mut u64, full: &mut u64| -> Result<(), String> {
+            match self.sink.send(body.clone()) {
+                Ok(()) => *sent += 1,
+                Err(RemoteError::QueueFull { .. }) => *full += 1,
+                Err(e) => return Err(format!("takt send: {e}")),
+            }
+            Ok(())
+        };
+        if rate == 0 {
+            while t0.elapsed() < window {
+                for _ in 0..64 {
+                    send(&mut sent, &mut full)?;
+                }
+            }
+        } else {
+            // Bursts every millisecond, each bringing the count up to plan.
+            loop {
+                let now = t0.elapsed();
+                if now >= window {
+                    break;
+                }
+                let due = (now.as_secs_f64() * rate as f64) as u64;
+                while sent + full < due {
+                    send(&mut sent, &mut full)?;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        Ok((sent, full, t0.elapsed()))
+    }
+
+    /// The sink's count and the answering node's counters. Right after a
+    /// flood the outbound queue may still be full, which refuses the query
+    /// (`Rejected`), and an answering node that fell behind drops it with
+    /// the flood (slow consumer: `Timeout`): it is asked again, each try
+    /// waiting [`COUNT_TRY`], for up to [`ASK_TIMEOUT`] in all.
+    pub(super) fn sink_count(&self) -> Result<SinkCount, String> {
+        let t0 = Instant::now();
+        loop {
+            match self.sink.ask::<Count, SinkCount>(Count, COUNT_TRY).wait() {
+                Err(AskError::Rejected | AskError::Timeout) if t0.elapsed() < ASK_TIMEOUT => {
+                    std::thread::sleep(Duration::from_millis(5))
+                }
+                r => return r.map_err(|e| format!("takt sink count: {e}")),
+            }
+        }
+    }
+
+    /// The asking node's counters.
     pub(super) fn stats(&self) -> takt_remote::RemoteStats {
         self.client.stats()
     }
