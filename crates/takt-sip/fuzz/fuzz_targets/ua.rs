@@ -33,7 +33,12 @@ fn drain(
     let mut buf = Vec::new();
     while let Some(t) = poll(&mut buf) {
         let b = buf[buf.len() - t.len..].to_vec();
-        Message::parse_proxy(&b).expect("a user agent sends parsable messages");
+        if let Err(e) = Message::parse_proxy(&b) {
+            panic!(
+                "a user agent sent an unparsable message ({e}): {:?}",
+                String::from_utf8_lossy(&b)
+            );
+        }
         // a bounded backlog: the oldest are dropped, as a full socket would
         if q.len() == 64 {
             q.pop_front();
