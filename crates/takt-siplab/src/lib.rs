@@ -20,6 +20,9 @@
 //!   with its statistical decision rule.
 //! - [`capacity`]: a trial of a load against a target with the server's
 //!   counters around it, and the result rows of a search.
+//! - [`torture`]: `takt sip torture` — overload (under a CFS CPU limit
+//!   where the generator cannot outrun the server), a UAS killed and
+//!   restarted, garbage during live calls, and the soak.
 //! - [`relay`]: the null relay itself (run by `takt sip relay`).
 //! - [`net`]: `--net veth`, the server in its own network namespace.
 //! - [`interval`]: the confidence bounds the search uses.
@@ -34,5 +37,6 @@ pub mod relay;
 pub mod search;
 pub mod server_stats;
 pub mod target;
+pub mod torture;
 
 pub use error::{Error, Result};

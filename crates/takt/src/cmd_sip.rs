@@ -39,6 +39,10 @@ enum SipSub {
     /// The 1%-drop capacity of one or more targets (takt, Kamailio, the
     /// null relay, any address) under the native generator.
     Capacity(Box<crate::cmd_sip_capacity::CapacityArgs>),
+    /// A SIP server under overload (2x and 1.5x its capacity, under a CFS
+    /// CPU limit where needed), a UAS killed and restarted, garbage during
+    /// live calls, and the soak.
+    Torture(Box<crate::cmd_sip_torture::TortureArgs>),
     /// The SIP laboratory's null relay (requests to --uas, responses to
     /// --uac or their top Via, no other SIP processing); started by
     /// `takt sip capacity`.
@@ -225,6 +229,7 @@ pub fn run(c: SipCmd) -> Result<(), String> {
         SipSub::Load(a) => load(*a),
         SipSub::Gen(a) => crate::cmd_sip_gen::run(*a),
         SipSub::Capacity(a) => crate::cmd_sip_capacity::run(*a),
+        SipSub::Torture(a) => crate::cmd_sip_torture::run(*a),
         SipSub::Relay(a) => crate::cmd_sip_relay::run(*a),
     }
 }

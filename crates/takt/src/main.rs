@@ -14,6 +14,7 @@ mod cmd_sip;
 mod cmd_sip_capacity;
 mod cmd_sip_gen;
 mod cmd_sip_relay;
+mod cmd_sip_torture;
 
 use clap::{Parser, Subcommand};
 
