@@ -466,8 +466,8 @@ fn a_repeated_invite_gets_the_same_200_again() {
 }
 
 /// Found by the `ua` fuzz target: a 2xx whose Contact URI holds a folded
-/// line went verbatim into the ACK's request line (a malformed request, and
-/// a header injected into it). The URI is refused and counted; the ACK goes
+/// line (or has a scheme that is not one) went verbatim into the ACK's
+/// request line (a malformed request, and a header injected into it). The URI is refused and counted; the ACK goes
 /// to the initial Request-URI and parses.
 #[test]
 fn a_contact_that_cannot_be_a_request_uri_is_refused() {
@@ -478,6 +478,8 @@ fn a_contact_that_cannot_be_a_request_uri_is_refused() {
         "Contact: <sip:127: sip:j.example.net;tag=1\r\n\tX-Injected: 0>\r\n",
         "Contact: <>\r\n",
         "Contact: <sip:a b@example.net>\r\n",
+        // found by the fuzz target too: a scheme must start with a letter
+        "Contact: <+ip:127.0.0.1:5070>\r\n",
     ]
     .into_iter()
     .enumerate()

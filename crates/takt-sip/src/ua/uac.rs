@@ -727,13 +727,13 @@ impl Uac {
     }
 }
 
-/// Whether `u` can stand as a Request-URI: not empty, and no whitespace,
-/// control character or angle bracket (RFC 3261 §25.1: none belongs in a
-/// URI unescaped).
+/// Whether `u` can stand as a Request-URI: no whitespace, control
+/// character or angle bracket (RFC 3261 §25.1: none belongs in a URI
+/// unescaped), and a URI as a request line takes it (scheme, host, port).
 fn request_uri_ok(u: &[u8]) -> bool {
-    !u.is_empty()
-        && u.iter()
-            .all(|&c| c > b' ' && c != 0x7f && c != b'<' && c != b'>')
+    u.iter()
+        .all(|&c| c > b' ' && c != 0x7f && c != b'<' && c != b'>')
+        && crate::wire::parse_uri(u, 0, u.len(), false).is_ok()
 }
 
 /// The URI of a Contact value: between `<` and `>`, or up to the first
