@@ -62,6 +62,10 @@ pub struct TortureArgs {
     /// UAC source ports.
     #[arg(long, value_name = "N", default_value_t = 16)]
     ports: usize,
+    /// A further `takt sip proxy` argument for the takt target
+    /// (repeatable), e.g. `--takt-arg=--config=overload.toml`.
+    #[arg(long = "takt-arg", value_name = "ARG", allow_hyphen_values = true)]
+    takt_args: Vec<String>,
     /// Seconds of the soak (default 1800; 120 with --quick).
     #[arg(long, value_name = "SECS")]
     soak_secs: Option<u64>,
@@ -81,11 +85,14 @@ fn parse_mode(s: &str) -> Result<Mode, String> {
     }
 }
 
-fn parse_target(s: &str, model: WorkerModel) -> Result<TargetKind, String> {
+fn parse_target(s: &str, model: WorkerModel, args: &[String]) -> Result<TargetKind, String> {
+    if s != "takt" && !args.is_empty() {
+        return Err("--takt-arg is for the takt target".into());
+    }
     match s {
         "takt" => Ok(TargetKind::Takt(TaktOptions {
             model,
-            extra_args: Vec::new(),
+            extra_args: args.to_vec(),
         })),
         "kamailio" => Ok(TargetKind::Kamailio),
         a => a
@@ -96,7 +103,7 @@ fn parse_target(s: &str, model: WorkerModel) -> Result<TargetKind, String> {
 }
 
 pub fn run(a: TortureArgs) -> Result<(), String> {
-    let kind = parse_target(&a.target, a.model)?;
+    let kind = parse_target(&a.target, a.model, &a.takt_args)?;
     let online = CpuSet::online();
     let server_cpus = a
         .sched

@@ -203,6 +203,11 @@ impl TorturePlan {
             TargetKind::Addr(_) => "unknown",
         };
         p.insert("model".into(), json!(model));
+        if let TargetKind::Takt(o) = &self.kind {
+            if !o.extra_args.is_empty() {
+                p.insert("takt_args".into(), json!(o.extra_args.join(" ")));
+            }
+        }
         p.insert(
             "cpu_limit".into(),
             json!(self
