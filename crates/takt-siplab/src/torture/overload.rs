@@ -10,8 +10,9 @@
 //!   against the capacity (targets: ≥ 80% at 2×, ≥ 90% at 1.5×);
 //! - **refused INVITEs**: calls that failed (503 from the server, another
 //!   final response, or no answer within Timer B), of those attempted;
-//! - **dialog messages lost**: ACKs the UACs sent that never reached the
-//!   UAS, and BYEs never answered (the call ended `bye_failed`) — none may
+//! - **dialog messages lost**: ACKs to 2xx the UACs sent that never
+//!   reached the UAS (ACKs to failure responses end at a stateful proxy and
+//!   are not counted), and BYEs never answered (the call ended `bye_failed`) — none may
 //!   be lost while new INVITEs are still being accepted; for takt also the
 //!   ACKs and BYEs it shed itself (its `/stats`);
 //! - **peak memory**: the largest resident set seen (sampled every
@@ -233,10 +234,18 @@ fn rows(plan: &TorturePlan, capacity: f64, x: f64, goal: f64, m: &Level) -> Vec<
         refused as f64 / attempted.max(1) as f64,
         det,
     ));
+    // ACKs to failure responses end at the proxy (hop by hop, §17.1.1.3):
+    // only those of 2xx (end to end) can reach the UAS
+    let failure_acks: u64 = failures
+        .iter()
+        .filter(|(k, _)| matches!(**k, "503" | "rejected_other"))
+        .map(|(_, n)| n)
+        .sum();
     let ack_lost = sent
         .get("ack")
         .copied()
         .unwrap_or(0)
+        .saturating_sub(failure_acks)
         .saturating_sub(got("ack"));
     let shed_dialog: u64 = m
         .losses_end
@@ -251,6 +260,7 @@ fn rows(plan: &TorturePlan, capacity: f64, x: f64, goal: f64, m: &Level) -> Vec<
         json!(sent.get("ack").copied().unwrap_or(0)),
     );
     det.insert("ack_received_by_uas".into(), json!(got("ack")));
+    det.insert("ack_to_failures".into(), json!(failure_acks));
     det.insert("ack_lost".into(), json!(ack_lost));
     det.insert("bye_failed_calls".into(), json!(bye_failed));
     det.insert("shed_by_server".into(), json!(m.losses_end.shed));
