@@ -28,9 +28,16 @@
 //! batch = 32
 //! tcp = true
 //! max_message = 65535
-//! max_tcp_connections = 1024
 //! cpus = "0"                   # takt-sched CPU list
 //! sched = "other"              # takt-sched policy
+//!
+//! [tcp]
+//! workers = 0                  # event-loop threads (0: half the UDP workers, at least 1)
+//! max_connections = 16384      # open at once, inbound and outbound
+//! max_per_peer = 512           # inbound, per peer IP address
+//! message_deadline_ms = 5000   # a message completes within this after its first byte
+//! idle_timeout_s = 120         # a connection without traffic either way is closed
+//! max_send_buffer = 1048576    # bytes held for a peer that does not read
 //!
 //! [overload]
 //! table_high_water = 0.9
@@ -53,7 +60,7 @@ use crate::proxy::build::Local;
 use crate::proxy::txn::Timers;
 use crate::proxy::{Mode, ProxyConfig, ShedPolicy, Target, Transport};
 use crate::stats::EndpointAddr;
-use crate::transport::{ServerConfig, WakeOrder, WorkerModel};
+use crate::transport::{ServerConfig, TcpLimits, WakeOrder, WorkerModel};
 
 /// A configuration problem, naming the key.
 #[derive(Debug, thiserror::Error)]
@@ -177,8 +184,9 @@ pub struct WorkerSection {
     pub tcp: bool,
     /// Largest message.
     pub max_message: usize,
-    /// Most TCP connections.
-    pub max_tcp_connections: usize,
+    /// Most TCP connections: the older spelling of `[tcp]
+    /// max_connections` (both may not be given).
+    pub max_tcp_connections: Option<usize>,
     /// CPU list.
     pub cpus: Option<String>,
     /// Policy.
@@ -195,10 +203,85 @@ impl Default for WorkerSection {
             batch: 32,
             tcp: true,
             max_message: 65_535,
-            max_tcp_connections: 1024,
+            max_tcp_connections: None,
             cpus: None,
             sched: None,
         }
+    }
+}
+
+/// `[tcp]`: the TCP transport's threads, limits and deadlines (see
+/// [`TcpLimits`]).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TcpSection {
+    /// Event-loop threads (0: half the UDP workers, at least one).
+    pub workers: usize,
+    /// Most connections open at once.
+    pub max_connections: Option<usize>,
+    /// Most inbound connections per peer IP address.
+    pub max_per_peer: usize,
+    /// Message deadline, ms.
+    pub message_deadline_ms: u64,
+    /// Idle lifetime, s.
+    pub idle_timeout_s: u64,
+    /// Send buffer bound per connection, bytes.
+    pub max_send_buffer: usize,
+}
+
+impl Default for TcpSection {
+    fn default() -> Self {
+        let d = TcpLimits::default();
+        TcpSection {
+            workers: d.workers,
+            max_connections: None,
+            max_per_peer: d.max_per_peer,
+            message_deadline_ms: d.message_deadline.as_millis() as u64,
+            idle_timeout_s: d.idle_timeout.as_secs(),
+            max_send_buffer: d.max_send_buffer,
+        }
+    }
+}
+
+impl TcpSection {
+    /// The limits, checked; `legacy` is `[workers] max_tcp_connections`.
+    fn limits(&self, legacy: Option<usize>, max_message: usize) -> Result<TcpLimits, ConfigError> {
+        let max_connections = match (self.max_connections, legacy) {
+            (Some(_), Some(_)) => {
+                return Err(bad(
+                    "tcp.max_connections",
+                    "also given as workers.max_tcp_connections; keep one",
+                ))
+            }
+            (Some(n), None) | (None, Some(n)) => n,
+            (None, None) => TcpLimits::default().max_connections,
+        };
+        if max_connections == 0 {
+            return Err(bad("tcp.max_connections", "must be at least 1"));
+        }
+        if self.max_per_peer == 0 {
+            return Err(bad("tcp.max_per_peer", "must be at least 1"));
+        }
+        if self.message_deadline_ms == 0 {
+            return Err(bad("tcp.message_deadline_ms", "must be at least 1"));
+        }
+        if self.idle_timeout_s == 0 {
+            return Err(bad("tcp.idle_timeout_s", "must be at least 1"));
+        }
+        if self.max_send_buffer < max_message {
+            return Err(bad(
+                "tcp.max_send_buffer",
+                format!("must hold one largest message (workers.max_message = {max_message})"),
+            ));
+        }
+        Ok(TcpLimits {
+            workers: self.workers,
+            max_connections,
+            max_per_peer: self.max_per_peer,
+            message_deadline: Duration::from_millis(self.message_deadline_ms),
+            idle_timeout: Duration::from_secs(self.idle_timeout_s),
+            max_send_buffer: self.max_send_buffer,
+        })
     }
 }
 
@@ -257,6 +340,8 @@ pub struct Config {
     pub timers: TimerSection,
     /// `[workers]`
     pub workers: WorkerSection,
+    /// `[tcp]`
+    pub tcp: TcpSection,
     /// `[overload]`
     pub overload: OverloadSection,
     /// `[stats]`
@@ -385,7 +470,9 @@ impl Config {
         sc.batch = self.workers.batch.max(1);
         sc.tcp = self.workers.tcp;
         sc.max_message = self.workers.max_message;
-        sc.max_tcp_connections = self.workers.max_tcp_connections;
+        sc.tcp_limits = self
+            .tcp
+            .limits(self.workers.max_tcp_connections, self.workers.max_message)?;
         sc.tick = Duration::from_millis(10);
         sc.spec = spec;
         Ok((pc, sc))
@@ -425,6 +512,37 @@ mod tests {
                 ..
             })
         ));
+        assert_eq!(sc.tcp_limits, TcpLimits::default());
+        let c = Config::parse(
+            "[tcp]\nworkers = 3\nmax_connections = 10\nmax_per_peer = 2\nmessage_deadline_ms = 250\nidle_timeout_s = 7\n",
+            "x",
+        )
+        .unwrap();
+        let (_, sc) = c.runtime(Some(ThreadSpec::new("t"))).unwrap();
+        let l = sc.tcp_limits;
+        assert_eq!((l.workers, l.max_connections, l.max_per_peer), (3, 10, 2));
+        assert_eq!(l.message_deadline, Duration::from_millis(250));
+        assert_eq!(l.idle_timeout, Duration::from_secs(7));
+        for (text, key) in [
+            ("[tcp]\nmax_per_peer = 0\n", "tcp.max_per_peer"),
+            (
+                "[tcp]\nmessage_deadline_ms = 0\n",
+                "tcp.message_deadline_ms",
+            ),
+            ("[tcp]\nmax_send_buffer = 10\n", "tcp.max_send_buffer"),
+            (
+                "[tcp]\nmax_connections = 5\n[workers]\nmax_tcp_connections = 6\n",
+                "tcp.max_connections",
+            ),
+        ] {
+            let e = Config::parse(text, "x").unwrap().runtime(None).unwrap_err();
+            assert!(
+                matches!(e, ConfigError::Value { key: k, .. } if k == key),
+                "{e}"
+            );
+        }
+        let c = Config::parse("[workers]\nmax_tcp_connections = 6\n", "x").unwrap();
+        assert_eq!(c.runtime(None).unwrap().1.tcp_limits.max_connections, 6);
         let c = Config::parse("[stats]\nendpoint = \"unix:/tmp/x.sock\"\n", "x").unwrap();
         assert_eq!(
             c.endpoint().unwrap(),

@@ -9,7 +9,8 @@
 //! - [`proxy`]: the proxy core of RFC 3261 §16 — stateless (§16.11) and
 //!   transaction-stateful (§17), driven by an explicit clock.
 //! - [`transport`]: UDP (IPv4/IPv6) and TCP, worker models `shared`,
-//!   `reuseport`, `batched`.
+//!   `reuseport`, `batched`; TCP on event-loop threads with connection
+//!   limits (total, per peer), a message deadline and an idle lifetime.
 //! - [`stats`]: per-message instrumentation, JSON and Prometheus output.
 //! - [`config`]: the TOML configuration.
 //! - [`ua`]: a sans-I/O UAC and UAS (the load generator's call flow), and

@@ -23,12 +23,16 @@
 //! - [`torture`]: `takt sip torture` — overload (under a CFS CPU limit
 //!   where the generator cannot outrun the server), a UAS killed and
 //!   restarted, garbage during live calls, and the soak.
+//! - [`conn_flood`]: thousands of TCP connections held idle or half-open
+//!   against a server, from distinct loopback addresses: the server's
+//!   memory, the kernel's, and a new client's wait for an answer.
 //! - [`relay`]: the null relay itself (run by `takt sip relay`).
 //! - [`net`]: `--net veth`, the server in its own network namespace.
 //! - [`interval`]: the confidence bounds the search uses.
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod capacity;
+pub mod conn_flood;
 mod error;
 pub mod gen;
 pub mod interval;

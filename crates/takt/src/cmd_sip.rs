@@ -163,6 +163,23 @@ pub struct ProxyArgs {
     /// Do not serve or use TCP.
     #[arg(long)]
     no_tcp: bool,
+    /// TCP event-loop threads (default: half the workers, at least 1).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    tcp_workers: Option<u32>,
+    /// Most TCP connections open at once, inbound and outbound (default 16384).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    tcp_max_connections: Option<u64>,
+    /// Most inbound TCP connections from one peer IP address (default 512).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    tcp_max_per_peer: Option<u64>,
+    /// How long a TCP message may take to arrive once its first byte
+    /// has, e.g. 5s (default), 500ms; the connection is closed after it.
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
+    tcp_message_deadline: Option<Duration>,
+    /// How long a TCP connection may go without traffic before it is
+    /// closed, e.g. 120s (default).
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
+    tcp_idle_timeout: Option<Duration>,
     /// Do not add Record-Route.
     #[arg(long)]
     no_record_route: bool,
@@ -205,6 +222,12 @@ fn parse_model(s: &str) -> Result<WorkerModel, String> {
 
 fn parse_wake(s: &str) -> Result<WakeOrder, String> {
     s.parse()
+}
+
+fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+    takt_sched::parse_duration(s)
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("{s:?} is not a positive duration (e.g. 500ms, 5s)"))
 }
 
 fn parse_bytes(s: &str) -> Result<usize, String> {
@@ -331,6 +354,22 @@ fn apply_flags(cfg: &mut Config, a: &ProxyArgs) {
     if a.no_tcp {
         cfg.workers.tcp = false;
     }
+    if let Some(n) = a.tcp_workers {
+        cfg.tcp.workers = n as usize;
+    }
+    if let Some(n) = a.tcp_max_connections {
+        cfg.tcp.max_connections = Some(n as usize);
+        cfg.workers.max_tcp_connections = None;
+    }
+    if let Some(n) = a.tcp_max_per_peer {
+        cfg.tcp.max_per_peer = n as usize;
+    }
+    if let Some(d) = a.tcp_message_deadline {
+        cfg.tcp.message_deadline_ms = (d.as_millis() as u64).max(1);
+    }
+    if let Some(d) = a.tcp_idle_timeout {
+        cfg.tcp.idle_timeout_s = d.as_secs().max(1);
+    }
     if a.no_record_route {
         cfg.proxy.record_route = false;
     }
@@ -380,7 +419,16 @@ fn proxy(a: ProxyArgs) -> Result<(), String> {
         ),
         None => None,
     };
-    let info = server.snapshot().server;
+    let first = server.snapshot();
+    if let Some(t) = first.tcp.filter(|t| t.fd_limit < t.fd_needed) {
+        eprintln!(
+            "warning: the open-file limit is {} (the hard limit allows no more), the TCP \
+             connection limit needs {}: connections beyond it fail with EMFILE. Raise the \
+             hard limit (ulimit -Hn, LimitNOFILE=) or lower --tcp-max-connections",
+            t.fd_limit, t.fd_needed
+        );
+    }
+    let info = first.server;
     eprintln!(
         "takt sip proxy: {} {}{} x{} on {} (udp{}), next hop {}, rcvbuf {} B{}{}",
         info.mode,
@@ -445,6 +493,45 @@ mod tests {
         assert_eq!(parse_bytes("212992"), Ok(212_992));
         assert!(parse_bytes("0").is_err());
         assert!(parse_bytes("x").is_err());
+    }
+
+    #[test]
+    fn tcp_flags_override_the_file() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct P {
+            #[command(flatten)]
+            a: ProxyArgs,
+        }
+        let p = P::try_parse_from([
+            "p",
+            "--tcp-workers",
+            "2",
+            "--tcp-max-connections",
+            "100",
+            "--tcp-max-per-peer",
+            "3",
+            "--tcp-message-deadline",
+            "250ms",
+            "--tcp-idle-timeout",
+            "30s",
+        ])
+        .unwrap();
+        let mut cfg = Config::parse("[workers]\nmax_tcp_connections = 9\n", "x").unwrap();
+        apply_flags(&mut cfg, &p.a);
+        let (_, sc) = cfg.runtime(Some(takt_sched::ThreadSpec::new("t"))).unwrap();
+        let l = sc.tcp_limits;
+        assert_eq!((l.workers, l.max_connections, l.max_per_peer), (2, 100, 3));
+        assert_eq!(l.message_deadline, Duration::from_millis(250));
+        assert_eq!(l.idle_timeout, Duration::from_secs(30));
+        for bad in [
+            &["p", "--tcp-max-connections", "0"][..],
+            &["p", "--tcp-message-deadline", "0"],
+            &["p", "--tcp-idle-timeout", "soon"],
+            &["p", "--tcp-workers", "0"],
+        ] {
+            assert!(P::try_parse_from(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

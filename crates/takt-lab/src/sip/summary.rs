@@ -96,6 +96,26 @@ pub fn render_exit_summary(snap: &Snapshot) -> String {
         snap.host_udp.in_datagrams,
         snap.host_drop_rate
     ));
+    if let Some(t) = &snap.tcp {
+        o.push_str(&format!(
+            "tcp: {} open (peak {}), {} accepted, {} opened, {} closed; refused: total limit {}, per-peer limit {}; closed by message deadline {}, idle lifetime {}, unframeable {}; send overflows {}; accept errors {}; late connect failures {}; open-file limit {} (needs {})\n",
+            t.open,
+            t.peak,
+            t.accepted,
+            t.connected,
+            t.closed,
+            t.refused_total_limit,
+            t.refused_peer_limit,
+            t.message_timeouts,
+            t.idle_timeouts,
+            t.unframeable,
+            t.send_overflows,
+            t.accept_errors,
+            t.connect_failures,
+            t.fd_limit,
+            t.fd_needed
+        ));
+    }
     if snap.batches > 0 {
         o.push_str(&format!(
             "receive batches: {} (mean {:.2} messages)\n",
@@ -109,4 +129,22 @@ pub fn render_exit_summary(snap: &Snapshot) -> String {
         .collect();
     o.push_str(&format!("per worker: {}\n", w.join(" ")));
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tcp_counters_have_their_line() {
+        let r = takt_sip::stats::Registry::new();
+        let text = render_exit_summary(&r.snapshot());
+        assert!(!text.contains("\ntcp: "), "{text}");
+        r.set_tcp(std::sync::Arc::new(takt_sip::stats::TcpCounters::default()));
+        let text = render_exit_summary(&r.snapshot());
+        assert!(
+            text.contains("\ntcp: 0 open (peak 0)") && text.contains("message deadline 0"),
+            "{text}"
+        );
+    }
 }

@@ -32,7 +32,10 @@
 mod endpoint;
 pub mod snmp;
 mod table;
+mod tcp;
 pub use table::KindRow;
+pub(crate) use tcp::bump;
+pub use tcp::{TcpCounters, TcpSnapshot};
 
 pub use endpoint::{serve, Endpoint, EndpointAddr};
 
@@ -197,6 +200,18 @@ impl WorkerStats {
         self.socket_drops = self.socket_drops.max(n);
     }
 
+    /// Counts a stream that could not be framed, by `rule` (a message
+    /// dropped as malformed).
+    pub fn record_unframeable(&mut self, rule: &'static str) {
+        self.disp[kind_index(MsgKind::Malformed)][disp_index(Disposition::DroppedMalformed)] += 1;
+        *self.parse_errors.entry(rule).or_insert(0) += 1;
+    }
+
+    /// Counts a response the transport generated itself (`code`).
+    pub fn record_reply(&mut self, code: u16) {
+        *self.replied.entry(code).or_insert(0) += 1;
+    }
+
     /// Records one receive batch of `n` messages.
     pub fn record_batch(&mut self, n: usize) {
         self.batches += 1;
@@ -236,6 +251,7 @@ pub struct Registry {
     info: Mutex<ServerInfo>,
     transactions: AtomicUsize,
     transaction_capacity: AtomicUsize,
+    tcp: Mutex<Option<Arc<TcpCounters>>>,
 }
 
 impl Default for Registry {
@@ -254,7 +270,13 @@ impl Registry {
             info: Mutex::new(ServerInfo::default()),
             transactions: AtomicUsize::new(0),
             transaction_capacity: AtomicUsize::new(0),
+            tcp: Mutex::new(None),
         }
+    }
+
+    /// Registers the TCP transport's counters (shown as [`Snapshot::tcp`]).
+    pub fn set_tcp(&self, counters: Arc<TcpCounters>) {
+        *self.tcp.lock().unwrap_or_else(|p| p.into_inner()) = Some(counters);
     }
 
     /// Adds a worker's statistics.
@@ -392,6 +414,12 @@ impl Registry {
                 0.0
             },
             workers: per_worker,
+            tcp: self
+                .tcp
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+                .map(|c| c.snapshot()),
         }
     }
 }
@@ -503,6 +531,8 @@ pub struct Snapshot {
     pub mean_batch: f64,
     /// Per worker.
     pub workers: Vec<WorkerSummary>,
+    /// The TCP transport's connections and limits (None: TCP is off).
+    pub tcp: Option<TcpSnapshot>,
 }
 
 impl Snapshot {
@@ -610,6 +640,72 @@ impl Snapshot {
             ),
         ] {
             let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}");
+        }
+        if let Some(t) = &self.tcp {
+            for (name, help, v) in [
+                (
+                    "takt_sip_tcp_accepted_total",
+                    "TCP connections accepted.",
+                    t.accepted,
+                ),
+                (
+                    "takt_sip_tcp_connected_total",
+                    "TCP connections opened by the proxy.",
+                    t.connected,
+                ),
+                (
+                    "takt_sip_tcp_closed_total",
+                    "TCP connections closed.",
+                    t.closed,
+                ),
+                (
+                    "takt_sip_tcp_refused_total_limit_total",
+                    "TCP connections refused: total limit reached.",
+                    t.refused_total_limit,
+                ),
+                (
+                    "takt_sip_tcp_refused_peer_limit_total",
+                    "TCP connections refused: per-peer limit reached.",
+                    t.refused_peer_limit,
+                ),
+                (
+                    "takt_sip_tcp_message_timeouts_total",
+                    "TCP connections closed: a message missed its deadline.",
+                    t.message_timeouts,
+                ),
+                (
+                    "takt_sip_tcp_idle_timeouts_total",
+                    "TCP connections closed: idle lifetime over.",
+                    t.idle_timeouts,
+                ),
+                (
+                    "takt_sip_tcp_unframeable_total",
+                    "TCP connections closed: stream could not be framed.",
+                    t.unframeable,
+                ),
+                (
+                    "takt_sip_tcp_send_overflows_total",
+                    "Messages not sent: a TCP send buffer was full.",
+                    t.send_overflows,
+                ),
+                (
+                    "takt_sip_tcp_accept_errors_total",
+                    "TCP accept failures.",
+                    t.accept_errors,
+                ),
+                (
+                    "takt_sip_tcp_connect_failures_total",
+                    "Outbound TCP connects that failed after the send returned.",
+                    t.connect_failures,
+                ),
+            ] {
+                let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}");
+            }
+            let _ = writeln!(
+                o,
+                "# HELP takt_sip_tcp_connections TCP connections open.\n# TYPE takt_sip_tcp_connections gauge\ntakt_sip_tcp_connections {}",
+                t.open
+            );
         }
         let _ = writeln!(
             o,

@@ -50,7 +50,10 @@ impl Snapshot {
             self.host_udp.rcvbuf_errors,
             self.kinds.values().map(|k| k.outcomes.get("shed").copied().unwrap_or(0)).sum::<u64>(),
             self.parse_errors.values().sum::<u64>(),
-        )
+        ) + &self
+            .tcp
+            .map(|t| format!(" tcp={} (peak {})", t.open, t.peak))
+            .unwrap_or_default()
     }
 
     /// One row per message kind, in name order: the exit summary's table

@@ -14,8 +14,9 @@
 //!   worker's [`Scratch`] and sends it through the [`Sink`] (or sends
 //!   directly through the sink). Everything between the call and its
 //!   return, minus the time the sink spends in send calls, is the
-//!   message's T_sip. It is called concurrently from every worker and TCP
-//!   reader thread and must not block for long.
+//!   message's T_sip. It is called concurrently from every UDP worker and
+//!   TCP event-loop thread and must not block for long: a TCP loop serves
+//!   all its connections between two calls.
 //! - [`Handler::tick`] runs whatever is due at `now` (timers, upkeep) and
 //!   is called every [`super::ServerConfig::tick`] on the one timer
 //!   thread, only when [`Handler::wants_ticks`] says so.

@@ -16,8 +16,11 @@
 //! that went idle last (warm), or, as OpenSIPS does, the one idle longest.
 //!
 //! The transaction table is shared (sharded), so with any model any worker
-//! can handle any message of any transaction. TCP connections get a reader
-//! thread each. When the handler asks for it ([`Handler::wants_ticks`]:
+//! can handle any message of any transaction. TCP connections are served
+//! by a fixed set of event-loop threads that call the handler inline, with
+//! limits on connections (in total and per peer address), a deadline for
+//! each message and an idle lifetime ([`TcpLimits`]; the `tcp` module
+//! documents the contract and the defaults). When the handler asks for it ([`Handler::wants_ticks`]:
 //! the proxy in stateful mode) a timer thread runs [`Handler::tick`]
 //! every [`ServerConfig::tick`].
 //!
@@ -32,14 +35,16 @@
 //! the kernel granted is reported in the statistics.
 
 mod errqueue;
+mod fdlimit;
 mod handler;
 mod tcp;
 pub(crate) mod udp;
 mod wake;
 mod worker;
 
+pub use fdlimit::{raise as raise_fd_limit, FdLimit};
 pub use handler::Handler;
-pub use tcp::{Tcp, CONNECT_TIMEOUT};
+pub use tcp::{Tcp, TcpLimits, CONNECT_TIMEOUT, CONNECT_WAIT};
 pub use udp::{setsockopt_int, sockaddr_from, sockaddr_to};
 pub use wake::WakeOrder;
 
@@ -109,8 +114,8 @@ pub struct ServerConfig {
     pub batch: usize,
     /// Largest message accepted; larger ones are refused and counted.
     pub max_message: usize,
-    /// Most TCP connections.
-    pub max_tcp_connections: usize,
+    /// TCP event-loop threads, connection limits and deadlines.
+    pub tcp_limits: TcpLimits,
     /// Timer thread period.
     pub tick: Duration,
     /// Thread spec the workers are made from (named `sip-w<i>`).
@@ -138,7 +143,7 @@ impl ServerConfig {
             tcp: true,
             batch: 32,
             max_message: 65_535,
-            max_tcp_connections: 1024,
+            tcp_limits: TcpLimits::default(),
             tick: Duration::from_millis(10),
             spec: ThreadSpec::new("sip"),
             spin: SpinBudget::NONE,
@@ -279,8 +284,10 @@ impl<H: Handler> Server<H> {
     /// Binds the sockets `scfg` asks for, makes the handler with `make`
     /// (given the bound address, the statistics registry, where it may set
     /// its [`ServerInfo`], and the receive buffer the kernel granted) and
-    /// starts the workers, the TCP acceptor and, when the handler wants
-    /// ticks, the timer thread.
+    /// starts the workers, the TCP event loops (after raising the
+    /// open-file limit to what [`TcpLimits`] need, see
+    /// [`Snapshot::tcp`](crate::stats::Snapshot::tcp)) and, when the
+    /// handler wants ticks, the timer thread.
     pub fn start_with(
         scfg: ServerConfig,
         make: impl FnOnce(SocketAddr, &Registry, usize) -> io::Result<H>,
@@ -302,17 +309,18 @@ impl<H: Handler> Server<H> {
         let mut threads = Vec::new();
         let tcp = match listener {
             Some(l) => {
-                let (t, acceptor) = Tcp::start(
+                let (t, loops) = Tcp::start(
                     l,
                     handler.clone(),
-                    registry.add_worker("tcp"),
+                    &registry,
                     socks[0].try_clone()?,
-                    scfg.spec.clone(),
+                    &scfg.spec,
                     stop.clone(),
-                    scfg.max_tcp_connections,
+                    scfg.tcp_limits,
+                    scfg.tcp_limits.loop_threads(scfg.workers.max(1)),
                     scfg.max_message,
                 )?;
-                threads.push(acceptor);
+                threads.extend(loops);
                 Some(t)
             }
             None => None,

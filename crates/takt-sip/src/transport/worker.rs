@@ -11,7 +11,7 @@ use takt_sched::{Clock, SpinBudget};
 
 use super::errqueue;
 use super::handler::Handler;
-use super::tcp::Tcp;
+use super::tcp::{Conn, Tcp};
 use super::udp::{self, Batch, CMSG_SPACE};
 use crate::proxy::{Inbound, Scratch, SendError, Sink, Target, Transport};
 use crate::stats::{Registry, Sample, WorkerStats};
@@ -27,6 +27,9 @@ pub(crate) struct NetSink<'a> {
     udp: &'a UdpSocket,
     batch: Option<&'a mut Batch>,
     tcp: Option<&'a Arc<Tcp>>,
+    /// The TCP connection being read, when a TCP loop handles its message:
+    /// responses on it skip the connection table.
+    conn: Option<&'a Arc<Conn>>,
     clock: &'a Clock,
     /// Ticks inside send calls.
     pub(crate) send_ticks: u64,
@@ -48,11 +51,18 @@ impl<'a> NetSink<'a> {
             udp,
             batch,
             tcp,
+            conn: None,
             clock,
             send_ticks: 0,
             queued: 0,
             errors_pending: false,
         }
+    }
+
+    /// The sink of a TCP loop handling a message from `conn`.
+    pub(crate) fn on_conn(mut self, conn: &'a Arc<Conn>) -> Self {
+        self.conn = Some(conn);
+        self
     }
 }
 
@@ -79,7 +89,7 @@ impl Sink for NetSink<'_> {
             Transport::Tcp => {
                 let tcp = self.tcp.ok_or(SendError::NoTransport)?;
                 let t0 = self.clock.now();
-                let r = tcp.send(to, bytes);
+                let r = tcp.send(self.conn, to, bytes);
                 self.send_ticks += self.clock.now().saturating_sub(t0);
                 r
             }

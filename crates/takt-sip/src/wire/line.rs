@@ -158,17 +158,33 @@ pub(crate) const fn is_ctl(c: u8) -> bool {
     (c < 0x20 && c != b'\t') || c == 0x7f
 }
 
-/// The first control character ([`is_ctl`]: CR and LF included) *or
-/// HTAB* at or after `i` in `b`: line ends and forbidden bytes are found
-/// by one scan. HTAB (allowed, and rare) is left to the caller, which
-/// skips it: one lane test fewer per 16 bytes on every line.
+/// Whether the line scan stops at `c`: a control character ([`is_ctl`],
+/// CR and LF among them), HTAB, or a byte of 0x80 and up. The scan's one
+/// SIMD test flags exactly these (see [`find_flagged`]); its callers
+/// classify the flagged byte, and go on past HTAB and bytes >= 0x80 (UTF-8,
+/// allowed in values).
 #[inline(always)]
-fn find_ctl_or_tab(b: &[u8], mut i: usize) -> Option<usize> {
+const fn is_flagged(c: u8) -> bool {
+    c < 0x20 || c >= 0x7f
+}
+
+/// The first flagged byte ([`is_flagged`]) at or after `i` in `b`.
+///
+/// One SSE2 test per 16 bytes: `v + 1 < 0x21` as signed bytes holds for
+/// 0x00..=0x1F (which become 0x01..=0x20), for DEL (0x80, the most
+/// negative byte) and for every byte >= 0x80 (0x81..=0xFF and 0x00, all
+/// below 0x21 as signed bytes) — an add, a compare and a movemask. CR,
+/// LF, the other control characters and DEL are found in the same pass;
+/// only the flagged lanes are classified, by the caller, and in the
+/// messages of nearly every UA the first flagged byte of a line is the
+/// CR of its CRLF.
+#[inline(always)]
+fn find_flagged(b: &[u8], mut i: usize) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{
-            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8,
-            _mm_or_si128, _mm_set1_epi8,
+            __m128i, _mm_add_epi8, _mm_cmplt_epi8, _mm_loadu_si128, _mm_movemask_epi8,
+            _mm_set1_epi8,
         };
         while i + 16 <= b.len() {
             // SAFETY: `i + 16 <= b.len()`: the 16 bytes read are inside
@@ -176,10 +192,8 @@ fn find_ctl_or_tab(b: &[u8], mut i: usize) -> Option<usize> {
             // the x86_64 baseline.
             let m = unsafe {
                 let v = _mm_loadu_si128(b.as_ptr().add(i).cast::<__m128i>());
-                // v <= 0x1F (unsigned): min(v, 0x1F) == v
-                let low = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
-                let del = _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f));
-                _mm_movemask_epi8(_mm_or_si128(low, del)) as u32
+                let shifted = _mm_add_epi8(v, _mm_set1_epi8(1));
+                _mm_movemask_epi8(_mm_cmplt_epi8(shifted, _mm_set1_epi8(0x21))) as u32
             };
             if m != 0 {
                 return Some(i + m.trailing_zeros() as usize);
@@ -188,22 +202,26 @@ fn find_ctl_or_tab(b: &[u8], mut i: usize) -> Option<usize> {
         }
     }
     let i = i.min(b.len());
-    b[i..]
-        .iter()
-        .position(|&c| is_ctl(c) || c == b'\t')
-        .map(|p| i + p)
+    b[i..].iter().position(|&c| is_flagged(c)).map(|p| i + p)
 }
 
-/// The first control character ([`is_ctl`]) at or after `i` in `b`.
+/// The first control character ([`is_ctl`]) at or after `i` in `b`:
+/// [`find_flagged`], past HTAB and bytes >= 0x80.
 #[inline(always)]
 fn find_ctl(b: &[u8], mut i: usize) -> Option<usize> {
     loop {
-        let j = find_ctl_or_tab(b, i)?;
-        if b[j] != b'\t' {
+        let j = find_flagged(b, i)?;
+        if is_ctl(b[j]) {
             return Some(j);
         }
         i = j + 1;
     }
+}
+
+/// Whether a CRLF starts at `j`.
+#[inline(always)]
+fn crlf_at(b: &[u8], j: usize) -> bool {
+    b.get(j..j + 2) == Some(b"\r\n")
 }
 
 /// Finds the CRLF ending the start line at `i`; returns the index of its
@@ -213,7 +231,18 @@ fn find_ctl(b: &[u8], mut i: usize) -> Option<usize> {
 /// once per call site).
 #[inline(never)]
 pub(super) fn find_eol(b: &[u8], i: usize, line: u16) -> Result<usize, ParseError> {
-    let j = find_ctl(b, i).ok_or(ParseError::Unterminated)?;
+    match find_flagged(b, i) {
+        Some(j) if crlf_at(b, j) => Ok(j),
+        Some(j) => eol_slow(b, j, line),
+        None => Err(ParseError::Unterminated),
+    }
+}
+
+/// [`find_eol`] from its first flagged byte `j` when that is not a CRLF.
+#[cold]
+#[inline(never)]
+fn eol_slow(b: &[u8], j: usize, line: u16) -> Result<usize, ParseError> {
+    let j = find_ctl(b, j).ok_or(ParseError::Unterminated)?;
     line_end(b, j, line)
 }
 
@@ -235,33 +264,52 @@ fn line_end(b: &[u8], j: usize, line: u16) -> Result<usize, ParseError> {
 /// character other than HTAB is [`ParseError::Control`] unless it is the
 /// second byte of a quoted-pair inside a quoted string or comment (RFC
 /// 4475's `intmeth` carries NUL, BEL and DEL that way); a lone CR or LF is
-/// [`ParseError::LineBreak`]. One scan, 16 bytes at a time; a
-/// quoted-pair control (rare) costs one pass over the bytes since the
-/// previous one.
+/// [`ParseError::LineBreak`].
+///
+/// One scan, 16 bytes at a time ([`find_flagged`]). This function holds
+/// only the common case — the flagged bytes are the CRLFs of the line and
+/// its folds — so it keeps no state; the first other flagged byte (HTAB,
+/// UTF-8, a control character) hands the rest of the line to
+/// [`header_end_slow`].
 #[inline(never)]
 pub(super) fn find_header_end(b: &[u8], i: usize, line: u16) -> Result<usize, ParseError> {
-    let n = b.len();
     let mut k = i;
-    let mut q = Quoting::at(i);
     loop {
-        let j = find_ctl_or_tab(b, k).ok_or(ParseError::Unterminated)?;
-        if b[j] == b'\t' {
-            k = j + 1;
-            continue;
-        }
-        if b[j] == b'\r' && b.get(j + 1) == Some(&b'\n') {
-            if j + 2 < n && is_wsp(b[j + 2]) {
+        match find_flagged(b, k) {
+            Some(j) if crlf_at(b, j) => {
+                if !b.get(j + 2).is_some_and(|&c| is_wsp(c)) {
+                    return Ok(j);
+                }
                 // a fold: the header line goes on
                 k = j + 2;
-                continue;
             }
-            return Ok(j);
+            Some(j) => return header_end_slow(b, i, j, line),
+            None => return Err(ParseError::Unterminated),
         }
-        if !matches!(b[j], b'\r' | b'\n') && q.quoted_pair_at(b, j) {
-            k = j + 1;
-            continue;
+    }
+}
+
+/// [`find_header_end`] of the line at `i` from its flagged byte `j`, which
+/// is not a CRLF: classifies every flagged byte, quoted-pairs included (a
+/// quoted-pair control costs one pass over the bytes since the previous
+/// one).
+#[cold]
+#[inline(never)]
+fn header_end_slow(b: &[u8], i: usize, mut j: usize, line: u16) -> Result<usize, ParseError> {
+    let mut q = Quoting::at(i);
+    loop {
+        let c = b[j];
+        if c == b'\t' || c >= 0x80 {
+            // allowed in a value
+        } else if crlf_at(b, j) {
+            if !b.get(j + 2).is_some_and(|&c| is_wsp(c)) {
+                return Ok(j);
+            }
+            j += 1;
+        } else if matches!(c, b'\r' | b'\n') || !q.quoted_pair_at(b, j) {
+            return line_end(b, j, line);
         }
-        return line_end(b, j, line);
+        j = find_flagged(b, j + 1).ok_or(ParseError::Unterminated)?;
     }
 }
 
@@ -629,6 +677,12 @@ mod tests {
                             .find(|(_, &x)| x < 0x20 && x != b'\t' || x == 0x7f)
                             .map(|(k, _)| k);
                         assert_eq!(find_ctl(&b, i), want, "{c:#x}: len {len} at {at} from {i}");
+                        let flagged = b.iter().skip(i).position(|&x| !(0x20..0x7f).contains(&x));
+                        assert_eq!(
+                            find_flagged(&b, i),
+                            flagged.map(|p| p + i),
+                            "{c:#x}: len {len} at {at} from {i}"
+                        );
                     }
                 }
             }

@@ -69,6 +69,25 @@ impl Framer {
     }
 }
 
+impl Framer {
+    /// When the header section at the front of `buf` is complete and
+    /// frames: the length `buf` must reach (leading CRLFs included) before
+    /// [`Framer::frame`] can find the message. `None` while the header
+    /// section is incomplete, or when it does not frame. A reader that
+    /// gets more bytes one at a time waits for this length instead of
+    /// re-framing on every read.
+    pub fn needed(&self, buf: &[u8]) -> Option<usize> {
+        let mut skip = 0;
+        while skip + 1 < buf.len() && buf[skip] == b'\r' && buf[skip + 1] == b'\n' {
+            skip += 2;
+        }
+        let b = &buf[skip..];
+        let h_end = find_blank_line(b)?;
+        let cl = content_length(&b[..h_end])?;
+        skip.checked_add(h_end)?.checked_add(cl)
+    }
+}
+
 /// Index after the `\r\n\r\n` ending the header section.
 fn find_blank_line(b: &[u8]) -> Option<usize> {
     b.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4)
@@ -117,5 +136,9 @@ mod tests {
             Framer::new(8).frame(b"INVITE sip:"),
             Err(FrameError::HeadersTooLarge(8))
         );
+        // what a reader must wait for
+        assert_eq!(f.needed(&m[..20]), None);
+        assert_eq!(f.needed(&m[..m.len() - 6]), Some(36));
+        assert_eq!(f.needed(no_cl), None);
     }
 }
