@@ -41,8 +41,8 @@
 //!
 //! [overload]
 //! table_high_water = 0.9
-//! queue_delay_ms = 100          # K_rcv at which every new INVITE is shed
-//! queue_delay_ramp_ms = 10      # K_rcv at which shedding starts (0 → 100%)
+//! queue_delay_ms = 200          # K_rcv at which every new INVITE is shed
+//! queue_delay_ramp_ms = 20      # K_rcv at which shedding starts (0 → 100%)
 //! retry_after_s = 5
 //!
 //! [stats]

@@ -180,9 +180,9 @@ pub enum Mode {
 }
 
 /// Default K_rcv at which every new INVITE is shed, ms.
-pub const QUEUE_DELAY_MS: u64 = 100;
+pub const QUEUE_DELAY_MS: u64 = 200;
 /// Default K_rcv at which shedding new INVITEs starts, ms.
-pub const QUEUE_DELAY_RAMP_MS: u64 = 10;
+pub const QUEUE_DELAY_RAMP_MS: u64 = 20;
 
 /// When to shed new INVITEs.
 #[derive(Debug, Clone, Copy, PartialEq)]

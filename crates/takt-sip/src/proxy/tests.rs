@@ -664,25 +664,25 @@ fn overload_sheds_new_invites_only() {
 #[test]
 fn shedding_ramps_up_with_the_queue_delay() {
     let pol = ShedPolicy::default();
-    assert_eq!(pol.queue_delay_ramp_ns, 10 * MS);
-    assert_eq!(pol.queue_delay_ns, 100 * MS);
-    assert_eq!(pol.shed_share(10 * MS), 0.0);
-    assert_eq!(pol.shed_share(100 * MS), 1.0);
-    assert!((pol.shed_share(55 * MS) - 0.5).abs() < 1e-9);
+    assert_eq!(pol.queue_delay_ramp_ns, 20 * MS);
+    assert_eq!(pol.queue_delay_ns, 200 * MS);
+    assert_eq!(pol.shed_share(20 * MS), 0.0);
+    assert_eq!(pol.shed_share(200 * MS), 1.0);
+    assert!((pol.shed_share(110 * MS) - 0.5).abs() < 1e-9);
     let keys = |n: u64| (0..n).map(|i| branch::Fnv::default().num(i).finish());
     for (delay, share) in [
-        (5 * MS, 0.0),
-        (32 * MS, 0.25),
-        (77 * MS, 0.75),
-        (150 * MS, 1.0),
+        (10 * MS, 0.0),
+        (65 * MS, 0.25),
+        (155 * MS, 0.75),
+        (300 * MS, 1.0),
     ] {
         let shed = keys(20_000).filter(|&k| pol.sheds(delay, k)).count() as f64 / 20_000.0;
         assert!((shed - share).abs() < 0.02, "{delay}: {shed} vs {share}");
     }
     for k in keys(1_000) {
-        assert_eq!(pol.sheds(40 * MS, k), pol.sheds(40 * MS, k));
+        assert_eq!(pol.sheds(80 * MS, k), pol.sheds(80 * MS, k));
         // a higher delay never un-sheds a transaction
-        assert!(!pol.sheds(40 * MS, k) || pol.sheds(60 * MS, k));
+        assert!(!pol.sheds(80 * MS, k) || pol.sheds(120 * MS, k));
     }
 
     // through the proxy: at half-way about half of the new INVITEs get a 503,
@@ -692,8 +692,8 @@ fn shedding_ramps_up_with_the_queue_delay() {
     let mut shed = 0;
     for i in 0..400 {
         let inv = req("INVITE", &format!("z9hG4bK-r{i}"), 1, None, "");
-        let o = feed_delay(&p, &inv, UAC, 0, 55 * MS, &mut r);
-        let again = feed_delay(&p, &inv, UAC, MS, 55 * MS, &mut r);
+        let o = feed_delay(&p, &inv, UAC, 0, 110 * MS, &mut r);
+        let again = feed_delay(&p, &inv, UAC, MS, 110 * MS, &mut r);
         if o.disposition == Disposition::Shed {
             shed += 1;
             assert_eq!(again.disposition, Disposition::Shed, "{i}");
@@ -705,7 +705,7 @@ fn shedding_ramps_up_with_the_queue_delay() {
     assert!((150..250).contains(&shed), "{shed} of 400 shed at half-way");
     let bye = req("BYE", "z9hG4bK-rb", 2, Some("u1"), "");
     assert_eq!(
-        feed_delay(&p, &bye, UAC, 0, 90 * MS, &mut r).disposition,
+        feed_delay(&p, &bye, UAC, 0, 180 * MS, &mut r).disposition,
         Disposition::Forwarded
     );
 }
