@@ -18,6 +18,35 @@
 //!
 //! Every suite implements takt-measure's [`Suite`](takt_measure::suite::Suite)
 //! shape; [`LabError`](error::LabError) is the crate's one error type.
+//!
+//! ## Example
+//!
+//! One benchmark of `takt bench sme --quick` from a program: the price of
+//! a cycle's synchronization on one and two threads, with its estimate
+//! and a quiet run context (no progress output, never cancelled):
+//!
+//! ```
+//! use takt_lab::sampler::Repetitions;
+//! use takt_lab::sme::SmeBench;
+//! use takt_measure::suite::{RunContext, Suite};
+//! use takt_sched::{SpinBudget, ThreadSpec};
+//!
+//! let bench = SmeBench {
+//!     quick: true,
+//!     max_threads: 2,
+//!     spec: ThreadSpec::new("sme"),
+//!     spin: SpinBudget::DEFAULT,
+//!     reps: Repetitions { warmup: 0, runs: 2 }, // a look; a measurement takes 5 or more
+//!     only: vec!["sync_cost".into()],
+//! };
+//! println!("expected about {:?}", Suite::estimate(&bench));
+//! let doc = Suite::run(&bench, &RunContext::quiet())?;
+//! for row in doc.results.iter().filter(|r| r.name == "sync_cost") {
+//!     println!("{} threads={}: {:.2} {}", row.params["executor"], row.params["threads"],
+//!              row.summary.median, row.unit);
+//! }
+//! # Ok::<(), takt_lab::error::LabError>(())
+//! ```
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod agents;

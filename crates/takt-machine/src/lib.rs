@@ -65,6 +65,27 @@
 //! Every file, network namespace and child process the suite creates is
 //! registered with [`cleanup`] and removed when the run ends, fails or is
 //! interrupted (SIGINT, SIGTERM, SIGHUP).
+//!
+//! ## Example
+//!
+//! The timer family in quick mode (about a second), its rows read from
+//! the result document:
+//!
+//! ```
+//! use takt_machine::{Config, Family, Mode};
+//!
+//! let mut cfg = Config::new(Mode::Quick);
+//! cfg.only = Some(vec![Family::Timer]);
+//! cfg.out_dir = std::env::temp_dir().join("takt-machine-doctest");
+//! cfg.progress = false;
+//! println!("expected about {:?}", cfg.expected_duration());
+//! let doc = takt_machine::run(cfg)?;
+//! for row in &doc.document.results {
+//!     println!("{} {} {}", row.name, row.summary.median, row.unit);
+//! }
+//! assert!(!doc.document.results.is_empty());
+//! # Ok::<(), takt_machine::MachineError>(())
+//! ```
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 

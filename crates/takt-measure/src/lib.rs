@@ -18,6 +18,34 @@
 //!   the measuring command built on it;
 //! - [`progress`]: one indicatif bar per stage with its estimated time;
 //! - [`error`]: [`MeasureError`](error::MeasureError), the crate's one error type.
+//!
+//! ## Example
+//!
+//! A suite's measurement as a result document: five runs of a row, its
+//! statistics, and the JSON `--json` prints.
+//!
+//! ```
+//! use takt_measure::result::{Better, DocumentBuilder, ResultRow};
+//!
+//! let mut doc = DocumentBuilder::start("example");
+//! let samples = vec![12.1, 12.4, 12.3, 13.0, 12.2]; // ns/msg, one per run
+//! doc.push(ResultRow::new(
+//!     "ping_pong",
+//!     "takt",
+//!     takt_measure::params![("threads", 1)],
+//!     "ns/msg",
+//!     Better::Lower,
+//!     samples,
+//!     0.41, // CPU seconds per run
+//! ));
+//! let doc = doc.finish();
+//! let row = &doc.results[0];
+//! assert_eq!(row.summary.median, 12.3);
+//! assert!(row.summary.ci95[0] < 12.3 && 12.3 < row.summary.ci95[1]);
+//! let json = serde_json::to_string(&doc)?;
+//! assert!(json.contains("\"suite\":\"example\""));
+//! # Ok::<(), serde_json::Error>(())
+//! ```
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod env;

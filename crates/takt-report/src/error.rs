@@ -30,7 +30,7 @@ pub enum ReportError {
         reason: String,
     },
     /// An `--only` name that is not a stage.
-    #[error("unknown stage `{0}` (machine, agents, sme, sip, remote)")]
+    #[error("unknown stage `{0}` (machine, agents, sme, sip, capacity, remote)")]
     UnknownStage(String),
     /// A stage's process could not be started.
     #[error("cannot start `{command}`: {source}")]

@@ -43,6 +43,16 @@ impl Cell {
         Cell::Num(num(v))
     }
 
+    /// A count or another whole number as such (`5`, not `5.00`); other
+    /// values as [`Cell::num`].
+    pub fn whole(v: f64) -> Cell {
+        if v.fract() == 0.0 && v.abs() < 1e15 {
+            Cell::Num(format!("{}", v as i64))
+        } else {
+            Cell::num(v)
+        }
+    }
+
     /// A number or an empty cell.
     pub fn opt(v: Option<f64>) -> Cell {
         v.map_or(Cell::Empty, Cell::num)

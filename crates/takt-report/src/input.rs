@@ -24,21 +24,55 @@ pub enum Stage {
     Agents,
     /// `takt bench sme`.
     Sme,
-    /// `takt sip load` (later the capacity laboratory).
+    /// `takt sip load`: per-message costs.
     Sip,
-    /// `takt bench remote` (not on this build yet).
+    /// `takt sip capacity`: the 1%-drop capacity of takt, the null relay
+    /// and Kamailio.
+    Capacity,
+    /// `takt sip sweep`: capacity versus worker threads per scheduler
+    /// profile. Not run by the plan (it takes about 30 minutes): its
+    /// document comes from a file or the records ([`Stage::is_planned`]).
+    Sweep,
+    /// `takt sip torture`: overload and fault scenarios. Not run by the
+    /// plan, like [`Stage::Sweep`].
+    Robustness,
+    /// `takt bench remote`: agents in two nodes over NATS.
     Remote,
 }
 
 impl Stage {
     /// Every stage, in plan order.
-    pub const ALL: [Stage; 5] = [
+    pub const ALL: [Stage; 8] = [
         Stage::Machine,
         Stage::Agents,
         Stage::Sme,
         Stage::Sip,
+        Stage::Capacity,
+        Stage::Sweep,
+        Stage::Robustness,
         Stage::Remote,
     ];
+
+    /// Whether `takt report` runs the stage itself; the others
+    /// ([`Stage::Sweep`], [`Stage::Robustness`]) are long runs of their own
+    /// whose documents the report shows when it is given them.
+    pub fn is_planned(self) -> bool {
+        !matches!(self, Stage::Sweep | Stage::Robustness)
+    }
+
+    /// The command that measures a stage the plan does not run.
+    pub fn own_command(self) -> Option<&'static str> {
+        match self {
+            Stage::Sweep => Some("takt sip sweep --json"),
+            Stage::Robustness => Some("takt sip torture --json"),
+            _ => None,
+        }
+    }
+
+    /// The stage whose documents have this `suite`.
+    pub fn of_suite(suite: &str) -> Option<Stage> {
+        Stage::ALL.into_iter().find(|s| s.suite() == suite)
+    }
 
     /// The `--only` name, also the document's file stem (`agents.json`).
     pub fn name(self) -> &'static str {
@@ -47,6 +81,9 @@ impl Stage {
             Stage::Agents => "agents",
             Stage::Sme => "sme",
             Stage::Sip => "sip",
+            Stage::Capacity => "capacity",
+            Stage::Sweep => "sweep",
+            Stage::Robustness => "robustness",
             Stage::Remote => "remote",
         }
     }
@@ -58,6 +95,9 @@ impl Stage {
             Stage::Agents => "agents",
             Stage::Sme => "sme",
             Stage::Sip => "sip_load",
+            Stage::Capacity => "sip_capacity",
+            Stage::Sweep => "sip_sweep",
+            Stage::Robustness => "sip_torture",
             Stage::Remote => "remote",
         }
     }
@@ -68,15 +108,19 @@ impl Stage {
             Stage::Machine => "The machine",
             Stage::Agents => "Agents",
             Stage::Sme => "Synchronous message exchange (SME)",
-            Stage::Sip => "SIP proxy",
+            Stage::Sip => "SIP proxy: per-message costs",
+            Stage::Capacity => "SIP capacity",
+            Stage::Sweep => "Scheduler study: capacity versus threads and profiles",
+            Stage::Robustness => "SIP robustness: overload and faults",
             Stage::Remote => "Remote agents",
         }
     }
 
-    /// Parses one `--only` name.
+    /// Parses one `--only` name (a stage the plan runs).
     pub fn parse(name: &str) -> Result<Stage, ReportError> {
         Stage::ALL
             .into_iter()
+            .filter(|s| s.is_planned())
             .find(|s| s.name() == name.trim())
             .ok_or_else(|| ReportError::UnknownStage(name.trim().to_string()))
     }
@@ -204,6 +248,29 @@ impl ReportInput {
         }
     }
 
+    /// Puts `document` in as the measured outcome of the stage its
+    /// `suite` names, replacing what the run had for it; `command` is the
+    /// one the document records (`machine.command`) unless given. Returns
+    /// the stage, or `None` (and changes nothing) for a document of no
+    /// stage's suite.
+    pub fn attach(&mut self, document: Value, command: Option<String>) -> Option<Stage> {
+        let stage = Stage::of_suite(document.get("suite").and_then(Value::as_str)?)?;
+        let command = command.unwrap_or_else(|| recorded_command(&document));
+        let outcome = Outcome::Measured {
+            command,
+            wall_s: 0.0,
+            document,
+        };
+        match self.stages.iter_mut().find(|(s, _)| *s == stage) {
+            Some((_, o)) => *o = outcome,
+            None => {
+                self.stages.push((stage, outcome));
+                self.stages.sort_by_key(|(s, _)| *s);
+            }
+        }
+        Some(stage)
+    }
+
     /// The input of a stored run: `documents` as the run records keep them
     /// (each a `takt ... --json` document), assigned to stages by their
     /// `suite`; each stage's command is the one its document records. A
@@ -218,11 +285,7 @@ impl ReportInput {
                     .find(|d| d.get("suite").and_then(Value::as_str) == Some(stage.suite()));
                 let outcome = match doc {
                     Some(d) => Outcome::Measured {
-                        command: d
-                            .pointer("/machine/command")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_string(),
+                        command: recorded_command(d),
                         wall_s: 0.0,
                         document: d.clone(),
                     },
@@ -315,6 +378,14 @@ impl ReportInput {
     }
 }
 
+/// The command a document records having been made by, or empty.
+fn recorded_command(d: &Value) -> String {
+    d.pointer("/machine/command")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string()
+}
+
 fn write_json(path: &Path, value: &Value) -> Result<(), ReportError> {
     let mut text = serde_json::to_string_pretty(value).map_err(|e| ReportError::json(path, e))?;
     text.push('\n');
@@ -341,6 +412,9 @@ mod tests {
             Err(ReportError::UnknownStage(s)) if s == "gpu"
         ));
         assert!(Stage::parse_list(",").is_err());
+        // the long runs of their own are not the plan's to run
+        assert!(Stage::parse_list("sweep").is_err());
+        assert_eq!(Stage::of_suite("sip_torture"), Some(Stage::Robustness));
     }
 
     #[test]
@@ -364,6 +438,19 @@ mod tests {
             Some(Outcome::Measured { command, .. }) if command == "takt bench sme --json"
         ));
         assert!(input.document(Stage::Agents).is_none());
+        // a document given on its own replaces the stage's outcome
+        let mut input = input;
+        let torture = serde_json::json!({"suite": "sip_torture", "machine": {"command": "takt sip torture --json"}});
+        assert_eq!(input.attach(torture, None), Some(Stage::Robustness));
+        assert!(matches!(
+            input.outcome(Stage::Robustness),
+            Some(Outcome::Measured { command, .. }) if command == "takt sip torture --json"
+        ));
+        assert_eq!(
+            input.attach(serde_json::json!({"suite": "gpu"}), None),
+            None
+        );
+        assert_eq!(input.stages.len(), Stage::ALL.len());
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! # takt-report: takt's main job
 //!
 //! `takt report` runs the laboratory's plan on this machine — the machine
-//! (CSE 221), agents beside their peers, SME, the SIP proxy — and writes a
+//! (CSE 221), agents beside their peers, SME, the SIP proxy's per-message
+//! costs and capacity, remote agents — and writes a
 //! self-contained HTML report (inline CSS and SVG; no scripts, no external
 //! resources) to `takt-report/index.html`, beside the JSON result documents
 //! it was made from.
@@ -15,12 +16,47 @@
 //!   machine"; [`plot`]: inline SVG charts; [`html`] and [`figures`]: the
 //!   building blocks every section shares.
 //!
-//! ```no_run
-//! use std::path::Path;
-//! // Re-render a report directory written by an earlier `takt report`.
-//! let input = takt_report::input::ReportInput::load_dir(Path::new("takt-report"))?;
-//! let index = takt_report::render::write(Path::new("takt-report"), &input)?;
-//! println!("{}", index.display());
+//! A report from a document made here (`takt report` runs the suites as
+//! child processes and renders their documents the same way); a stage
+//! without a document says why in its section:
+//!
+//! ```
+//! use takt_measure::result::{Better, DocumentBuilder, ResultRow};
+//! use takt_report::input::{Outcome, ReportInput, RunMeta, Stage};
+//!
+//! let mut doc = DocumentBuilder::start("sme");
+//! doc.push(ResultRow::new(
+//!     "sync_cost",
+//!     "takt",
+//!     takt_measure::params![("executor", "static"), ("threads", 2)],
+//!     "us/cycle",
+//!     Better::Lower,
+//!     vec![0.61, 0.58, 0.66, 0.60, 0.59],
+//!     0.02,
+//! ));
+//! let sme = serde_json::to_value(doc.finish()).expect("a document is JSON");
+//! let input = ReportInput {
+//!     meta: RunMeta {
+//!         command: "takt report --only sme".into(),
+//!         started: "2026-11-24T12:00:00Z".into(),
+//!         wall_s: 20.0,
+//!         quick: true,
+//!         reductions: Vec::new(),
+//!         run_id: None,
+//!     },
+//!     stages: vec![
+//!         (Stage::Sme, Outcome::Measured { command: "takt bench sme --json".into(), wall_s: 20.0, document: sme }),
+//!         (Stage::Sip, Outcome::NotMeasured { reason: "not in --only".into(), command: None }),
+//!     ],
+//! };
+//! let dir = std::env::temp_dir().join(format!("takt-report-doc-{}", std::process::id()));
+//! // index.html beside sme.json and the manifest run.json
+//! let index = takt_report::render::write(&dir, &input)?;
+//! let html = std::fs::read_to_string(&index).expect("just written");
+//! assert!(html.contains("<code>takt bench sme --json</code>"));
+//! // the directory renders again without measuring (takt report --from DIR)
+//! assert_eq!(takt_report::input::ReportInput::load_dir(&dir)?, input);
+//! # std::fs::remove_dir_all(&dir).ok();
 //! # Ok::<(), takt_report::ReportError>(())
 //! ```
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]

@@ -18,7 +18,18 @@
 //! `w + s` is the one-thread measurement of the workload itself; `s` and
 //! `δ` come from *other* rows of the same run (SME's `sync_cost`, agents'
 //! `ping_pong`), so the 2-thread prediction is a genuine check against the
-//! 2-thread measurement of the workload. Assumptions: every thread has its
+//! 2-thread measurement of the workload.
+//!
+//! Both are least-squares lines ([`fit_line`], the slope constrained to
+//! δ ≥ 0): SME's barrier cost per cycle against the thread count over
+//! every `sync_cost` row, and agents' time per message against the share
+//! of messages that crossed threads (`detail.crossed_fraction`) over every
+//! `ping_pong` placement — δ is then the cost of one crossing whose
+//! receiver waits for it (one message in flight). (Fitted
+//! from the difference of the `one_thread` and `two_workers` placements
+//! alone, δ came out 0: the work-stealing pool keeps both agents of a
+//! ping-pong on one worker, so that row crosses almost never and the
+//! difference was noise, clamped at 0.) Assumptions: every thread has its
 //! own core, the work fits in the caches it had on one thread, memory
 //! bandwidth and NUMA distance do not bind, and the synchronization costs
 //! measured here hold on the larger machine.
@@ -87,6 +98,29 @@ impl Fit {
     }
 }
 
+/// A least-squares line through `points`: `(intercept, slope)`, the slope
+/// constrained to be ≥ 0 (then the intercept is the mean of the `y`s).
+/// `None` with fewer than two distinct `x`s or a non-finite point.
+pub fn fit_line(points: &[(f64, f64)]) -> Option<(f64, f64)> {
+    if points.iter().any(|(x, y)| !x.is_finite() || !y.is_finite()) {
+        return None;
+    }
+    let n = points.len() as f64;
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    if points.len() < 2 || sxx <= f64::EPSILON * mx.abs().max(1.0) {
+        return None;
+    }
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let slope = sxy / sxx;
+    if slope < 0.0 {
+        Some((my, 0.0))
+    } else {
+        Some((my - slope * mx, slope))
+    }
+}
+
 /// Thread counts the model predicts.
 pub const PREDICT_AT: [u32; 6] = [2, 4, 8, 16, 32, 64];
 
@@ -109,21 +143,21 @@ pub fn fit_sme(doc: &Document) -> Vec<Fit> {
         let Some(processes) = param_f64(one, "processes") else {
             continue;
         };
-        let sync = |threads: f64| {
-            find(doc, |r| {
-                r.name == "sync_cost"
-                    && param(r, "executor") == exec
-                    && param_f64(r, "threads") == Some(threads)
-            })
-            .map(|r| r.summary.median)
-        };
-        let (Some(b1), Some(b2)) = (sync(1.0), sync(2.0)) else {
+        // The barrier's cost per cycle against the thread count, over
+        // every sync_cost row of this executor: b(n) = b1 + slope·(n − 1).
+        let sync: Vec<(f64, f64)> = doc
+            .results
+            .iter()
+            .filter(|r| r.name == "sync_cost" && param(r, "executor") == exec)
+            .filter_map(|r| Some((param_f64(r, "threads")? - 1.0, r.summary.median)))
+            .collect();
+        let Some((b1, slope)) = fit_line(&sync) else {
             continue;
         };
         // µs per cycle -> ns per process-step.
         let per_step = 1e3 / processes;
-        let s = (b1 * per_step).min(one.summary.median);
-        let delta = ((b2 - b1) * per_step).max(0.0);
+        let s = (b1 * per_step).clamp(0.0, one.summary.median);
+        let delta = slope * per_step;
         let measured2 = find(doc, |r| {
             r.name == one.name
                 && r.unit == "ns/step"
@@ -147,9 +181,11 @@ pub fn fit_sme(doc: &Document) -> Vec<Fit> {
             growth: Growth::Linear,
             measured2,
             source: format!(
-                "s, δ: sync_cost {exec} at 1 and 2 threads ({} and {} µs/cycle) over {processes} processes",
+                "s, δ: sync_cost {exec}, a line over {} thread counts ({} µs/cycle at 1 thread, {} more per \
+                 thread) over {processes} processes",
+                sync.len(),
                 crate::html::num(b1),
-                crate::html::num(b2)
+                crate::html::num(slope)
             ),
         });
     }
@@ -180,16 +216,25 @@ pub fn fit_agents(doc: &Document) -> Vec<Fit> {
     let msg_row = |r: &ResultRow| {
         r.implementation == "takt" && r.unit == "ns/msg" && r.params.get("phase").is_none()
     };
-    let pp = |placement: &str| {
-        find(doc, |r| {
-            msg_row(r) && r.name == "ping_pong" && param(r, "placement") == placement
+    // Time per message against the share of messages that crossed
+    // threads, over every placement: t(c) = t0 + δ·c.
+    let crossing: Vec<(f64, f64)> = doc
+        .results
+        .iter()
+        .filter(|r| msg_row(r) && r.name == "ping_pong")
+        .filter_map(|r| {
+            let c = r.detail.get("crossed_fraction").and_then(Value::as_f64)?;
+            Some((c, r.summary.median))
         })
-        .map(|r| r.summary.median)
-    };
-    let (Some(pp1), Some(pp2)) = (pp("one_thread"), pp("two_workers")) else {
+        .collect();
+    let Some((t0, delta)) = fit_line(&crossing) else {
         return Vec::new();
     };
-    let delta = (pp2 - pp1).max(0.0);
+    let placements = crossing
+        .iter()
+        .map(|(c, t)| format!("{} ns/msg at {:.0}%", crate::html::num(*t), c * 100.0))
+        .collect::<Vec<_>>()
+        .join(", ");
     let mut one: Vec<(f64, f64)> = doc
         .results
         .iter()
@@ -223,10 +268,10 @@ pub fn fit_agents(doc: &Document) -> Vec<Fit> {
             growth: Growth::Crossing,
             measured2: Some(pool.summary.median),
             source: format!(
-                "w: customer_ring one_thread{}; δ: ping_pong two_workers − one_thread ({} − {} ns/msg)",
+                "w: customer_ring one_thread{}; δ: the cost of a crossing message, a line through ping_pong's \
+                 placements against the share of messages that crossed threads ({placements}; {} ns/msg at none)",
                 if exact { "" } else { " interpolated log–log in N" },
-                crate::html::num(pp2),
-                crate::html::num(pp1)
+                crate::html::num(t0)
             ),
         });
     }
@@ -318,6 +363,107 @@ mod tests {
             ..f
         };
         assert_eq!(c.predict(2.0), 45.0 + 10.0 + 2.5);
+    }
+
+    use takt_measure::result::{Better, DocumentBuilder};
+
+    /// A row of five samples spread ±`noise` around `median`.
+    fn row(
+        name: &str,
+        params: serde_json::Map<String, Value>,
+        unit: &str,
+        median: f64,
+        noise: f64,
+    ) -> ResultRow {
+        let samples = [-1.0, -0.5, 0.0, 0.5, 1.0]
+            .iter()
+            .map(|k| median * (1.0 + k * noise))
+            .collect();
+        ResultRow::new(name, "takt", params, unit, Better::Lower, samples, 0.1)
+    }
+
+    fn crossed(r: ResultRow, c: f64) -> ResultRow {
+        let mut d = serde_json::Map::new();
+        d.insert("crossed_fraction".into(), c.into());
+        r.with_detail(d)
+    }
+
+    #[test]
+    fn a_line_is_recovered_and_a_falling_one_is_flat() {
+        let pts: Vec<(f64, f64)> = (0..5).map(|i| (i as f64, 3.0 + 2.0 * i as f64)).collect();
+        let (a, b) = fit_line(&pts).unwrap();
+        assert!((a - 3.0).abs() < 1e-9 && (b - 2.0).abs() < 1e-9, "{a} {b}");
+        assert_eq!(fit_line(&[(0.0, 5.0), (1.0, 3.0)]), Some((4.0, 0.0)));
+        assert_eq!(fit_line(&[(1.0, 5.0), (1.0, 3.0)]), None, "one distinct x");
+        assert_eq!(fit_line(&[(1.0, 5.0)]), None);
+        assert_eq!(fit_line(&[(0.0, f64::NAN), (1.0, 3.0)]), None);
+    }
+
+    /// Synthetic agents rows made by the model with a known crossing cost:
+    /// the fit finds it, though the two-worker placement barely crosses
+    /// and measured a little faster than one thread (what made δ = 0).
+    #[test]
+    fn agents_recover_a_known_crossing_cost() {
+        const T0: f64 = 30.0;
+        const DELTA: f64 = 9_000.0;
+        let mut b = DocumentBuilder::start("agents");
+        for (placement, c, t) in [
+            ("one_thread", 0.0, T0),
+            ("two_workers", 2e-5, T0 - 2.0),
+            ("thread_per_agent", 1.0, T0 + DELTA),
+            ("spread", 0.5, T0 + 0.5 * DELTA),
+        ] {
+            let p = takt_measure::params![("placement", placement)];
+            b.push(crossed(row("ping_pong", p, "ns/msg", t, 0.02), c));
+        }
+        for (n, t) in [(1000, 6.0), (50_000, 80.0)] {
+            let p =
+                takt_measure::params![("dispatcher", "one_thread"), ("agents", n), ("tokens", 100)];
+            b.push(row("customer_ring", p, "ns/msg", t, 0.02));
+        }
+        let p = takt_measure::params![
+            ("dispatcher", "thread_pool"),
+            ("agents", 10_000),
+            ("threads", 2)
+        ];
+        b.push(row("customer_ring", p, "ns/msg", 4_000.0, 0.02));
+        let fits = fit_agents(&b.finish());
+        assert_eq!(fits.len(), 1);
+        let f = &fits[0];
+        assert!((f.delta / DELTA - 1.0).abs() < 0.01, "δ = {}", f.delta);
+        // one thread: exact; two: w/2 + δ/2
+        assert!((f.predict(1.0) - f.t1).abs() < 1e-9);
+        assert!((f.predict(2.0) - (f.t1 / 2.0 + f.delta / 2.0)).abs() < 1e-9);
+        assert!(f.source.contains("at 100%"), "{}", f.source);
+    }
+
+    /// Synthetic SME rows: a barrier costing 2 µs per cycle plus 0.5 µs
+    /// per extra thread over 1,000 processes gives s = 2 ns and δ = 0.5 ns
+    /// per process-step.
+    #[test]
+    fn sme_recovers_a_known_barrier_cost() {
+        let mut b = DocumentBuilder::start("sme");
+        for n in [1u32, 2, 4] {
+            let p = takt_measure::params![("executor", "static"), ("threads", n)];
+            b.push(row(
+                "sync_cost",
+                p,
+                "us/cycle",
+                2.0 + 0.5 * f64::from(n - 1),
+                0.0,
+            ));
+        }
+        let p = takt_measure::params![
+            ("executor", "static"),
+            ("threads", 1),
+            ("processes", 1000),
+            ("cycles", 100)
+        ];
+        b.push(row("compute_ring", p, "ns/step", 50.0, 0.0));
+        let fits = fit_sme(&b.finish());
+        assert_eq!(fits.len(), 1);
+        assert!((fits[0].s - 2.0).abs() < 1e-9, "{}", fits[0].s);
+        assert!((fits[0].delta - 0.5).abs() < 1e-9, "{}", fits[0].delta);
     }
 
     #[test]

@@ -29,8 +29,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use takt_machine::{Config as MachineConfig, Family, Mode as MachineMode};
+use takt_measure::progress::{Progress, Stage as ProgressStage};
 
 use crate::error::ReportError;
 use crate::input::{Outcome, ReportInput, RunMeta, Stage};
@@ -55,6 +55,31 @@ const QUICK_MACHINE_FAMILIES: [Family; 9] = [
 /// The SME benchmarks of the quick plan.
 const QUICK_SME: [&str; 3] = ["compute_ring", "uneven", "sync_cost"];
 
+/// The capacity stage's arguments: the quick search (1 s trials, 3
+/// repetitions per grid point) in both plans — its default (3 s trials, 5
+/// repetitions, about 15 minutes for the five cases) would take most of
+/// the default plan's 20 minutes.
+const CAPACITY_ARGS: [&str; 4] = ["sip", "capacity", "--json", "--quick"];
+
+/// The targets, mode and trial window of the quick plan's capacity stage:
+/// takt and the null relay stateless (two of the five cases), 0.5 s of
+/// calls per trial (10,000 calls at 20,000 cps) — about a minute, so SIP
+/// (per-message costs and capacity) stays near two minutes.
+const QUICK_CAPACITY: [&str; 8] = [
+    "--target",
+    "takt",
+    "--target",
+    "null-relay",
+    "--mode",
+    "stateless",
+    "--window",
+    "0.5",
+];
+
+/// `takt sip capacity --quick`'s trial window, and the quick plan's.
+const CAPACITY_WINDOW: Duration = Duration::from_millis(1_000);
+const QUICK_CAPACITY_WINDOW: Duration = Duration::from_millis(500);
+
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -70,8 +95,9 @@ pub struct Options {
     pub out: PathBuf,
     /// The command line of the run, for the report.
     pub command: String,
-    /// Show progress bars (a terminal); otherwise one line per stage event.
-    pub bars: bool,
+    /// Where the stages' progress goes (bars on a terminal, lines in a
+    /// log); each stage's child process's stderr lines are its steps.
+    pub progress: Progress,
 }
 
 /// One stage as planned.
@@ -121,21 +147,25 @@ pub fn plan(opts: &Options) -> (Vec<StagePlan>, Vec<String>) {
             Stage::Machine => {
                 let plots = opts.out.join("machine-plots");
                 let plots = plots.to_string_lossy().into_owned();
-                let (mode, only) = if opts.quick {
-                    (MachineMode::Quick, Some(QUICK_MACHINE_FAMILIES.to_vec()))
-                } else {
-                    (MachineMode::Default, None)
-                };
-                let mut cfg = MachineConfig::new(mode);
+                // Both plans run the machine suite's quick mode: its
+                // default (about 7 minutes) would take a third of the
+                // default plan's 20.
+                let only = opts.quick.then(|| QUICK_MACHINE_FAMILIES.to_vec());
+                let mut cfg = MachineConfig::new(MachineMode::Quick);
                 cfg.only = only.clone();
-                let mut args = strings(&["machine", "--json"]);
+                let mut args = strings(&["machine", "--json", "--quick"]);
                 if let Some(only) = only {
-                    args.push("--quick".into());
                     args.push("--only".into());
                     args.push(only.iter().map(|f| f.name()).collect::<Vec<_>>().join(","));
                     reductions.push(
                         "machine: takt machine --quick without the net and fs families (their ~25 s would \
                          push the stage past 60 s on a 2-core machine)"
+                            .into(),
+                    );
+                } else {
+                    reductions.push(
+                        "machine: takt machine --quick, every family; the default sizes and repetitions \
+                         (takt machine, about 7 minutes) are left to a run of their own"
                             .into(),
                     );
                 }
@@ -243,6 +273,49 @@ pub fn plan(opts: &Options) -> (Vec<StagePlan>, Vec<String>) {
                     }),
                 }
             }
+            Stage::Capacity => {
+                let mut args = strings(&CAPACITY_ARGS);
+                let cases = if opts.quick {
+                    args.extend(strings(&QUICK_CAPACITY));
+                    reductions.push(
+                        "capacity: takt and the null relay, stateless only, 0.5 s trials (takt sip \
+                         capacity --quick, all three targets in both modes with 1 s trials, takes about 4 minutes)"
+                            .into(),
+                    );
+                    capacity_cases(&["takt", "null-relay"], false)
+                } else {
+                    reductions.push(
+                        "capacity: the quick search (1 s trials, 3 repetitions per grid point); \
+                         takt sip capacity's default (3 s, 5 repetitions) takes about 15 minutes"
+                            .into(),
+                    );
+                    capacity_cases(&["takt", "kamailio", "null-relay"], true)
+                };
+                let kamailio = !opts.quick && find_tool("kamailio").is_none();
+                if kamailio {
+                    // the stage runs without it: the document has no Kamailio rows
+                    args.extend(strings(&["--target", "takt", "--target", "null-relay"]));
+                    reductions.push(
+                        "capacity: Kamailio is not installed (Debian package kamailio; \
+                         scripts/setup.sh installs it), so only takt and the null relay"
+                            .into(),
+                    );
+                }
+                StagePlan {
+                    stage,
+                    args,
+                    estimate: capacity_estimate(
+                        if kamailio { 3 } else { cases },
+                        if opts.quick {
+                            QUICK_CAPACITY_WINDOW
+                        } else {
+                            CAPACITY_WINDOW
+                        },
+                    ),
+                    unavailable: None,
+                }
+            }
+            Stage::Sweep | Stage::Robustness => continue,
             Stage::Remote => {
                 let remote = takt_lab::remote::Options {
                     quick: opts.quick,
@@ -270,6 +343,46 @@ pub fn plan(opts: &Options) -> (Vec<StagePlan>, Vec<String>) {
     (stages, reductions)
 }
 
+/// The capacity cases of `targets` (the null relay is stateless only).
+fn capacity_cases(targets: &[&str], both_modes: bool) -> usize {
+    targets
+        .iter()
+        .map(|t| {
+            if *t == "null-relay" || !both_modes {
+                1
+            } else {
+                2
+            }
+        })
+        .sum()
+}
+
+/// Trials one quick capacity search takes: a ramp from 1,000 cps doubling
+/// to a capacity near 20,000 cps (6), a bisection to 3% (5), and a grid of
+/// 5 rates × 3 repetitions.
+const CAPACITY_TRIALS: u32 = 6 + 5 + 5 * 3;
+
+/// A trial's wall time beyond its window: the generator's 0.5 s drain
+/// (`takt sip capacity --quick`), its set-up and the server's sampling
+/// (together 1.75 s a trial with 1 s windows on the 2-vCPU development
+/// machine: 240 s for the five cases of 26–28 trials).
+const CAPACITY_TRIAL_OVERHEAD: Duration = Duration::from_millis(750);
+
+/// The capacity stage's expected duration for `cases` cases of trials
+/// with `window` of calls (each case also starts and stops its server).
+fn capacity_estimate(cases: usize, window: Duration) -> Duration {
+    ((window + CAPACITY_TRIAL_OVERHEAD) * CAPACITY_TRIALS + Duration::from_secs(2)) * cases as u32
+}
+
+/// A child's stderr line as a step of its stage: without the child's own
+/// `[  12.3s] ` time stamp (the stage's line has one).
+fn step_of(line: &str) -> &str {
+    match line.strip_prefix('[').and_then(|r| r.split_once("s] ")) {
+        Some((t, rest)) if t.trim().parse::<f64>().is_ok() => rest,
+        _ => line,
+    }
+}
+
 /// The result of one child run.
 enum ChildEnd {
     Document(serde_json::Value),
@@ -280,7 +393,7 @@ enum ChildEnd {
 fn run_child(
     takt: &Path,
     p: &StagePlan,
-    bar: &ProgressBar,
+    bar: &Arc<ProgressStage>,
     interrupt: &AtomicBool,
 ) -> Result<ChildEnd, ReportError> {
     let mut child = Command::new(takt)
@@ -295,7 +408,7 @@ fn run_child(
         })?;
     let last_line = Arc::new(Mutex::new(String::new()));
     let stderr = child.stderr.take().map(|err| {
-        let bar = bar.clone();
+        let bar = Arc::clone(bar);
         let last = Arc::clone(&last_line);
         std::thread::spawn(move || {
             for line in BufReader::new(err).lines().map_while(Result::ok) {
@@ -303,7 +416,7 @@ fn run_child(
                 if line.is_empty() {
                     continue;
                 }
-                bar.set_message(line.chars().take(100).collect::<String>());
+                bar.step(&step_of(&line).chars().take(100).collect::<String>());
                 if let Ok(mut l) = last.lock() {
                     *l = line;
                 }
@@ -316,13 +429,11 @@ fn run_child(
             out.read_to_end(&mut buf).map(|_| buf)
         })
     });
-    let start = Instant::now();
     let mut signalled: Option<Instant> = None;
     let status = loop {
         if let Some(status) = child.try_wait().map_err(|e| ReportError::io(takt, e))? {
             break status;
         }
-        bar.set_position(start.elapsed().as_secs());
         // Acquire pairs with the Release store of the interrupt handler.
         if interrupt.load(Ordering::Acquire) {
             match signalled {
@@ -381,35 +492,34 @@ pub fn run(opts: &Options, interrupt: &AtomicBool) -> Result<ReportInput, Report
     let started = takt_measure::env::utc_now_rfc3339();
     let t0 = Instant::now();
     let (plans, reductions) = plan(opts);
-    let multi = MultiProgress::with_draw_target(if opts.bars {
-        ProgressDrawTarget::stderr()
-    } else {
-        ProgressDrawTarget::hidden()
-    });
-    let style =
-        ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos:>4}/{len:4} s  {wide_msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> ");
     let total: Duration = plans
         .iter()
         .filter(|p| p.unavailable.is_none())
         .map(|p| p.estimate)
         .sum();
-    let say = |line: String| {
-        if opts.bars {
-            let _ = multi.println(line);
-        } else {
-            eprintln!("{line}");
-        }
-    };
+    let say = |line: String| opts.progress.println(&line);
     say(format!(
-        "takt report{}: {} stage(s), expected about {} s",
+        "takt report{}: {} stage(s), expected about {}",
         if opts.quick { " --quick" } else { "" },
         plans.len(),
-        total.as_secs()
+        takt_measure::progress::fmt_secs(total.as_secs_f64())
     ));
     let mut stages: Vec<(Stage, Outcome)> = Vec::new();
     for stage in Stage::ALL {
+        if let Some(command) = stage.own_command() {
+            stages.push((
+                stage,
+                Outcome::NotMeasured {
+                    reason: format!(
+                        "a long run of its own, not in the report's plan: `{command} > {name}.json`, \
+                         then `takt report --with {name}.json`",
+                        name = stage.name()
+                    ),
+                    command: Some(command.to_string()),
+                },
+            ));
+            continue;
+        }
         let Some(p) = plans.iter().find(|p| p.stage == stage) else {
             stages.push((
                 stage,
@@ -441,29 +551,26 @@ pub fn run(opts: &Options, interrupt: &AtomicBool) -> Result<ReportInput, Report
             ));
             continue;
         }
-        let bar = multi.add(ProgressBar::new(p.estimate.as_secs().max(1)));
-        bar.set_style(style.clone());
-        bar.set_prefix(stage.name());
-        if !opts.bars {
-            eprintln!(
-                "{stage}: {} (expected about {} s)",
-                p.command(),
-                p.estimate.as_secs()
-            );
-        }
+        say(format!("{stage}: {}", p.command()));
+        let bar = Arc::new(opts.progress.stage(stage.name(), p.estimate));
         let s0 = Instant::now();
         let end = run_child(&opts.takt, p, &bar, interrupt)?;
         let wall_s = s0.elapsed().as_secs_f64();
-        bar.finish_and_clear();
+        let verdict = match &end {
+            ChildEnd::Document(_) => "measured",
+            ChildEnd::Failed(_) => "not measured",
+            ChildEnd::Interrupted => "interrupted",
+        };
+        // The stderr reader holding the other reference has been joined.
+        if let Ok(bar) = Arc::try_unwrap(bar) {
+            bar.finish_with(verdict);
+        }
         let outcome = match end {
-            ChildEnd::Document(document) => {
-                say(format!("{stage}: measured in {wall_s:.0} s"));
-                Outcome::Measured {
-                    command: p.command(),
-                    wall_s,
-                    document,
-                }
-            }
+            ChildEnd::Document(document) => Outcome::Measured {
+                command: p.command(),
+                wall_s,
+                document,
+            },
             ChildEnd::Failed(why) => {
                 say(format!("{stage}: not measured: {why}"));
                 Outcome::NotMeasured {
@@ -471,13 +578,10 @@ pub fn run(opts: &Options, interrupt: &AtomicBool) -> Result<ReportInput, Report
                     command: Some(p.command()),
                 }
             }
-            ChildEnd::Interrupted => {
-                say(format!("{stage}: interrupted after {wall_s:.0} s"));
-                Outcome::NotMeasured {
-                    reason: format!("interrupted (Ctrl-C) after {wall_s:.0} s"),
-                    command: Some(p.command()),
-                }
-            }
+            ChildEnd::Interrupted => Outcome::NotMeasured {
+                reason: format!("interrupted (Ctrl-C) after {wall_s:.0} s"),
+                command: Some(p.command()),
+            },
         };
         stages.push((stage, outcome));
     }
@@ -506,14 +610,14 @@ mod tests {
             peers: true,
             out: PathBuf::from("takt-report"),
             command: "takt report".into(),
-            bars: false,
+            progress: Progress::hidden(),
         }
     }
 
     #[test]
     fn the_quick_plan_fits_its_budget() {
-        let (stages, reductions) = plan(&opts(true, "machine,agents,sme,sip,remote"));
-        assert_eq!(stages.len(), 5);
+        let (stages, reductions) = plan(&opts(true, "machine,agents,sme,sip,capacity,remote"));
+        assert_eq!(stages.len(), 6);
         let m = &stages[0];
         assert!(
             m.command()
@@ -526,12 +630,23 @@ mod tests {
         let total: Duration = stages.iter().map(|s| s.estimate).sum();
         assert!(total < Duration::from_secs(300), "{total:?}");
         assert!(!reductions.is_empty());
-        assert_eq!(stages[4].command(), "takt bench remote --json --quick");
+        assert_eq!(
+            stages[4].command(),
+            "takt sip capacity --json --quick --target takt --target null-relay --mode stateless --window 0.5"
+        );
+        assert_eq!(stages[5].command(), "takt bench remote --json --quick");
+    }
+
+    #[test]
+    fn a_child_line_loses_its_time_stamp() {
+        assert_eq!(step_of("[  63.4s] agents: ping_pong"), "agents: ping_pong");
+        assert_eq!(step_of("[x] not a stamp"), "[x] not a stamp");
+        assert_eq!(step_of("[12/129] takt 500 cps"), "[12/129] takt 500 cps");
     }
 
     #[test]
     fn the_default_plan_fits_its_budget() {
-        let (stages, _) = plan(&opts(false, "machine,agents,sme,sip"));
+        let (stages, _) = plan(&opts(false, "machine,agents,sme,sip,capacity,remote"));
         let total: Duration = stages.iter().map(|s| s.estimate).sum();
         assert!(total < Duration::from_secs(20 * 60), "{total:?}");
     }

@@ -48,7 +48,7 @@ pub fn render(input: &ReportInput) -> String {
     let _ = write!(
         body,
         "<header>\n<h1>takt report</h1>\n<p class=\"lede\">What this machine does with takt's runtimes: the machine itself, agents, \
-         synchronous message exchange and the SIP proxy — each beside its peers and published figures, with the command \
+         synchronous message exchange, the SIP proxy and remote agents — each beside its peers and published figures, with the command \
          that reproduces every figure.</p>\n<dl class=\"meta\"><dt>command</dt><dd><code>{}</code></dd>\
          <dt>started</dt><dd>{}</dd><dt>wall time</dt><dd>{:.0} s</dd><dt>plan</dt><dd>{}</dd>",
         esc(&meta.command),
@@ -131,16 +131,10 @@ pub fn render(input: &ReportInput) -> String {
                         Stage::Agents => section::agents::render(&doc, command),
                         Stage::Sme => section::sme::render(&doc, command),
                         Stage::Sip => section::sip::render(&doc, command),
-                        Stage::Remote => {
-                            let rows: Vec<_> = doc.results.iter().collect();
-                            let mut s = crate::figures::rows_table(&rows);
-                            s.push_str(&crate::figures::how(
-                                &doc,
-                                command,
-                                "see takt bench remote",
-                            ));
-                            s
-                        }
+                        Stage::Capacity => section::capacity::render(&doc, command),
+                        Stage::Sweep => section::sweep::render(&doc, command),
+                        Stage::Robustness => section::robustness::render(&doc, command),
+                        Stage::Remote => section::remote::render(&doc, command),
                     });
                     docs.push((stage, doc));
                 }

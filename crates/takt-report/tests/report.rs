@@ -29,7 +29,17 @@ fn every_section_renders_with_its_figures() {
     // the seed's figures and the model's check
     assert!(html.contains("SObjectizer 4.4"));
     assert!(html.contains("predicted 2"));
-    assert!(html.contains("Not measured:</strong> takt bench remote is not part of this build yet"));
+    // the capacity section: its table, its plot with the threshold line,
+    // the bounds it could only establish
+    assert!(html.contains("capacity (cps)"));
+    assert!(html.contains("1% threshold"));
+    assert!(html.contains("a bound, not a crossing"));
+    // remote: paced quantiles and saturation per implementation
+    assert!(html.contains("p99.9 (µs)"));
+    assert!(html.contains("async-nats (round trips/s)"));
+    // the long runs of their own say how to measure them
+    assert!(html.contains("<code>takt sip sweep --json</code>"));
+    assert!(html.contains("<code>takt sip torture --json</code>"));
     // self-contained: no scripts, no external references
     assert!(!html.contains("<script"));
     assert!(!html.contains("src="));
@@ -58,7 +68,7 @@ fn an_interrupted_run_says_what_is_missing() {
     };
     assert!(section("agents").contains("Not measured:</strong> interrupted (Ctrl-C) after 12 s"));
     assert!(section("agents").contains("<code>takt bench agents --quick --json --peers</code>"));
-    for id in ["sme", "sip", "remote"] {
+    for id in ["sme", "sip", "capacity", "remote"] {
         assert!(
             section(id).contains("Not measured:</strong> not in --only"),
             "{id}"
@@ -83,4 +93,72 @@ fn a_document_of_the_wrong_shape_is_reported_not_panicked_on() {
     };
     let html = render(&input);
     assert!(html.contains("Not readable:</strong>"), "sme section");
+}
+
+#[test]
+fn sweep_and_robustness_documents_render_when_given() {
+    use serde_json::json;
+    let mut input = common::full_input();
+    let mut rows = Vec::new();
+    for (profile, base) in [("default", 10_000.0), ("enhanced", 12_000.0)] {
+        for m in [2, 16] {
+            let cap = base / if m == 16 { 1.5 } else { 1.0 };
+            let p = json!({"mode": "stateful", "workers": m, "profile": profile});
+            rows.push(common::row("capacity", "takt", p.clone(), "cps", cap));
+            rows.push(common::row("k_rcv", "takt", p, "us", 40.0));
+        }
+    }
+    let sweep = common::document("sip_sweep", rows);
+    assert_eq!(input.attach(sweep, None), Some(Stage::Sweep));
+    let mut rows = Vec::new();
+    for (target, at15, at2, recovery) in [("takt", 0.97, 0.91, 2.0), ("kamailio", 0.7, 0.4, 9.0)] {
+        rows.push(common::row(
+            "goodput",
+            target,
+            json!({"offered": 1.5}),
+            "ratio",
+            at15,
+        ));
+        rows.push(common::row(
+            "goodput",
+            target,
+            json!({"offered": 2.0}),
+            "ratio",
+            at2,
+        ));
+        rows.push(common::row(
+            "recovery_s",
+            target,
+            json!({"offered": 2.0}),
+            "s",
+            recovery,
+        ));
+    }
+    let torture = common::document("sip_torture", rows);
+    assert_eq!(
+        input.attach(torture, Some("takt sip torture --json".into())),
+        Some(Stage::Robustness)
+    );
+    let html = render(&input);
+    let section = |id: &str| {
+        let start = html.find(&format!("<section id=\"{id}\">")).unwrap();
+        let end = start + html[start..].find("</section>").unwrap();
+        html[start..end].to_string()
+    };
+    let sweep = section("sweep");
+    assert!(sweep.contains("enhanced vs default"), "{sweep}");
+    assert!(sweep.contains("+20%"), "{sweep}");
+    assert!(sweep.contains("<circle"), "a capacity-versus-m plot");
+    assert!(sweep.contains("Tables I–II"), "the other rows side by side");
+    let robust = section("robustness");
+    assert!(
+        robust.contains("<th>takt</th><th>kamailio</th>"),
+        "{robust}"
+    );
+    assert!(robust.contains("<circle"), "the goodput plot");
+    assert!(
+        robust.contains("Recovery slower than 5 s: kamailio"),
+        "{robust}"
+    );
+    assert!(!robust.contains("Not measured"));
 }

@@ -37,7 +37,8 @@ pub const CPU_LATENCY_DEVICE: &str = "/dev/cpu_dma_latency";
 const NO_LIMIT_US: i32 = 2_000_000_000;
 
 /// A held limit on the exit latency of the idle states CPUs may enter;
-/// released when dropped. See the [module documentation](self).
+/// released when dropped. The crate docs ("Idle CPUs") say when it helps
+/// and what it costs.
 #[derive(Debug)]
 pub struct IdleLatency {
     // Kept open: the kernel drops the request when the file is closed.

@@ -250,7 +250,7 @@ impl<T> TaktThread<T> {
 
 #[cfg(target_os = "linux")]
 fn apply(spec: &ThreadSpec) -> Result<Applied, SchedError> {
-    use crate::sys::{sched_getattr, sched_setattr, set_affinity, SchedAttr, SCHED_ATTR_SIZE};
+    use crate::sys::{sched_getattr, sched_setattr, set_affinity};
     let tid = crate::sys::gettid();
     let mut warnings = Vec::new();
     let mut cpus_after = None;
@@ -263,30 +263,7 @@ fn apply(spec: &ThreadSpec) -> Result<Applied, SchedError> {
     }
     let mut policy_after = None;
     if let Some(policy) = spec.policy {
-        let mut attr = SchedAttr {
-            size: SCHED_ATTR_SIZE,
-            ..Default::default()
-        };
-        match policy {
-            SchedPolicy::Other { nice, slice } => {
-                attr.sched_policy = libc::SCHED_OTHER as u32;
-                attr.sched_nice = nice.into();
-                attr.sched_runtime = slice.map_or(0, |s| s.as_nanos().min(u64::MAX as u128) as u64);
-            }
-            SchedPolicy::Batch { nice } => {
-                attr.sched_policy = libc::SCHED_BATCH as u32;
-                attr.sched_nice = nice.into();
-            }
-            SchedPolicy::Idle => attr.sched_policy = libc::SCHED_IDLE as u32,
-            SchedPolicy::Fifo { prio } => {
-                attr.sched_policy = libc::SCHED_FIFO as u32;
-                attr.sched_priority = prio.into();
-            }
-            SchedPolicy::Rr { prio } => {
-                attr.sched_policy = libc::SCHED_RR as u32;
-                attr.sched_priority = prio.into();
-            }
-        }
+        let attr = attr_of(policy);
         sched_setattr(0, &attr).map_err(|errno| SchedError::Refused {
             setting: policy.to_string(),
             errno,
@@ -327,11 +304,42 @@ fn apply(spec: &ThreadSpec) -> Result<Applied, SchedError> {
     })
 }
 
+/// The `sched_attr` that sets `policy` (a custom slice through
+/// `sched_runtime`; no slice means the kernel default).
+#[cfg(target_os = "linux")]
+pub(crate) fn attr_of(policy: SchedPolicy) -> crate::sys::SchedAttr {
+    let mut attr = crate::sys::SchedAttr {
+        size: crate::sys::SCHED_ATTR_SIZE,
+        ..Default::default()
+    };
+    match policy {
+        SchedPolicy::Other { nice, slice } => {
+            attr.sched_policy = libc::SCHED_OTHER as u32;
+            attr.sched_nice = nice.into();
+            attr.sched_runtime = slice.map_or(0, |s| s.as_nanos().min(u64::MAX as u128) as u64);
+        }
+        SchedPolicy::Batch { nice } => {
+            attr.sched_policy = libc::SCHED_BATCH as u32;
+            attr.sched_nice = nice.into();
+        }
+        SchedPolicy::Idle => attr.sched_policy = libc::SCHED_IDLE as u32,
+        SchedPolicy::Fifo { prio } => {
+            attr.sched_policy = libc::SCHED_FIFO as u32;
+            attr.sched_priority = prio.into();
+        }
+        SchedPolicy::Rr { prio } => {
+            attr.sched_policy = libc::SCHED_RR as u32;
+            attr.sched_priority = prio.into();
+        }
+    }
+    attr
+}
+
 /// Converts what `sched_getattr` reports back into a policy. `asked` decides
 /// whether a custom slice is reported: the kernel always reports a slice, and
 /// only one that was asked for is meaningful to compare.
 #[cfg(target_os = "linux")]
-fn policy_from_attr(attr: &crate::sys::SchedAttr, asked: SchedPolicy) -> SchedPolicy {
+pub(crate) fn policy_from_attr(attr: &crate::sys::SchedAttr, asked: SchedPolicy) -> SchedPolicy {
     let nice = attr.sched_nice.clamp(-20, 19) as i8;
     let prio = attr.sched_priority.min(99) as u8;
     match attr.sched_policy as i32 {

@@ -23,12 +23,20 @@
 //! - [`torture`]: `takt sip torture` — overload (under a CFS CPU limit
 //!   where the generator cannot outrun the server), a UAS killed and
 //!   restarted, garbage during live calls, and the soak.
+//! - [`sweep`]: capacity versus worker threads and scheduler profiles,
+//!   with the paper's Tables I–III (`takt sip sweep`).
+//! - [`tune`]: the best scheduler setting for one server and m, confirmed
+//!   against the default by an interleaved A/B (`takt sip tune`).
 //! - [`conn_flood`]: thousands of TCP connections held idle or half-open
 //!   against a server, from distinct loopback addresses: the server's
 //!   memory, the kernel's, and a new client's wait for an answer.
 //! - [`relay`]: the null relay itself (run by `takt sip relay`).
 //! - [`net`]: `--net veth`, the server in its own network namespace.
 //! - [`interval`]: the confidence bounds the search uses.
+//! - [`profile`]: scheduler profiles (`default`, `server`, `enhanced`,
+//!   `batch`, real-time, `poll`, base slice, any policy) applied to every
+//!   thread of a server and read back; [`system`]: the machine-wide
+//!   settings a run changes, recorded, restored and repaired.
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod capacity;
@@ -37,10 +45,14 @@ mod error;
 pub mod gen;
 pub mod interval;
 pub mod net;
+pub mod profile;
 pub mod relay;
 pub mod search;
 pub mod server_stats;
+pub mod sweep;
+pub mod system;
 pub mod target;
 pub mod torture;
+pub mod tune;
 
 pub use error::{Error, Result};

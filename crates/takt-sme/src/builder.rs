@@ -77,7 +77,9 @@ fn finish_kind<P: Process>(states: Box<dyn Any + Send>) -> Box<dyn KindStore> {
     Box::new(Kind::new(states))
 }
 
-/// Declares a network. See the [module docs](self).
+/// Declares a network: buses, their signals, and the processes that read
+/// and write them; [`NetworkBuilder::build`] fixes it (the crate docs have
+/// an example).
 pub struct NetworkBuilder {
     id: u32,
     buses: Vec<String>,

@@ -52,7 +52,7 @@ pub(crate) fn parse_cpus(s: &str) -> Result<CpuSet, String> {
     s.parse().map_err(|e: takt_sched::SchedError| e.to_string())
 }
 
-fn parse_policy(s: &str) -> Result<SchedPolicy, String> {
+pub(crate) fn parse_policy(s: &str) -> Result<SchedPolicy, String> {
     s.parse().map_err(|e: takt_sched::SchedError| e.to_string())
 }
 

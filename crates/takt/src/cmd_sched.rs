@@ -1,5 +1,7 @@
 //! `takt sched`: apply a scheduler setting to a fresh thread and report what
-//! the kernel accepted, the clock, and the thread's scheduler statistics.
+//! the kernel accepted, the clock, and the thread's scheduler statistics;
+//! with `--pid`, apply it to (or, without `--sched`, read it from) every
+//! thread of a running process.
 
 use clap::Args;
 use takt_sched::{clock, ClockSource, ThreadSchedStats};
@@ -11,12 +13,19 @@ use crate::args::SchedArgs;
 pub struct SchedCmd {
     #[command(flatten)]
     sched: SchedArgs,
+    /// Apply `--sched` to every thread of this running process and read
+    /// each back (without `--sched`: only read them).
+    #[arg(long, value_name = "PID", conflicts_with = "cpus")]
+    pid: Option<i32>,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(cmd: SchedCmd) -> Result<(), String> {
+    if let Some(pid) = cmd.pid {
+        return run_pid(pid, cmd.sched.sched, cmd.json);
+    }
     let spec = cmd.sched.spec("takt-check");
     let t = spec.spawn(|| {
         let before = ThreadSchedStats::current().ok();
@@ -135,4 +144,87 @@ impl IdleReport {
         };
         format!("{driver}: {}; latency limit {limit}", states.join(", "))
     }
+}
+
+/// `takt sched --pid PID [--sched POLICY]`: a table of the process's
+/// threads (or JSON), warnings for clamped slices and vanished threads.
+fn run_pid(pid: i32, policy: Option<takt_sched::SchedPolicy>, json: bool) -> Result<(), String> {
+    let got = match policy {
+        Some(p) => takt_sched::apply_to_process(pid, p),
+        None => takt_sched::read_process(pid),
+    }
+    .map_err(|e| e.to_string())?;
+    if json {
+        println!("{:#}", process_json(&got));
+        return Ok(());
+    }
+    let slice =
+        |k: &takt_sched::KernelSched| k.slice.map_or("-".to_string(), takt_sched::format_duration);
+    println!(
+        "pid {pid}: {} thread(s){}",
+        got.threads.len(),
+        match got.applied {
+            Some(p) => format!(", applied {p}"),
+            None => String::new(),
+        }
+    );
+    println!(
+        "{:>8}  {:<16}  {:<24} {:>9}  {:<24} {:>9}",
+        "tid", "name", "before", "slice", "now", "slice"
+    );
+    for t in &got.threads {
+        println!(
+            "{:>8}  {:<16}  {:<24} {:>9}  {:<24} {:>9}",
+            t.tid,
+            t.name,
+            t.before.policy.to_string(),
+            slice(&t.before),
+            t.after.policy.to_string(),
+            slice(&t.after)
+        );
+        for w in &t.warnings {
+            eprintln!("warning: thread {}: {w}", t.tid);
+        }
+    }
+    if got.vanished > 0 {
+        eprintln!("warning: {} thread(s) exited while being set", got.vanished);
+    }
+    if let Some(p) = got.applied {
+        // a clamped slice is a warning (printed above); anything else the
+        // kernel reports differently is a failure
+        let off = got
+            .threads
+            .iter()
+            .filter(|t| t.warnings.is_empty() && !takt_sched::matches(&t.after, p))
+            .count();
+        if off > 0 {
+            return Err(format!(
+                "{off} thread(s) of pid {pid} do not report {p} (see the table)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The JSON form of `takt sched --pid`.
+pub(crate) fn process_json(got: &takt_sched::ProcessSched) -> serde_json::Value {
+    let k = |k: &takt_sched::KernelSched| {
+        serde_json::json!({
+            "policy": k.policy.to_string(),
+            "slice_ns": k.slice.map(|s| s.as_nanos() as u64),
+        })
+    };
+    serde_json::json!({
+        "pid": got.pid,
+        "applied": got.applied.map(|p| p.to_string()),
+        "all_match": got.applied.map(|p| got.all_match(p)),
+        "vanished": got.vanished,
+        "threads": got.threads.iter().map(|t| serde_json::json!({
+            "tid": t.tid,
+            "name": t.name,
+            "before": k(&t.before),
+            "after": k(&t.after),
+            "warnings": t.warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    })
 }

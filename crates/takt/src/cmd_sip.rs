@@ -43,6 +43,12 @@ enum SipSub {
     /// CPU limit where needed), a UAS killed and restarted, garbage during
     /// live calls, and the soak.
     Torture(Box<crate::cmd_sip_torture::TortureArgs>),
+    /// Capacity versus worker threads and scheduler profiles (the paper's
+    /// Tables I-III, SVG plots, the run recorded).
+    Sweep(Box<crate::cmd_sip_sweep::SweepArgs>),
+    /// The best scheduler setting for one server and worker count within a
+    /// time budget, confirmed against the default by an interleaved A/B.
+    Tune(Box<crate::cmd_sip_tune::TuneArgs>),
     /// The SIP laboratory's null relay (requests to --uas, responses to
     /// --uac or their top Via, no other SIP processing); started by
     /// `takt sip capacity`.
@@ -253,6 +259,8 @@ pub fn run(c: SipCmd) -> Result<(), String> {
         SipSub::Gen(a) => crate::cmd_sip_gen::run(*a),
         SipSub::Capacity(a) => crate::cmd_sip_capacity::run(*a),
         SipSub::Torture(a) => crate::cmd_sip_torture::run(*a),
+        SipSub::Sweep(a) => crate::cmd_sip_sweep::run(*a),
+        SipSub::Tune(a) => crate::cmd_sip_tune::run(*a),
         SipSub::Relay(a) => crate::cmd_sip_relay::run(*a),
     }
 }

@@ -3,6 +3,10 @@
 //! `main` parses, dispatches, maps errors to exit codes (1 for a failed
 //! command, 2 for bad usage) and treats a closed stdout as success.
 
+// The flags' doc comments are clap's help text, written for a terminal
+// (`HOST[:PORT]`, `[::1]:5060`), not intra-doc links.
+#![allow(rustdoc::broken_intra_doc_links)]
+
 mod args;
 mod cmd_bench;
 mod cmd_bench_sme;
@@ -14,7 +18,9 @@ mod cmd_sip;
 mod cmd_sip_capacity;
 mod cmd_sip_gen;
 mod cmd_sip_relay;
+mod cmd_sip_sweep;
 mod cmd_sip_torture;
+mod cmd_sip_tune;
 
 use clap::{Parser, Subcommand};
 
@@ -29,7 +35,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Apply a scheduler setting to a thread and show what the kernel accepted.
+    /// Apply a scheduler setting to a thread (or with --pid to every thread
+    /// of a running process) and show what the kernel accepted.
     Sched(cmd_sched::SchedCmd),
     /// Characterize this machine: timers, calls, syscalls, processes, context
     /// switches, memory, page faults, network and file system (CSE 221 suite).
@@ -81,6 +88,14 @@ mod tests {
         assert!(bad.to_string().contains("needs prio"), "{bad}");
         let bad = Cli::try_parse_from(["takt", "sched", "--cpus", "x"]).unwrap_err();
         assert!(bad.to_string().contains("invalid CPU set"), "{bad}");
+        let ok =
+            Cli::try_parse_from(["takt", "sched", "--pid", "42", "--sched", "other:slice=1ms"]);
+        assert!(ok.is_ok(), "{ok:?}");
+        assert!(Cli::try_parse_from(["takt", "sched", "--pid", "42", "--json"]).is_ok());
+        let bad = Cli::try_parse_from(["takt", "sched", "--pid", "x"]).unwrap_err();
+        assert!(bad.to_string().contains("invalid digit"), "{bad}");
+        let bad = Cli::try_parse_from(["takt", "sched", "--pid", "1", "--cpus", "0"]).unwrap_err();
+        assert!(bad.to_string().contains("cannot be used with"), "{bad}");
     }
 
     #[test]

@@ -127,5 +127,41 @@ fn a_stored_run_renders_again() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--run 99"));
+    // --with adds a document the run lacks; its suite names the section.
+    let with = Command::new(env!("CARGO_BIN_EXE_takt"))
+        .args(["report", "--run", "1", "--db"])
+        .arg(&db)
+        .arg("--out")
+        .arg(dir.join("r3"))
+        .arg("--with")
+        .arg(fixtures.join("capacity.json"))
+        .output()
+        .unwrap();
+    assert!(
+        with.status.success(),
+        "{}",
+        String::from_utf8_lossy(&with.stderr)
+    );
+    let html = std::fs::read_to_string(dir.join("r3/index.html")).unwrap();
+    let cap = &html[html.find("<section id=\"capacity\">").unwrap()..];
+    assert!(cap[..cap.find("</section>").unwrap()].contains("capacity (cps)"));
+    // a document of no section, or no document at all, is an error
+    for (file, says) in [
+        (fixtures.join("../report.rs"), "expected"),
+        (dir.join("missing.json"), "missing.json"),
+    ] {
+        let bad = Command::new(env!("CARGO_BIN_EXE_takt"))
+            .args(["report", "--run", "1", "--db"])
+            .arg(&db)
+            .arg("--out")
+            .arg(dir.join("r4"))
+            .arg("--with")
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert_eq!(bad.status.code(), Some(1), "{}", file.display());
+        let err = String::from_utf8_lossy(&bad.stderr);
+        assert!(err.contains("--with") && err.contains(says), "{err}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -13,8 +13,13 @@ const ASSUMPTIONS: &str = "<p><span class=\"model-label\">Model</span> These are
     per-item cost that does not, <i>δ</i> the cost each extra thread adds — barrier arrivals and wake-ups for SME \
     (<code>g(n) = n − 1</code>, a central barrier), cross-thread hand-offs for agents (<code>g(n) = (n − 1)/n</code>, \
     the share of messages whose receiver runs elsewhere). <i>w + s</i> is the workload's own one-thread measurement; \
-    <i>s</i> and <i>δ</i> come from other rows of the same run, so the 2-thread prediction is checked against the \
-    2-thread measurement of the workload. Assumed: one core per thread, the working set still fits the caches it \
+    <i>s</i> and <i>δ</i> come from other rows of the same run — least-squares lines, <i>δ</i> ≥ 0: SME's barrier cost \
+    per cycle against the thread count (<code>sync_cost</code>), agents' time per message against the share of \
+    messages that crossed threads (<code>ping_pong</code>'s placements) — so the 2-thread prediction is checked \
+    against the 2-thread measurement of the workload. The agents' <i>δ</i> is the cost of a crossing whose receiver \
+    waits for it (a ping-pong has one message in flight, so every crossing wakes a thread); in a ring with many \
+    tokens in flight the receiving thread is mostly awake and a crossing costs far less, so for such workloads the \
+    model overstates the time per message and understates the speedup — the 2-thread error shows by how much. Assumed: one core per thread, the working set still fits the caches it \
     had, memory bandwidth and NUMA distance do not bind, and this machine's synchronization costs hold on the larger \
     one. A virtual machine with two vCPUs is a poor witness for 64 cores: read the curves as the shape the measured \
     costs imply, not as a promise.</p>\n";

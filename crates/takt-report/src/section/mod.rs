@@ -3,6 +3,10 @@
 
 pub(crate) mod agents;
 pub(crate) mod beyond;
+pub(crate) mod capacity;
 pub(crate) mod machine;
+pub(crate) mod remote;
+pub(crate) mod robustness;
 pub(crate) mod sip;
 pub(crate) mod sme;
+pub(crate) mod sweep;

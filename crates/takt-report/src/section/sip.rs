@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use takt_measure::result::{Document, ResultRow};
 
 use crate::figures::{ci_half, how, param, rows_table};
-use crate::html::{esc, figure, num, Cell, Table};
+use crate::html::{figure, num, Cell, Table};
 use crate::plot::{Chart, Scale, Series};
 
 const METHOD: &str = "SIPp (UAC and UAS) drives calls through the in-process proxy at a fixed call rate; \
@@ -128,9 +128,5 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
         out.push_str("</details>\n");
     }
     out.push_str(&how(doc, command, METHOD));
-    out.push_str(&format!(
-        "<h3>Capacity</h3>\n<p class=\"missing\"><strong>Not measured:</strong> {}</p>\n",
-        esc("the report's SIP stage runs takt sip load only; the capacity of takt, the null relay and Kamailio (takt sip capacity) is not in the report's plan yet — its sections appear here when a capacity document is in the run")
-    ));
     out
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use takt_report::input::{Outcome, ReportInput, RunMeta, Stage};
 
-fn fixture(name: &str) -> Value {
+pub fn fixture(name: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(format!("{name}.json"));
@@ -26,7 +26,8 @@ fn measured(stage: Stage, command: &str) -> (Stage, Outcome) {
     )
 }
 
-/// Every stage measured from the fixtures except `remote`.
+/// Every planned stage measured from the fixtures; sweep and robustness
+/// not measured.
 pub fn full_input() -> ReportInput {
     ReportInput {
         meta: RunMeta {
@@ -44,13 +45,22 @@ pub fn full_input() -> ReportInput {
             measured(Stage::Agents, "takt bench agents --quick --json --peers"),
             measured(Stage::Sme, "takt bench sme --quick --json"),
             measured(Stage::Sip, "takt sip load --json --quick"),
+            measured(Stage::Capacity, "takt sip capacity --json --quick"),
             (
-                Stage::Remote,
+                Stage::Sweep,
                 Outcome::NotMeasured {
-                    reason: "takt bench remote is not part of this build yet".into(),
-                    command: None,
+                    reason: "takt report does not run it".into(),
+                    command: Some("takt sip sweep --json".into()),
                 },
             ),
+            (
+                Stage::Robustness,
+                Outcome::NotMeasured {
+                    reason: "takt report does not run it".into(),
+                    command: Some("takt sip torture --json".into()),
+                },
+            ),
+            measured(Stage::Remote, "takt bench remote --json --quick"),
         ],
     }
 }
@@ -66,4 +76,26 @@ pub fn temp_dir(tag: &str) -> PathBuf {
     ));
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// A document of `suite` made from the capacity fixture: its machine
+/// block and started time, with `rows` as its results.
+pub fn document(suite: &str, rows: Vec<Value>) -> Value {
+    let mut d = fixture("capacity");
+    d["suite"] = Value::from(suite);
+    d["results"] = Value::Array(rows);
+    d
+}
+
+/// A result row with five samples around `median`.
+pub fn row(name: &str, target: &str, params: Value, unit: &str, median: f64) -> Value {
+    let samples: Vec<f64> = [0.98, 0.99, 1.0, 1.01, 1.02]
+        .iter()
+        .map(|f| f * median)
+        .collect();
+    serde_json::json!({
+        "name": name, "impl": target, "params": params, "unit": unit, "better": "higher",
+        "median": median, "stddev": 0.014 * median, "min": samples[0], "max": samples[4], "mean": median,
+        "ci95": [0.98 * median, 1.02 * median], "runs": 5, "cpu_s": 0.5, "samples": samples
+    })
 }

@@ -45,7 +45,7 @@ mod worker;
 pub use fdlimit::{raise as raise_fd_limit, FdLimit};
 pub use handler::Handler;
 pub use tcp::{Tcp, TcpLimits, CONNECT_TIMEOUT, CONNECT_WAIT};
-pub use udp::{setsockopt_int, sockaddr_from, sockaddr_to};
+pub use udp::{setsockopt_int, sockaddr_from, sockaddr_to, Batch, RxMeta};
 pub use wake::WakeOrder;
 
 use std::io;

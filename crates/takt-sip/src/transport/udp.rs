@@ -77,15 +77,18 @@ pub(crate) fn realtime_ns() -> u64 {
 
 /// What came with a datagram.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct RxMeta {
-    pub(crate) len: usize,
-    pub(crate) src: SocketAddr,
-    /// Kernel receive time, CLOCK_REALTIME ns.
-    pub(crate) t_arr_ns: Option<u64>,
-    /// The socket's cumulative drop count.
-    pub(crate) drops: Option<u32>,
+pub struct RxMeta {
+    /// Its length, bytes (as sent: more than the slot when truncated).
+    pub len: usize,
+    /// Its source.
+    pub src: SocketAddr,
+    /// Kernel receive time, CLOCK_REALTIME ns (`SO_TIMESTAMPNS` on).
+    pub t_arr_ns: Option<u64>,
+    /// The socket's cumulative drop count (`SO_RXQ_OVFL` on, once the
+    /// socket has dropped).
+    pub drops: Option<u32>,
     /// The datagram did not fit the buffer.
-    pub(crate) truncated: bool,
+    pub truncated: bool,
 }
 
 /// The address in `ss` (as a receive call filled it in); `None` for a
@@ -189,11 +192,17 @@ pub(crate) fn recv_one(
     })
 }
 
-/// Buffers for `recvmmsg`/`sendmmsg` of up to `n` datagrams of `slot` bytes.
-pub(crate) struct Batch {
+/// Buffers for `recvmmsg`/`sendmmsg` of up to `n` datagrams of `slot`
+/// bytes, reused from call to call (no allocation per message): the
+/// batched workers' receive and send path, and the laboratory's load
+/// generator's.
+pub struct Batch {
     pub(crate) n: usize,
     slot: usize,
     data: Vec<u8>,
+    /// The slot of each entry of `meta` (a datagram from an address family
+    /// other than IPv4/IPv6 is skipped, so entries and slots can differ).
+    slots: Vec<usize>,
     names: Vec<libc::sockaddr_storage>,
     iovs: Vec<libc::iovec>,
     cmsgs: Vec<[u8; CMSG_SPACE]>,
@@ -220,12 +229,15 @@ impl std::fmt::Debug for Batch {
 unsafe impl Send for Batch {}
 
 impl Batch {
-    pub(crate) fn new(n: usize, slot: usize) -> Batch {
+    /// Room for `n` datagrams (at least 1) of `slot` bytes each; a longer
+    /// datagram is received truncated and marked so.
+    pub fn new(n: usize, slot: usize) -> Batch {
         let n = n.max(1);
         Batch {
             n,
             slot,
             data: vec![0; n * slot],
+            slots: Vec::with_capacity(n),
             // SAFETY: all-zero is a valid sockaddr_storage / mmsghdr.
             names: vec![unsafe { zeroed() }; n],
             iovs: Vec::with_capacity(n),
@@ -237,19 +249,32 @@ impl Batch {
         }
     }
 
-    /// The bytes of received datagram `i`.
-    pub(crate) fn datagram(&self, i: usize) -> &[u8] {
-        let m = &self.meta[i];
-        &self.data[i * self.slot..i * self.slot + m.len.min(self.slot)]
+    /// Capacity in datagrams.
+    pub fn capacity(&self) -> usize {
+        self.n
     }
 
-    /// Receives up to `n` datagrams: blocks for the first (up to
-    /// [`RECV_TIMEOUT`]; not at all when `flags` has `MSG_DONTWAIT`), then
-    /// takes what is queued (MSG_WAITFORONE).
-    pub(crate) fn recv(&mut self, sock: &UdpSocket, flags: libc::c_int) -> io::Result<usize> {
+    /// The bytes of received datagram `i` (`i` < what the last
+    /// [`Batch::recv`] returned; at most `slot` bytes).
+    pub fn datagram(&self, i: usize) -> &[u8] {
+        let (m, at) = (&self.meta[i], self.slots[i] * self.slot);
+        &self.data[at..at + m.len.min(self.slot)]
+    }
+
+    /// What came with received datagram `i`.
+    pub fn meta(&self, i: usize) -> &RxMeta {
+        &self.meta[i]
+    }
+
+    /// Receives up to `n` datagrams: blocks for the first (up to the
+    /// socket's read timeout; not at all when `flags` has `MSG_DONTWAIT`,
+    /// which returns `WouldBlock` when nothing is queued), then takes what
+    /// is queued (MSG_WAITFORONE). Returns how many were received.
+    pub fn recv(&mut self, sock: &UdpSocket, flags: libc::c_int) -> io::Result<usize> {
         self.iovs.clear();
         self.hdrs.clear();
         self.meta.clear();
+        self.slots.clear();
         let base = self.data.as_mut_ptr();
         for i in 0..self.n {
             self.iovs.push(libc::iovec {
@@ -288,6 +313,7 @@ impl Batch {
             let Some(src) = sockaddr_from(&self.names[i]) else {
                 continue;
             };
+            self.slots.push(i);
             self.meta.push(RxMeta {
                 len: h.msg_len as usize,
                 src,

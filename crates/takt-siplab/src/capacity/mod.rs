@@ -16,12 +16,15 @@
 //! server's socket drops and its namespace's `RcvbufErrors` are reported
 //! beside it for each point.
 
+mod fixed;
 mod gen_load;
 mod plan;
+pub mod plot;
 mod rows;
 mod trial;
 
+pub use fixed::{run_fixed, FixedCase, FixedPlan, FixedProgress};
 pub use gen_load::GenLoad;
 pub use plan::{run, CapacityCase, CapacityPlan, NetKind, Progress};
-pub use rows::rows;
-pub use trial::{Load, LoadOutcome, PointDetail, TargetTrial};
+pub use rows::{kind_rows, rows, shm_note, SHM_LIMIT_FRACTION};
+pub use trial::{KindWindow, Load, LoadOutcome, PointDetail, TargetTrial};

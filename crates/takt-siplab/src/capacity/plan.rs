@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 use takt_measure::result::{Document, DocumentBuilder};
 use takt_sip::proxy::Mode;
 
-use super::{rows, Load, TargetTrial};
+use super::{rows, shm_note, Load, TargetTrial};
 use crate::error::{Error, Result};
 use crate::net::VethNet;
 use crate::search::{run_interleaved, Phase, Search, SearchConfig, TrialOutcome};
@@ -97,9 +97,27 @@ pub struct Progress<'a> {
     pub done: usize,
     /// See `done`.
     pub expected: usize,
+    /// Trials done and expected for this case (equal once its search is
+    /// over; the expectation grows when the search must look again).
+    pub case_done: usize,
+    /// See `case_done`.
+    pub case_expected: usize,
 }
 
 fn params(plan: &CapacityPlan, case: &CapacityCase) -> Map<String, Value> {
+    let mut p = setting_params(&plan.base, plan.net, case);
+    p.insert("threshold".into(), json!(plan.search.threshold));
+    p.insert("reps".into(), json!(plan.search.reps));
+    p
+}
+
+/// The `params` naming a case's setting: `mode`, `workers`, `model`,
+/// `sched`, `cpus`, `net`.
+pub(super) fn setting_params(
+    base: &TargetSetup,
+    net: NetKind,
+    case: &CapacityCase,
+) -> Map<String, Value> {
     let mut p = Map::new();
     let mode = match case.kind {
         TargetKind::NullRelay => "none",
@@ -108,7 +126,7 @@ fn params(plan: &CapacityPlan, case: &CapacityCase) -> Map<String, Value> {
     p.insert("mode".into(), json!(mode));
     let workers = match case.kind {
         TargetKind::NullRelay => 1,
-        _ => plan.base.workers,
+        _ => base.workers,
     };
     p.insert("workers".into(), json!(workers));
     let model = match &case.kind {
@@ -120,23 +138,59 @@ fn params(plan: &CapacityPlan, case: &CapacityCase) -> Map<String, Value> {
     p.insert("model".into(), json!(model));
     p.insert(
         "sched".into(),
-        json!(plan
-            .base
+        json!(base
             .sched
             .map_or_else(|| "default".to_string(), |s| s.to_string())),
     );
     p.insert(
         "cpus".into(),
-        json!(plan
-            .base
+        json!(base
             .cpus
             .as_ref()
             .map_or_else(|| "any".to_string(), |c| c.to_string())),
     );
-    p.insert("net".into(), json!(plan.net.name()));
-    p.insert("threshold".into(), json!(plan.search.threshold));
-    p.insert("reps".into(), json!(plan.search.reps));
+    p.insert("net".into(), json!(net.name()));
     p
+}
+
+/// The network of a run: a veth pair for [`NetKind::Veth`] (needs the
+/// server's CPUs for its packet steering), and the IP address the load
+/// binds (the one the server reaches it at).
+pub(super) fn network(base: &TargetSetup, net: NetKind) -> Result<(Option<VethNet>, IpAddr)> {
+    let veth = match net {
+        NetKind::Loopback => None,
+        NetKind::Veth => {
+            let cpus = base.cpus.as_ref().ok_or_else(|| {
+                Error::Config("--net veth steers packets to the server's CPUs: give --cpus".into())
+            })?;
+            Some(VethNet::create(cpus)?)
+        }
+    };
+    let ip = veth.as_ref().map_or(base.listen_ip, |n| n.root_ip);
+    Ok((veth, ip))
+}
+
+/// A fresh server for `case` (from `base`, in `net` if any) forwarding to
+/// `load`'s UAS, wrapped with the load as a paused [`TargetTrial`] that
+/// refuses further trials once `stop` is set.
+pub(super) fn start_trial<L: Load>(
+    base: &TargetSetup,
+    net: Option<&VethNet>,
+    case: &CapacityCase,
+    load: L,
+    stop: &Arc<AtomicBool>,
+) -> Result<TargetTrial<L>> {
+    let mut setup = base.clone();
+    setup.mode = case.mode;
+    setup.uas = load.uas();
+    if let Some(n) = net {
+        setup.listen_ip = n.server_ip;
+        setup.netns = Some(n.namespace().to_string());
+    }
+    let target = case.kind.start(&setup)?;
+    Ok(TargetTrial::new(target, load)
+        .with_stop(stop.clone())
+        .pausing())
 }
 
 /// Runs the plan: for each case a load from `make_load(ip)` (its sockets
@@ -156,34 +210,19 @@ pub fn run<L: Load>(
             "a capacity run needs at least one target".into(),
         ));
     }
-    let net = match plan.net {
-        NetKind::Loopback => None,
-        NetKind::Veth => {
-            let cpus = plan.base.cpus.as_ref().ok_or_else(|| {
-                Error::Config("--net veth steers packets to the server's CPUs: give --cpus".into())
-            })?;
-            Some(VethNet::create(cpus)?)
-        }
-    };
-    let client_ip = net.as_ref().map_or(plan.base.listen_ip, |n| n.root_ip);
+    let (net, client_ip) = network(&plan.base, plan.net)?;
     let mut trials = Vec::with_capacity(plan.cases.len());
     let mut searches = Vec::with_capacity(plan.cases.len());
     let labels: Vec<String> = plan.cases.iter().map(CapacityCase::label).collect();
     for case in &plan.cases {
         let load = make_load(client_ip)?;
-        let mut setup = plan.base.clone();
-        setup.mode = case.mode;
-        setup.uas = load.uas();
-        if let Some(n) = &net {
-            setup.listen_ip = n.server_ip;
-            setup.netns = Some(n.namespace().to_string());
-        }
-        let target = case.kind.start(&setup)?;
-        trials.push(
-            TargetTrial::new(target, load)
-                .with_stop(plan.stop.clone())
-                .pausing(),
-        );
+        trials.push(start_trial(
+            &plan.base,
+            net.as_ref(),
+            case,
+            load,
+            &plan.stop,
+        )?);
         searches.push(Search::new(plan.search.clone())?);
     }
     let mut expected = vec![0; searches.len()];
@@ -205,6 +244,8 @@ pub fn run<L: Load>(
             outcome: &last.outcome,
             done: done.iter().sum(),
             expected: expected.iter().sum(),
+            case_done: done[i],
+            case_expected: expected[i],
         });
     });
     let interrupted = match outcome {
@@ -226,6 +267,9 @@ pub fn run<L: Load>(
         let (points, stopped) = trial.finish();
         if let Err(e) = stopped {
             doc.note(format!("{label}: {e}"));
+        }
+        if let Some(n) = shm_note(label, &points) {
+            doc.note(n);
         }
         for row in rows(name, &params(plan, case), &search.result(), &points) {
             doc.push(row);
@@ -345,6 +389,15 @@ mod tests {
         .unwrap();
         assert!(doc.results.iter().all(|r| r.name != "capacity"));
         assert_eq!(doc.notes.len(), 1);
+        // the trials run before the stop are written
+        let kept: Vec<_> = doc
+            .results
+            .iter()
+            .filter(|r| r.name == "drop_rate" && r.params.contains_key("phase"))
+            .collect();
+        // turns: 0, 1, 0, 1, 0 (whose third run sets the stop), then the
+        // next trial refuses
+        assert_eq!(kept.len(), 5, "{:?}", doc.results);
     }
 
     #[test]

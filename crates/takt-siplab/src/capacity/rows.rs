@@ -1,5 +1,7 @@
 //! The result rows of a finished search (conventions' result documents).
 
+use std::collections::BTreeMap;
+
 use serde_json::{json, Map, Value};
 use takt_measure::result::{Better, ResultRow};
 
@@ -13,8 +15,11 @@ use crate::search::{Capacity, Phase, SearchResult};
 /// whether it was re-run — in `detail`),
 /// `cpu_per_call` (µs at the capacity's grid rate, one sample per counted
 /// grid repetition) and one `drop_rate` row per grid point (re-run
-/// generator-bound trials are left out of both, as out of the grid). `params` name the
-/// target's setting (`mode`, `workers`, `model`, `sched`, `net`).
+/// generator-bound trials are left out of both, as out of the grid), takt's
+/// per-kind rows per grid point ([`kind_rows`]) and, when the search did
+/// not finish (interrupted), one `drop_rate` row per ramp or bisection
+/// trial (`phase` in params). `params` name the target's setting (`mode`,
+/// `workers`, `model`, `sched`, `net`).
 pub fn rows(
     target: &str,
     params: &Map<String, Value>,
@@ -55,6 +60,7 @@ pub fn rows(
         d.insert("grid".into(), json!(result.grid));
         if let Some(f) = shm_peak {
             d.insert("shm_peak_fraction".into(), json!(f));
+            d.insert("shm_limit_reached".into(), json!(f >= SHM_LIMIT_FRACTION));
         }
         out.push(row.with_detail(d));
 
@@ -80,6 +86,7 @@ pub fn rows(
             ));
         }
     }
+    let mut kinds = Vec::new();
     for g in &result.grid {
         let mut p = params.clone();
         p.insert("rate_cps".into(), json!(g.rate_cps));
@@ -99,6 +106,26 @@ pub fn rows(
             .map(|(_, p)| p.server.socket_drops)
             .sum();
         d.insert("server_socket_drops".into(), json!(socket_drops));
+        let shm = result
+            .trials
+            .iter()
+            .zip(points)
+            .filter(|(t, _)| t.phase == Phase::Grid && !t.rerun && t.rate_cps == g.rate_cps)
+            .filter_map(|(_, p)| p.shm)
+            .map(|s| s.peak_fraction())
+            .fold(None, |a: Option<f64>, f| Some(a.map_or(f, |a| a.max(f))));
+        if let Some(f) = shm {
+            d.insert("shm_peak_fraction".into(), json!(f));
+            d.insert("shm_limit_reached".into(), json!(f >= SHM_LIMIT_FRACTION));
+        }
+        let at: Vec<PointDetail> = result
+            .trials
+            .iter()
+            .zip(points)
+            .filter(|(t, _)| t.phase == Phase::Grid && !t.rerun && t.rate_cps == g.rate_cps)
+            .map(|(_, p)| p.clone())
+            .collect();
+        kinds.extend(kind_rows(target, &p, &at));
         out.push(
             ResultRow::new(
                 "drop_rate",
@@ -112,6 +139,97 @@ pub fn rows(
             .with_detail(d),
         );
     }
+    out.extend(kinds);
+    // An unfinished search (interrupted) keeps its single trials too.
+    if !result.complete {
+        for (t, pt) in result.trials.iter().zip(points) {
+            if t.phase == Phase::Grid {
+                continue;
+            }
+            let mut p = params.clone();
+            p.insert("rate_cps".into(), json!(t.rate_cps));
+            p.insert("phase".into(), json!(t.phase));
+            let mut d = Map::new();
+            d.insert("sent".into(), json!(t.outcome.sent));
+            d.insert("lost".into(), json!(t.outcome.lost));
+            d.insert("outcome".into(), json!(t.outcome));
+            d.insert("rerun".into(), json!(t.rerun));
+            d.insert("server_socket_drops".into(), json!(pt.server.socket_drops));
+            out.push(
+                ResultRow::new(
+                    "drop_rate",
+                    target,
+                    p,
+                    "ratio",
+                    Better::Lower,
+                    vec![t.outcome.drop_rate()],
+                    pt.server.cpu_s,
+                )
+                .with_detail(d),
+            );
+        }
+    }
+    out
+}
+
+/// Kamailio's shared memory counts as exhausted from this fraction of its
+/// limit on: its allocator then fails to find room for a transaction now
+/// and then, and the point measures memory, not CPU.
+pub const SHM_LIMIT_FRACTION: f64 = 0.95;
+
+/// A note when a target's shared memory reached [`SHM_LIMIT_FRACTION`] of
+/// its limit: the first trial (in the order run; the peak is since start,
+/// so every later point carries it too) at which the peak was seen.
+pub fn shm_note(label: &str, points: &[PointDetail]) -> Option<String> {
+    let (i, p, shm) = points.iter().enumerate().find_map(|(i, p)| {
+        let s = p.shm?;
+        (s.peak_fraction() >= SHM_LIMIT_FRACTION).then_some((i, p, s))
+    })?;
+    Some(format!(
+        "{label}: shared memory reached {:.0}% of its {} MB limit by trial {} ({:.0} cps); \
+         points from there on may be limited by memory, not CPU (shm_limit_reached)",
+        shm.peak_fraction() * 100.0,
+        shm.total >> 20,
+        i + 1,
+        p.rate_cps
+    ))
+}
+
+/// takt's per-kind rows over `points` (one setting and rate, given in
+/// `params`): `t_sip` and `k_rcv` (ns) per message kind, one sample per
+/// point (the mean over that point's messages of the kind; see
+/// [`super::KindWindow`]), `kind` in params and the messages counted in
+/// `detail.messages`. Nothing for targets without per-kind statistics.
+pub fn kind_rows(
+    target: &str,
+    params: &Map<String, Value>,
+    points: &[PointDetail],
+) -> Vec<ResultRow> {
+    let mut by_kind: BTreeMap<&str, (Vec<f64>, Vec<f64>, u64)> = BTreeMap::new();
+    for k in points.iter().filter_map(|p| p.takt_kinds.as_ref()) {
+        for (kind, w) in k {
+            let e = by_kind.entry(kind.as_str()).or_default();
+            e.0.extend(w.t_sip_mean_ns);
+            e.1.extend(w.k_rcv_mean_ns);
+            e.2 += w.count;
+        }
+    }
+    let mut out = Vec::new();
+    for (kind, (t_sip, k_rcv, n)) in by_kind {
+        for (name, samples) in [("t_sip", t_sip), ("k_rcv", k_rcv)] {
+            if samples.is_empty() {
+                continue;
+            }
+            let mut p = params.clone();
+            p.insert("kind".into(), json!(kind));
+            let mut d = Map::new();
+            d.insert("messages".into(), json!(n));
+            d.insert("statistic".into(), json!("mean per point"));
+            out.push(
+                ResultRow::new(name, target, p, "ns", Better::Lower, samples, 0.0).with_detail(d),
+            );
+        }
+    }
     out
 }
 
@@ -123,6 +241,7 @@ mod tests {
     use crate::search::{Trial, TrialOutcome};
     use crate::server_stats::ServerSample;
     use crate::server_stats::ServerWindow;
+    use crate::target::ShmUsage;
     use std::time::Instant;
     use takt_sip::stats::snmp::UdpCounters;
 
@@ -146,8 +265,16 @@ mod tests {
                     load: LoadOutcome::default(),
                     server: ServerWindow::between(&sample(0), &sample(10)),
                     cpu_per_call_us: Some(rate / 100.0),
-                    shm: None,
+                    // shared memory filling as the rate grows: the limit
+                    // is reached from 6,000 cps on
+                    shm: Some(ShmUsage {
+                        total: 1 << 20,
+                        free: 0,
+                        real_used: 0,
+                        max_used: ((rate / 6_000.0).min(1.0) * (1u64 << 20) as f64) as u64,
+                    }),
                     takt_kinds: None,
+                    stats_error: None,
                 });
                 Ok(TrialOutcome {
                     offered_cps: rate,
@@ -182,5 +309,16 @@ mod tests {
         let drops: Vec<_> = rows.iter().filter(|r| r.name == "drop_rate").collect();
         assert_eq!(drops.len(), r.grid.len());
         assert!(drops.iter().all(|d| d.params["mode"] == json!("stateless")));
+        // the grid stays below 6,000 cps, but the ramp went past it
+        assert!(drops
+            .iter()
+            .all(|d| d.detail["shm_limit_reached"] == json!(false)
+                && d.detail["shm_peak_fraction"].as_f64().unwrap() < SHM_LIMIT_FRACTION));
+        let note = shm_note("kamailio stateful", &s.0).unwrap();
+        assert!(
+            note.contains("100% of its 1 MB limit") && note.contains("8000 cps"),
+            "{note}"
+        );
+        assert!(shm_note("kamailio stateful", &s.0[..3]).is_none());
     }
 }

@@ -1,6 +1,7 @@
 //! One capacity trial: a [`Load`] against a [`Target`], with the server's
 //! counters sampled around it.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -58,9 +59,73 @@ pub struct PointDetail {
     pub cpu_per_call_us: Option<f64>,
     /// Kamailio's shared memory after the trial.
     pub shm: Option<ShmUsage>,
-    /// takt's `/stats` per-kind T_sip and K_rcv after the trial
-    /// (cumulative since the target started).
-    pub takt_kinds: Option<Value>,
+    /// takt's per-kind T_sip and K_rcv over the trial (from `/stats`
+    /// before and after it), by kind name (`invite`, `ack`, …).
+    pub takt_kinds: Option<BTreeMap<String, KindWindow>>,
+    /// Why takt's statistics could not be read around this trial (the
+    /// point then has no per-kind figures).
+    pub stats_error: Option<String>,
+}
+
+/// One message kind at takt over one trial: its count and the means of
+/// T_sip and K_rcv over the trial's messages alone. The endpoint's
+/// distributions are cumulative, so percentiles cannot be taken apart;
+/// count × mean can.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct KindWindow {
+    /// Messages of the kind handled in the trial.
+    pub count: u64,
+    /// Mean T_sip, ns (`None`: no sample in the trial).
+    pub t_sip_mean_ns: Option<f64>,
+    /// Mean K_rcv, ns (`None`: no message with a kernel timestamp).
+    pub k_rcv_mean_ns: Option<f64>,
+}
+
+impl KindWindow {
+    /// The per-kind windows between two `/stats` snapshots (kinds missing
+    /// before count from zero; kinds without a message in the window are
+    /// left out). `None` if `after` has no `kinds` object.
+    pub fn between(before: &Value, after: &Value) -> Option<BTreeMap<String, KindWindow>> {
+        let after = after.get("kinds")?.as_object()?;
+        let num = |v: Option<&Value>, path: &[&str]| -> f64 {
+            let mut v = v;
+            for p in path {
+                v = v.and_then(|x| x.get(*p));
+            }
+            v.and_then(Value::as_f64).unwrap_or(0.0)
+        };
+        // mean over the window from two (count, mean) pairs
+        let mean = |b: Option<&Value>, a: &Value, dist: &str| {
+            let (nb, mb) = (num(b, &[dist, "count"]), num(b, &[dist, "mean"]));
+            let (na, ma) = (
+                num(Some(a), &[dist, "count"]),
+                num(Some(a), &[dist, "mean"]),
+            );
+            (na > nb).then(|| ((na * ma - nb * mb) / (na - nb)).max(0.0))
+        };
+        let mut out = BTreeMap::new();
+        for (kind, a) in after {
+            let b = before.get("kinds").and_then(|k| k.get(kind));
+            let count = |v: Option<&Value>| {
+                v.and_then(|v| v.get("count"))
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0)
+            };
+            let n = count(Some(a)).saturating_sub(count(b));
+            if n == 0 {
+                continue;
+            }
+            out.insert(
+                kind.clone(),
+                KindWindow {
+                    count: n,
+                    t_sip_mean_ns: mean(b, a, "t_sip"),
+                    k_rcv_mean_ns: mean(b, a, "k_rcv"),
+                },
+            );
+        }
+        Some(out)
+    }
 }
 
 /// A [`Trial`] of a [`Load`] against a [`Target`] (see the module docs).
@@ -142,15 +207,29 @@ impl<L: Load> Trial for TargetTrial<L> {
 impl<L: Load> TargetTrial<L> {
     fn measure(&mut self, rate_cps: f64) -> Result<TrialOutcome> {
         self.target.check_alive()?;
+        // takt's statistics are a per-point extra: a read that fails (a
+        // starved endpoint thread on a busy host) leaves the point without
+        // them and says why, and does not end the search
+        let mut stats_error = None;
+        let mut stats = |t: &Target| match t.takt_stats() {
+            Some(Ok(v)) => Some(v),
+            Some(Err(e)) => {
+                stats_error = Some(e.to_string());
+                None
+            }
+            None => None,
+        };
+        let stats_before = stats(&self.target);
         let before = self.target.sample()?;
         let load = self.load.run(&self.target, rate_cps)?;
         let after = self.target.sample()?;
         self.target.check_alive()?;
         let server = ServerWindow::between(&before, &after);
         let shm = self.target.shm().transpose()?;
-        let takt_kinds = match self.target.takt_stats() {
-            Some(s) => s?.get("kinds").cloned(),
-            None => None,
+        let stats_after = stats(&self.target);
+        let takt_kinds = match (stats_before, stats_after) {
+            (Some(b), Some(a)) => KindWindow::between(&b, &a),
+            _ => None,
         };
         let cpu_per_call_us = (load.completed_calls > 0 && !server.threads.is_empty())
             .then(|| server.run_s * 1e6 / load.completed_calls as f64);
@@ -161,6 +240,7 @@ impl<L: Load> TargetTrial<L> {
             cpu_per_call_us,
             shm,
             takt_kinds,
+            stats_error,
         });
         Ok(TrialOutcome {
             offered_cps: rate_cps,
@@ -171,5 +251,35 @@ impl<L: Load> TargetTrial<L> {
             generator_bound: load.generator_bound,
             generator_causes: load.generator_causes,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn kind_windows_take_the_trial_apart_from_the_total() {
+        let before = json!({"kinds": {
+            "invite": {"count": 100, "t_sip": {"count": 100, "mean": 1000.0},
+                       "k_rcv": {"count": 100, "mean": 5000.0}},
+            "bye": {"count": 7, "t_sip": {"count": 7, "mean": 900.0}}
+        }});
+        let after = json!({"kinds": {
+            "invite": {"count": 300, "t_sip": {"count": 300, "mean": 2000.0},
+                       "k_rcv": {"count": 300, "mean": 5000.0}},
+            "bye": {"count": 7, "t_sip": {"count": 7, "mean": 900.0}},
+            "ack": {"count": 50, "t_sip": {"count": 50, "mean": 700.0}}
+        }});
+        let w = KindWindow::between(&before, &after).unwrap();
+        // (300 × 2000 − 100 × 1000) ÷ 200 = 2500
+        assert_eq!(w["invite"].count, 200);
+        assert_eq!(w["invite"].t_sip_mean_ns, Some(2500.0));
+        assert_eq!(w["invite"].k_rcv_mean_ns, Some(5000.0));
+        assert!(!w.contains_key("bye"), "no bye in the window");
+        assert_eq!(w["ack"].t_sip_mean_ns, Some(700.0));
+        assert_eq!(w["ack"].k_rcv_mean_ns, None);
+        assert!(KindWindow::between(&before, &json!({})).is_none());
     }
 }

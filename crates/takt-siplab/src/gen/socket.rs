@@ -4,19 +4,16 @@
 //! timeout, unlike `epoll_wait`'s milliseconds).
 
 use std::io;
-use std::mem::{size_of, zeroed};
+use std::mem::zeroed;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
-use takt_sip::transport::{setsockopt_int, sockaddr_from, sockaddr_to};
+use takt_sip::transport::{setsockopt_int, sockaddr_to, Batch};
 
 /// Largest datagram received whole; longer ones are counted as truncated.
 pub(crate) const SLOT: usize = 4096;
-
-/// Room for the drop-counter control message.
-const CMSG_SPACE: usize = 64;
 
 /// A non-blocking UDP socket bound to `addr`, counting its drops, with a
 /// receive buffer of `rcvbuf` bytes if given (SO_RCVBUFFORCE when
@@ -35,133 +32,55 @@ pub(crate) fn open(addr: SocketAddr, rcvbuf: Option<usize>) -> io::Result<UdpSoc
     Ok(s.into())
 }
 
-/// The socket's cumulative drop count from a received message's control
-/// data, if the kernel attached it (it does once the socket has dropped).
-fn drops_of(msg: &libc::msghdr) -> Option<u32> {
-    // SAFETY: the CMSG_* macros walk the control buffer described by `msg`,
-    // which the kernel filled in and whose length it set in msg_controllen.
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(msg);
-        while !c.is_null() {
-            let h = &*c;
-            if h.cmsg_level == libc::SOL_SOCKET && h.cmsg_type == libc::SO_RXQ_OVFL {
-                return Some(std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<u32>()));
-            }
-            c = libc::CMSG_NXTHDR(msg, c);
-        }
-    }
-    None
-}
-
-/// Receive buffers for `recvmmsg` of up to `n` datagrams.
+/// Receive buffers for `recvmmsg` of up to `n` datagrams: takt-sip's
+/// [`Batch`], never blocking, with the socket's drop count of the last
+/// receive.
 pub(crate) struct RecvBatch {
-    n: usize,
-    data: Vec<u8>,
-    names: Vec<libc::sockaddr_storage>,
-    iovs: Vec<libc::iovec>,
-    cmsgs: Vec<[u8; CMSG_SPACE]>,
-    hdrs: Vec<libc::mmsghdr>,
-    /// `(len, source, truncated)` of each datagram of the last receive.
-    got: Vec<(usize, SocketAddr, bool)>,
+    batch: Batch,
     /// The largest drop count seen on the last receive.
     pub(crate) drops: Option<u32>,
 }
 
 impl std::fmt::Debug for RecvBatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RecvBatch").field("n", &self.n).finish()
+        f.debug_struct("RecvBatch")
+            .field("n", &self.batch.capacity())
+            .finish()
     }
 }
 
 impl RecvBatch {
     pub(crate) fn new(n: usize) -> RecvBatch {
-        let n = n.max(1);
         RecvBatch {
-            n,
-            data: vec![0; n * SLOT],
-            // SAFETY: all-zero is a valid sockaddr_storage.
-            names: vec![unsafe { zeroed() }; n],
-            iovs: Vec::with_capacity(n),
-            cmsgs: vec![[0; CMSG_SPACE]; n],
-            hdrs: Vec::with_capacity(n),
-            got: Vec::with_capacity(n),
+            batch: Batch::new(n, SLOT),
             drops: None,
         }
     }
 
     /// Capacity in datagrams.
     pub(crate) fn capacity(&self) -> usize {
-        self.n
+        self.batch.capacity()
     }
 
     /// Datagram `i` of the last receive: bytes, source, truncated.
     pub(crate) fn get(&self, i: usize) -> (&[u8], SocketAddr, bool) {
-        let (len, src, trunc) = self.got[i];
-        (&self.data[i * SLOT..i * SLOT + len.min(SLOT)], src, trunc)
+        let m = self.batch.meta(i);
+        (self.batch.datagram(i), m.src, m.truncated)
     }
 
     /// Takes what is queued on `sock`, up to the capacity, without
     /// blocking. `Ok(0)` when nothing is queued.
     pub(crate) fn recv(&mut self, sock: &UdpSocket) -> io::Result<usize> {
-        self.iovs.clear();
-        self.hdrs.clear();
-        self.got.clear();
         self.drops = None;
-        let base = self.data.as_mut_ptr();
-        for i in 0..self.n {
-            self.iovs.push(libc::iovec {
-                // SAFETY: i * SLOT is inside `data` (n * SLOT bytes).
-                iov_base: unsafe { base.add(i * SLOT) }.cast(),
-                iov_len: SLOT,
-            });
-        }
-        for i in 0..self.n {
-            // SAFETY: all-zero is a valid mmsghdr; the pointers set below
-            // point into self and are rebuilt before every call.
-            let mut h: libc::mmsghdr = unsafe { zeroed() };
-            h.msg_hdr.msg_name = (&mut self.names[i] as *mut libc::sockaddr_storage).cast();
-            h.msg_hdr.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-            h.msg_hdr.msg_iov = &mut self.iovs[i];
-            h.msg_hdr.msg_iovlen = 1;
-            h.msg_hdr.msg_control = self.cmsgs[i].as_mut_ptr().cast();
-            h.msg_hdr.msg_controllen = CMSG_SPACE as _;
-            self.hdrs.push(h);
-        }
-        // SAFETY: hdrs describes n valid receive buffers owned by self.
-        let r = unsafe {
-            libc::recvmmsg(
-                sock.as_raw_fd(),
-                self.hdrs.as_mut_ptr(),
-                self.n as u32,
-                libc::MSG_DONTWAIT,
-                std::ptr::null_mut(),
-            )
+        let n = match self.batch.recv(sock, libc::MSG_DONTWAIT) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(0),
+            Err(e) => return Err(e),
         };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::WouldBlock {
-                Ok(0)
-            } else {
-                Err(e)
-            };
-        }
-        for i in 0..r as usize {
-            let h = &self.hdrs[i];
-            if let Some(d) = drops_of(&h.msg_hdr) {
-                self.drops = Some(self.drops.map_or(d, |x| x.max(d)));
-            }
-            let src = sockaddr_from(&self.names[i])
-                .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
-            let trunc = h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
-            self.got.push((h.msg_len as usize, src, trunc));
-        }
-        Ok(self.got.len())
+        self.drops = (0..n).filter_map(|i| self.batch.meta(i).drops).max();
+        Ok(n)
     }
 }
-
-// SAFETY: the raw pointers inside iovec/mmsghdr only ever point into this
-// struct's own vectors and are rebuilt before each system call.
-unsafe impl Send for RecvBatch {}
 
 /// Datagrams queued for one socket, sent with `sendmmsg` from ranges of
 /// a caller's buffer (no copy).

@@ -1,0 +1,767 @@
+//! `takt sip sweep`: the 1%-drop capacity as a function of the number of
+//! worker threads m and of the scheduler profile, for one or more servers
+//! — Krishnamurthy & Rouskas' experiment on today's Linux, with the
+//! paper's Tables I–III and capacity versus m per profile.
+//!
+//! # How a sweep runs
+//! 1. Machine-wide leftovers of a crashed run are repaired
+//!    ([`crate::system`]); the receive queue's bytes per datagram are
+//!    calibrated (for the Little's-law K_rcv, [`load`]).
+//! 2. **Cases** are (target, mode, m, profile). Every case gets a server
+//!    started fresh with the profile's policy (takt through `--sched`;
+//!    then every thread of every process of any server gets it again
+//!    through [`takt_sched::apply_to_process`] and is read back) and its
+//!    own capacity search ([`crate::search`]). The searches take turns
+//!    point by point; only the server being measured runs (the others are
+//!    paused); a profile's machine-wide part (`poll`, `rr`'s time slice,
+//!    the base slice) is set for its own trials only.
+//! 3. `enhanced` needs `default`'s measurement: after the first round of
+//!    searches, its slice is derived per (target, mode, m) from the
+//!    `default` case's workers' run time per voluntary switch at its
+//!    capacity (see [`crate::profile`]), and the `enhanced` cases are
+//!    searched in a second round.
+//! 4. **Table III**: per (target, mode, m), every profile against
+//!    `default` at default's first failing rate, in pairs of trials run
+//!    back to back, the order swapped every pair ([`tables::compare`]).
+//! 5. Every server is stopped, every machine-wide value restored (also on
+//!    an error or Ctrl-C: [`SweepPlan::stop`] ends the run after the
+//!    current trial with the finished points).
+
+#[cfg(test)]
+pub(crate) mod fixture;
+pub mod load;
+pub mod paper;
+mod render;
+pub mod tables;
+
+use std::cell::RefCell;
+use std::net::IpAddr;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use takt_measure::result::{Better, Document, DocumentBuilder, ResultRow};
+use takt_sched::CpuSet;
+use takt_sip::proxy::Mode;
+
+use crate::capacity::{rows, Load, PointDetail, TargetTrial};
+use crate::error::{Error, Result};
+use crate::profile::{apply_to_server, EnhancedSlice, Profile, ReadBack, Resolved};
+use crate::search::{run_interleaved, Capacity, Search, SearchConfig, SearchResult, Trial};
+use crate::system::SystemSettings;
+use crate::target::{TargetKind, TargetSetup};
+
+pub use load::{PointExtra, SweepLoad};
+pub use render::render;
+pub use tables::{Comparison, Crossing, PairSide};
+
+/// Everything a sweep needs besides the load.
+#[derive(Debug, Clone)]
+pub struct SweepPlan {
+    /// Targets, in the order they take turns.
+    pub targets: Vec<TargetKind>,
+    /// Proxy modes.
+    pub modes: Vec<Mode>,
+    /// Worker counts m.
+    pub workers: Vec<usize>,
+    /// Profiles (`enhanced` brings `default` with it).
+    pub profiles: Vec<Profile>,
+    /// CPUs, receive buffer, listen address for every server (workers,
+    /// mode, policy and UAS are set per case).
+    pub base: TargetSetup,
+    /// The search (its `start_cps` is replaced per target by
+    /// [`SweepPlan::start_cps`] where that names one).
+    pub search: SearchConfig,
+    /// First ramp rate per target name (`takt`, `kamailio`), calls/s.
+    pub start_cps: Vec<(String, f64)>,
+    /// Table III pairs per profile and (target, mode, m).
+    pub pairs: usize,
+    /// Which profiles Table III compares with `default`.
+    pub compare: CompareWhich,
+    /// CPUs of the sweep's own sampler thread (keep it off the server's).
+    pub sampler_cpus: Option<CpuSet>,
+    /// Set to end the run after the current trial.
+    pub stop: Arc<AtomicBool>,
+}
+
+/// Which profiles get a Table III comparison with `default`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompareWhich {
+    /// Every profile (the sweep).
+    All,
+    /// Only the one with the highest capacity per (target, mode, m) — the
+    /// A/B confirmation of `takt sip tune`.
+    BestCapacity,
+}
+
+/// Which case.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CaseKey {
+    /// Target name (`impl`).
+    pub target: &'static str,
+    /// Proxy mode.
+    pub mode: &'static str,
+    /// Worker model.
+    pub model: &'static str,
+    /// Worker threads or processes.
+    pub workers: usize,
+    /// The profile.
+    pub profile: String,
+}
+
+impl CaseKey {
+    /// The group a case belongs to (everything but the profile).
+    fn group(&self) -> (&'static str, &'static str, &'static str, usize) {
+        (self.target, self.mode, self.model, self.workers)
+    }
+
+    /// `takt stateful m=4 enhanced`.
+    pub fn label(&self) -> String {
+        format!(
+            "{} {} m={} {}",
+            self.target, self.mode, self.workers, self.profile
+        )
+    }
+}
+
+/// One case's results.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseOutcome {
+    /// Which case.
+    pub key: CaseKey,
+    /// How tables name its profile (`enhanced (slice 250us)`).
+    pub label: String,
+    /// The policy its threads had.
+    pub policy: String,
+    /// What the kernel reported for its threads after start.
+    pub readback: ReadBack,
+    /// For `enhanced`: the slice and how it was derived.
+    pub enhanced: Option<EnhancedSlice>,
+    /// The search.
+    pub result: SearchResult,
+    /// Server-side detail of the search's trials (index-aligned).
+    #[serde(skip)]
+    pub points: Vec<PointDetail>,
+    /// The sweep's per-trial quantities (index-aligned).
+    pub extras: Vec<PointExtra>,
+    /// Table I/II columns.
+    pub crossing: Crossing,
+}
+
+/// One Table III row.
+#[derive(Debug, Clone, Serialize)]
+pub struct ComparisonOutcome {
+    /// The profile's case (its `profile` is the one compared).
+    pub key: CaseKey,
+    /// The compared profile's label.
+    pub label: String,
+    /// The comparison.
+    pub comparison: Comparison,
+    /// The pairs (default, profile).
+    pub pairs: Vec<(PairSide, PairSide)>,
+}
+
+/// A finished (or interrupted) sweep.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepOutcome {
+    /// Every case.
+    pub cases: Vec<CaseOutcome>,
+    /// Table III.
+    pub comparisons: Vec<ComparisonOutcome>,
+    /// Machine-wide changes, holds and repairs ([`SystemSettings::record`]).
+    pub system: Value,
+    /// Receive-queue bytes per datagram (the Little's-law calibration).
+    pub truesize: f64,
+    /// Remarks for the document.
+    pub notes: Vec<String>,
+    /// The run was stopped early.
+    pub interrupted: bool,
+}
+
+/// What [`run`] reports after every trial.
+#[derive(Debug)]
+pub struct Progress<'a> {
+    /// The case.
+    pub label: &'a str,
+    /// The trial's rate.
+    pub rate_cps: f64,
+    /// `ramp`, `bisect`, `grid`, `pair`.
+    pub phase: &'static str,
+    /// Its drop rate.
+    pub drop_rate: f64,
+    /// It was generator-bound.
+    pub generator_bound: bool,
+    /// Trials done and expected so far (the estimate grows with the
+    /// second round and the pairs).
+    pub done: usize,
+    /// See `done`.
+    pub expected: usize,
+}
+
+fn mode_name(m: Mode) -> &'static str {
+    match m {
+        Mode::Stateless => "stateless",
+        Mode::Stateful => "stateful",
+    }
+}
+
+fn model_name(k: &TargetKind) -> &'static str {
+    match k {
+        TargetKind::Takt(o) => o.model.name(),
+        TargetKind::Kamailio => "processes",
+        TargetKind::NullRelay => "relay",
+        TargetKind::Addr(_) => "unknown",
+    }
+}
+
+/// A case being searched.
+struct Live<L: Load> {
+    key: CaseKey,
+    resolved: Resolved,
+    readback: ReadBack,
+    extras: load::Extras,
+    trial: TargetTrial<SweepLoad<L>>,
+}
+
+fn interrupted<T>(r: std::result::Result<T, Error>) -> Result<Option<T>> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(Error::Interrupted) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Runs the sweep (see the module docs): loads from `make_load(ip)`,
+/// progress after every trial.
+pub fn run<L: Load>(
+    plan: &SweepPlan,
+    mut make_load: impl FnMut(IpAddr) -> Result<L>,
+    mut progress: impl FnMut(&Progress<'_>),
+) -> Result<SweepOutcome> {
+    plan.search.validate()?;
+    if plan.targets.is_empty() || plan.modes.is_empty() || plan.workers.is_empty() {
+        return Err(Error::Config(
+            "a sweep needs at least one target, mode and worker count".into(),
+        ));
+    }
+    if plan.workers.contains(&0) {
+        return Err(Error::Config("worker counts start at 1".into()));
+    }
+    let mut profiles: Vec<Profile> = Vec::new();
+    if plan.profiles.iter().any(|p| p.is_derived()) && !plan.profiles.contains(&Profile::Default) {
+        profiles.push(Profile::Default);
+    }
+    for p in &plan.profiles {
+        if !profiles.contains(p) {
+            profiles.push(*p);
+        }
+    }
+    if profiles.is_empty() {
+        return Err(Error::Config("a sweep needs at least one profile".into()));
+    }
+    // resolve the non-derived profiles up front: a bad one fails here
+    for p in profiles.iter().filter(|p| !p.is_derived()) {
+        p.resolve(None)?;
+    }
+    let sys = Rc::new(RefCell::new(SystemSettings::new()?));
+    let truesize = load::truesize()?;
+    let mut notes = Vec::new();
+    for c in sys.borrow().repaired() {
+        notes.push(format!(
+            "repaired a crashed run's leftover: {} back to {}",
+            c.path.display(),
+            c.original
+        ));
+    }
+    if profiles.contains(&Profile::Poll) {
+        notes.push("profile poll holds an idle-latency limit of 0 during its trials: machine-wide, so the generator's idle CPUs poll too".into());
+    }
+    let groups: Vec<(TargetKind, Mode, usize)> = plan
+        .targets
+        .iter()
+        .flat_map(|t| {
+            plan.modes
+                .iter()
+                .flat_map(move |&m| plan.workers.iter().map(move |&w| (t.clone(), m, w)))
+        })
+        .collect();
+    let start = |kind: &TargetKind,
+                 mode: Mode,
+                 m: usize,
+                 profile: Profile,
+                 enhanced: Option<EnhancedSlice>,
+                 make_load: &mut dyn FnMut(IpAddr) -> Result<L>|
+     -> Result<(Live<L>, Search)> {
+        let resolved = profile.resolve(enhanced)?;
+        let load = make_load(plan.base.listen_ip)?;
+        let mut setup = plan.base.clone();
+        setup.workers = m;
+        setup.mode = mode;
+        setup.sched = Some(resolved.policy);
+        setup.uas = load.uas();
+        let key = CaseKey {
+            target: kind.name(),
+            mode: mode_name(mode),
+            model: model_name(kind),
+            workers: m,
+            profile: profile.to_string(),
+        };
+        let target = kind.start(&setup).map_err(|e| Error::Case {
+            case: key.label(),
+            source: Box::new(e),
+        })?;
+        let readback = apply_to_server(&target.pids(), resolved.policy)?;
+        let sl = SweepLoad::new(
+            load,
+            resolved.clone(),
+            sys.clone(),
+            truesize,
+            plan.sampler_cpus.clone(),
+        );
+        let extras = sl.extras();
+        let trial = TargetTrial::new(target, sl)
+            .with_stop(plan.stop.clone())
+            .pausing();
+        let mut cfg = plan.search.clone();
+        if let Some((_, s)) = plan.start_cps.iter().find(|(n, _)| n == kind.name()) {
+            cfg.start_cps = s.clamp(cfg.min_cps, cfg.max_cps);
+        }
+        Ok((
+            Live {
+                key,
+                resolved,
+                readback,
+                extras,
+                trial,
+            },
+            Search::new(cfg)?,
+        ))
+    };
+    let mut lives: Vec<Live<L>> = Vec::new();
+    let mut searches: Vec<Search> = Vec::new();
+    for (kind, mode, m) in &groups {
+        for p in profiles.iter().filter(|p| !p.is_derived()) {
+            let (l, s) = start(kind, *mode, *m, *p, None, &mut make_load)?;
+            lives.push(l);
+            searches.push(s);
+        }
+    }
+    let mut stopped = false;
+    let mut done_before = 0;
+    let mut round = |lives: &mut [Live<L>], searches: &mut [Search], done_before: usize| {
+        let labels: Vec<String> = lives.iter().map(|l| l.key.label()).collect();
+        let mut trials: Vec<&mut TargetTrial<SweepLoad<L>>> =
+            lives.iter_mut().map(|l| &mut l.trial).collect();
+        let mut prog: Vec<(usize, usize)> = searches.iter().map(Search::progress).collect();
+        let r = run_interleaved(searches, &mut trials, |i, s| {
+            prog[i] = s.progress();
+            let res = s.result();
+            let Some(last) = res.trials.last() else {
+                return;
+            };
+            progress(&Progress {
+                label: &labels[i],
+                rate_cps: last.rate_cps,
+                phase: match last.phase {
+                    crate::search::Phase::Ramp => "ramp",
+                    crate::search::Phase::Bisect => "bisect",
+                    crate::search::Phase::Grid => "grid",
+                },
+                drop_rate: last.outcome.drop_rate(),
+                generator_bound: last.outcome.generator_bound,
+                done: done_before + prog.iter().map(|p| p.0).sum::<usize>(),
+                expected: done_before + prog.iter().map(|p| p.1).sum::<usize>(),
+            });
+        });
+        let done: usize = prog.iter().map(|p| p.0).sum();
+        match r {
+            Ok(()) => Ok((false, done)),
+            Err((_, Error::Interrupted)) => Ok((true, done)),
+            Err((i, e)) => Err(Error::Case {
+                case: labels[i].clone(),
+                source: Box::new(e),
+            }),
+        }
+    };
+    let (s1, d1) = round(&mut lives, &mut searches, done_before)?;
+    stopped |= s1;
+    done_before += d1;
+    // the enhanced round
+    if !stopped && profiles.iter().any(|p| p.is_derived()) {
+        let first = lives.len();
+        for (kind, mode, m) in &groups {
+            let Some(d) = lives.iter().position(|l| {
+                l.key.group() == (kind.name(), mode_name(*mode), model_name(kind), *m)
+                    && l.key.profile == "default"
+            }) else {
+                continue;
+            };
+            let res = searches[d].result();
+            let points = lives[d].trial.points().to_vec();
+            let slice = tables::enhanced_rate(&res, plan.search.threshold)
+                .and_then(|cps| Some((tables::run_per_switch_us(&res, &points, cps, *m)?, cps)));
+            let Some((us, cps)) = slice else {
+                notes.push(format!(
+                    "{}: no enhanced slice (default's trials had no voluntary switches)",
+                    lives[d].key.label()
+                ));
+                continue;
+            };
+            let e = EnhancedSlice::from_run_per_switch(us, cps)?;
+            for p in profiles.iter().filter(|p| p.is_derived()) {
+                let (l, s) = start(kind, *mode, *m, *p, Some(e), &mut make_load)?;
+                lives.push(l);
+                searches.push(s);
+            }
+        }
+        let (s2, d2) = round(&mut lives[first..], &mut searches[first..], done_before)?;
+        stopped |= s2;
+        done_before += d2;
+    }
+    // Table III: each profile against default at default's first failing rate
+    let mut comparisons = Vec::new();
+    if !stopped && plan.pairs > 0 {
+        let mut jobs = Vec::new();
+        for d in 0..lives.len() {
+            if lives[d].key.profile != "default" {
+                continue;
+            }
+            let rate = match searches[d].result().capacity {
+                Some(Capacity::Measured {
+                    first_failing_cps, ..
+                }) => first_failing_cps,
+                _ => {
+                    notes.push(format!(
+                        "{}: no Table III row (default's capacity was not measured between two grid rates)",
+                        lives[d].key.label()
+                    ));
+                    continue;
+                }
+            };
+            let others: Vec<usize> = (0..lives.len())
+                .filter(|&j| j != d && lives[j].key.group() == lives[d].key.group())
+                .collect();
+            let chosen: Vec<usize> = match plan.compare {
+                CompareWhich::All => others,
+                CompareWhich::BestCapacity => others
+                    .into_iter()
+                    .filter_map(|j| Some((j, searches[j].result().capacity?.cps())))
+                    .max_by(|a, b| a.1.total_cmp(&b.1))
+                    .map(|(j, _)| j)
+                    .into_iter()
+                    .collect(),
+            };
+            for j in chosen {
+                jobs.push((d, j, rate));
+            }
+        }
+        let total = jobs.len() * plan.pairs * 2;
+        let mut n = 0;
+        'jobs: for (d, j, rate) in jobs {
+            let mut pairs = Vec::new();
+            for i in 0..plan.pairs {
+                let order = if i % 2 == 0 { [d, j] } else { [j, d] };
+                let mut sides = [None, None];
+                for &c in &order {
+                    let label = lives[c].key.label();
+                    let Some(o) = interrupted(lives[c].trial.trial(rate))? else {
+                        stopped = true;
+                        break 'jobs;
+                    };
+                    n += 1;
+                    progress(&Progress {
+                        label: &label,
+                        rate_cps: rate,
+                        phase: "pair",
+                        drop_rate: o.drop_rate(),
+                        generator_bound: o.generator_bound,
+                        done: done_before + n,
+                        expected: done_before + total,
+                    });
+                    let e = *lives[c]
+                        .extras
+                        .borrow()
+                        .last()
+                        .expect("a run pushed its extra");
+                    sides[usize::from(c == j)] = Some(PairSide::of(o.drop_rate(), &e));
+                }
+                if let [Some(a), Some(b)] = sides {
+                    pairs.push((a, b));
+                }
+            }
+            comparisons.push(ComparisonOutcome {
+                key: lives[j].key.clone(),
+                label: lives[j].resolved.label(),
+                comparison: tables::compare(rate, &pairs),
+                pairs,
+            });
+        }
+    }
+    let mut cases = Vec::new();
+    for (l, s) in lives.into_iter().zip(&searches) {
+        let result = s.result();
+        let n = result.trials.len();
+        let extras: Vec<PointExtra> = l.extras.borrow()[..n.min(l.extras.borrow().len())].to_vec();
+        let (mut points, stop) = l.trial.finish();
+        points.truncate(n);
+        if let Err(e) = stop {
+            notes.push(format!("{}: {e}", l.key.label()));
+        }
+        cases.push(CaseOutcome {
+            crossing: tables::crossing(&result, &points, &extras),
+            key: l.key,
+            label: l.resolved.label(),
+            policy: l.resolved.policy.to_string(),
+            readback: l.readback,
+            enhanced: l.resolved.enhanced,
+            result,
+            points,
+            extras,
+        });
+    }
+    if plan.stop.load(Ordering::Acquire) || stopped {
+        notes.push("interrupted: the tables hold the points finished before the stop".into());
+    }
+    let system = {
+        let mut s = sys.borrow_mut();
+        s.restore()?;
+        s.record()
+    };
+    Ok(SweepOutcome {
+        cases,
+        comparisons,
+        system,
+        truesize,
+        notes,
+        interrupted: stopped,
+    })
+}
+
+fn params(plan: &SweepPlan, key: &CaseKey, policy: &str) -> Map<String, Value> {
+    let mut p = Map::new();
+    p.insert("mode".into(), json!(key.mode));
+    p.insert("workers".into(), json!(key.workers));
+    p.insert("model".into(), json!(key.model));
+    p.insert("profile".into(), json!(key.profile));
+    p.insert("sched".into(), json!(policy));
+    p.insert(
+        "cpus".into(),
+        json!(plan
+            .base
+            .cpus
+            .as_ref()
+            .map_or_else(|| "any".to_string(), |c| c.to_string())),
+    );
+    p.insert("net".into(), json!("loopback"));
+    p.insert("threshold".into(), json!(plan.search.threshold));
+    p.insert("reps".into(), json!(plan.search.reps));
+    p
+}
+
+impl SweepOutcome {
+    /// The result document (suite `sip_sweep`): per case the capacity
+    /// search's rows ([`crate::capacity::rows`]: `capacity`,
+    /// `cpu_per_call`, `drop_rate` per grid rate) with `profile` in
+    /// `params`; per grid rate `k_rcv` (µs; `estimate` in params) and
+    /// `t_sip` (µs, servers that timestamp); Table I/II columns as
+    /// `crossing` rows (drop rate; every column in `detail`); the
+    /// `enhanced_slice` per (target, mode, m); Table III as
+    /// `drop_rate_lower` and `k_rcv_lower` (%, samples per pair). The
+    /// paper's figures ride along as `published` where m matches.
+    pub fn document(&self, plan: &SweepPlan) -> Document {
+        let mut doc = DocumentBuilder::start("sip_sweep");
+        for c in &self.cases {
+            let p = params(plan, &c.key, &c.policy);
+            for mut row in rows(c.key.target, &p, &c.result, &c.points) {
+                if row.name == "capacity" {
+                    let published =
+                        paper::capacity(c.key.workers).and_then(|(base, enh)| {
+                            match c.key.profile.as_str() {
+                                "server" => Some(base),
+                                "enhanced" => Some(enh),
+                                _ => None,
+                            }
+                        });
+                    if let Some(v) = published {
+                        row = row.with_published(v);
+                    }
+                    row.detail.insert("readback".into(), json!(c.readback));
+                    if let Some(e) = c.enhanced {
+                        row.detail.insert("enhanced".into(), json!(e));
+                    }
+                }
+                doc.push(row);
+            }
+            // K_rcv and T_sip per grid rate
+            for g in &c.result.grid {
+                let at: Vec<&PointExtra> = c
+                    .result
+                    .trials
+                    .iter()
+                    .zip(&c.extras)
+                    .filter(|(t, _)| {
+                        t.phase == crate::search::Phase::Grid
+                            && !t.rerun
+                            && t.rate_cps == g.rate_cps
+                    })
+                    .map(|(_, e)| e)
+                    .collect();
+                let measured: Vec<f64> = at.iter().filter_map(|e| e.k_rcv_us).collect();
+                let (k, estimate) = if measured.is_empty() {
+                    (at.iter().filter_map(|e| e.k_rcv_est_us).collect(), true)
+                } else {
+                    (measured, false)
+                };
+                let mut gp = p.clone();
+                gp.insert("rate_cps".into(), json!(g.rate_cps));
+                if !k.is_empty() {
+                    let mut kp = gp.clone();
+                    kp.insert("estimate".into(), json!(estimate));
+                    doc.push(ResultRow::new(
+                        "k_rcv",
+                        c.key.target,
+                        kp,
+                        "us",
+                        Better::Lower,
+                        k,
+                        0.0,
+                    ));
+                }
+                let t: Vec<f64> = at.iter().filter_map(|e| e.t_sip_us).collect();
+                if !t.is_empty() {
+                    doc.push(ResultRow::new(
+                        "t_sip",
+                        c.key.target,
+                        gp,
+                        "us",
+                        Better::Lower,
+                        t,
+                        0.0,
+                    ));
+                }
+            }
+            for (side, col) in [("below", &c.crossing.below), ("above", &c.crossing.above)] {
+                let Some(col) = col else { continue };
+                let mut cp = p.clone();
+                cp.insert("side".into(), json!(side));
+                cp.insert("rate_cps".into(), json!(col.rate_cps));
+                let mut d = Map::new();
+                if let Value::Object(m) = json!(col) {
+                    d = m;
+                }
+                doc.push(
+                    ResultRow::new(
+                        "crossing",
+                        c.key.target,
+                        cp,
+                        "ratio",
+                        Better::Lower,
+                        vec![col.drop_rate],
+                        0.0,
+                    )
+                    .with_detail(d),
+                );
+            }
+            if let Some(e) = c.enhanced {
+                let mut d = Map::new();
+                if let Value::Object(m) = json!(e) {
+                    d = m;
+                }
+                let mut r = ResultRow::new(
+                    "enhanced_slice",
+                    c.key.target,
+                    p.clone(),
+                    "us",
+                    Better::Lower,
+                    vec![e.slice.as_micros() as f64],
+                    0.0,
+                )
+                .with_detail(d);
+                if let Some((_, us)) = paper::ENHANCED_GRANULARITY_US
+                    .iter()
+                    .find(|(m, _)| *m == c.key.workers)
+                {
+                    r = r.with_published(*us as f64);
+                }
+                doc.push(r);
+            }
+        }
+        for cmp in &self.comparisons {
+            let policy = self
+                .cases
+                .iter()
+                .find(|c| c.key == cmp.key)
+                .map_or(String::new(), |c| c.policy.clone());
+            let mut p = params(plan, &cmp.key, &policy);
+            p.insert("against".into(), json!("default"));
+            p.insert("rate_cps".into(), json!(cmp.comparison.rate_cps));
+            let published = if cmp.key.profile == "enhanced" {
+                paper::table_iii(cmp.key.workers)
+            } else {
+                None
+            };
+            let per_pair = |f: &dyn Fn(&PairSide) -> Option<f64>| -> Vec<f64> {
+                let base: Vec<f64> = cmp.pairs.iter().filter_map(|p| f(&p.0)).collect();
+                let m = base.iter().sum::<f64>() / base.len().max(1) as f64;
+                if m == 0.0 {
+                    return Vec::new();
+                }
+                cmp.pairs
+                    .iter()
+                    .filter_map(|p| Some(100.0 * (f(&p.0)? - f(&p.1)?) / m))
+                    .collect()
+            };
+            for (name, samples, paired, pubv) in [
+                (
+                    "drop_rate_lower",
+                    per_pair(&|s| Some(s.drop_rate)),
+                    cmp.comparison.drop,
+                    published.map(|p| p.0),
+                ),
+                (
+                    "k_rcv_lower",
+                    per_pair(&|s| s.k_rcv_us),
+                    cmp.comparison.k_rcv,
+                    published.map(|p| p.1),
+                ),
+            ] {
+                if samples.is_empty() {
+                    continue;
+                }
+                let mut kp = p.clone();
+                if name == "k_rcv_lower" {
+                    kp.insert("estimate".into(), json!(cmp.comparison.k_rcv_estimated));
+                }
+                let mut d = Map::new();
+                d.insert("paired".into(), json!(paired));
+                d.insert("pairs".into(), json!(cmp.pairs));
+                let mut r =
+                    ResultRow::new(name, cmp.key.target, kp, "%", Better::Higher, samples, 0.0)
+                        .with_detail(d);
+                if let Some(v) = pubv {
+                    r = r.with_published(v);
+                }
+                doc.push(r);
+            }
+        }
+        doc.note(format!("system settings: {}", self.system));
+        doc.note(format!(
+            "K_rcv of servers without per-message timestamps (kamailio) is estimated by Little's law from /proc/net/udp rx_queue samples every {} ms, {:.0} bytes per queued datagram (calibrated)",
+            load::SAMPLE_EVERY.as_millis(),
+            self.truesize
+        ));
+        if let Some(c) = &plan.base.cpus {
+            if c.len() > 1 {
+                doc.note(format!(
+                    "servers run on CPUs {c}, the generator shares them: capacity here includes the generator's cost"
+                ));
+            }
+        }
+        for n in &self.notes {
+            doc.note(n.clone());
+        }
+        doc.finish()
+    }
+}
