@@ -37,6 +37,20 @@ for tool in valgrind sipp ip perf g++ nats-server openssl chromium /usr/sbin/kam
 done
 [ -f /usr/include/caf/all.hpp ] || { echo "setup: the CAF headers (libcaf-dev) are still missing" >&2; exit 1; }
 
+# takt-sip's fuzz targets (scripts/fuzz.sh): cargo-fuzz on a nightly
+# toolchain (libFuzzer needs -Z flags); the workspace itself builds on stable.
+CARGO_FUZZ_VERSION=0.13.1
+if ! rustup run nightly rustc --version >/dev/null 2>&1; then
+  echo "setup: installing the nightly toolchain (for cargo-fuzz)" >&2
+  rustup toolchain install nightly --profile minimal >/dev/null
+fi
+if [ "$(cargo fuzz --version 2>/dev/null)" != "cargo-fuzz $CARGO_FUZZ_VERSION" ]; then
+  echo "setup: installing cargo-fuzz $CARGO_FUZZ_VERSION" >&2
+  cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked --quiet
+fi
+[ "$(cargo fuzz --version 2>/dev/null)" = "cargo-fuzz $CARGO_FUZZ_VERSION" ] \
+  || { echo "setup: cargo-fuzz $CARGO_FUZZ_VERSION is still missing" >&2; exit 1; }
+
 # The package installs a kamailio service that would hold port 5060: the
 # lab starts its own Kamailio with its own configuration, so the service
 # stays stopped and disabled.

@@ -5,6 +5,7 @@
 #   3. cargo test over the workspace
 #   4. loom models (RUSTFLAGS="--cfg loom", bounded preemptions)
 #   5. the unsafe-heavy tests under valgrind memcheck
+#   6. a short run of each of takt-sip's fuzz targets (scripts/fuzz.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +33,9 @@ bash scripts/loom.sh
 
 step "valgrind memcheck"
 bash scripts/valgrind.sh
+
+step "fuzz (takt-sip, about a minute per target)"
+bash scripts/fuzz.sh
 
 wait_for_tee() { sleep 0.2; }
 wait_for_tee

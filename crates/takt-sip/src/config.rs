@@ -41,7 +41,8 @@
 //!
 //! [overload]
 //! table_high_water = 0.9
-//! queue_delay_ms = 200
+//! queue_delay_ms = 200          # K_rcv at which every new INVITE is shed
+//! queue_delay_ramp_ms = 20      # K_rcv at which shedding starts (0 → 100%)
 //! retry_after_s = 5
 //!
 //! [stats]
@@ -290,8 +291,11 @@ impl TcpSection {
 pub struct OverloadSection {
     /// Table fraction.
     pub table_high_water: f64,
-    /// Queue delay ms.
+    /// Queue delay (K_rcv) at which every new INVITE is shed, ms.
     pub queue_delay_ms: u64,
+    /// Queue delay at which shedding new INVITEs starts, ms: the share
+    /// shed rises linearly to `queue_delay_ms`.
+    pub queue_delay_ramp_ms: u64,
     /// Retry-After.
     pub retry_after_s: u32,
 }
@@ -300,7 +304,8 @@ impl Default for OverloadSection {
     fn default() -> Self {
         OverloadSection {
             table_high_water: 0.9,
-            queue_delay_ms: 200,
+            queue_delay_ms: crate::proxy::QUEUE_DELAY_MS,
+            queue_delay_ramp_ms: crate::proxy::QUEUE_DELAY_RAMP_MS,
             retry_after_s: 5,
         }
     }
@@ -408,6 +413,12 @@ impl Config {
         if self.overload.table_high_water.is_nan() || self.overload.table_high_water <= 0.0 {
             return Err(bad("overload.table_high_water", "must be positive"));
         }
+        if self.overload.queue_delay_ramp_ms > self.overload.queue_delay_ms {
+            return Err(bad(
+                "overload.queue_delay_ramp_ms",
+                "must not exceed overload.queue_delay_ms",
+            ));
+        }
         if self.workers.max_message < 1024 || self.workers.max_message > 65_535 {
             return Err(bad("workers.max_message", "must be within 1024..=65535"));
         }
@@ -439,6 +450,7 @@ impl Config {
         pc.shed = ShedPolicy {
             table_high_water: self.overload.table_high_water,
             queue_delay_ns: self.overload.queue_delay_ms * ms,
+            queue_delay_ramp_ns: self.overload.queue_delay_ramp_ms * ms,
             retry_after_s: self.overload.retry_after_s,
         };
         let spec = match base {

@@ -20,6 +20,9 @@
 //!   with its statistical decision rule.
 //! - [`capacity`]: a trial of a load against a target with the server's
 //!   counters around it, and the result rows of a search.
+//! - [`torture`]: `takt sip torture` — overload (under a CFS CPU limit
+//!   where the generator cannot outrun the server), a UAS killed and
+//!   restarted, garbage during live calls, and the soak.
 //! - [`sweep`]: capacity versus worker threads and scheduler profiles,
 //!   with the paper's Tables I–III (`takt sip sweep`).
 //! - [`tune`]: the best scheduler setting for one server and m, confirmed
@@ -49,6 +52,7 @@ pub mod server_stats;
 pub mod sweep;
 pub mod system;
 pub mod target;
+pub mod torture;
 pub mod tune;
 
 pub use error::{Error, Result};

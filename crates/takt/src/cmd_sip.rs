@@ -39,6 +39,10 @@ enum SipSub {
     /// The 1%-drop capacity of one or more targets (takt, Kamailio, the
     /// null relay, any address) under the native generator.
     Capacity(Box<crate::cmd_sip_capacity::CapacityArgs>),
+    /// A SIP server under overload (2x and 1.5x its capacity, under a CFS
+    /// CPU limit where needed), a UAS killed and restarted, garbage during
+    /// live calls, and the soak.
+    Torture(Box<crate::cmd_sip_torture::TortureArgs>),
     /// Capacity versus worker threads and scheduler profiles (the paper's
     /// Tables I-III, SVG plots, the run recorded).
     Sweep(Box<crate::cmd_sip_sweep::SweepArgs>),
@@ -254,6 +258,7 @@ pub fn run(c: SipCmd) -> Result<(), String> {
         SipSub::Load(a) => load(*a),
         SipSub::Gen(a) => crate::cmd_sip_gen::run(*a),
         SipSub::Capacity(a) => crate::cmd_sip_capacity::run(*a),
+        SipSub::Torture(a) => crate::cmd_sip_torture::run(*a),
         SipSub::Sweep(a) => crate::cmd_sip_sweep::run(*a),
         SipSub::Tune(a) => crate::cmd_sip_tune::run(*a),
         SipSub::Relay(a) => crate::cmd_sip_relay::run(*a),

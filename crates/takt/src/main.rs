@@ -19,6 +19,7 @@ mod cmd_sip_capacity;
 mod cmd_sip_gen;
 mod cmd_sip_relay;
 mod cmd_sip_sweep;
+mod cmd_sip_torture;
 mod cmd_sip_tune;
 
 use clap::{Parser, Subcommand};

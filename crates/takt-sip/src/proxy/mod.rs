@@ -179,23 +179,62 @@ pub enum Mode {
     Stateful,
 }
 
+/// Default K_rcv at which every new INVITE is shed, ms.
+pub const QUEUE_DELAY_MS: u64 = 200;
+/// Default K_rcv at which shedding new INVITEs starts, ms.
+pub const QUEUE_DELAY_RAMP_MS: u64 = 20;
+
 /// When to shed new INVITEs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ShedPolicy {
     /// Shed when the new transaction's shard of the table (where the bound
     /// applies) is fuller than this fraction.
     pub table_high_water: f64,
-    /// Shed when a message waited longer than this in the socket queue (K_rcv), ns.
+    /// Shed every new INVITE that waited longer than this in the socket
+    /// queue (K_rcv), ns.
     pub queue_delay_ns: u64,
+    /// Start shedding new INVITEs that waited longer than this, ns: between
+    /// here and `queue_delay_ns` the share shed rises linearly from 0 to 1
+    /// (so that shedding starts gently, before the socket queue overflows
+    /// and loses messages of every kind, and the load settles inside the
+    /// ramp instead of swinging between none shed and all shed). The
+    /// decision is a hash of the transaction key against that share: an
+    /// INVITE's retransmissions get the decision its first copy got.
+    pub queue_delay_ramp_ns: u64,
     /// Retry-After seconds in the 503.
     pub retry_after_s: u32,
+}
+
+impl ShedPolicy {
+    /// The share of new INVITEs shed at queue delay `delay_ns`.
+    pub fn shed_share(&self, delay_ns: u64) -> f64 {
+        let (lo, hi) = (
+            self.queue_delay_ramp_ns.min(self.queue_delay_ns),
+            self.queue_delay_ns,
+        );
+        if delay_ns <= lo {
+            0.0
+        } else if delay_ns >= hi {
+            1.0
+        } else {
+            (delay_ns - lo) as f64 / (hi - lo) as f64
+        }
+    }
+
+    /// Whether the new INVITE of transaction `key` is shed at `delay_ns`.
+    pub fn sheds(&self, delay_ns: u64, key: u64) -> bool {
+        let share = self.shed_share(delay_ns);
+        // the key's top 53 bits as a uniform fraction in [0, 1)
+        share >= 1.0 || (share > 0.0 && (key >> 11) as f64 * (1.0 / (1u64 << 53) as f64) < share)
+    }
 }
 
 impl Default for ShedPolicy {
     fn default() -> Self {
         ShedPolicy {
             table_high_water: 0.9,
-            queue_delay_ns: 200_000_000,
+            queue_delay_ns: QUEUE_DELAY_MS * 1_000_000,
+            queue_delay_ramp_ns: QUEUE_DELAY_RAMP_MS * 1_000_000,
             retry_after_s: 5,
         }
     }
@@ -994,7 +1033,7 @@ impl Proxy {
             return false;
         }
         let p = &self.cfg.shed;
-        if inb.queue_delay_ns > p.queue_delay_ns {
+        if p.sheds(inb.queue_delay_ns, key) {
             return true;
         }
         self.cfg.mode == Mode::Stateful && self.table.fill_of(key) > p.table_high_water

@@ -657,6 +657,59 @@ fn overload_sheds_new_invites_only() {
     );
 }
 
+/// Between the ramp's start and the full-shed delay the share of new
+/// INVITEs shed rises linearly; each transaction's decision is the same
+/// every time (its retransmissions are treated alike); in-dialog requests
+/// are never shed.
+#[test]
+fn shedding_ramps_up_with_the_queue_delay() {
+    let pol = ShedPolicy::default();
+    assert_eq!(pol.queue_delay_ramp_ns, 20 * MS);
+    assert_eq!(pol.queue_delay_ns, 200 * MS);
+    assert_eq!(pol.shed_share(20 * MS), 0.0);
+    assert_eq!(pol.shed_share(200 * MS), 1.0);
+    assert!((pol.shed_share(110 * MS) - 0.5).abs() < 1e-9);
+    let keys = |n: u64| (0..n).map(|i| branch::Fnv::default().num(i).finish());
+    for (delay, share) in [
+        (10 * MS, 0.0),
+        (65 * MS, 0.25),
+        (155 * MS, 0.75),
+        (300 * MS, 1.0),
+    ] {
+        let shed = keys(20_000).filter(|&k| pol.sheds(delay, k)).count() as f64 / 20_000.0;
+        assert!((shed - share).abs() < 0.02, "{delay}: {shed} vs {share}");
+    }
+    for k in keys(1_000) {
+        assert_eq!(pol.sheds(80 * MS, k), pol.sheds(80 * MS, k));
+        // a higher delay never un-sheds a transaction
+        assert!(!pol.sheds(80 * MS, k) || pol.sheds(120 * MS, k));
+    }
+
+    // through the proxy: at half-way about half of the new INVITEs get a 503,
+    // an INVITE's retransmission gets what its first copy got
+    let p = proxy(Mode::Stateful);
+    let mut r = Rec::default();
+    let mut shed = 0;
+    for i in 0..400 {
+        let inv = req("INVITE", &format!("z9hG4bK-r{i}"), 1, None, "");
+        let o = feed_delay(&p, &inv, UAC, 0, 110 * MS, &mut r);
+        let again = feed_delay(&p, &inv, UAC, MS, 110 * MS, &mut r);
+        if o.disposition == Disposition::Shed {
+            shed += 1;
+            assert_eq!(again.disposition, Disposition::Shed, "{i}");
+        } else {
+            assert_ne!(again.disposition, Disposition::Shed, "{i}");
+        }
+        r.take();
+    }
+    assert!((150..250).contains(&shed), "{shed} of 400 shed at half-way");
+    let bye = req("BYE", "z9hG4bK-rb", 2, Some("u1"), "");
+    assert_eq!(
+        feed_delay(&p, &bye, UAC, 0, 180 * MS, &mut r).disposition,
+        Disposition::Forwarded
+    );
+}
+
 #[test]
 fn full_table_sheds_invites_and_passes_others() {
     let mut c = ProxyConfig::new(

@@ -464,3 +464,61 @@ fn a_repeated_invite_gets_the_same_200_again() {
     assert_eq!(s.received.get(Kind::Invite), 2);
     assert!(s.retransmitted.get(Kind::OkInvite) >= 1);
 }
+
+/// Found by the `ua` fuzz target: a 2xx whose Contact URI holds a folded
+/// line (or has a scheme that is not one) went verbatim into the ACK's
+/// request line (a malformed request, and a header injected into it). The URI is refused and counted; the ACK goes
+/// to the initial Request-URI and parses.
+#[test]
+fn a_contact_that_cannot_be_a_request_uri_is_refused() {
+    let proxy = addr("127.0.0.1:5060");
+    let mut uac = Uac::new(UacConfig::new(addr(UAC), proxy));
+    let mut uas = Uas::new(UasConfig::new(addr(UAS)));
+    for (i, contact) in [
+        "Contact: <sip:127: sip:j.example.net;tag=1\r\n\tX-Injected: 0>\r\n",
+        "Contact: <>\r\n",
+        "Contact: <sip:a b@example.net>\r\n",
+        // found by the fuzz target too: a scheme must start with a letter
+        "Contact: <+ip:127.0.0.1:5070>\r\n",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let now = i as u64 * S;
+        uac.start_call(now).unwrap();
+        let mut buf = Vec::new();
+        let t = uac.poll_transmit(&mut buf).unwrap();
+        uas.handle(now + MS, 0, proxy, &buf[buf.len() - t.len..])
+            .unwrap();
+        let mut ok = None;
+        let mut out = Vec::new();
+        while let Some(t) = uas.poll_transmit(&mut out) {
+            let b = out[out.len() - t.len..].to_vec();
+            if b.starts_with(b"SIP/2.0 200") {
+                ok = Some(b);
+            }
+        }
+        let ok = String::from_utf8(ok.expect("the UAS answers 200")).unwrap();
+        let start = ok.find("Contact: ").unwrap_or_else(|| panic!("{ok}"));
+        let end = start + ok[start..].find("\r\n").unwrap() + 2;
+        let bad = format!("{}{contact}{}", &ok[..start], &ok[end..]);
+        uac.handle(now + 2 * MS, bad.as_bytes()).unwrap();
+        let mut out = Vec::new();
+        let t = uac.poll_transmit(&mut out).expect("the ACK");
+        let b = &out[out.len() - t.len..];
+        Message::parse(b).expect("the ACK parses");
+        assert!(
+            b.starts_with(b"ACK sip:service@127.0.0.1:5060 SIP/2.0\r\n"),
+            "{}",
+            String::from_utf8_lossy(b)
+        );
+        assert!(!String::from_utf8_lossy(b).contains("X-Injected"));
+        // the BYE (no hold time) goes the same way
+        let t = uac.poll_transmit(&mut out).expect("the BYE");
+        let b = &out[out.len() - t.len..];
+        Message::parse(b).expect("the BYE parses");
+        assert!(b.starts_with(b"BYE sip:service@127.0.0.1:5060 SIP/2.0\r\n"));
+        assert!(uac.poll_transmit(&mut out).is_none());
+        assert_eq!(uac.stats().bad_contact, i as u64 + 1, "{contact:?}");
+    }
+}

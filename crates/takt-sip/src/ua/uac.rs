@@ -152,6 +152,10 @@ pub struct UacStats {
     pub unexpected: u64,
     /// Dialogs whose remote target and route set could not be kept.
     pub dialog_overflow: u64,
+    /// 2xx responses whose Contact URI could not be a Request-URI
+    /// (empty, or holding whitespace or control characters, such as a
+    /// folded line): the dialog's requests go to the initial Request-URI.
+    pub bad_contact: u64,
     /// INVITE sent → first 180 received, ns.
     pub invite_to_180: Histogram<u64>,
     /// INVITE sent → 200 received, ns.
@@ -171,6 +175,7 @@ impl UacStats {
             stray: 0,
             unexpected: 0,
             dialog_overflow: 0,
+            bad_contact: 0,
             invite_to_180: h(),
             invite_to_200: h(),
         }
@@ -676,9 +681,17 @@ impl Uac {
         let s = &mut self.scratch;
         s.target.clear();
         s.routes.clear();
-        match m.header(HeaderName::Contact) {
-            Some(v) => s.target.extend_from_slice(contact_uri(v)),
-            None => s.target.extend_from_slice(self.cfg.request_uri.as_bytes()),
+        // The URI becomes the Request-URI of the ACK and BYE: one that
+        // would break their request line (or inject a header line) is
+        // refused, and the dialog keeps the initial Request-URI.
+        match m.header(HeaderName::Contact).map(contact_uri) {
+            Some(u) if request_uri_ok(u) => s.target.extend_from_slice(u),
+            bad => {
+                if bad.is_some() {
+                    self.stats.bad_contact += 1;
+                }
+                s.target.extend_from_slice(self.cfg.request_uri.as_bytes());
+            }
         }
         for h in m.headers().iter().rev() {
             if h.name == HeaderName::RecordRoute {
@@ -712,6 +725,15 @@ impl Uac {
         self.stats.outcomes.bump(o);
         self.free.push(slot);
     }
+}
+
+/// Whether `u` can stand as a Request-URI: no whitespace, control
+/// character or angle bracket (RFC 3261 §25.1: none belongs in a URI
+/// unescaped), and a URI as a request line takes it (scheme, host, port).
+fn request_uri_ok(u: &[u8]) -> bool {
+    u.iter()
+        .all(|&c| c > b' ' && c != 0x7f && c != b'<' && c != b'>')
+        && crate::wire::parse_uri(u, 0, u.len(), false).is_ok()
 }
 
 /// The URI of a Contact value: between `<` and `>`, or up to the first

@@ -370,6 +370,7 @@ mod tests {
                 cpu_per_call_us: None,
                 shm: None,
                 takt_kinds: None,
+                stats_error: None,
             })
             .collect();
         let extras = trials

@@ -1,0 +1,135 @@
+//! The soak: half the capacity for a long time (30 minutes in a full run),
+//! UAC and UAS in this process, retransmissions on. Measured: failed and
+//! unfinished calls (target: none) and the server's resident memory at
+//! the end against after the first minute (target: within 5%), sampled
+//! every second.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map};
+use takt_measure::result::{Better, ResultRow};
+
+use super::{row, watch, Progress, Server, TorturePlan};
+use crate::error::{Error, Result};
+use crate::gen::{Generator, Role};
+
+/// RSS growth allowed between the first minute and the end.
+pub const RSS_GROWTH_TARGET: f64 = 0.05;
+
+/// Runs the soak; returns its rows.
+pub fn run(
+    plan: &TorturePlan,
+    capacity: f64,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Vec<ResultRow>> {
+    let d = plan.durations.soak;
+    let mut cfg = plan.gen_cfg(Role::Both, plan.uas_listen, capacity / 2.0);
+    cfg.uas_listen = plan.uas_listen;
+    cfg.duration = Some(d);
+    let mut gen = Generator::bind(&cfg)?;
+    let uas = gen
+        .uas_addr()
+        .ok_or_else(|| Error::Thread("the UAS has no address".into()))?;
+    let server = Server::start(plan, uas)?;
+    gen.set_proxy(server.target.listen())?;
+    let live = gen.live();
+    // the reference: after the first minute (or a third of a short soak)
+    let reference_at = Duration::from_secs(60).min(d / 3);
+    let measured = std::thread::scope(|s| -> Result<_> {
+        let t0 = Instant::now();
+        let h = s.spawn(|| gen.run(&plan.cancel));
+        let mut series = Vec::new();
+        let mut reference = None;
+        let mut next = t0;
+        let mut last_report = t0;
+        while !h.is_finished() {
+            next += Duration::from_secs(1);
+            if let Some(w) = next.checked_duration_since(Instant::now()) {
+                std::thread::sleep(w);
+            }
+            let m = watch::memory(&server.target.pids());
+            if reference.is_none() && t0.elapsed() >= reference_at {
+                reference = Some(m.rss);
+            }
+            series.push(m.rss);
+            if last_report.elapsed() >= Duration::from_secs(60) {
+                last_report = Instant::now();
+                progress(Progress::Step(&format!(
+                    "soak {:.0} s: {} calls completed, {} failed, RSS {:.1} MB",
+                    t0.elapsed().as_secs_f64(),
+                    live.completed.load(Ordering::Relaxed),
+                    live.failed.load(Ordering::Relaxed),
+                    m.rss as f64 / 1e6
+                )));
+            }
+        }
+        let rep = h
+            .join()
+            .map_err(|_| Error::Thread("the generator thread panicked".into()))??;
+        // the memory the server holds once its load is over
+        Ok((rep, series, reference))
+    });
+    let end_rss = watch::memory(&server.target.pids()).rss;
+    let stopped = server.stop();
+    let (rep, series, reference) = measured?;
+    if plan.stopped() {
+        return Err(Error::Interrupted);
+    }
+    stopped?;
+    let u = rep
+        .uac
+        .as_ref()
+        .ok_or_else(|| Error::Thread("the UAC did not report".into()))?;
+    let mut p = plan.params(super::Scenario::Soak);
+    p.insert("rate_cps".into(), json!(cfg.cps));
+    p.insert("duration_s".into(), json!(d.as_secs_f64()));
+    let mut det = Map::new();
+    det.insert("attempted".into(), json!(u.attempted));
+    det.insert("completed".into(), json!(u.completed));
+    det.insert("failures".into(), json!(u.failures));
+    det.insert("unfinished".into(), json!(u.unfinished));
+    det.insert("retransmitted".into(), json!(u.retransmitted));
+    det.insert(
+        "generator_bound".into(),
+        json!(rep.saturation.generator_bound),
+    );
+    det.insert("generator_reasons".into(), json!(rep.saturation.reasons));
+    let mut out = vec![row(
+        plan,
+        "soak_failed_calls",
+        &p,
+        "calls",
+        Better::Lower,
+        (u.failed + u.unfinished) as f64,
+        det,
+    )];
+    let reference = reference.unwrap_or_else(|| series.first().copied().unwrap_or(0));
+    let last = series.last().copied().unwrap_or(end_rss);
+    let growth = last as f64 / reference.max(1) as f64 - 1.0;
+    let mut det = Map::new();
+    det.insert("rss_reference_mb".into(), json!(reference as f64 / 1e6));
+    det.insert("reference_at_s".into(), json!(reference_at.as_secs_f64()));
+    det.insert("rss_end_mb".into(), json!(last as f64 / 1e6));
+    det.insert("rss_after_load_mb".into(), json!(end_rss as f64 / 1e6));
+    det.insert("target".into(), json!(RSS_GROWTH_TARGET));
+    det.insert("met".into(), json!(growth <= RSS_GROWTH_TARGET));
+    det.insert(
+        "rss_mb_every_10s".into(),
+        json!(series
+            .iter()
+            .step_by(10)
+            .map(|&r| (r as f64 / 1e5).round() / 10.0)
+            .collect::<Vec<_>>()),
+    );
+    out.push(row(
+        plan,
+        "soak_rss_growth",
+        &p,
+        "ratio",
+        Better::Lower,
+        growth,
+        det,
+    ));
+    Ok(out)
+}

@@ -1,0 +1,214 @@
+//! The uas-restart scenario: calls through the server to a UAS that runs
+//! as its own process (`takt sip gen --role uas`), which is killed
+//! (SIGKILL) a third of the way into the run and started again on the same
+//! address after the outage.
+//!
+//! Measured: the calls that failed, by how (a 503 — RFC 3261 §16.9, a
+//! stateful proxy's answer to a transport error on its branch, here the
+//! ICMP port unreachable of the dead UAS; a 408 or other final response;
+//! no final response within Timer B — what a stateless proxy leaves its
+//! UAC with), the calls still unfinished at the end, what the server
+//! answered itself (takt: its `/stats`), and the seconds from the new UAS
+//! being bound to the first call completed after it.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map};
+use takt_measure::result::{Better, ResultRow};
+
+use super::{fault_rate, row, watch, Progress, Server, TorturePlan};
+use crate::error::{io, Error, Result};
+use crate::gen::{Generator, Role};
+use crate::server_stats;
+
+/// A `takt sip gen --role uas` process, killed when dropped.
+#[derive(Debug)]
+struct UasProcess(Child);
+
+impl UasProcess {
+    /// Starts it on `addr` and waits (up to 10 s) until its socket is bound.
+    fn start(exe: &std::path::Path, addr: SocketAddr) -> Result<UasProcess> {
+        let child = Command::new(exe)
+            .args(["sip", "gen", "--role", "uas", "--uas-listen"])
+            .arg(addr.to_string())
+            .args(["--duration", "3600s"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(io(format!("starting {} sip gen --role uas", exe.display())))?;
+        let mut p = UasProcess(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let bound = server_stats::udp_sockets(None)
+                .map(|v| v.iter().any(|e| e.local == addr))
+                .unwrap_or(false);
+            if bound {
+                return Ok(p);
+            }
+            if let Ok(Some(st)) = p.0.try_wait() {
+                return Err(Error::Start {
+                    target: "uas",
+                    reason: format!("takt sip gen --role uas exited: {st}"),
+                });
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::Start {
+                    target: "uas",
+                    reason: "its socket was not bound within 10 s".into(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// SIGKILL, and reap it.
+    fn kill(mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for UasProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Runs the scenario; returns its rows.
+pub fn run(
+    plan: &TorturePlan,
+    capacity: Option<f64>,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Vec<ResultRow>> {
+    let d = plan.durations;
+    let exe = match &plan.setup.takt_exe {
+        Some(p) => p.clone(),
+        None => std::env::current_exe().map_err(io("finding the takt executable"))?,
+    };
+    let addr = if plan.uas_listen.port() == 0 {
+        UdpSocket::bind(plan.uas_listen)
+            .and_then(|s| s.local_addr())
+            .map_err(io("picking the UAS's port"))?
+    } else {
+        plan.uas_listen
+    };
+    let mut uas = Some(UasProcess::start(&exe, addr)?);
+    let server = Server::start(plan, addr)?;
+    let rate = fault_rate(capacity);
+    let mut cfg = plan.gen_cfg(Role::Uac, server.target.listen(), rate);
+    cfg.duration = Some(d.fault_run);
+    // long enough for Timer B (32 s) in a full run
+    cfg.drain = if d.fault_run >= Duration::from_secs(15) {
+        Duration::from_secs(34)
+    } else {
+        Duration::from_secs(3)
+    };
+    let uac = Generator::bind(&cfg)?;
+    let live = uac.live();
+    let kill_at = d.fault_run / 3;
+    let before = watch::losses(&server.target);
+    let measured = std::thread::scope(|s| -> Result<_> {
+        let t0 = Instant::now();
+        let h = s.spawn(|| uac.run(&plan.cancel));
+        let mut killed_at = None;
+        let mut back_at = None;
+        let mut first_after = None;
+        while !h.is_finished() {
+            std::thread::sleep(Duration::from_millis(5));
+            let now = t0.elapsed();
+            if killed_at.is_none() && now >= kill_at {
+                if let Some(u) = uas.take() {
+                    u.kill();
+                }
+                progress(Progress::Step("uas killed"));
+                killed_at = Some((now, live.completed.load(Ordering::Relaxed)));
+            }
+            if let (Some((k, _)), None) = (killed_at, back_at) {
+                if now >= k + d.outage {
+                    uas = Some(UasProcess::start(&exe, addr)?);
+                    progress(Progress::Step("uas restarted"));
+                    back_at = Some((t0.elapsed(), live.completed.load(Ordering::Relaxed)));
+                }
+            }
+            if let (Some((b, n)), None) = (back_at, first_after) {
+                if live.completed.load(Ordering::Relaxed) > n {
+                    first_after = Some(t0.elapsed().saturating_sub(b));
+                }
+            }
+        }
+        let rep = h
+            .join()
+            .map_err(|_| Error::Thread("the UAC thread panicked".into()))??;
+        // not recovered: the whole rest of the run
+        let first_after = first_after.ok_or_else(|| back_at.map(|(b, _)| t0.elapsed() - b));
+        Ok((rep, killed_at, back_at, first_after))
+    });
+    let after = watch::losses(&server.target);
+    drop(uas);
+    let stopped = server.stop();
+    let (rep, killed_at, back_at, first_after) = measured?;
+    if plan.stopped() {
+        return Err(Error::Interrupted);
+    }
+    stopped?;
+    let (Some(_), Some(_)) = (killed_at, back_at) else {
+        return Err(Error::Config(
+            "the run ended before the UAS was killed and restarted".into(),
+        ));
+    };
+    let u = rep
+        .uac
+        .as_ref()
+        .ok_or_else(|| Error::Thread("the UAC did not report".into()))?;
+    let mut p = plan.params(super::Scenario::UasRestart);
+    p.insert("outage_s".into(), json!(d.outage.as_secs_f64()));
+    p.insert("rate_cps".into(), json!(rate));
+    let replied: Map<_, _> = after
+        .replied
+        .iter()
+        .map(|(k, n)| {
+            (
+                k.clone(),
+                json!(n - before.replied.get(k).copied().unwrap_or(0)),
+            )
+        })
+        .collect();
+    let mut det = Map::new();
+    det.insert("attempted".into(), json!(u.attempted));
+    det.insert("completed".into(), json!(u.completed));
+    det.insert("failures".into(), json!(u.failures));
+    det.insert("unfinished".into(), json!(u.unfinished));
+    det.insert(
+        "outage_calls_expected".into(),
+        json!(rate * d.outage.as_secs_f64()),
+    );
+    det.insert("server_replied".into(), json!(replied));
+    det.insert("drain_s".into(), json!(cfg.drain.as_secs_f64()));
+    let mut out = vec![row(
+        plan,
+        "outage_failed_calls",
+        &p,
+        "calls",
+        Better::Lower,
+        (u.failed + u.unfinished) as f64,
+        det,
+    )];
+    let mut det = Map::new();
+    det.insert("recovered".into(), json!(first_after.is_ok()));
+    let rec = match first_after {
+        Ok(d) => d.as_secs_f64(),
+        Err(rest) => rest.map_or(0.0, |d| d.as_secs_f64()),
+    };
+    let r = row(plan, "uas_recovery", &p, "s", Better::Lower, rec, det);
+    out.push(if first_after.is_ok() {
+        r
+    } else {
+        r.with_note("no call completed after the UAS came back (the value is the rest of the run)")
+    });
+    Ok(out)
+}
