@@ -58,3 +58,9 @@ pub mod sip;
 pub mod sme;
 
 pub use takt_measure::{env, output, params, result, sampler, stats};
+
+/// The repository README's Rust examples (the tour), compiled and run as
+/// doctests so the first page a user reads stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeTour;
