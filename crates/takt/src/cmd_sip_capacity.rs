@@ -236,23 +236,8 @@ pub fn run(a: CapacityArgs) -> Result<(), String> {
     } else {
         cases.into_iter().map(|(_, c)| c).collect()
     };
-    let online = CpuSet::online();
-    let server_cpus = a
-        .sched
-        .cpus
-        .clone()
-        .unwrap_or_else(|| CpuSet::single(online.iter().last().unwrap_or(0)));
-    let gen_cpus = a.gen_cpus.clone().unwrap_or_else(|| {
-        let mut s = CpuSet::empty();
-        for c in online.iter().filter(|c| !server_cpus.contains(*c)) {
-            s.insert(c);
-        }
-        if s.is_empty() {
-            online.clone()
-        } else {
-            s
-        }
-    });
+    let (server_cpus, gen_cpus) =
+        takt_siplab::target::placement(a.sched.cpus.as_ref(), a.gen_cpus.as_ref());
     let mut base = TargetSetup::new("127.0.0.1:9".parse().expect("literal"));
     base.cpus = Some(server_cpus);
     base.workers = a.workers as usize;

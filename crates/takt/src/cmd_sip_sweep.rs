@@ -204,7 +204,8 @@ pub fn run(a: SweepArgs) -> Result<(), String> {
             Profile::Batch,
         ]
     };
-    let (server_cpus, gen_cpus) = placement(a.cpus.as_ref(), a.gen_cpus.as_ref());
+    let (server_cpus, gen_cpus) =
+        takt_siplab::target::placement(a.cpus.as_ref(), a.gen_cpus.as_ref());
     let reps = a.reps.unwrap_or(if a.quick {
         2
     } else if a.paper {
@@ -333,27 +334,6 @@ pub fn run(a: SweepArgs) -> Result<(), String> {
         takt_measure::output::print(&sweep::render(&outcome))
             .map_err(|e| format!("writing the results: {e}"))
     }
-}
-
-/// The servers' CPUs (default: the last CPU) and the generator's
-/// (default: the others, or all when the servers have them all).
-pub(crate) fn placement(cpus: Option<&CpuSet>, gen_cpus: Option<&CpuSet>) -> (CpuSet, CpuSet) {
-    let online = CpuSet::online();
-    let server = cpus
-        .cloned()
-        .unwrap_or_else(|| CpuSet::single(online.iter().last().unwrap_or(0)));
-    let generator = gen_cpus.cloned().unwrap_or_else(|| {
-        let mut s = CpuSet::empty();
-        for c in online.iter().filter(|c| !server.contains(*c)) {
-            s.insert(c);
-        }
-        if s.is_empty() {
-            online.clone()
-        } else {
-            s
-        }
-    });
-    (server, generator)
 }
 
 /// A stop flag and a generator cancel that Ctrl-C sets.

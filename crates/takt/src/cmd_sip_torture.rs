@@ -104,23 +104,8 @@ fn parse_target(s: &str, model: WorkerModel, args: &[String]) -> Result<TargetKi
 
 pub fn run(a: TortureArgs) -> Result<(), String> {
     let kind = parse_target(&a.target, a.model, &a.takt_args)?;
-    let online = CpuSet::online();
-    let server_cpus = a
-        .sched
-        .cpus
-        .clone()
-        .unwrap_or_else(|| CpuSet::single(online.iter().last().unwrap_or(0)));
-    let gen_cpus = a.gen_cpus.clone().unwrap_or_else(|| {
-        let mut s = CpuSet::empty();
-        for c in online.iter().filter(|c| !server_cpus.contains(*c)) {
-            s.insert(c);
-        }
-        if s.is_empty() {
-            online.clone()
-        } else {
-            s
-        }
-    });
+    let (server_cpus, gen_cpus) =
+        takt_siplab::target::placement(a.sched.cpus.as_ref(), a.gen_cpus.as_ref());
     let mut setup = TargetSetup::new("127.0.0.1:9".parse().expect("literal"));
     setup.cpus = Some(server_cpus);
     setup.workers = a.workers as usize;

@@ -18,7 +18,7 @@ use takt_siplab::target::{TaktOptions, TargetKind, TargetSetup};
 use takt_siplab::tune;
 
 use crate::cmd_sip_capacity::{parse_mode, parse_target};
-use crate::cmd_sip_sweep::{estimate, gen_config, placement, record, stop_on_ctrl_c, write_plots};
+use crate::cmd_sip_sweep::{estimate, gen_config, record, stop_on_ctrl_c, write_plots};
 
 /// Fewest calls in a trial.
 const MIN_CALLS: u64 = 100;
@@ -102,7 +102,8 @@ pub fn run(a: TuneArgs) -> Result<(), String> {
         }),
         k => k,
     };
-    let (server_cpus, gen_cpus) = placement(a.cpus.as_ref(), a.gen_cpus.as_ref());
+    let (server_cpus, gen_cpus) =
+        takt_siplab::target::placement(a.cpus.as_ref(), a.gen_cpus.as_ref());
     let mut base = TargetSetup::new("127.0.0.1:9".parse().expect("literal"));
     base.cpus = Some(server_cpus);
     let search = SearchConfig {

@@ -38,6 +38,29 @@ use crate::error::{Error, Result};
 use crate::server_stats::{self, ServerSample, SocketSelector};
 use process::{ServerProcess, TempDir};
 
+/// The default topology of a measurement: the servers' CPUs (default: the
+/// last online CPU) and the generator's (default: the other online CPUs,
+/// or all of them when the servers have them all). Explicit sets are
+/// returned as given.
+pub fn placement(server: Option<&CpuSet>, generator: Option<&CpuSet>) -> (CpuSet, CpuSet) {
+    let online = CpuSet::online();
+    let server = server
+        .cloned()
+        .unwrap_or_else(|| CpuSet::single(online.iter().last().unwrap_or(0)));
+    let generator = generator.cloned().unwrap_or_else(|| {
+        let mut rest = CpuSet::empty();
+        for c in online.iter().filter(|c| !server.contains(*c)) {
+            rest.insert(c);
+        }
+        if rest.is_empty() {
+            online.clone()
+        } else {
+            rest
+        }
+    });
+    (server, generator)
+}
+
 pub use kamailio::ShmUsage;
 
 /// How long a target may take to become ready.
