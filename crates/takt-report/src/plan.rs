@@ -55,6 +55,11 @@ const QUICK_MACHINE_FAMILIES: [Family; 9] = [
 /// The SME benchmarks of the quick plan.
 const QUICK_SME: [&str; 3] = ["compute_ring", "uneven", "sync_cost"];
 
+/// The largest SME thread count of the quick plan: every executor runs at
+/// every count up to it, so on a many-core machine the stage would grow
+/// with the cores.
+const QUICK_SME_THREADS: usize = 4;
+
 /// The capacity stage's arguments: the quick search (1 s trials, 3
 /// repetitions per grid point) in both plans — its default (3 s trials, 5
 /// repetitions, about 15 minutes for the five cases) would take most of
@@ -125,6 +130,25 @@ impl StagePlan {
     }
 }
 
+/// What the plan's estimates depend on about the machine it runs on.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Host {
+    /// CPUs the suites may use (`available_parallelism`).
+    pub cpus: usize,
+    /// One SME compute step here (`takt_lab::sme::compute_step`).
+    pub sme_step: Duration,
+}
+
+impl Host {
+    /// This machine, measured.
+    pub fn this_machine() -> Host {
+        Host {
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            sme_step: takt_lab::sme::compute_step(),
+        }
+    }
+}
+
 /// Finds `tool` on `PATH`.
 pub fn find_tool(tool: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
@@ -137,9 +161,15 @@ fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| s.to_string()).collect()
 }
 
-/// The plan: every stage of `opts.only` with its command and estimate, and
-/// the lines saying what the plan reduced below the suites' own parameters.
+/// The plan for this machine: every stage of `opts.only` with its command
+/// and estimate, and the lines saying what the plan reduced below the
+/// suites' own parameters.
 pub fn plan(opts: &Options) -> (Vec<StagePlan>, Vec<String>) {
+    plan_on(opts, &Host::this_machine())
+}
+
+/// [`plan`] for `host`.
+pub fn plan_on(opts: &Options, host: &Host) -> (Vec<StagePlan>, Vec<String>) {
     let mut stages = Vec::new();
     let mut reductions = Vec::new();
     for &stage in &opts.only {
@@ -218,9 +248,14 @@ pub fn plan(opts: &Options) -> (Vec<StagePlan>, Vec<String>) {
                 } else {
                     Vec::new()
                 };
+                let max_threads = if opts.quick {
+                    host.cpus.min(QUICK_SME_THREADS)
+                } else {
+                    host.cpus
+                };
                 let bench = takt_lab::sme::SmeBench {
                     quick: true,
-                    max_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+                    max_threads,
                     spec: takt_sched::ThreadSpec::new("estimate"),
                     spin: takt_sched::SpinBudget::NONE,
                     reps: takt_lab::sampler::Repetitions { warmup: 1, runs },
@@ -238,6 +273,15 @@ pub fn plan(opts: &Options) -> (Vec<StagePlan>, Vec<String>) {
                     args.push("--only".into());
                     args.push(o.clone());
                 }
+                if max_threads < host.cpus {
+                    args.push("--threads".into());
+                    args.push(max_threads.to_string());
+                    reductions.push(format!(
+                        "sme: threads 1..={max_threads} of the {} CPUs (every executor runs at every \
+                         thread count, so the stage would grow with the cores)",
+                        host.cpus
+                    ));
+                }
                 reductions.push(if opts.quick {
                     "sme: takt bench sme --quick with compute_ring, uneven and sync_cost only (sync_ring and \
                      weak_scaling are left out to keep the stage near 60 s)"
@@ -250,7 +294,7 @@ pub fn plan(opts: &Options) -> (Vec<StagePlan>, Vec<String>) {
                 StagePlan {
                     stage,
                     args,
-                    estimate: bench.estimate(),
+                    estimate: bench.estimate_with_step(host.sme_step),
                     unavailable: None,
                 }
             }
@@ -618,9 +662,18 @@ mod tests {
         }
     }
 
+    /// A 2-vCPU development machine: a compute step measures 32 µs there
+    /// in a release build (44 µs in a debug one).
+    const DEV: Host = Host {
+        cpus: 2,
+        sme_step: Duration::from_micros(35),
+    };
+
+    const ALL: &str = "machine,agents,sme,sip,capacity,remote";
+
     #[test]
     fn the_quick_plan_fits_its_budget() {
-        let (stages, reductions) = plan(&opts(true, "machine,agents,sme,sip,capacity,remote"));
+        let (stages, reductions) = plan_on(&opts(true, ALL), &DEV);
         assert_eq!(stages.len(), 6);
         let m = &stages[0];
         assert!(
@@ -631,9 +684,14 @@ mod tests {
         );
         assert!(m.estimate <= Duration::from_secs(75), "{:?}", m.estimate);
         assert!(stages[1].args.contains(&"--peers".to_string()));
+        assert_eq!(
+            stages[2].command(),
+            "takt bench sme --quick --json --runs 5 --only compute_ring --only uneven --only sync_cost"
+        );
         let total: Duration = stages.iter().map(|s| s.estimate).sum();
         assert!(total < Duration::from_secs(300), "{total:?}");
         assert!(!reductions.is_empty());
+        assert!(!reductions.iter().any(|r| r.starts_with("sme: threads")));
         assert_eq!(
             stages[4].command(),
             "takt sip capacity --json --quick --target takt --target null-relay --mode stateless --window 0.5"
@@ -650,9 +708,31 @@ mod tests {
 
     #[test]
     fn the_default_plan_fits_its_budget() {
-        let (stages, _) = plan(&opts(false, "machine,agents,sme,sip,capacity,remote"));
+        let (stages, _) = plan_on(&opts(false, ALL), &DEV);
         let total: Duration = stages.iter().map(|s| s.estimate).sum();
         assert!(total < Duration::from_secs(20 * 60), "{total:?}");
+    }
+
+    #[test]
+    fn the_quick_plan_does_not_grow_with_the_cores() {
+        let many = Host { cpus: 64, ..DEV };
+        let (stages, reductions) = plan_on(&opts(true, ALL), &many);
+        let (two, _) = plan_on(&opts(true, ALL), &DEV);
+        let sme = |s: &[StagePlan]| s[2].estimate;
+        assert!(
+            sme(&stages) < sme(&two) * 3,
+            "{:?} vs {:?}",
+            sme(&stages),
+            sme(&two)
+        );
+        assert!(
+            stages[2].command().ends_with("--threads 4"),
+            "{}",
+            stages[2].command()
+        );
+        assert!(reductions
+            .iter()
+            .any(|r| r.starts_with("sme: threads 1..=4 of the 64 CPUs")));
     }
 
     #[test]

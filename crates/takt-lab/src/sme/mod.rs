@@ -164,6 +164,20 @@ impl Plan {
         uneven 200 × 20 only (thesis: 200 × 2000 and 2000 × 200), sync_cost 50000 cycles";
 }
 
+/// One compute step (`divide(DIVISIONS)`) on this thread: the fastest of
+/// seven, so that a preemption during the calibration does not inflate
+/// an estimate by orders of magnitude.
+pub fn compute_step() -> Duration {
+    (0..7)
+        .map(|_| {
+            let t0 = Instant::now();
+            std::hint::black_box(divide(std::hint::black_box(DIVISIONS)));
+            t0.elapsed()
+        })
+        .min()
+        .unwrap_or_default()
+}
+
 /// Per-thread-count executors: sequential once, every parallel flavour at
 /// every thread count.
 fn executors(max_threads: usize) -> Vec<(ExecutorKind, usize)> {
@@ -225,12 +239,16 @@ impl SmeBench {
     }
 
     /// A rough duration of the whole run, from a quick calibration of one
-    /// compute step and an assumed ~3 ns per synchronization-ring step.
+    /// compute step ([`compute_step`]) and an assumed ~3 ns per
+    /// synchronization-ring step.
     pub fn estimate(&self) -> Duration {
-        let clock = takt_sched::clock();
-        let t0 = clock.now();
-        std::hint::black_box(divide(DIVISIONS));
-        let step_ns = (clock.ticks_to_ns(clock.now() - t0) as f64).max(20_000.0);
+        self.estimate_with_step(compute_step())
+    }
+
+    /// [`SmeBench::estimate`] for a compute step (`divide(DIVISIONS)`)
+    /// taking `step`; never less than 20 µs a step.
+    pub fn estimate_with_step(&self, step: Duration) -> Duration {
+        let step_ns = (step.as_nanos() as f64).max(20_000.0);
         let plan = self.plan();
         let runs = (self.reps.warmup + self.reps.runs) as f64;
         let execs = executors(self.max_threads);
