@@ -342,6 +342,12 @@ impl Resolved {
         Ok(())
     }
 
+    /// Whether it sets anything machine-wide (a file or the idle poll),
+    /// which then acts on every thread or CPU, the generator's included.
+    pub fn is_machine_wide(&self) -> bool {
+        self.idle_poll || !self.files.is_empty()
+    }
+
     /// How a table names it: `enhanced (slice 250us)`,
     /// `enhanced (= server, clamped)`.
     pub fn label(&self) -> String {
@@ -477,6 +483,8 @@ mod tests {
         assert_eq!(r.policy, SchedPolicy::Rr { prio: 5 });
         assert_eq!(r.files, [(RR_TIMESLICE_FILE.into(), "4".to_string())]);
         assert!(Profile::Poll.resolve(None).unwrap().idle_poll);
+        assert!(Profile::Poll.resolve(None).unwrap().is_machine_wide());
+        assert!(!Profile::Batch.resolve(None).unwrap().is_machine_wide());
         assert!(Profile::Enhanced.resolve(None).is_err());
     }
 

@@ -104,7 +104,7 @@ impl Recommendation {
 /// The verdict per (target, mode, m) of a tune's sweep (see the module docs).
 pub fn recommend(s: &SweepOutcome) -> Vec<Recommendation> {
     let mut groups: Vec<(&'static str, &'static str, usize)> = Vec::new();
-    for c in &s.cases {
+    for c in s.cases.iter().filter(|c| !c.key.is_ceiling()) {
         let g = (c.key.target, c.key.mode, c.key.workers);
         if !groups.contains(&g) {
             groups.push(g);

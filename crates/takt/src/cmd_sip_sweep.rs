@@ -2,12 +2,14 @@
 //! (takt-siplab's `sweep::run` behind flags), the paper's tables, SVG plots
 //! and the JSON document written to `--out`, the run recorded.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::Args;
+use takt_measure::progress::{fmt_secs, Progress, Stage};
 use takt_report::plot::{Chart, Scale, Series};
 use takt_sched::{CpuSet, SchedPolicy, ThreadSpec};
 use takt_sip::proxy::Mode;
@@ -95,8 +97,14 @@ pub struct SweepArgs {
     /// Print exactly one JSON document on stdout instead of the tables.
     #[arg(long)]
     json: bool,
-    /// Directory for the JSON document and the SVG plots.
-    #[arg(long, value_name = "DIR", default_value = "takt-sweep")]
+    /// Directory for the JSON document, the SVG plots and the markdown
+    /// table (`--plot` is the same flag, as in `takt sip capacity`).
+    #[arg(
+        long,
+        visible_alias = "plot",
+        value_name = "DIR",
+        default_value = "takt-sweep"
+    )]
     out: PathBuf,
     /// The run records (SQLite); the sweep always records its run.
     #[arg(long, value_name = "PATH", default_value = takt_records::DEFAULT_PATH)]
@@ -245,7 +253,7 @@ pub fn run(a: SweepArgs) -> Result<(), String> {
         search,
         start_cps: match a.start_cps {
             Some(_) => Vec::new(),
-            None => vec![("takt".into(), 8_000.0), ("kamailio".into(), 2_000.0)],
+            None => start_rates(),
         },
         pairs,
         compare: sweep::CompareWhich::All,
@@ -278,8 +286,17 @@ pub fn run(a: SweepArgs) -> Result<(), String> {
         pairs,
         trial_s,
     );
+    let ceilings = sweep::ceiling_profiles(&plan.profiles)
+        .map_err(|e| e.to_string())?
+        .len();
+    let secs = secs + estimate(ceilings, 0, 0, reps, 0, trial_s);
     eprintln!(
-        "takt sip sweep: {groups} (target, mode, m) x {n_profiles} profile(s), {} s of calls per trial, {reps} reps per grid point, {pairs} Table III pairs: about {} (on a quiet machine)",
+        "takt sip sweep: {groups} (target, mode, m) x {n_profiles} profile(s){}, {} s of calls per trial, {reps} reps per grid point, {pairs} Table III pairs: about {} (on a quiet machine)",
+        if ceilings > 0 {
+            format!(" and the generator's ceiling under {ceilings} profile(s)")
+        } else {
+            String::new()
+        },
         window.as_secs_f64(),
         if secs > 5_400.0 {
             format!("{:.1} hours", secs / 3_600.0)
@@ -292,27 +309,14 @@ pub fn run(a: SweepArgs) -> Result<(), String> {
             "servers on CPUs {server_cpus}, the generator on {gen_cpus}: they share cores, so capacities include the generator's cost"
         );
     }
+    let mut bars = SweepBars::new(Progress::auto(), trial_s);
     let outcome = sweep::run(
         &plan,
         |ip| GenLoad::new(gcfg.clone(), ip, window, min_calls, cancel.clone()),
-        |p| {
-            eprintln!(
-                "[{}/~{}] {:<32} {:>8.0} cps {:<6} drop {:.4}{}",
-                p.done,
-                p.expected,
-                p.label,
-                p.rate_cps,
-                p.phase,
-                p.drop_rate,
-                if p.generator_bound {
-                    " (generator-bound)"
-                } else {
-                    ""
-                }
-            )
-        },
-    )
-    .map_err(|e| e.to_string())?;
+        |p| bars.on(p),
+    );
+    bars.finish(plan.stop.load(Ordering::Acquire));
+    let outcome = outcome.map_err(|e| e.to_string())?;
     let doc = outcome.document(&plan);
     let value = serde_json::to_value(&doc).map_err(|e| format!("encoding the document: {e}"))?;
     std::fs::create_dir_all(&a.out).map_err(|e| format!("creating {}: {e}", a.out.display()))?;
@@ -320,10 +324,14 @@ pub fn run(a: SweepArgs) -> Result<(), String> {
     std::fs::write(&json_path, format!("{value:#}\n"))
         .map_err(|e| format!("writing {}: {e}", json_path.display()))?;
     let plots = write_plots(&outcome, &a.out)?;
+    let md_path = a.out.join("capacity_vs_m.md");
+    std::fs::write(&md_path, sweep::capacity_markdown(&outcome))
+        .map_err(|e| format!("writing {}: {e}", md_path.display()))?;
     let id = record(&value, &a.db)?;
     eprintln!(
-        "wrote {} and {} plot(s) to {}; recorded as run {id} in {}",
+        "wrote {}, {} and {} plot(s) to {}; recorded as run {id} in {}",
         json_path.display(),
+        md_path.display(),
         plots,
         a.out.display(),
         a.db.display()
@@ -333,6 +341,114 @@ pub fn run(a: SweepArgs) -> Result<(), String> {
     } else {
         takt_measure::output::print(&sweep::render(&outcome))
             .map_err(|e| format!("writing the results: {e}"))
+    }
+}
+
+/// The first ramp rate per target: takt and the null relay (the
+/// generator's ceiling) start high, Kamailio lower.
+pub(crate) fn start_rates() -> Vec<(String, f64)> {
+    vec![
+        ("takt".into(), 8_000.0),
+        ("kamailio".into(), 2_000.0),
+        ("null-relay".into(), 8_000.0),
+    ]
+}
+
+/// A sweep's (or tune's) progress on `takt_measure::progress`: a bar per
+/// search with its current point, its trials and the whole run's time
+/// left (mean trial time so far × trials still expected), and one for
+/// Table III's pairs; lines instead of bars when stderr is no terminal.
+pub(crate) struct SweepBars {
+    shown: Progress,
+    trial_s: f64,
+    started: Instant,
+    searches: HashMap<usize, Stage>,
+    pairs: Option<Stage>,
+}
+
+impl SweepBars {
+    /// Bars on `shown`; a trial is expected to take `trial_s` seconds.
+    pub(crate) fn new(shown: Progress, trial_s: f64) -> Self {
+        SweepBars {
+            shown,
+            trial_s,
+            started: Instant::now(),
+            searches: HashMap::new(),
+            pairs: None,
+        }
+    }
+
+    /// Shows one event of [`sweep::run`].
+    pub(crate) fn on(&mut self, p: &sweep::Progress<'_>) {
+        match p {
+            sweep::Progress::Searches {
+                first,
+                labels,
+                trials_each,
+            } => {
+                // the searches take turns: each lasts about the whole round
+                let est =
+                    Duration::from_secs_f64(self.trial_s * (*trials_each * labels.len()) as f64);
+                for (i, l) in labels.iter().enumerate() {
+                    self.searches.insert(first + i, self.shown.stage(l, est));
+                }
+            }
+            sweep::Progress::Pairs { trials } => {
+                for (_, s) in self.searches.drain() {
+                    s.finish();
+                }
+                self.pairs = Some(self.shown.stage(
+                    "Table III pairs",
+                    Duration::from_secs_f64(self.trial_s * *trials as f64),
+                ));
+            }
+            sweep::Progress::Trial(t) => {
+                let per = self.started.elapsed().as_secs_f64() / t.done.max(1) as f64;
+                let left = per * t.expected.saturating_sub(t.done) as f64;
+                let point = format!(
+                    "{:.0} cps {} drop {:.4}{}",
+                    t.rate_cps,
+                    t.phase,
+                    t.drop_rate,
+                    if t.generator_bound {
+                        " (generator-bound)"
+                    } else {
+                        ""
+                    }
+                );
+                let tail = format!(
+                    "trial {}/{} · run ~{} left",
+                    t.case_done,
+                    t.case_expected,
+                    fmt_secs(left)
+                );
+                if t.phase == "pair" {
+                    if let Some(s) = &self.pairs {
+                        s.step(&format!("{} {point} · {tail}", t.label));
+                    }
+                } else if let Some(s) = self.searches.get(&t.case) {
+                    s.step(&format!("{point} · {tail}"));
+                    if t.case_done >= t.case_expected {
+                        if let Some(s) = self.searches.remove(&t.case) {
+                            s.finish();
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Closes what is still open: `interrupted` or `done`.
+    pub(crate) fn finish(self, interrupted: bool) {
+        let how = if interrupted { "interrupted" } else { "done" };
+        let mut open: Vec<(usize, Stage)> = self.searches.into_iter().collect();
+        open.sort_by_key(|(i, _)| *i);
+        for (_, s) in open {
+            s.finish_with(how);
+        }
+        if let Some(s) = self.pairs {
+            s.finish_with(how);
+        }
     }
 }
 
@@ -375,6 +491,84 @@ pub(crate) fn gen_config(
     g
 }
 
+/// The paper's published capacities versus m, dashed.
+fn paper_series() -> Vec<Series> {
+    [
+        ("paper baseline (OpenSIPS, CFS)", 0usize),
+        ("paper enhanced", 1),
+    ]
+    .into_iter()
+    .map(|(label, pick)| Series {
+        label: label.into(),
+        points: paper::ENHANCED_GRANULARITY_US
+            .iter()
+            .filter_map(|(m, _)| {
+                let (b, e) = paper::capacity(*m)?;
+                Some((*m as f64, if pick == 0 { b } else { e }))
+            })
+            .collect(),
+        dashed: true,
+    })
+    .collect()
+}
+
+/// Capacity versus m for every server and profile in one chart (see
+/// [`write_plots`]).
+fn capacity_chart(s: &SweepOutcome) -> Chart<'static> {
+    let servers: Vec<_> = s.cases.iter().filter(|c| !c.key.is_ceiling()).collect();
+    let mut series: Vec<Series> = Vec::new();
+    for c in &servers {
+        let label = if servers.iter().any(|o| {
+            o.key.target == c.key.target && (o.key.mode, o.key.model) != (c.key.mode, c.key.model)
+        }) {
+            format!(
+                "{} {} {} {}",
+                c.key.target, c.key.mode, c.key.model, c.key.profile
+            )
+        } else {
+            format!("{} {}", c.key.target, c.key.profile)
+        };
+        let Some(cap) = c.result.capacity else {
+            continue;
+        };
+        let point = (c.key.workers as f64, cap.cps());
+        match series.iter_mut().find(|se| se.label == label) {
+            Some(se) => se.points.push(point),
+            None => series.push(Series {
+                label,
+                points: vec![point],
+                dashed: false,
+            }),
+        }
+    }
+    let ms: Vec<f64> = servers.iter().map(|c| c.key.workers as f64).collect();
+    let (lo, hi) = ms.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), m| {
+        (lo.min(*m), hi.max(*m))
+    });
+    for c in s.cases.iter().filter(|c| c.key.is_ceiling()) {
+        if let (Some(cap), true) = (c.result.capacity, lo <= hi) {
+            series.push(Series {
+                label: format!("generator ceiling, {}", c.key.profile),
+                points: vec![(lo, cap.cps()), (hi, cap.cps())],
+                dashed: true,
+            });
+        }
+    }
+    series.extend(paper_series());
+    for se in &mut series {
+        se.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    Chart {
+        x_desc: "worker threads m",
+        y_desc: "1%-drop capacity (calls/s)",
+        x_scale: Scale::Linear,
+        y_scale: Scale::Linear,
+        x_bytes: false,
+        x_names: Vec::new(),
+        series,
+    }
+}
+
 fn file_name(parts: &[&str]) -> String {
     let s: Vec<String> = parts
         .iter()
@@ -396,11 +590,15 @@ fn save(dir: &Path, name: String, chart: &Chart<'_>) -> Result<usize, String> {
     Ok(1)
 }
 
-/// Capacity versus m per profile (the paper's published capacities
-/// dashed), and per profile drop rate, K_rcv and T_sip versus cps over
-/// every counted trial, one curve per m. Returns how many files were written.
+/// `capacity_vs_m.svg`: capacity versus m, one curve per (target,
+/// profile) of every server, the paper's published capacities dashed and
+/// each generator ceiling as a dashed level; then per (target, mode,
+/// model) the same with its profiles only, and per profile drop rate,
+/// K_rcv and T_sip versus cps over every counted trial, one curve per m
+/// (for a ceiling, the null relay, the drop rate only). Returns how many
+/// files were written.
 pub(crate) fn write_plots(s: &SweepOutcome, dir: &Path) -> Result<usize, String> {
-    let mut n = 0;
+    let mut n = save(dir, "capacity_vs_m.svg".into(), &capacity_chart(s))?;
     let mut groups: Vec<(&str, &str, &str)> = Vec::new();
     for c in &s.cases {
         let g = (c.key.target, c.key.mode, c.key.model);
@@ -432,38 +630,28 @@ pub(crate) fn write_plots(s: &SweepOutcome, dir: &Path) -> Result<usize, String>
                 dashed: false,
             })
             .collect();
-        for (label, pick) in [
-            ("paper baseline (OpenSIPS, CFS)", 0usize),
-            ("paper enhanced", 1),
-        ] {
-            series.push(Series {
-                label: label.into(),
-                points: paper::ENHANCED_GRANULARITY_US
-                    .iter()
-                    .filter_map(|(m, _)| {
-                        let (b, e) = paper::capacity(*m)?;
-                        Some((*m as f64, if pick == 0 { b } else { e }))
-                    })
-                    .collect(),
-                dashed: true,
-            });
-        }
+        series.extend(paper_series());
         for se in &mut series {
             se.points.sort_by(|a, b| a.0.total_cmp(&b.0));
         }
-        n += save(
-            dir,
-            file_name(&["capacity-vs-m", g.0, g.1, g.2]),
-            &Chart {
-                x_desc: "worker threads m",
-                y_desc: "1%-drop capacity (calls/s)",
-                x_scale: Scale::Linear,
-                y_scale: Scale::Linear,
-                x_bytes: false,
-                x_names: Vec::new(),
-                series,
-            },
-        )?;
+        let ceiling = cases.iter().any(|c| c.key.is_ceiling());
+        n += if ceiling {
+            0
+        } else {
+            save(
+                dir,
+                file_name(&["capacity-vs-m", g.0, g.1, g.2]),
+                &Chart {
+                    x_desc: "worker threads m",
+                    y_desc: "1%-drop capacity (calls/s)",
+                    x_scale: Scale::Linear,
+                    y_scale: Scale::Linear,
+                    x_bytes: false,
+                    x_names: Vec::new(),
+                    series,
+                },
+            )?
+        };
         for p in &profiles {
             let of_p: Vec<_> = cases.iter().filter(|c| c.key.profile == *p).collect();
             let per_m = |f: &dyn Fn(&takt_siplab::sweep::CaseOutcome) -> Vec<(f64, f64)>| {
@@ -518,6 +706,9 @@ pub(crate) fn write_plots(s: &SweepOutcome, dir: &Path) -> Result<usize, String>
                 ),
                 ("t_sip", "T_sip (µs)", t, Scale::Linear),
             ] {
+                if ceiling && what != "drop" {
+                    continue;
+                }
                 n += save(
                     dir,
                     file_name(&[what, g.0, g.1, g.2, p]),

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use clap::Args;
+use takt_measure::progress::Progress;
 use takt_measure::result::{Better, ResultRow};
 use takt_sched::CpuSet;
 use takt_sip::proxy::Mode;
@@ -18,7 +19,9 @@ use takt_siplab::target::{TaktOptions, TargetKind, TargetSetup};
 use takt_siplab::tune;
 
 use crate::cmd_sip_capacity::{parse_mode, parse_target};
-use crate::cmd_sip_sweep::{estimate, gen_config, record, stop_on_ctrl_c, write_plots};
+use crate::cmd_sip_sweep::{
+    estimate, gen_config, record, start_rates, stop_on_ctrl_c, write_plots, SweepBars,
+};
 
 /// Fewest calls in a trial.
 const MIN_CALLS: u64 = 100;
@@ -126,7 +129,7 @@ pub fn run(a: TuneArgs) -> Result<(), String> {
         search,
         start_cps: match a.start_cps {
             Some(_) => Vec::new(),
-            None => vec![("takt".into(), 8_000.0), ("kamailio".into(), 2_000.0)],
+            None => start_rates(),
         },
         pairs: a.pairs as usize,
         compare: CompareWhich::BestCapacity,
@@ -151,42 +154,30 @@ pub fn run(a: TuneArgs) -> Result<(), String> {
         (secs / 60.0).ceil(),
         a.budget
     );
+    let shown = Progress::auto();
     // the budget: stop the run (after the current trial) when it is spent
     {
-        let (stop, cancel) = (stop.clone(), cancel.clone());
+        let (stop, cancel, shown) = (stop.clone(), cancel.clone(), shown.clone());
         let budget = Duration::from_secs_f64(a.budget * 60.0);
         std::thread::Builder::new()
             .name("tune-budget".into())
             .spawn(move || {
                 std::thread::sleep(budget);
-                eprintln!("takt sip tune: the budget is spent; stopping after this trial");
+                shown.println("takt sip tune: the budget is spent; stopping after this trial");
                 // Release pairs with the Acquire load before each trial.
                 stop.store(true, Ordering::Release);
                 cancel.cancel();
             })
             .map_err(|e| format!("starting the budget timer: {e}"))?;
     }
+    let mut bars = SweepBars::new(shown, trial_s);
     let outcome = sweep::run(
         &plan,
         |ip| GenLoad::new(gcfg.clone(), ip, window, MIN_CALLS, cancel.clone()),
-        |p| {
-            eprintln!(
-                "[{}/~{}] {:<36} {:>8.0} cps {:<6} drop {:.4}{}",
-                p.done,
-                p.expected,
-                p.label,
-                p.rate_cps,
-                p.phase,
-                p.drop_rate,
-                if p.generator_bound {
-                    " (generator-bound)"
-                } else {
-                    ""
-                }
-            )
-        },
-    )
-    .map_err(|e| e.to_string())?;
+        |p| bars.on(p),
+    );
+    bars.finish(plan.stop.load(Ordering::Acquire));
+    let outcome = outcome.map_err(|e| e.to_string())?;
     let recs = tune::recommend(&outcome);
     let mut doc = outcome.document(&plan);
     doc.suite = "sip_tune".into();

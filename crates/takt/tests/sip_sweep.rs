@@ -1,11 +1,14 @@
 //! `takt sip sweep` end to end on a small scale: takt and Kamailio, the
-//! `default`, `enhanced` and a real-time profile that changes a sysctl;
-//! the document, the plots and the record; every machine-wide value back
-//! afterwards — after a finished run and after a Ctrl-C.
+//! `default`, `enhanced` and a real-time profile that changes a sysctl
+//! (so the generator's ceiling is measured under it and under `default`);
+//! the document, the plots, the markdown table, the progress lines and
+//! the record; every machine-wide value back afterwards — after a
+//! finished run and after a Ctrl-C, which keeps the finished points.
 //!
 //! One test function: the runs change the same machine-wide file, so they
 //! must not overlap.
 
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -65,6 +68,22 @@ fn a_small_sweep_gives_tables_plots_records_and_restores_the_machine() {
     let stderr = String::from_utf8_lossy(&r.stderr);
     assert!(r.status.success(), "{stderr}");
     assert!(stderr.contains("about"), "announces its duration: {stderr}");
+    assert!(
+        stderr.contains("the generator's ceiling under 2 profile(s)"),
+        "announces the ceilings: {stderr}"
+    );
+    // stderr is no terminal: a line per stage and per trial
+    assert!(
+        stderr.contains("takt stateful m=2 default: expected about"),
+        "{stderr}"
+    );
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.contains("kamailio stateful m=2 enhanced: ") && l.contains(" left")),
+        "a step line of the enhanced round: {stderr}"
+    );
+
     assert_eq!(rr_timeslice(), original, "restored after the run");
     let doc: serde_json::Value = serde_json::from_slice(&r.stdout).expect("one JSON document");
     assert_eq!(doc["suite"], "sip_sweep");
@@ -93,16 +112,61 @@ fn a_small_sweep_gives_tables_plots_records_and_restores_the_machine() {
         assert!((100.0..=100_000.0).contains(&us), "{e}");
         assert_eq!(e["published"], 100.0, "the paper's value for m = 2");
         // K_rcv over all kinds: measured for takt, a Little's-law estimate
-        // for Kamailio (the capacity rows' per-kind K_rcv carry `kind`)
-        if let Some(k) = rows.iter().find(|r| {
-            r["name"] == "k_rcv" && r["impl"] == target && r["params"].get("kind").is_none()
-        }) {
+        // for Kamailio
+        for k in rows
+            .iter()
+            .filter(|r| r["name"] == "k_rcv_all_kinds" && r["impl"] == target)
+        {
             assert_eq!(k["params"]["estimate"], target == "kamailio", "{k}");
+            assert_eq!(k["unit"], "us");
         }
     }
+    // Table III's pairs, where there are some, have their own progress
+    if rows.iter().any(|r| r["name"] == "drop_rate_lower") {
+        assert!(stderr.contains("Table III pairs: "), "{stderr}");
+    }
+    // one name per quantity: `k_rcv` and `t_sip` are the per-kind rows (ns)
+    for r in rows
+        .iter()
+        .filter(|r| r["name"] == "k_rcv" || r["name"] == "t_sip")
+    {
+        assert!(r["params"]["kind"].is_string(), "{r}");
+        assert_eq!(r["unit"], "ns", "{r}");
+    }
+    // the generator's ceiling under the profile that changes a sysctl and
+    // under default, not mistaken for a server's capacity
+    for p in ["default", "rr:prio=5"] {
+        let c = rows
+            .iter()
+            .find(|r| {
+                r["name"] == "generator_ceiling"
+                    && r["impl"] == "null-relay"
+                    && r["params"]["profile"].as_str().unwrap().starts_with(p)
+            })
+            .unwrap_or_else(|| panic!("no generator ceiling under {p}: {doc:#}"));
+        assert!(c["median"].as_f64().unwrap() > 0.0, "{c}");
+    }
+    assert!(!rows
+        .iter()
+        .any(|r| r["name"] == "capacity" && r["impl"] == "null-relay"));
     let notes = doc["notes"].to_string();
     assert!(notes.contains("sched_rr_timeslice_ms"), "{notes}");
     assert!(notes.contains("Little's law"), "{notes}");
+    assert!(notes.contains("the generator's ceiling"), "{notes}");
+    let md = std::fs::read_to_string(out.join("capacity_vs_m.md")).unwrap();
+    assert!(md.starts_with("| target | profile | m = 2 |"), "{md}");
+    for row in ["| takt | default |", "| kamailio | enhanced |"] {
+        assert!(md.contains(row), "{row} missing: {md}");
+    }
+    assert!(md.contains("The generator's ceiling"), "{md}");
+    let svg = std::fs::read_to_string(out.join("capacity_vs_m.svg")).unwrap();
+    for label in [
+        "takt default",
+        "kamailio enhanced",
+        "generator ceiling, default",
+    ] {
+        assert!(svg.contains(label), "{label} missing in the plot");
+    }
     let written = std::fs::read_to_string(out.join("sweep.json")).unwrap();
     assert!(written.contains("\"sip_sweep\""));
     let svgs = std::fs::read_dir(&out)
@@ -122,7 +186,8 @@ fn a_small_sweep_gives_tables_plots_records_and_restores_the_machine() {
     );
     std::fs::remove_dir_all(&out).unwrap();
 
-    // 2. Ctrl-C while the rr profile's time slice is in force
+    // 2. Ctrl-C while the rr profile's time slice is in force, after a
+    // finished trial of takt under it
     let out = scratch("ctrl-c");
     let profile = format!("rr:prio=5,timeslice={odd}ms");
     let mut child = sweep(
@@ -137,9 +202,23 @@ fn a_small_sweep_gives_tables_plots_records_and_restores_the_machine() {
         ],
     )
     .stdout(Stdio::null())
-    .stderr(Stdio::null())
+    .stderr(Stdio::piped())
     .spawn()
     .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if line.contains("takt stateful m=2 rr:prio=5") && line.contains(" cps ramp ") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(60))
+        .expect("a finished trial of takt under rr");
     let deadline = Instant::now() + Duration::from_secs(60);
     while rr_timeslice() != odd {
         assert!(
@@ -162,13 +241,22 @@ fn a_small_sweep_gives_tables_plots_records_and_restores_the_machine() {
         );
         std::thread::sleep(Duration::from_millis(20));
     };
+    reader.join().unwrap();
     assert!(
         status.success(),
         "an interrupted sweep keeps its points: {status}"
     );
     assert_eq!(rr_timeslice(), original, "restored after Ctrl-C");
-    let doc = std::fs::read_to_string(out.join("sweep.json")).unwrap();
-    assert!(doc.contains("interrupted"), "{doc}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("sweep.json")).unwrap()).unwrap();
+    assert!(doc["notes"].to_string().contains("interrupted"), "{doc:#}");
+    // the finished points are kept: the unfinished search's single trials
+    assert!(
+        doc["results"].as_array().unwrap().iter().any(|r| {
+            r["name"] == "drop_rate" && r["impl"] == "takt" && r["params"]["phase"] == "ramp"
+        }),
+        "{doc:#}"
+    );
     std::fs::remove_dir_all(&out).unwrap();
 }
 

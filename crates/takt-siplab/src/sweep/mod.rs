@@ -14,7 +14,10 @@
 //!    own capacity search ([`crate::search`]). The searches take turns
 //!    point by point; only the server being measured runs (the others are
 //!    paused); a profile's machine-wide part (`poll`, `rr`'s time slice,
-//!    the base slice) is set for its own trials only.
+//!    the base slice) is set for its own trials only. Such a part acts
+//!    on the generator too, so the null relay is searched under each such
+//!    profile and under `default` beside the servers: the generator's
+//!    ceiling ([`ceiling_profiles`]), not a server.
 //! 3. `enhanced` needs `default`'s measurement: after the first round of
 //!    searches, its slice is derived per (target, mode, m) from the
 //!    `default` case's workers' run time per voluntary switch at its
@@ -54,7 +57,7 @@ use crate::system::SystemSettings;
 use crate::target::{TargetKind, TargetSetup};
 
 pub use load::{PointExtra, SweepLoad};
-pub use render::render;
+pub use render::{capacity_markdown, render};
 pub use tables::{Comparison, Crossing, PairSide};
 
 /// Everything a sweep needs besides the load.
@@ -115,6 +118,12 @@ impl CaseKey {
     /// The group a case belongs to (everything but the profile).
     fn group(&self) -> (&'static str, &'static str, &'static str, usize) {
         (self.target, self.mode, self.model, self.workers)
+    }
+
+    /// A generator-ceiling case: the null relay under a profile's
+    /// machine-wide part (see [`ceiling_profiles`]).
+    pub fn is_ceiling(&self) -> bool {
+        self.target == TargetKind::NullRelay.name()
     }
 
     /// `takt stateful m=4 enhanced`.
@@ -180,9 +189,34 @@ pub struct SweepOutcome {
     pub interrupted: bool,
 }
 
-/// What [`run`] reports after every trial.
+/// What [`run`] reports as it goes.
 #[derive(Debug)]
-pub struct Progress<'a> {
+pub enum Progress<'a> {
+    /// Searches start, taking turns point by point: the cases numbered
+    /// `first..first + labels.len()` (numbers are stable over the run),
+    /// each expecting about `trials_each` trials.
+    Searches {
+        /// Number of the first case.
+        first: usize,
+        /// The cases' labels.
+        labels: &'a [String],
+        /// Trials a fresh search expects (ramp, bisection, grid).
+        trials_each: usize,
+    },
+    /// Table III's pairs start: `trials` trials back to back.
+    Pairs {
+        /// Trials (two per pair).
+        trials: usize,
+    },
+    /// A trial finished.
+    Trial(TrialProgress<'a>),
+}
+
+/// One finished trial (see [`Progress::Trial`]).
+#[derive(Debug)]
+pub struct TrialProgress<'a> {
+    /// The case's number (see [`Progress::Searches`]).
+    pub case: usize,
     /// The case.
     pub label: &'a str,
     /// The trial's rate.
@@ -193,11 +227,35 @@ pub struct Progress<'a> {
     pub drop_rate: f64,
     /// It was generator-bound.
     pub generator_bound: bool,
-    /// Trials done and expected so far (the estimate grows with the
-    /// second round and the pairs).
+    /// The case's trials done and expected (its search's own estimate;
+    /// for `pair`, the pairs' trials).
+    pub case_done: usize,
+    /// See `case_done`.
+    pub case_expected: usize,
+    /// Trials of the whole sweep done.
     pub done: usize,
-    /// See `done`.
+    /// Trials of the whole sweep expected: the searches running, the
+    /// `enhanced` round and Table III's pairs still to come (estimates,
+    /// refined as the run goes).
     pub expected: usize,
+}
+
+/// The profiles under which a sweep measures the generator's ceiling (the
+/// null relay's capacity, its one thread at the default policy): every
+/// profile with a machine-wide part ([`Resolved::is_machine_wide`]) — it
+/// acts on the generator's CPUs or threads as much as on the server's —
+/// and `default` first as the baseline; none when no profile has one.
+pub fn ceiling_profiles(profiles: &[Profile]) -> Result<Vec<Profile>> {
+    let mut out = Vec::new();
+    for p in profiles.iter().filter(|p| !p.is_derived()) {
+        if p.resolve(None)?.is_machine_wide() && !out.contains(p) {
+            out.push(*p);
+        }
+    }
+    if !out.is_empty() {
+        out.insert(0, Profile::Default);
+    }
+    Ok(out)
 }
 
 fn mode_name(m: Mode) -> &'static str {
@@ -276,7 +334,7 @@ pub fn run<L: Load>(
         ));
     }
     if profiles.contains(&Profile::Poll) {
-        notes.push("profile poll holds an idle-latency limit of 0 during its trials: machine-wide, so the generator's idle CPUs poll too".into());
+        notes.push("profile poll holds an idle-latency limit of 0 during its trials: machine-wide, so the generator's idle CPUs poll too (its ceiling under poll is measured: generator_ceiling)".into());
     }
     let groups: Vec<(TargetKind, Mode, usize)> = plan
         .targets
@@ -287,6 +345,7 @@ pub fn run<L: Load>(
                 .flat_map(move |&m| plan.workers.iter().map(move |&w| (t.clone(), m, w)))
         })
         .collect();
+    let ceilings = ceiling_profiles(&profiles)?;
     let start = |kind: &TargetKind,
                  mode: Mode,
                  m: usize,
@@ -294,7 +353,12 @@ pub fn run<L: Load>(
                  enhanced: Option<EnhancedSlice>,
                  make_load: &mut dyn FnMut(IpAddr) -> Result<L>|
      -> Result<(Live<L>, Search)> {
-        let resolved = profile.resolve(enhanced)?;
+        let mut resolved = profile.resolve(enhanced)?;
+        if matches!(kind, TargetKind::NullRelay) {
+            // a generator ceiling: the profile's machine-wide part only,
+            // the relay's one thread as the generator's other threads
+            resolved.policy = takt_sched::SchedPolicy::DEFAULT;
+        }
         let load = make_load(plan.base.listen_ip)?;
         let mut setup = plan.base.clone();
         setup.workers = m;
@@ -348,20 +412,54 @@ pub fn run<L: Load>(
             searches.push(s);
         }
     }
+    for p in &ceilings {
+        let (l, s) = start(
+            &TargetKind::NullRelay,
+            plan.modes[0],
+            1,
+            *p,
+            None,
+            &mut make_load,
+        )?;
+        lives.push(l);
+        searches.push(s);
+    }
+    // what is still to come after the first round, for the estimates
+    let trials_each = Search::new(plan.search.clone())?.progress().1;
+    let derived = profiles.iter().filter(|p| p.is_derived()).count();
+    let pairs_later = if plan.pairs == 0 {
+        0
+    } else {
+        let per_group = match plan.compare {
+            CompareWhich::All => profiles.len().saturating_sub(1),
+            CompareWhich::BestCapacity => 1,
+        };
+        groups.len() * per_group * plan.pairs * 2
+    };
     let mut stopped = false;
     let mut done_before = 0;
-    let mut round = |lives: &mut [Live<L>], searches: &mut [Search], done_before: usize| {
+    let mut round = |lives: &mut [Live<L>],
+                     searches: &mut [Search],
+                     first: usize,
+                     done_before: usize,
+                     later: usize| {
         let labels: Vec<String> = lives.iter().map(|l| l.key.label()).collect();
+        let mut prog: Vec<(usize, usize)> = searches.iter().map(Search::progress).collect();
+        progress(&Progress::Searches {
+            first,
+            labels: &labels,
+            trials_each: prog.first().map_or(0, |p| p.1),
+        });
         let mut trials: Vec<&mut TargetTrial<SweepLoad<L>>> =
             lives.iter_mut().map(|l| &mut l.trial).collect();
-        let mut prog: Vec<(usize, usize)> = searches.iter().map(Search::progress).collect();
         let r = run_interleaved(searches, &mut trials, |i, s| {
             prog[i] = s.progress();
             let res = s.result();
             let Some(last) = res.trials.last() else {
                 return;
             };
-            progress(&Progress {
+            progress(&Progress::Trial(TrialProgress {
+                case: first + i,
                 label: &labels[i],
                 rate_cps: last.rate_cps,
                 phase: match last.phase {
@@ -371,9 +469,11 @@ pub fn run<L: Load>(
                 },
                 drop_rate: last.outcome.drop_rate(),
                 generator_bound: last.outcome.generator_bound,
+                case_done: prog[i].0,
+                case_expected: prog[i].1,
                 done: done_before + prog.iter().map(|p| p.0).sum::<usize>(),
-                expected: done_before + prog.iter().map(|p| p.1).sum::<usize>(),
-            });
+                expected: done_before + prog.iter().map(|p| p.1).sum::<usize>() + later,
+            }));
         });
         let done: usize = prog.iter().map(|p| p.0).sum();
         match r {
@@ -385,11 +485,17 @@ pub fn run<L: Load>(
             }),
         }
     };
-    let (s1, d1) = round(&mut lives, &mut searches, done_before)?;
+    let (s1, d1) = round(
+        &mut lives,
+        &mut searches,
+        0,
+        done_before,
+        groups.len() * derived * trials_each + pairs_later,
+    )?;
     stopped |= s1;
     done_before += d1;
     // the enhanced round
-    if !stopped && profiles.iter().any(|p| p.is_derived()) {
+    if !stopped && derived > 0 {
         let first = lives.len();
         for (kind, mode, m) in &groups {
             let Some(d) = lives.iter().position(|l| {
@@ -416,7 +522,13 @@ pub fn run<L: Load>(
                 searches.push(s);
             }
         }
-        let (s2, d2) = round(&mut lives[first..], &mut searches[first..], done_before)?;
+        let (s2, d2) = round(
+            &mut lives[first..],
+            &mut searches[first..],
+            first,
+            done_before,
+            pairs_later,
+        )?;
         stopped |= s2;
         done_before += d2;
     }
@@ -425,7 +537,7 @@ pub fn run<L: Load>(
     if !stopped && plan.pairs > 0 {
         let mut jobs = Vec::new();
         for d in 0..lives.len() {
-            if lives[d].key.profile != "default" {
+            if lives[d].key.profile != "default" || lives[d].key.is_ceiling() {
                 continue;
             }
             let rate = match searches[d].result().capacity {
@@ -458,6 +570,9 @@ pub fn run<L: Load>(
             }
         }
         let total = jobs.len() * plan.pairs * 2;
+        if total > 0 {
+            progress(&Progress::Pairs { trials: total });
+        }
         let mut n = 0;
         'jobs: for (d, j, rate) in jobs {
             let mut pairs = Vec::new();
@@ -471,15 +586,18 @@ pub fn run<L: Load>(
                         break 'jobs;
                     };
                     n += 1;
-                    progress(&Progress {
+                    progress(&Progress::Trial(TrialProgress {
+                        case: c,
                         label: &label,
                         rate_cps: rate,
                         phase: "pair",
                         drop_rate: o.drop_rate(),
                         generator_bound: o.generator_bound,
+                        case_done: n,
+                        case_expected: total,
                         done: done_before + n,
                         expected: done_before + total,
-                    });
+                    }));
                     let e = *lives[c]
                         .extras
                         .borrow()
@@ -561,19 +679,57 @@ fn params(plan: &SweepPlan, key: &CaseKey, policy: &str) -> Map<String, Value> {
 }
 
 impl SweepOutcome {
+    /// The generator's ceilings, one phrase per profile: `poll 31000,
+    /// default ≥ 20000 (generator-bound)`; `None` without ceiling cases.
+    pub fn ceiling_note(&self) -> Option<String> {
+        let parts: Vec<String> = self
+            .cases
+            .iter()
+            .filter(|c| c.key.is_ceiling())
+            .map(|c| {
+                format!(
+                    "{} {}",
+                    c.key.profile,
+                    c.result
+                        .capacity
+                        .map_or_else(|| "unfinished".to_string(), |x| x.to_string())
+                )
+            })
+            .collect();
+        (!parts.is_empty()).then(|| {
+            format!(
+                "the generator's ceiling (generator_ceiling rows: the null relay's capacity, calls/s, its one thread at the default policy) under each profile that changes machine-wide state and under default: {}; a server's capacity near its profile's ceiling is the generator's limit, not the server's",
+                parts.join(", ")
+            )
+        })
+    }
+
     /// The result document (suite `sip_sweep`): per case the capacity
     /// search's rows ([`crate::capacity::rows`]: `capacity`,
-    /// `cpu_per_call`, `drop_rate` per grid rate) with `profile` in
-    /// `params`; per grid rate `k_rcv` (µs; `estimate` in params) and
-    /// `t_sip` (µs, servers that timestamp); Table I/II columns as
-    /// `crossing` rows (drop rate; every column in `detail`); the
-    /// `enhanced_slice` per (target, mode, m); Table III as
-    /// `drop_rate_lower` and `k_rcv_lower` (%, samples per pair). The
-    /// paper's figures ride along as `published` where m matches.
+    /// `cpu_per_call`, `drop_rate` per grid rate, takt's per-kind `t_sip`
+    /// and `k_rcv` in ns with `kind` in params) with `profile` in
+    /// `params`; per grid rate the mean over all message kinds,
+    /// `k_rcv_all_kinds` (µs; `estimate` in params: Little's law for a
+    /// server without timestamps) and `t_sip_all_kinds` (µs, servers that
+    /// timestamp); Table I/II columns as `crossing` rows (drop rate; every
+    /// column in `detail`); the `enhanced_slice` per (target, mode, m);
+    /// Table III as `drop_rate_lower` and `k_rcv_lower` (%, samples per
+    /// pair); per [`ceiling_profiles`] a `generator_ceiling` row (cps, the
+    /// null relay's capacity; its `drop_rate` rows beside it). The paper's
+    /// figures ride along as `published` where m matches.
     pub fn document(&self, plan: &SweepPlan) -> Document {
         let mut doc = DocumentBuilder::start("sip_sweep");
         for c in &self.cases {
             let p = params(plan, &c.key, &c.policy);
+            if c.key.is_ceiling() {
+                for mut row in rows(c.key.target, &p, &c.result, &c.points) {
+                    if row.name == "capacity" {
+                        row.name = "generator_ceiling".into();
+                    }
+                    doc.push(row);
+                }
+                continue;
+            }
             for mut row in rows(c.key.target, &p, &c.result, &c.points) {
                 if row.name == "capacity" {
                     let published =
@@ -620,7 +776,7 @@ impl SweepOutcome {
                     let mut kp = gp.clone();
                     kp.insert("estimate".into(), json!(estimate));
                     doc.push(ResultRow::new(
-                        "k_rcv",
+                        "k_rcv_all_kinds",
                         c.key.target,
                         kp,
                         "us",
@@ -632,7 +788,7 @@ impl SweepOutcome {
                 let t: Vec<f64> = at.iter().filter_map(|e| e.t_sip_us).collect();
                 if !t.is_empty() {
                     doc.push(ResultRow::new(
-                        "t_sip",
+                        "t_sip_all_kinds",
                         c.key.target,
                         gp,
                         "us",
@@ -758,6 +914,9 @@ impl SweepOutcome {
                     "servers run on CPUs {c}, the generator shares them: capacity here includes the generator's cost"
                 ));
             }
+        }
+        if let Some(n) = self.ceiling_note() {
+            doc.note(n);
         }
         for n in &self.notes {
             doc.note(n.clone());

@@ -1,10 +1,133 @@
 //! The human output of a sweep: capacity versus m per profile, Tables I
-//! and II per profile, Table III, and the paper's published tables beside
-//! them.
+//! and II per profile, Table III, the generator's ceilings, the paper's
+//! published tables beside them, and the capacity-versus-m table in
+//! markdown ([`capacity_markdown`]) for a README.
 
 use std::fmt::Write;
 
 use super::{paper, CaseOutcome, SweepOutcome};
+use crate::search::{Capacity, Limit};
+
+/// `24100` as `24,100`.
+fn thousands(v: f64) -> String {
+    let digits = format!("{:.0}", v.abs());
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    if v < 0.0 && digits != "0" {
+        out.insert(0, '-');
+    }
+    out
+}
+
+/// A capacity as a markdown cell: `24,100–24,800` (last passing – first
+/// failing grid rate), `≥ 30,000 (generator-bound)`, `< 500`.
+fn capacity_cell(c: Option<Capacity>) -> String {
+    match c {
+        None => "unfinished".into(),
+        Some(Capacity::Measured {
+            cps,
+            first_failing_cps,
+        }) => format!("{}–{}", thousands(cps), thousands(first_failing_cps)),
+        Some(Capacity::AtLeast {
+            cps,
+            limit: Limit::Generator,
+        }) => format!("≥ {} (generator-bound)", thousands(cps)),
+        Some(Capacity::AtLeast {
+            cps,
+            limit: Limit::SearchCeiling,
+        }) => format!("≥ {} (search ceiling)", thousands(cps)),
+        Some(Capacity::Below {
+            cps,
+            generator_bound,
+        }) => format!(
+            "< {}{}",
+            thousands(cps),
+            if generator_bound {
+                " (generator-bound)"
+            } else {
+                ""
+            }
+        ),
+    }
+}
+
+/// Capacity versus m per (target, profile) as a markdown table, one
+/// column per m, each cell the 1%-drop capacity's interval (see
+/// `capacity_cell`), followed by a legend and the generator's ceilings
+/// when the sweep measured them. Targets with more than one (mode, model)
+/// name them in the first column.
+pub fn capacity_markdown(s: &SweepOutcome) -> String {
+    let servers: Vec<&CaseOutcome> = s.cases.iter().filter(|c| !c.key.is_ceiling()).collect();
+    let mut ms: Vec<usize> = servers.iter().map(|c| c.key.workers).collect();
+    ms.sort_unstable();
+    ms.dedup();
+    let mut rows: Vec<(String, &str, &str, &str, &str)> = Vec::new();
+    for c in &servers {
+        let k = &c.key;
+        let settings = |t: &str| {
+            let mut v: Vec<(&str, &str)> = servers
+                .iter()
+                .filter(|o| o.key.target == t)
+                .map(|o| (o.key.mode, o.key.model))
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v.len()
+        };
+        let name = if settings(k.target) > 1 {
+            format!("{} {} ({})", k.target, k.mode, k.model)
+        } else {
+            k.target.to_string()
+        };
+        let row = (name, k.target, k.mode, k.model, k.profile.as_str());
+        if !rows.contains(&row) {
+            rows.push(row);
+        }
+    }
+    let mut o = String::from("| target | profile |");
+    for m in &ms {
+        let _ = write!(o, " m = {m} |");
+    }
+    o += "\n|---|---|";
+    o += &"---|".repeat(ms.len());
+    o.push('\n');
+    for (name, target, mode, model, profile) in &rows {
+        let _ = write!(o, "| {name} | {profile} |");
+        for m in &ms {
+            let cell = servers
+                .iter()
+                .find(|c| {
+                    (c.key.target, c.key.mode, c.key.model, c.key.workers)
+                        == (target, mode, model, *m)
+                        && c.key.profile == *profile
+                })
+                .map_or("–".to_string(), |c| capacity_cell(c.result.capacity));
+            let _ = write!(o, " {cell} |");
+        }
+        o.push('\n');
+    }
+    o += "\nCalls/s at 1% drop: the last passing – the first failing grid rate (the crossing lies between); \
+          ≥ R (generator-bound): the generator could not offer more, the server's capacity is higher.\n";
+    let ceilings: Vec<String> = s
+        .cases
+        .iter()
+        .filter(|c| c.key.is_ceiling())
+        .map(|c| format!("{} {}", c.key.profile, capacity_cell(c.result.capacity)))
+        .collect();
+    if !ceilings.is_empty() {
+        let _ = writeln!(
+            o,
+            "The generator's ceiling (the null relay's capacity) per profile: {}.",
+            ceilings.join("; ")
+        );
+    }
+    o
+}
 
 fn opt(v: Option<f64>, prec: usize) -> String {
     v.map_or("-".into(), |v| format!("{v:.prec$}"))
@@ -15,7 +138,7 @@ pub fn render(s: &SweepOutcome) -> String {
     let mut o = String::new();
     // group by (target, mode, model)
     let mut groups: Vec<(&str, &str, &str)> = Vec::new();
-    for c in &s.cases {
+    for c in s.cases.iter().filter(|c| !c.key.is_ceiling()) {
         let g = (c.key.target, c.key.mode, c.key.model);
         if !groups.contains(&g) {
             groups.push(g);
@@ -169,12 +292,17 @@ pub fn render(s: &SweepOutcome) -> String {
             }
         }
     }
+    if let Some(n) = s.ceiling_note() {
+        let _ = writeln!(o, "\n== The generator's ceiling ==\n{n}");
+    }
     o += "\n~ K_rcv: estimated by Little's law from the socket's receive queue; ~ T_sip: server CPU per message (kernel included).\n";
     o += "\n== The paper's published tables (for comparison) ==\n";
     o += &paper::render();
     for n in &s.notes {
         let _ = writeln!(o, "note: {n}");
     }
+    o += "\n== Capacity versus m (markdown, also written as capacity_vs_m.md) ==\n";
+    o += &capacity_markdown(s);
     o
 }
 
@@ -207,5 +335,101 @@ mod tests {
             row.contains("0.0203") && row.contains("0.0107") && row.contains("% ["),
             "{row}"
         );
+    }
+
+    #[test]
+    fn capacity_markdown_per_target_profile_and_m() {
+        use crate::search::{Capacity, Limit};
+        use crate::sweep::fixture::case;
+        let with = |target: &'static str, model: &'static str, m: usize, profile: &str, cap| {
+            let mut c = case(profile, "other", 1.0);
+            c.key.target = target;
+            c.key.model = model;
+            c.key.workers = m;
+            c.result.capacity = cap;
+            c
+        };
+        let measured = |cps: f64, ff: f64| {
+            Some(Capacity::Measured {
+                cps,
+                first_failing_cps: ff,
+            })
+        };
+        let gen = |cps: f64| {
+            Some(Capacity::AtLeast {
+                cps,
+                limit: Limit::Generator,
+            })
+        };
+        let mut s = crate::sweep::fixture::outcome(&[(0.02, 0.01), (0.02, 0.01)], 2_000.0);
+        s.cases = vec![
+            with("takt", "shared", 2, "default", gen(24_100.0)),
+            with(
+                "takt",
+                "shared",
+                16,
+                "default",
+                measured(18_000.0, 18_540.0),
+            ),
+            with(
+                "takt",
+                "shared",
+                2,
+                "enhanced",
+                measured(20_000.0, 20_600.0),
+            ),
+            with(
+                "kamailio",
+                "processes",
+                2,
+                "default",
+                measured(2_400.0, 2_472.0),
+            ),
+            with("kamailio", "processes", 16, "default", None),
+            with("null-relay", "relay", 1, "default", gen(30_000.0)),
+            with(
+                "null-relay",
+                "relay",
+                1,
+                "poll",
+                measured(35_000.0, 36_050.0),
+            ),
+        ];
+        let md = capacity_markdown(&s);
+        let lines: Vec<&str> = md.lines().collect();
+        assert_eq!(lines[0], "| target | profile | m = 2 | m = 16 |", "{md}");
+        assert_eq!(lines[1], "|---|---|---|---|");
+        assert_eq!(
+            lines[2],
+            "| takt | default | ≥ 24,100 (generator-bound) | 18,000–18,540 |"
+        );
+        // a missing case is a dash, an unfinished one says so
+        assert_eq!(lines[3], "| takt | enhanced | 20,000–20,600 | – |");
+        assert_eq!(
+            lines[4],
+            "| kamailio | default | 2,400–2,472 | unfinished |"
+        );
+        assert_eq!(lines[5], "");
+        assert!(!md.contains("| null-relay"), "ceilings are no rows: {md}");
+        assert!(
+            md.contains("per profile: default ≥ 30,000 (generator-bound); poll 35,000–36,050."),
+            "{md}"
+        );
+        // a second worker model names its setting
+        s.cases.push(with(
+            "takt",
+            "reuseport",
+            2,
+            "default",
+            measured(30_000.0, 30_900.0),
+        ));
+        let md = capacity_markdown(&s);
+        assert!(md.contains("| takt stateful (shared) | default |"), "{md}");
+        assert!(
+            md.contains("| takt stateful (reuseport) | default | 30,000–30,900 | – |"),
+            "{md}"
+        );
+        assert_eq!(thousands(999.4), "999");
+        assert_eq!(thousands(1_234_567.0), "1,234,567");
     }
 }
