@@ -32,6 +32,9 @@ pub const CLUSTER: &str = "bench";
 pub const ECHO: &str = "echo";
 /// The one-way sink's export.
 pub const SINK: &str = "sink";
+/// The answering node's bridge thread (a name within Linux's 15
+/// characters, so per-thread statistics tell the bridges apart).
+pub const ANSWER_BRIDGE: &str = "answer-bridge";
 /// How long the child may take to serve.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -154,7 +157,7 @@ pub fn serve(
             url: url.to_string(),
             node: name.to_string(),
             cluster: CLUSTER.to_string(),
-            thread: thread.renamed(format!("remote-{name}")),
+            thread: thread.renamed(ANSWER_BRIDGE),
             ..Config::default()
         })
         .map_err(|e| e.to_string())?,

@@ -59,6 +59,11 @@ impl TaktEcho {
         name: &str,
         placement: Placement,
     ) -> Result<TaktEcho, String> {
+        // Bridge names within Linux's 15 characters, distinct per process.
+        let ask_bridge = match placement {
+            Placement::Child { .. } => "ask-bridge",
+            Placement::InProcess => "ask-bridge-ip",
+        };
         let answerer = match placement {
             Placement::Child { program, args } => {
                 Answerer::Child(Responder::spawn(&program, &args, name)?)
@@ -70,7 +75,7 @@ impl TaktEcho {
             url: url.to_string(),
             node: client_name.clone(),
             cluster: responder::CLUSTER.to_string(),
-            thread: thread.renamed(format!("remote-{client_name}")),
+            thread: thread.renamed(ask_bridge),
             ..Config::default()
         })
         .map_err(|e| e.to_string())?;
@@ -120,27 +125,39 @@ impl TaktEcho {
         Ok(t0.elapsed())
     }
 
-    /// `total` asks with `in_flight` outstanding; returns the elapsed time.
+    /// Asks with `in_flight` outstanding, issuing new ones for `window`,
+    /// then waits for the last; returns (round trips, elapsed).
     pub(super) fn saturate(
         &mut self,
         payload: &[u8],
         in_flight: usize,
-        total: usize,
-    ) -> Result<Duration, String> {
+        window: Duration,
+    ) -> Result<(u64, Duration), String> {
         let body = Bytes::copy_from_slice(payload);
         let t0 = Instant::now();
-        let mut window = VecDeque::with_capacity(in_flight);
-        let mut issued = 0;
-        while issued < total || !window.is_empty() {
-            while issued < total && window.len() < in_flight {
-                window.push_back(self.echo.ask::<Bytes, Bytes>(body.clone(), ASK_TIMEOUT));
-                issued += 1;
+        let mut pending = VecDeque::with_capacity(in_flight);
+        let mut done = 0u64;
+        let mut issuing = true;
+        while issuing || !pending.is_empty() {
+            // The clock is read once per answered ask, not per ask issued.
+            issuing = issuing && t0.elapsed() < window;
+            while issuing && pending.len() < in_flight {
+                pending.push_back(self.echo.ask::<Bytes, Bytes>(body.clone(), ASK_TIMEOUT));
             }
-            if let Some(p) = window.pop_front() {
+            if let Some(p) = pending.pop_front() {
                 p.wait().map_err(|e| format!("takt ask: {e}"))?;
+                done += 1;
             }
         }
-        Ok(t0.elapsed())
+        Ok((done, t0.elapsed()))
+    }
+
+    /// The answering child's process id (`None` in this process).
+    pub(super) fn answerer_pid(&self) -> Option<u32> {
+        match &self._answerer {
+            Answerer::Child(r) => Some(r.pid()),
+            Answerer::InProcess(_) => None,
+        }
     }
 
     /// Sends one-way messages of `payload` at `rate` per second (0: as
