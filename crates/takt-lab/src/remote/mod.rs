@@ -12,7 +12,10 @@
 //!   idle-latency hold, `IdleLatency`; a hold needs root, else the run
 //!   says so in its notes).
 //! - `saturated`: 1, 16, 64 and 256 round trips in flight (round trips/s),
-//!   each run issuing asks for a fixed window (1 s, 150 ms with `--quick`)
+//!   for `takt`, `takt-inline` (the same echo answered on the answering
+//!   node's bridge thread, `Node::export_ask_inline`), `takt-in-process`
+//!   and bare async-nats,
+//!   each run issuing asks for a fixed window (1 s, 120 ms with `--quick`)
 //!   and then waiting for the last; the `takt` rows' notes say where the
 //!   CPU time went, per round trip and per thread, in both processes.
 //! - `one_way` (with `--one-way`): 64 B messages from the asking node to a sink agent at
@@ -103,7 +106,7 @@ const SATURATED_SIZE: usize = 64;
 const ONE_WAY_SIZE: usize = 64;
 
 /// The implementations of the `saturated` rows.
-const SATURATED_IMPLS: usize = 3;
+const SATURATED_IMPLS: usize = 4;
 
 /// How long the run takes, about.
 pub fn expected_duration(o: &Options) -> Duration {
@@ -126,7 +129,7 @@ pub fn expected_duration(o: &Options) -> Duration {
 
 /// How long each saturated run issues asks.
 fn saturated_window(o: &Options) -> Duration {
-    Duration::from_millis(if o.quick { 150 } else { 1000 })
+    Duration::from_millis(if o.quick { 120 } else { 1000 })
 }
 
 fn one_way_window(o: &Options) -> Duration {
@@ -148,6 +151,7 @@ struct Impls {
 
 enum Which {
     Takt,
+    TaktInline,
     Local,
     Nats,
     Tcp,
@@ -157,6 +161,7 @@ impl Which {
     fn name(&self) -> &'static str {
         match self {
             Which::Takt => "takt",
+            Which::TaktInline => "takt-inline",
             Which::Local => "takt-in-process",
             Which::Nats => "async-nats",
             Which::Tcp => "tcp-nodelay",
@@ -168,6 +173,7 @@ impl Impls {
     fn round_trip(&mut self, w: &Which, payload: &[u8]) -> Result<Duration, String> {
         match w {
             Which::Takt => self.takt.round_trip(payload),
+            Which::TaktInline => self.takt.round_trip_inline(payload),
             Which::Local => self.local.round_trip(payload),
             Which::Nats => self.nats.round_trip(payload),
             Which::Tcp => self.tcp.round_trip(payload),
@@ -333,13 +339,13 @@ fn run(o: &Options, ctx: &RunContext) -> Result<Document, String> {
     let window = saturated_window(o);
     let here = std::process::id();
     for k in IN_FLIGHT {
-        for w in [Which::Takt, Which::Local, Which::Nats] {
+        for w in [Which::Takt, Which::TaktInline, Which::Local, Which::Nats] {
             step(ctx, &format!("saturated {k} in flight: {}", w.name()))?;
             let mut samples = Vec::with_capacity(runs);
             let mut cpu = Duration::ZERO;
             let mut total = 0u64;
             let child = match w {
-                Which::Takt => im.takt.answerer_pid(),
+                Which::Takt | Which::TaktInline => im.takt.answerer_pid(),
                 _ => None,
             };
             let (mut before, mut before_child) = Default::default();
@@ -350,8 +356,9 @@ fn run(o: &Options, ctx: &RunContext) -> Result<Document, String> {
                 }
                 let c0 = takt_sched::process_cpu_time();
                 let (n, d) = match w {
-                    Which::Takt => im.takt.saturate(&payload, k, window)?,
-                    Which::Local => im.local.saturate(&payload, k, window)?,
+                    Which::Takt => im.takt.saturate(&payload, k, window, false)?,
+                    Which::TaktInline => im.takt.saturate(&payload, k, window, true)?,
+                    Which::Local => im.local.saturate(&payload, k, window, false)?,
                     _ => im.nats.saturate(&payload, k, window)?,
                 };
                 if r > 0 {
@@ -683,8 +690,14 @@ mod tests {
         )
         .unwrap();
         echo.round_trip(&[7; 100]).unwrap();
+        echo.round_trip_inline(&[7; 100]).unwrap();
         let (n, d) = echo
-            .saturate(&[7; 64], 16, Duration::from_millis(50))
+            .saturate(&[7; 64], 16, Duration::from_millis(50), false)
+            .unwrap();
+        assert!(n >= 16, "{n} round trips");
+        assert!(d >= Duration::from_millis(50), "{d:?}");
+        let (n, d) = echo
+            .saturate(&[7; 64], 16, Duration::from_millis(50), true)
             .unwrap();
         assert!(n >= 16, "{n} round trips");
         assert!(d >= Duration::from_millis(50), "{d:?}");

@@ -43,6 +43,7 @@ enum Answerer {
 #[derive(Debug)]
 pub(super) struct TaktEcho {
     echo: RemoteAgent,
+    echo_inline: RemoteAgent,
     sink: RemoteAgent,
     // Dropped in this order: the asking node, then the answering one.
     client: Node,
@@ -86,6 +87,9 @@ impl TaktEcho {
         let echo = client
             .remote(name, responder::ECHO)
             .map_err(|e| e.to_string())?;
+        let echo_inline = client
+            .remote(name, responder::ECHO_INLINE)
+            .map_err(|e| e.to_string())?;
         let sink = client
             .remote(name, responder::SINK)
             .map_err(|e| e.to_string())?;
@@ -104,6 +108,7 @@ impl TaktEcho {
         }
         Ok(TaktEcho {
             echo,
+            echo_inline,
             sink,
             client,
             _answerer: answerer,
@@ -112,10 +117,18 @@ impl TaktEcho {
 
     /// One ask of `payload`.
     pub(super) fn round_trip(&mut self, payload: &[u8]) -> Result<Duration, String> {
+        Self::ask_once(&self.echo, payload)
+    }
+
+    /// One ask of `payload` to the echo answered on the bridge thread.
+    pub(super) fn round_trip_inline(&mut self, payload: &[u8]) -> Result<Duration, String> {
+        Self::ask_once(&self.echo_inline, payload)
+    }
+
+    fn ask_once(echo: &RemoteAgent, payload: &[u8]) -> Result<Duration, String> {
         let body = Bytes::copy_from_slice(payload);
         let t0 = Instant::now();
-        let r = self
-            .echo
+        let r = echo
             .ask::<Bytes, Bytes>(body, ASK_TIMEOUT)
             .wait()
             .map_err(|e| format!("takt ask: {e}"))?;
@@ -126,13 +139,20 @@ impl TaktEcho {
     }
 
     /// Asks with `in_flight` outstanding, issuing new ones for `window`,
-    /// then waits for the last; returns (round trips, elapsed).
+    /// then waits for the last; returns (round trips, elapsed). `inline`:
+    /// asks the echo answered on the answering node's bridge thread.
     pub(super) fn saturate(
         &mut self,
         payload: &[u8],
         in_flight: usize,
         window: Duration,
+        inline: bool,
     ) -> Result<(u64, Duration), String> {
+        let echo = if inline {
+            &self.echo_inline
+        } else {
+            &self.echo
+        };
         let body = Bytes::copy_from_slice(payload);
         let t0 = Instant::now();
         let mut pending = VecDeque::with_capacity(in_flight);
@@ -142,7 +162,7 @@ impl TaktEcho {
             // The clock is read once per answered ask, not per ask issued.
             issuing = issuing && t0.elapsed() < window;
             while issuing && pending.len() < in_flight {
-                pending.push_back(self.echo.ask::<Bytes, Bytes>(body.clone(), ASK_TIMEOUT));
+                pending.push_back(echo.ask::<Bytes, Bytes>(body.clone(), ASK_TIMEOUT));
             }
             if let Some(p) = pending.pop_front() {
                 p.wait().map_err(|e| format!("takt ask: {e}"))?;
