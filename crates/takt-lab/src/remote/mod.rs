@@ -18,6 +18,8 @@
 //!   each run issuing asks for a fixed window (1 s, 120 ms with `--quick`)
 //!   and then waiting for the last; the `takt` rows' notes say where the
 //!   CPU time went, per round trip and per thread, in both processes.
+//! - `saturated_ratio`: each takt variant over bare async-nats at each
+//!   depth (the target: ≥ 0.8× at 64 in flight).
 //! - `one_way` (with `--one-way`): 64 B messages from the asking node to a sink agent at
 //!   offered rates up to "as fast as the sender can", until the outbound
 //!   queue overflows (the bridge's overload reaction: the send is dropped
@@ -339,6 +341,7 @@ fn run(o: &Options, ctx: &RunContext) -> Result<Document, String> {
     let window = saturated_window(o);
     let here = std::process::id();
     for k in IN_FLIGHT {
+        let mut by_impl: Vec<(&'static str, Vec<f64>)> = Vec::new();
         for w in [Which::Takt, Which::TaktInline, Which::Local, Which::Nats] {
             step(ctx, &format!("saturated {k} in flight: {}", w.name()))?;
             let mut samples = Vec::with_capacity(runs);
@@ -389,12 +392,14 @@ fn run(o: &Options, ctx: &RunContext) -> Result<Document, String> {
                     ],
                     "rt/s",
                     Better::Higher,
-                    samples,
+                    samples.clone(),
                     cpu.as_secs_f64() / runs as f64,
                 )
                 .with_note(note),
             );
+            by_impl.push((w.name(), samples));
         }
+        saturated_ratios(&by_impl, k, window, &mut doc);
     }
     for st in [im.takt.stats(), im.local.stats()] {
         if st.queue_full + st.too_large + st.undeliverable + st.type_mismatch + st.slow_consumer > 0
@@ -417,6 +422,48 @@ fn run(o: &Options, ctx: &RunContext) -> Result<Document, String> {
     drop(im);
     drop(server);
     Ok(doc.finish())
+}
+
+/// `saturated_ratio` rows: each takt variant's round trips/s over bare
+/// async-nats's at one depth, run by run (the i-th run of each; the
+/// implementations ran one after the other).
+fn saturated_ratios(
+    by_impl: &[(&'static str, Vec<f64>)],
+    in_flight: usize,
+    window: Duration,
+    doc: &mut DocumentBuilder,
+) {
+    let Some((_, nats)) = by_impl.iter().find(|(n, _)| *n == Which::Nats.name()) else {
+        return;
+    };
+    for (name, s) in by_impl.iter().filter(|(n, _)| *n != Which::Nats.name()) {
+        let ratios: Vec<f64> = s
+            .iter()
+            .zip(nats)
+            .filter(|(_, n)| **n > 0.0)
+            .map(|(t, n)| t / n)
+            .collect();
+        if ratios.is_empty() {
+            continue;
+        }
+        doc.push(
+            ResultRow::new(
+                "saturated_ratio",
+                *name,
+                params![
+                    ("bytes", SATURATED_SIZE),
+                    ("in_flight", in_flight),
+                    ("window_ms", window.as_millis() as u64),
+                    ("versus", Which::Nats.name())
+                ],
+                "ratio",
+                Better::Higher,
+                ratios,
+                0.0,
+            )
+            .with_note("round trips/s over bare async-nats's, run i against run i (cpu_s: see the saturated rows)"),
+        );
+    }
 }
 
 /// One paced window per pace, every implementation at once.
@@ -753,6 +800,31 @@ mod tests {
             expected_duration(&default) - paced - Duration::from_secs(30),
             saturated * 11 / 6
         );
+    }
+
+    /// A ratio row per takt variant, run i over run i of async-nats; a
+    /// run of async-nats that completed nothing is left out, not divided by.
+    #[test]
+    fn saturated_ratios_pair_runs_and_skip_empty_ones() {
+        let mut doc = DocumentBuilder::start("remote");
+        let by_impl = vec![
+            ("takt", vec![40.0, 60.0, 10.0]),
+            ("takt-inline", vec![80.0, 90.0, 10.0]),
+            ("async-nats", vec![100.0, 120.0, 0.0]),
+        ];
+        saturated_ratios(&by_impl, 64, Duration::from_millis(120), &mut doc);
+        let d = doc.finish();
+        assert_eq!(d.results.len(), 2);
+        let r = &d.results[0];
+        assert_eq!(
+            (r.name.as_str(), r.implementation.as_str()),
+            ("saturated_ratio", "takt")
+        );
+        assert_eq!(r.samples, vec![0.4, 0.5]);
+        assert_eq!(d.results[1].samples, vec![0.8, 0.75]);
+        let mut doc = DocumentBuilder::start("remote");
+        saturated_ratios(&by_impl[..2], 64, Duration::ZERO, &mut doc);
+        assert!(doc.finish().results.is_empty());
     }
 
     #[test]
