@@ -139,6 +139,9 @@ fn constant_arrivals_with_hold_time_complete_too() {
     assert_sent_is_received(&r);
     // a constant schedule at 200 cps: 99 gaps of 5 ms
     assert!((r.send_s - 0.495).abs() < 0.05, "{}", r.send_s);
+    // and the window the achieved rate is taken over: 100 gaps
+    assert!((r.window_s - 0.5).abs() < 0.05, "{}", r.window_s);
+    assert!((r.achieved_cps - 200.0).abs() < 20.0, "{}", r.achieved_cps);
 }
 
 #[test]
