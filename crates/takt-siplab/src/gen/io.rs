@@ -35,11 +35,19 @@ impl Received {
 
 /// The sockets of one generator thread.
 pub(super) trait SideIo {
+    /// The epoll instance over its sources (keys as [`SideIo::recv`]
+    /// takes them).
+    fn poller(&mut self) -> &mut Poller;
+
     /// The keys of the sources with input now (no waiting).
-    fn ready(&mut self, out: &mut Vec<usize>);
+    fn ready(&mut self, out: &mut Vec<usize>) {
+        self.poller().ready(out);
+    }
 
     /// Waits up to `timeout` for input on any source.
-    fn wait(&mut self, timeout: Duration);
+    fn wait(&mut self, timeout: Duration) {
+        self.poller().wait(timeout);
+    }
 
     /// Takes one batch from source `key`, handing each whole message to
     /// `handle(bytes, source address, port)`; what cannot be taken
@@ -98,12 +106,8 @@ impl UdpIo {
 }
 
 impl SideIo for UdpIo {
-    fn ready(&mut self, out: &mut Vec<usize>) {
-        self.poller.ready(out);
-    }
-
-    fn wait(&mut self, timeout: Duration) {
-        self.poller.wait(timeout);
+    fn poller(&mut self) -> &mut Poller {
+        &mut self.poller
     }
 
     fn recv<F: FnMut(&[u8], SocketAddr, usize)>(&mut self, key: usize, mut handle: F) -> Received {

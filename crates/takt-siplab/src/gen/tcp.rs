@@ -239,12 +239,8 @@ impl TcpIo {
 }
 
 impl SideIo for TcpIo {
-    fn ready(&mut self, out: &mut Vec<usize>) {
-        self.poller.ready(out);
-    }
-
-    fn wait(&mut self, timeout: Duration) {
-        self.poller.wait(timeout);
+    fn poller(&mut self) -> &mut Poller {
+        &mut self.poller
     }
 
     fn recv<F: FnMut(&[u8], SocketAddr, usize)>(&mut self, key: usize, mut handle: F) -> Received {

@@ -146,6 +146,14 @@ impl<N: SideIo> Side<N> {
     }
 }
 
+/// Whether the calling thread runs under a real-time policy (FIFO, RR).
+fn realtime() -> bool {
+    // SAFETY: sched_getscheduler(0) reads the calling thread's policy; it
+    // has no preconditions.
+    let p = unsafe { libc::sched_getscheduler(0) };
+    p == libc::SCHED_FIFO || p == libc::SCHED_RR
+}
+
 /// ns from `t0` (clock ticks) to now.
 pub(super) fn ns_since(t0: u64) -> u64 {
     let c = takt_sched::clock();
@@ -178,25 +186,27 @@ pub(super) fn run(ctx: Ctx) -> Result<(Sends, UacReport), Error> {
     };
     match net {
         UacNet::Udp(socks) => {
-            let locals = socks
-                .iter()
-                .map(|s| s.local_addr())
-                .collect::<std::io::Result<Vec<_>>>()
+            let locals = local_addrs(&socks, UdpSocket::local_addr)
                 .map_err(io_err("reading the UAC's socket addresses"))?;
             let io = UdpIo::new(socks, parts.cfg.batch)
                 .map_err(io_err("creating the UAC's epoll instance"))?;
             run_on(parts, io, locals, Transport::Udp)
         }
         UacNet::Tcp(streams) => {
-            let locals = streams
-                .iter()
-                .map(|s| s.local_addr())
-                .collect::<std::io::Result<Vec<_>>>()
+            let locals = local_addrs(&streams, TcpStream::local_addr)
                 .map_err(io_err("reading the UAC's connection addresses"))?;
             let io = TcpIo::client(streams).map_err(io_err("watching the UAC's connections"))?;
             run_on(parts, io, locals, Transport::Tcp)
         }
     }
+}
+
+/// The local address of each socket: the UA core's ports.
+fn local_addrs<S>(
+    socks: &[S],
+    addr: impl Fn(&S) -> std::io::Result<SocketAddr>,
+) -> std::io::Result<Vec<SocketAddr>> {
+    socks.iter().map(addr).collect()
 }
 
 /// The context without the sockets.
@@ -255,7 +265,13 @@ fn run_on<N: SideIo>(
     let mut idle_ns = 0u64;
     let mut drain_end: Option<u64> = None;
     let drain_ns = cfg.drain.as_nanos() as u64;
-    let margin = SPIN_MARGIN.as_nanos() as u64;
+    // a real-time thread sleeps to the planned time instead (see the
+    // module docs: spinning would get it throttled)
+    let margin = if realtime() {
+        0
+    } else {
+        SPIN_MARGIN.as_nanos() as u64
+    };
 
     loop {
         if cancel.is_cancelled() {
