@@ -417,3 +417,21 @@ fn bound_udp(p: &ServerProcess, ip: IpAddr) -> Option<SocketAddr> {
         .find(|e| owned.contains(&e.inode) && e.local.ip() == ip)
         .map(|e| e.local)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn udp_only_targets_refuse_tcp_with_a_reason() {
+        let mut setup = TargetSetup::new("127.0.0.1:9".parse().unwrap());
+        setup.transport = Transport::Tcp;
+        for kind in [TargetKind::NullRelay, TargetKind::Kamailio] {
+            let e = kind.start(&setup).unwrap_err().to_string();
+            assert!(e.contains("UDP only") && e.contains(kind.name()), "{e}");
+        }
+        // an address serves whatever it serves
+        let addr = TargetKind::Addr("127.0.0.1:5060".parse().unwrap());
+        assert!(addr.start(&setup).is_ok());
+    }
+}
