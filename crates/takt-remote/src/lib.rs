@@ -55,7 +55,9 @@
 //!   announcements) and returns a [`RemoteAgent`], which sends, asks, and
 //!   turns into a `Recipient`/`Requester` for code that should not know
 //!   where the agent lives. [`Node::remote`] addresses `node`/`name`
-//!   without waiting.
+//!   without waiting. [`Node::export_ask_inline`] answers queries with
+//!   a closure on the bridge thread itself, for handlers that are cheap
+//!   and never block (two thread hand-offs fewer per round trip).
 //! - **Mailboxes**: [`Node::export_mbox`] joins a local named
 //!   [`Mbox`](takt_agents::Mbox) to the cluster; a publish through the
 //!   returned [`RemoteMbox`] on any node reaches the subscribers of every

@@ -541,6 +541,59 @@ impl Node {
         self.add_export(name, Q::NAME, h)
     }
 
+    /// Exports `f` under `name` for queries `Q` answered with `R`,
+    /// answered **on the bridge thread itself**: no hand-off to an agent's
+    /// thread and back, so a round trip costs two thread hand-offs fewer
+    /// on this node (see the crate docs' numbers).
+    ///
+    /// The contract: `f` is cheap (microseconds) and never blocks — no
+    /// I/O, no waiting on a lock another thread holds for long, no
+    /// [`Pending::wait`]. It runs between the node's network reads and
+    /// writes, so while it runs nothing else of this node moves: replies,
+    /// heartbeats (a handler that takes seconds gets the node declared
+    /// down by its peers). Anything else belongs in an agent
+    /// ([`export_ask`](Self::export_ask)). A panic in `f` is caught: the
+    /// asker gets `AskError::Rejected` and
+    /// [`RemoteStats::handler_panics`] counts it.
+    pub fn export_ask_inline<Q, R, F>(&self, name: &str, f: F) -> Result<(), RemoteError>
+    where
+        Q: Remote,
+        R: Remote,
+        F: Fn(Q) -> R + Send + Sync + 'static,
+    {
+        let h: Handler = Arc::new(move |inner: &Arc<Inner>, m: Inbound| {
+            let Some(meta) = &m.meta else {
+                bump(&inner.counters.decode_errors);
+                return;
+            };
+            let q = match decode::<Q>(meta, &m.payload) {
+                Ok(q) => q,
+                Err(e) => {
+                    inner.count_decode_error(&e);
+                    if let Some(reply) = m.reply {
+                        inner.send_reply(reply, inner.error_meta(ERR_MISMATCH), Bytes::new());
+                    }
+                    return;
+                }
+            };
+            bump(&inner.counters.delivered);
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(q)));
+            let Some(reply) = m.reply else {
+                return; // a query sent as a message: nobody waits
+            };
+            let (meta, payload) = match r.map(|r| encode(&r)) {
+                Ok(Ok(b)) => (inner.meta::<R>(), b),
+                Ok(Err(_)) => (inner.error_meta(ERR_OTHER), Bytes::new()),
+                Err(_) => {
+                    bump(&inner.counters.handler_panics);
+                    (inner.error_meta(ERR_OTHER), Bytes::new())
+                }
+            };
+            inner.send_reply(reply, meta, payload);
+        });
+        self.add_export(name, Q::NAME, h)
+    }
+
     fn add_export(
         &self,
         name: &str,

@@ -31,6 +31,10 @@ pub struct RemoteStats {
     pub no_responders: u64,
     /// Errors the engine reported otherwise (publish failures, server errors).
     pub engine_errors: u64,
+    /// Panics of inline query handlers
+    /// ([`Node::export_ask_inline`](crate::Node::export_ask_inline)),
+    /// answered with an error.
+    pub handler_panics: u64,
 }
 
 macro_rules! counters {
@@ -59,7 +63,8 @@ counters!(
     reconnects,
     nodes_down,
     no_responders,
-    engine_errors
+    engine_errors,
+    handler_panics
 );
 
 /// Adds one to a counter (relaxed: counters order nothing).

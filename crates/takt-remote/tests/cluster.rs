@@ -598,3 +598,43 @@ fn a_bridge_that_falls_behind_counts_slow_consumer_events() {
     assert!(seen.len() < 500, "nothing dropped");
     assert!(seen.windows(2).all(|w| w[0] < w[1]));
 }
+
+/// A query handler answered on the bridge thread (`export_ask_inline`)
+/// answers across nodes like an agent; a panic in it is caught, answered
+/// with `Rejected` and counted, and the node goes on answering.
+#[test]
+fn inline_query_handlers_answer_and_their_panics_are_contained() {
+    let server = Server::start("");
+    let (a, b) = pair(&server.url(), "inline");
+    a.export_ask_inline::<u64, u64, _>("double", |x: u64| {
+        assert!(x != 13, "unlucky");
+        x * 2
+    })
+    .unwrap();
+    assert_eq!(
+        a.export_ask_inline::<u64, u64, _>("double", |x: u64| x),
+        Err(RemoteError::AlreadyExported("double".into()))
+    );
+    let to = b.lookup("double", LONG).unwrap();
+    assert_eq!(to.ask::<u64, u64>(21, LONG).wait(), Ok(42));
+    assert_eq!(to.ask::<u64, u64>(13, LONG).wait(), Err(AskError::Rejected));
+    assert_eq!(a.stats().handler_panics, 1);
+    // In order, many at once, after the panic.
+    let asks: Vec<_> = (100..300u64).map(|i| to.ask::<u64, u64>(i, LONG)).collect();
+    for (i, p) in asks.into_iter().enumerate() {
+        assert_eq!(p.wait(), Ok(2 * (100 + i as u64)));
+    }
+    // A query of the wrong type: refused at once, counted.
+    assert_eq!(
+        to.ask::<Seq, u64>(
+            Seq {
+                from: "b".into(),
+                n: 1
+            },
+            LONG
+        )
+        .wait(),
+        Err(AskError::Rejected)
+    );
+    assert_eq!(a.stats().type_mismatch, 1);
+}

@@ -11,7 +11,15 @@
 //!   `--idle-latency` limit (`none,0`: without and with takt-sched's
 //!   idle-latency hold, `IdleLatency`; a hold needs root, else the run
 //!   says so in its notes).
-//! - `saturated`: 1, 16, 64 and 256 round trips in flight (round trips/s).
+//! - `saturated`: 1, 16, 64 and 256 round trips in flight (round trips/s),
+//!   for `takt`, `takt-inline` (the same echo answered on the answering
+//!   node's bridge thread, `Node::export_ask_inline`), `takt-in-process`
+//!   and bare async-nats,
+//!   each run issuing asks for a fixed window (1 s, 120 ms with `--quick`)
+//!   and then waiting for the last; the `takt` rows' notes say where the
+//!   CPU time went, per round trip and per thread, in both processes.
+//! - `saturated_ratio`: each takt variant over bare async-nats at each
+//!   depth (the issue's target: ≥ 0.8× at 64 in flight).
 //! - `one_way` (with `--one-way`): 64 B messages from the asking node to a sink agent at
 //!   offered rates up to "as fast as the sender can", until the outbound
 //!   queue overflows (the bridge's overload reaction: the send is dropped
@@ -31,6 +39,7 @@ pub mod responder;
 mod server;
 mod takt;
 mod tcp;
+mod threads;
 
 use std::time::{Duration, Instant};
 
@@ -98,6 +107,9 @@ const PACED_SIZE: usize = 64;
 const SATURATED_SIZE: usize = 64;
 const ONE_WAY_SIZE: usize = 64;
 
+/// The implementations of the `saturated` rows.
+const SATURATED_IMPLS: usize = 4;
+
 /// How long the run takes, about.
 pub fn expected_duration(o: &Options) -> Duration {
     // Paced once per idle-latency case.
@@ -108,15 +120,18 @@ pub fn expected_duration(o: &Options) -> Duration {
     } else {
         Duration::ZERO
     };
-    paced
-        + one_way
-        + if o.quick {
-            // set-up (a child process, four nodes), the rtt and saturated
-            // rows: ~15 s measured under load
-            Duration::from_secs(15)
-        } else {
-            Duration::from_secs(150)
-        }
+    let runs = o.runs.max(5) + 1;
+    // Each run's window, plus the drain of the last asks.
+    let saturated = saturated_window(o) * (runs * IN_FLIGHT.len() * SATURATED_IMPLS) as u32;
+    // Set-up (a child process, four nodes) and the rtt rows: measured
+    // under a load of 2-5 on 2 vCPUs, ~6 s with `--quick`, ~30 s without.
+    let rtt = Duration::from_secs(if o.quick { 6 } else { 30 });
+    paced + one_way + saturated + rtt
+}
+
+/// How long each saturated run issues asks.
+fn saturated_window(o: &Options) -> Duration {
+    Duration::from_millis(if o.quick { 120 } else { 1000 })
 }
 
 fn one_way_window(o: &Options) -> Duration {
@@ -138,6 +153,7 @@ struct Impls {
 
 enum Which {
     Takt,
+    TaktInline,
     Local,
     Nats,
     Tcp,
@@ -147,6 +163,7 @@ impl Which {
     fn name(&self) -> &'static str {
         match self {
             Which::Takt => "takt",
+            Which::TaktInline => "takt-inline",
             Which::Local => "takt-in-process",
             Which::Nats => "async-nats",
             Which::Tcp => "tcp-nodelay",
@@ -158,6 +175,7 @@ impl Impls {
     fn round_trip(&mut self, w: &Which, payload: &[u8]) -> Result<Duration, String> {
         match w {
             Which::Takt => self.takt.round_trip(payload),
+            Which::TaktInline => self.takt.round_trip_inline(payload),
             Which::Local => self.local.round_trip(payload),
             Which::Nats => self.nats.round_trip(payload),
             Which::Tcp => self.tcp.round_trip(payload),
@@ -318,40 +336,70 @@ fn run(o: &Options, ctx: &RunContext) -> Result<Document, String> {
         paced_runs(o, ctx, &mut im, runs, hold, &mut doc)?;
     }
 
-    // Saturated.
+    // Saturated: each run issues asks for a fixed window.
     let payload = vec![0x5a; SATURATED_SIZE];
-    let total = if o.quick { 2_000 } else { 50_000 };
+    let window = saturated_window(o);
+    let here = std::process::id();
     for k in IN_FLIGHT {
-        for w in [Which::Takt, Which::Local, Which::Nats] {
+        let mut by_impl: Vec<(&'static str, Vec<f64>)> = Vec::new();
+        for w in [Which::Takt, Which::TaktInline, Which::Local, Which::Nats] {
             step(ctx, &format!("saturated {k} in flight: {}", w.name()))?;
             let mut samples = Vec::with_capacity(runs);
             let mut cpu = Duration::ZERO;
+            let mut total = 0u64;
+            let child = match w {
+                Which::Takt | Which::TaktInline => im.takt.answerer_pid(),
+                _ => None,
+            };
+            let (mut before, mut before_child) = Default::default();
             for r in 0..=runs {
+                if r == 1 {
+                    before = threads::Snapshot::of(here);
+                    before_child = child.map(threads::Snapshot::of);
+                }
                 let c0 = takt_sched::process_cpu_time();
-                let d = match w {
-                    Which::Takt => im.takt.saturate(&payload, k, total)?,
-                    Which::Local => im.local.saturate(&payload, k, total)?,
-                    _ => im.nats.saturate(&payload, k, total)?,
+                let (n, d) = match w {
+                    Which::Takt => im.takt.saturate(&payload, k, window, false)?,
+                    Which::TaktInline => im.takt.saturate(&payload, k, window, true)?,
+                    Which::Local => im.local.saturate(&payload, k, window, false)?,
+                    _ => im.nats.saturate(&payload, k, window)?,
                 };
                 if r > 0 {
                     cpu += takt_sched::process_cpu_time().saturating_sub(c0);
-                    samples.push(total as f64 / d.as_secs_f64());
+                    samples.push(n as f64 / d.as_secs_f64());
+                    total += n;
                 }
             }
-            doc.push(ResultRow::new(
-                "saturated",
-                w.name(),
-                params![
-                    ("bytes", SATURATED_SIZE),
-                    ("in_flight", k),
-                    ("round_trips", total)
-                ],
-                "rt/s",
-                Better::Higher,
-                samples,
-                cpu.as_secs_f64() / runs as f64,
-            ));
+            let mut note = format!(
+                "per round trip: this process {}",
+                threads::Snapshot::of(here).per_op(&before, total, 4)
+            );
+            if let (Some(pid), Some(b)) = (child, &before_child) {
+                note.push_str(&format!(
+                    "; the answering process {}",
+                    threads::Snapshot::of(pid).per_op(b, total, 3)
+                ));
+            }
+            note.push_str(" (thread µs CPU voluntary/involuntary switches)");
+            doc.push(
+                ResultRow::new(
+                    "saturated",
+                    w.name(),
+                    params![
+                        ("bytes", SATURATED_SIZE),
+                        ("in_flight", k),
+                        ("window_ms", window.as_millis() as u64)
+                    ],
+                    "rt/s",
+                    Better::Higher,
+                    samples.clone(),
+                    cpu.as_secs_f64() / runs as f64,
+                )
+                .with_note(note),
+            );
+            by_impl.push((w.name(), samples));
         }
+        saturated_ratios(&by_impl, k, window, &mut doc);
     }
     for st in [im.takt.stats(), im.local.stats()] {
         if st.queue_full + st.too_large + st.undeliverable + st.type_mismatch + st.slow_consumer > 0
@@ -366,14 +414,56 @@ fn run(o: &Options, ctx: &RunContext) -> Result<Document, String> {
     }
     if o.quick {
         doc.note(format!(
-            "--quick: paced windows of {} s (p99 and p99.9 of fewer than 100 round trips are the maximum), {} round trips per saturated run",
+            "--quick: paced windows of {} s (p99 and p99.9 of fewer than 100 round trips are the maximum), saturated windows of {} ms",
             paced_window(o).as_secs(),
-            total
+            saturated_window(o).as_millis()
         ));
     }
     drop(im);
     drop(server);
     Ok(doc.finish())
+}
+
+/// `saturated_ratio` rows: each takt variant's round trips/s over bare
+/// async-nats's at one depth, run by run (the i-th run of each; the
+/// implementations ran one after the other).
+fn saturated_ratios(
+    by_impl: &[(&'static str, Vec<f64>)],
+    in_flight: usize,
+    window: Duration,
+    doc: &mut DocumentBuilder,
+) {
+    let Some((_, nats)) = by_impl.iter().find(|(n, _)| *n == Which::Nats.name()) else {
+        return;
+    };
+    for (name, s) in by_impl.iter().filter(|(n, _)| *n != Which::Nats.name()) {
+        let ratios: Vec<f64> = s
+            .iter()
+            .zip(nats)
+            .filter(|(_, n)| **n > 0.0)
+            .map(|(t, n)| t / n)
+            .collect();
+        if ratios.is_empty() {
+            continue;
+        }
+        doc.push(
+            ResultRow::new(
+                "saturated_ratio",
+                *name,
+                params![
+                    ("bytes", SATURATED_SIZE),
+                    ("in_flight", in_flight),
+                    ("window_ms", window.as_millis() as u64),
+                    ("versus", Which::Nats.name())
+                ],
+                "ratio",
+                Better::Higher,
+                ratios,
+                0.0,
+            )
+            .with_note("round trips/s over bare async-nats's, run i against run i (cpu_s: see the saturated rows)"),
+        );
+    }
 }
 
 /// One paced window per pace, every implementation at once.
@@ -647,7 +737,17 @@ mod tests {
         )
         .unwrap();
         echo.round_trip(&[7; 100]).unwrap();
-        echo.saturate(&[7; 64], 16, 200).unwrap();
+        echo.round_trip_inline(&[7; 100]).unwrap();
+        let (n, d) = echo
+            .saturate(&[7; 64], 16, Duration::from_millis(50), false)
+            .unwrap();
+        assert!(n >= 16, "{n} round trips");
+        assert!(d >= Duration::from_millis(50), "{d:?}");
+        let (n, d) = echo
+            .saturate(&[7; 64], 16, Duration::from_millis(50), true)
+            .unwrap();
+        assert!(n >= 16, "{n} round trips");
+        assert!(d >= Duration::from_millis(50), "{d:?}");
         drop(echo);
 
         let r = responder::Responder::spawn(&exe, &child_args(&url, "t-drop"), "t-drop").unwrap();
@@ -662,6 +762,69 @@ mod tests {
             r.close_stdin_and_wait(Duration::from_secs(20)),
             "the child did not end when its stdin closed"
         );
+    }
+
+    fn options(quick: bool) -> Options {
+        Options {
+            quick,
+            runs: 5,
+            url: None,
+            thread: ThreadSpec::new("t"),
+            spin: SpinBudget::DEFAULT,
+            paced_holds: vec![None, Some(Duration::ZERO)],
+            one_way: true,
+            responder: None,
+        }
+    }
+
+    /// The saturated rows run for fixed windows, so the estimate is the
+    /// windows' sum plus a measured allowance: the quick run with every
+    /// option stays within the conventions' 90 s, the default within the
+    /// 20-minute report's share.
+    #[test]
+    fn expected_duration_counts_the_windows() {
+        let quick = options(true);
+        assert!(expected_duration(&quick) <= Duration::from_secs(90));
+        let mut default = options(false);
+        default.one_way = false;
+        default.paced_holds.clear();
+        let runs = 6 * IN_FLIGHT.len() * SATURATED_IMPLS;
+        let saturated = Duration::from_secs(runs as u64);
+        let paced = Duration::from_secs(60 * PACES_MS.len() as u64);
+        assert_eq!(
+            expected_duration(&default),
+            paced + saturated + Duration::from_secs(30)
+        );
+        default.runs = 10;
+        assert_eq!(
+            expected_duration(&default) - paced - Duration::from_secs(30),
+            saturated * 11 / 6
+        );
+    }
+
+    /// A ratio row per takt variant, run i over run i of async-nats; a
+    /// run of async-nats that completed nothing is left out, not divided by.
+    #[test]
+    fn saturated_ratios_pair_runs_and_skip_empty_ones() {
+        let mut doc = DocumentBuilder::start("remote");
+        let by_impl = vec![
+            ("takt", vec![40.0, 60.0, 10.0]),
+            ("takt-inline", vec![80.0, 90.0, 10.0]),
+            ("async-nats", vec![100.0, 120.0, 0.0]),
+        ];
+        saturated_ratios(&by_impl, 64, Duration::from_millis(120), &mut doc);
+        let d = doc.finish();
+        assert_eq!(d.results.len(), 2);
+        let r = &d.results[0];
+        assert_eq!(
+            (r.name.as_str(), r.implementation.as_str()),
+            ("saturated_ratio", "takt")
+        );
+        assert_eq!(r.samples, vec![0.4, 0.5]);
+        assert_eq!(d.results[1].samples, vec![0.8, 0.75]);
+        let mut doc = DocumentBuilder::start("remote");
+        saturated_ratios(&by_impl[..2], 64, Duration::ZERO, &mut doc);
+        assert!(doc.finish().results.is_empty());
     }
 
     #[test]

@@ -31,44 +31,47 @@ impl BareNats {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let u = url.to_string();
-        let responder = std::thread::spawn(move || {
-            let rt = match runtime() {
-                Ok(rt) => rt,
-                Err(e) => {
-                    let _ = ready_tx.send(Err(e));
-                    return;
-                }
-            };
-            rt.block_on(async move {
-                let c = match async_nats::connect(u.as_str()).await {
-                    Ok(c) => c,
+        let responder = std::thread::Builder::new()
+            .name("nats-responder".into())
+            .spawn(move || {
+                let rt = match runtime() {
+                    Ok(rt) => rt,
                     Err(e) => {
-                        let _ = ready_tx.send(Err(e.to_string()));
+                        let _ = ready_tx.send(Err(e));
                         return;
                     }
                 };
-                let mut sub = match c.subscribe(SUBJECT).await {
-                    Ok(s) => s,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e.to_string()));
-                        return;
-                    }
-                };
-                let _ = c.flush().await;
-                let _ = ready_tx.send(Ok(()));
-                let serve = async {
-                    while let Some(m) = sub.next().await {
-                        if let Some(r) = m.reply {
-                            let _ = c.publish(r, m.payload).await;
+                rt.block_on(async move {
+                    let c = match async_nats::connect(u.as_str()).await {
+                        Ok(c) => c,
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(e.to_string()));
+                            return;
                         }
+                    };
+                    let mut sub = match c.subscribe(SUBJECT).await {
+                        Ok(s) => s,
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(e.to_string()));
+                            return;
+                        }
+                    };
+                    let _ = c.flush().await;
+                    let _ = ready_tx.send(Ok(()));
+                    let serve = async {
+                        while let Some(m) = sub.next().await {
+                            if let Some(r) = m.reply {
+                                let _ = c.publish(r, m.payload).await;
+                            }
+                        }
+                    };
+                    tokio::select! {
+                        () = serve => {}
+                        _ = stopped => {}
                     }
-                };
-                tokio::select! {
-                    () = serve => {}
-                    _ = stopped => {}
-                }
-            });
-        });
+                });
+            })
+            .map_err(|e| format!("the bare nats responder thread: {e}"))?;
         ready_rx
             .recv_timeout(Duration::from_secs(10))
             .map_err(|_| "bare nats responder did not start".to_string())??;
@@ -94,37 +97,37 @@ impl BareNats {
         Ok(t0.elapsed())
     }
 
-    /// `total` requests of `payload` with `in_flight` outstanding at a time;
-    /// returns the elapsed time.
+    /// Requests of `payload` with `in_flight` outstanding, issuing new
+    /// ones for `window`, then waits for the last; returns (round trips,
+    /// elapsed).
     pub(super) fn saturate(
         &mut self,
         payload: &[u8],
         in_flight: usize,
-        total: usize,
-    ) -> Result<Duration, String> {
+        window: Duration,
+    ) -> Result<(u64, Duration), String> {
         let body = bytes::Bytes::copy_from_slice(payload);
         let client = self.client.clone();
         let t0 = Instant::now();
-        self.rt.block_on(async move {
-            let mut window = FuturesUnordered::new();
-            let mut issued = 0;
-            let mut done = 0;
-            while done < total {
-                while issued < total && window.len() < in_flight {
+        let done = self.rt.block_on(async move {
+            let mut pending = FuturesUnordered::new();
+            let mut done = 0u64;
+            let mut issuing = true;
+            loop {
+                issuing = issuing && t0.elapsed() < window;
+                while issuing && pending.len() < in_flight {
                     let c = client.clone();
                     let b = body.clone();
-                    window.push(async move { c.request(SUBJECT, b).await });
-                    issued += 1;
+                    pending.push(async move { c.request(SUBJECT, b).await });
                 }
-                match window.next().await {
+                match pending.next().await {
                     Some(Ok(_)) => done += 1,
                     Some(Err(e)) => return Err(e.to_string()),
-                    None => break,
+                    None => return Ok(done),
                 }
             }
-            Ok(())
         })?;
-        Ok(t0.elapsed())
+        Ok((done, t0.elapsed()))
     }
 }
 

@@ -30,8 +30,14 @@ pub const READY: &str = "takt-remote responder ready";
 pub const CLUSTER: &str = "bench";
 /// The answering node's exports.
 pub const ECHO: &str = "echo";
+/// The same echo answered on the answering node's bridge thread
+/// (`Node::export_ask_inline`), without an agent.
+pub const ECHO_INLINE: &str = "echo-inline";
 /// The one-way sink's export.
 pub const SINK: &str = "sink";
+/// The answering node's bridge thread (a name within Linux's 15
+/// characters, so per-thread statistics tell the bridges apart).
+pub const ANSWER_BRIDGE: &str = "answer-bridge";
 /// How long the child may take to serve.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -124,7 +130,8 @@ impl Answer<Count, SinkCount> for Counter {
 
 /// Starts the answering node `name` on `url` (bridge thread from `thread`;
 /// the agents' dispatcher threads spin `spin` before they sleep) and
-/// exports [`ECHO`] (`Bytes` queries) and [`SINK`] (`Bytes` messages).
+/// exports [`ECHO`] (`Bytes` queries), [`ECHO_INLINE`] (the same, answered
+/// on the bridge thread) and [`SINK`] (`Bytes` messages).
 pub fn serve(
     url: &str,
     name: &str,
@@ -154,12 +161,14 @@ pub fn serve(
             url: url.to_string(),
             node: name.to_string(),
             cluster: CLUSTER.to_string(),
-            thread: thread.renamed(format!("remote-{name}")),
+            thread: thread.renamed(ANSWER_BRIDGE),
             ..Config::default()
         })
         .map_err(|e| e.to_string())?,
     );
     node.export_ask::<Bytes, Bytes>(ECHO, echo.requester())
+        .map_err(|e| e.to_string())?;
+    node.export_ask_inline::<Bytes, Bytes, _>(ECHO_INLINE, |v: Bytes| v)
         .map_err(|e| e.to_string())?;
     node.export::<Bytes>(SINK, sink.recipient())
         .map_err(|e| e.to_string())?;

@@ -43,6 +43,7 @@ enum Answerer {
 #[derive(Debug)]
 pub(super) struct TaktEcho {
     echo: RemoteAgent,
+    echo_inline: RemoteAgent,
     sink: RemoteAgent,
     // Dropped in this order: the asking node, then the answering one.
     client: Node,
@@ -59,6 +60,11 @@ impl TaktEcho {
         name: &str,
         placement: Placement,
     ) -> Result<TaktEcho, String> {
+        // Bridge names within Linux's 15 characters, distinct per process.
+        let ask_bridge = match placement {
+            Placement::Child { .. } => "ask-bridge",
+            Placement::InProcess => "ask-bridge-ip",
+        };
         let answerer = match placement {
             Placement::Child { program, args } => {
                 Answerer::Child(Responder::spawn(&program, &args, name)?)
@@ -70,7 +76,7 @@ impl TaktEcho {
             url: url.to_string(),
             node: client_name.clone(),
             cluster: responder::CLUSTER.to_string(),
-            thread: thread.renamed(format!("remote-{client_name}")),
+            thread: thread.renamed(ask_bridge),
             ..Config::default()
         })
         .map_err(|e| e.to_string())?;
@@ -80,6 +86,9 @@ impl TaktEcho {
         }
         let echo = client
             .remote(name, responder::ECHO)
+            .map_err(|e| e.to_string())?;
+        let echo_inline = client
+            .remote(name, responder::ECHO_INLINE)
             .map_err(|e| e.to_string())?;
         let sink = client
             .remote(name, responder::SINK)
@@ -99,6 +108,7 @@ impl TaktEcho {
         }
         Ok(TaktEcho {
             echo,
+            echo_inline,
             sink,
             client,
             _answerer: answerer,
@@ -107,10 +117,18 @@ impl TaktEcho {
 
     /// One ask of `payload`.
     pub(super) fn round_trip(&mut self, payload: &[u8]) -> Result<Duration, String> {
+        Self::ask_once(&self.echo, payload)
+    }
+
+    /// One ask of `payload` to the echo answered on the bridge thread.
+    pub(super) fn round_trip_inline(&mut self, payload: &[u8]) -> Result<Duration, String> {
+        Self::ask_once(&self.echo_inline, payload)
+    }
+
+    fn ask_once(echo: &RemoteAgent, payload: &[u8]) -> Result<Duration, String> {
         let body = Bytes::copy_from_slice(payload);
         let t0 = Instant::now();
-        let r = self
-            .echo
+        let r = echo
             .ask::<Bytes, Bytes>(body, ASK_TIMEOUT)
             .wait()
             .map_err(|e| format!("takt ask: {e}"))?;
@@ -120,27 +138,46 @@ impl TaktEcho {
         Ok(t0.elapsed())
     }
 
-    /// `total` asks with `in_flight` outstanding; returns the elapsed time.
+    /// Asks with `in_flight` outstanding, issuing new ones for `window`,
+    /// then waits for the last; returns (round trips, elapsed). `inline`:
+    /// asks the echo answered on the answering node's bridge thread.
     pub(super) fn saturate(
         &mut self,
         payload: &[u8],
         in_flight: usize,
-        total: usize,
-    ) -> Result<Duration, String> {
+        window: Duration,
+        inline: bool,
+    ) -> Result<(u64, Duration), String> {
+        let echo = if inline {
+            &self.echo_inline
+        } else {
+            &self.echo
+        };
         let body = Bytes::copy_from_slice(payload);
         let t0 = Instant::now();
-        let mut window = VecDeque::with_capacity(in_flight);
-        let mut issued = 0;
-        while issued < total || !window.is_empty() {
-            while issued < total && window.len() < in_flight {
-                window.push_back(self.echo.ask::<Bytes, Bytes>(body.clone(), ASK_TIMEOUT));
-                issued += 1;
+        let mut pending = VecDeque::with_capacity(in_flight);
+        let mut done = 0u64;
+        let mut issuing = true;
+        while issuing || !pending.is_empty() {
+            // The clock is read once per answered ask, not per ask issued.
+            issuing = issuing && t0.elapsed() < window;
+            while issuing && pending.len() < in_flight {
+                pending.push_back(echo.ask::<Bytes, Bytes>(body.clone(), ASK_TIMEOUT));
             }
-            if let Some(p) = window.pop_front() {
+            if let Some(p) = pending.pop_front() {
                 p.wait().map_err(|e| format!("takt ask: {e}"))?;
+                done += 1;
             }
         }
-        Ok(t0.elapsed())
+        Ok((done, t0.elapsed()))
+    }
+
+    /// The answering child's process id (`None` in this process).
+    pub(super) fn answerer_pid(&self) -> Option<u32> {
+        match &self._answerer {
+            Answerer::Child(r) => Some(r.pid()),
+            Answerer::InProcess(_) => None,
+        }
     }
 
     /// Sends one-way messages of `payload` at `rate` per second (0: as
