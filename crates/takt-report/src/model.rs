@@ -273,6 +273,11 @@ fn interpolate(points: &[(f64, f64)], x: f64) -> Option<f64> {
 /// fewer cannot price one, and a workload that had fewer gets no term.
 pub const MIN_WAKEUPS: f64 = 1e-3;
 
+/// An in-flight row whose threads parked on more than this share of its
+/// messages was not busy (a loaded host preempted one thread and the other
+/// ran dry): its `δ` includes wake-ups, and the source says so.
+pub const BUSY_WAKEUPS: f64 = 0.1;
+
 /// The agents' crossing costs, solved from the ping_pong rows (module
 /// docs).
 #[derive(Clone, Debug, PartialEq)]
@@ -327,7 +332,7 @@ pub fn agent_costs(doc: &Document) -> Option<AgentCosts> {
     let n = crate::html::num;
     let source = format!(
         "δ, a hand-off between busy threads: ping_pong_in_flight ({} balls) {} ns/msg on two threads \
-         ({:.0}% crossed, {} wake-ups/msg) against {} on one; ω, a wake-up: ping_pong (one ball) {} ns/msg \
+         ({:.0}% crossed, {} wake-ups/msg) against {} on one{}; ω, a wake-up: ping_pong (one ball) {} ns/msg \
          on two threads ({:.0}% crossed, {} wake-ups/msg) against {} on one{}",
         one1.params
             .get("in_flight")
@@ -336,6 +341,12 @@ pub fn agent_costs(doc: &Document) -> Option<AgentCosts> {
         c2 * 100.0,
         n(u2),
         n(t1),
+        if u2 > BUSY_WAKEUPS {
+            " — its threads were not kept busy (a wake-up on that share of messages: a loaded host \
+             preempts one thread and the other runs dry), so δ includes wake-ups and is an upper bound"
+        } else {
+            ""
+        },
         n(t),
         c * 100.0,
         n(u),
@@ -678,6 +689,21 @@ mod tests {
             "{}",
             costs.source
         );
+        assert!(!costs.source.contains("upper bound"), "{}", costs.source);
+    }
+
+    /// An in-flight row whose threads parked on most messages did not
+    /// measure a busy hand-off: its δ is flagged as an upper bound.
+    #[test]
+    fn an_in_flight_row_that_ran_dry_is_flagged() {
+        let mut doc = agents_doc(0.9);
+        for r in &mut doc.results {
+            if r.name == "ping_pong_in_flight" && param(r, "placement") == "thread_per_agent" {
+                r.detail.insert("wakeups_per_msg".into(), 0.8.into());
+            }
+        }
+        let costs = agent_costs(&doc).unwrap();
+        assert!(costs.source.contains("not kept busy"), "{}", costs.source);
     }
 
     /// A document from before ping_pong_in_flight is not modelled: its
