@@ -1,9 +1,11 @@
-//! The generator on real sockets: against takt's proxy on loopback, under
-//! a starved CPU, and beside SIPp.
+//! The generator on real sockets: against takt's proxy on loopback (UDP
+//! and TCP), under a starved CPU, beside SIPp, and against a server that
+//! closes its TCP connections mid-run.
 
-use std::net::SocketAddr;
+use std::io::Read;
+use std::net::{SocketAddr, TcpListener};
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use takt_sched::ThreadSpec;
 use takt_sip::proxy::build::Local;
@@ -35,8 +37,14 @@ fn loopback0() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
 }
 
-/// takt's proxy on an ephemeral loopback port, next hop `uas`.
+/// takt's proxy on an ephemeral loopback port, next hop `uas` (UDP).
 fn proxy(mode: Mode, uas: SocketAddr) -> Server {
+    proxy_over(Transport::Udp, mode, uas)
+}
+
+/// takt's proxy on an ephemeral loopback port, next hop `uas` over
+/// `transport` (TCP: listening on TCP too).
+fn proxy_over(transport: Transport, mode: Mode, uas: SocketAddr) -> Server {
     let mut p = ProxyConfig::new(
         mode,
         Local {
@@ -46,11 +54,11 @@ fn proxy(mode: Mode, uas: SocketAddr) -> Server {
     );
     p.next_hop = Some(Target {
         addr: uas,
-        transport: Transport::Udp,
+        transport,
         conn: None,
     });
     let mut s = ServerConfig::new(loopback0());
-    s.tcp = false;
+    s.tcp = transport == Transport::Tcp;
     s.workers = 1;
     s.spec = rt_spec("sip");
     Server::start(p, s).expect("the proxy starts on loopback")
@@ -139,6 +147,9 @@ fn constant_arrivals_with_hold_time_complete_too() {
     assert_sent_is_received(&r);
     // a constant schedule at 200 cps: 99 gaps of 5 ms
     assert!((r.send_s - 0.495).abs() < 0.05, "{}", r.send_s);
+    // and the window the achieved rate is taken over: 100 gaps
+    assert!((r.window_s - 0.5).abs() < 0.05, "{}", r.window_s);
+    assert!((r.achieved_cps - 200.0).abs() < 20.0, "{}", r.achieved_cps);
 }
 
 #[test]
@@ -332,4 +343,104 @@ fn the_generator_avoids_the_servers_cpus() {
         assert!(!cpus.contains(first));
         assert_eq!(cpus.len(), online.len() - 1);
     }
+}
+
+/// Over TCP: 3 connections from the UAC.
+fn tcp_config(cps: f64, calls: u64) -> GenConfig {
+    let mut c = config(cps, calls);
+    c.transport = Transport::Tcp;
+    c.connections = 3;
+    c
+}
+
+#[test]
+fn a_tcp_run_through_takts_proxy_completes_every_call_in_both_modes() {
+    let _turn = turn();
+    const CALLS: u64 = 300;
+    for mode in [Mode::Stateless, Mode::Stateful] {
+        let cfg = tcp_config(300.0, CALLS);
+        let mut g = Generator::bind(&cfg).unwrap();
+        let server = proxy_over(Transport::Tcp, mode, g.uas_addr().unwrap());
+        g.set_proxy(server.local_addr()).unwrap();
+        let r = g.run(&Cancel::default()).unwrap();
+        server.stop();
+        let c = r.uac.as_ref().unwrap();
+        assert_eq!(r.transport, "tcp");
+        assert_eq!(c.attempted, CALLS, "{mode:?}");
+        assert_eq!(c.completed, CALLS, "{mode:?}: {r:#?}");
+        assert_eq!((c.failed, c.unfinished), (0, 0), "{mode:?}");
+        assert_sent_is_received(&r);
+        // the UAC retransmits nothing over TCP, even with retransmissions on
+        assert!(cfg.timers.retransmit);
+        assert!(c.retransmitted.is_empty(), "{mode:?}: {r:#?}");
+        if mode == Mode::Stateful {
+            assert_eq!(c.received.get("100"), Some(&CALLS));
+        }
+        // the calls were spread over the connections; nothing closed
+        assert_eq!(c.sockets.connections, 3);
+        assert_eq!(c.sockets.drops, None, "streams have no datagram drops");
+        assert_eq!((c.sockets.closed, c.sockets.send_errors), (0, 0));
+        let s = r.uas.as_ref().unwrap();
+        assert_eq!(s.answered, CALLS);
+        assert!(s.sockets.connections >= 1, "the proxy connected to the UAS");
+        assert!(r.achieved_cps > 0.0);
+        let summary = r.summary();
+        assert!(summary.contains("socket drops n/a (TCP)"), "{summary}");
+    }
+}
+
+#[test]
+fn connections_the_proxy_closes_mid_run_are_counted_and_the_run_ends() {
+    let _turn = turn();
+    // a "proxy" that takes the connections, reads for 300 ms, and closes
+    let listener = TcpListener::bind(loopback0()).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let closer = std::thread::spawn(move || {
+        let mut conns = Vec::new();
+        for _ in 0..3 {
+            conns.push(listener.accept().unwrap().0);
+        }
+        let until = Instant::now() + Duration::from_millis(300);
+        for c in &conns {
+            c.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        }
+        let mut buf = [0u8; 4096];
+        while Instant::now() < until {
+            for mut c in &conns {
+                let _ = c.read(&mut buf);
+            }
+        }
+        drop(conns);
+    });
+    let mut cfg = tcp_config(500.0, 500); // about 1 s of calls
+    cfg.role = Role::Uac;
+    cfg.proxy = addr;
+    cfg.drain = Duration::from_millis(500);
+    let start = Instant::now();
+    let r = takt_siplab::gen::run(&cfg, &Cancel::default()).unwrap();
+    closer.join().unwrap();
+    assert!(start.elapsed() < Duration::from_secs(5), "no hang");
+    let c = r.uac.as_ref().unwrap();
+    assert_eq!(c.attempted, 500, "every planned call is placed: {r:#?}");
+    assert_eq!(c.sockets.closed, 3, "{r:#?}");
+    assert!(c.sockets.send_errors > 0, "calls after the close: {r:#?}");
+    assert_eq!(c.completed, 0);
+    assert_eq!(c.failed + c.unfinished, 500, "{r:#?}");
+    let summary = r.summary();
+    assert!(summary.contains("3 closed during the run"), "{summary}");
+}
+
+#[test]
+fn a_proxy_that_refuses_the_connection_is_an_error_before_the_run() {
+    let _turn = turn();
+    // a port nothing listens on
+    let addr = TcpListener::bind(loopback0())
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let mut cfg = tcp_config(100.0, 10);
+    cfg.role = Role::Uac;
+    cfg.proxy = addr;
+    let e = takt_siplab::gen::run(&cfg, &Cancel::default()).unwrap_err();
+    assert!(e.to_string().contains("over TCP"), "{e}");
 }

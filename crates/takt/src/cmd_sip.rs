@@ -206,7 +206,7 @@ pub struct ProxyArgs {
     json: bool,
 }
 
-fn parse_transport(s: &str) -> Result<Transport, String> {
+pub(crate) fn parse_transport(s: &str) -> Result<Transport, String> {
     match s {
         "udp" => Ok(Transport::Udp),
         "tcp" => Ok(Transport::Tcp),

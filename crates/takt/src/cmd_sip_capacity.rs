@@ -11,7 +11,7 @@ use clap::Args;
 use takt_measure::progress::{fmt_secs, Progress, Stage};
 use takt_measure::result::Document;
 use takt_sched::{CpuSet, ThreadSpec};
-use takt_sip::proxy::Mode;
+use takt_sip::proxy::{Mode, Transport};
 use takt_sip::transport::WorkerModel;
 use takt_siplab::capacity::{
     self, CapacityCase, CapacityPlan, FixedCase, FixedPlan, GenLoad, NetKind,
@@ -76,9 +76,16 @@ pub struct CapacityArgs {
     /// Network path: loopback or veth (root).
     #[arg(long, value_name = "loopback|veth", default_value = "loopback", value_parser = parse_net)]
     net: NetKind,
-    /// UAC source ports.
+    /// UAC source ports (UDP).
     #[arg(long, value_name = "N", default_value_t = 16)]
     ports: usize,
+    /// Transport of the load: udp, or tcp (takt and running proxies only;
+    /// the null relay and Kamailio's configuration are UDP only).
+    #[arg(long, value_name = "udp|tcp", default_value = "udp", value_parser = crate::cmd_sip::parse_transport)]
+    transport: Transport,
+    /// UAC connections to the server (TCP).
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    connections: u16,
     /// Server CPU per call at a fixed rate, after the search: `CPS` for
     /// every target, `TARGET=CPS` for one (repeatable, comma-separated),
     /// `none` to skip [default: 10000,kamailio=2000].
@@ -242,6 +249,7 @@ pub fn run(a: CapacityArgs) -> Result<(), String> {
     base.cpus = Some(server_cpus);
     base.workers = a.workers as usize;
     base.sched = a.sched.sched;
+    base.transport = a.transport;
     let reps = a.reps.unwrap_or(if a.out.quick { 3 } else { 5 });
     let search = SearchConfig {
         threshold: a.threshold,
@@ -269,6 +277,8 @@ pub fn run(a: CapacityArgs) -> Result<(), String> {
         gcfg.spec = gcfg.spec.with_policy(p);
     }
     gcfg.ports = a.ports;
+    gcfg.transport = a.transport;
+    gcfg.connections = usize::from(a.connections);
     // With retransmissions off a call's messages are all in flight within
     // milliseconds of its last planned send; the drain only catches the tail.
     gcfg.drain = Duration::from_millis(if a.out.quick { 500 } else { 2_000 });

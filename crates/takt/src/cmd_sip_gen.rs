@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use clap::error::ErrorKind;
 use clap::{Args, CommandFactory};
+use takt_sip::proxy::Transport;
 use takt_sip::ua::UaTimers;
 use takt_siplab::gen::{Arrivals, Cancel, GenConfig, Generator, Role};
 
@@ -40,9 +41,17 @@ pub struct GenArgs {
     /// Time between the ACK and the BYE, e.g. 0, 500ms, 2s.
     #[arg(long, value_name = "DURATION", default_value = "0", value_parser = parse_dur)]
     hold: Duration,
-    /// UAC sockets (source ports) the calls are spread over.
+    /// UAC sockets (source ports) the calls are spread over (UDP).
     #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=4096))]
     ports: u16,
+    /// Transport of both sides: udp, or tcp (the UAC connects to the
+    /// proxy, the UAS listens; URIs carry ;transport=tcp).
+    #[arg(long, value_name = "udp|tcp", default_value = "udp", value_parser = crate::cmd_sip::parse_transport)]
+    transport: Transport,
+    /// TCP connections from the UAC to the proxy the calls are spread
+    /// over (TCP).
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    connections: u16,
     /// Which sides run here: uac, uas or both (the proxy's next hop must
     /// then be --uas-listen).
     #[arg(long, value_name = "uac|uas|both", default_value = "both")]
@@ -114,6 +123,8 @@ impl GenArgs {
         c.duration = self.duration;
         c.hold = self.hold;
         c.ports = usize::from(self.ports);
+        c.transport = self.transport;
+        c.connections = usize::from(self.connections);
         c.timers = UaTimers {
             retransmit: !self.no_retrans,
             ..UaTimers::default()
@@ -234,12 +245,24 @@ mod tests {
             "--json"
         ])
         .is_ok());
+        assert!(parse(&[
+            "--proxy",
+            "127.0.0.1:5060",
+            "--transport",
+            "tcp",
+            "--connections",
+            "8"
+        ])
+        .is_ok());
         for bad in [
             &["--cps", "0"][..],
             &["--cps", "fast"],
             &["--arrivals", "bursty"],
             &["--role", "proxy"],
             &["--ports", "0"],
+            &["--transport", "sctp"],
+            &["--connections", "0"],
+            &["--connections", "1025"],
             &["--calls", "0"],
             &["--hold", "soon"],
             &["--proxy", "localhost"],

@@ -35,7 +35,10 @@
 //! - the UAC answers every retransmitted 200 with its ACK again.
 //!
 //! Every retransmission is counted by [`Kind`]. With retransmissions off
-//! the timeouts still run.
+//! the timeouts still run. Over TCP ([`UacConfig::transport`]) the UAC
+//! retransmits nothing (Timers A and E are for unreliable transports)
+//! while Timers B and F still run, and the UAS still resends its 200
+//! until the ACK (§13.3.1.4: a later hop may be unreliable).
 //!
 //! ## Outcomes
 //! A call ends in one [`Outcome`]: completed, failed by 503, failed by any

@@ -60,13 +60,26 @@ const PROXY: &str = "127.0.0.1:5060";
 
 impl Net {
     fn new(proxy: Option<Mode>, timers: UaTimers, hold_ns: u64, max_dialogs: usize) -> Net {
+        Net::over(Transport::Udp, proxy, timers, hold_ns, max_dialogs)
+    }
+
+    /// With both UAs on `transport` (a lost message then stands for one
+    /// the far end never took off the stream).
+    fn over(
+        transport: Transport,
+        proxy: Option<Mode>,
+        timers: UaTimers,
+        hold_ns: u64,
+        max_dialogs: usize,
+    ) -> Net {
         let first_hop = if proxy.is_some() { PROXY } else { UAS };
-        let mut uc = UacConfig::new(addr(UAC), addr(first_hop));
+        let mut uc = UacConfig::new(addr(UAC), addr(first_hop)).with_transport(transport);
         uc.timers = timers;
         uc.hold_ns = hold_ns;
         uc.max_calls = 64;
         uc.run_id = 7;
         let mut sc = UasConfig::new(addr(UAS));
+        sc.transport = transport;
         sc.timers = timers;
         sc.max_dialogs = max_dialogs;
         Net {
@@ -521,4 +534,56 @@ fn a_contact_that_cannot_be_a_request_uri_is_refused() {
         assert!(uac.poll_transmit(&mut out).is_none());
         assert_eq!(uac.stats().bad_contact, i as u64 + 1, "{contact:?}");
     }
+}
+
+#[test]
+fn over_tcp_the_uac_never_retransmits_but_timers_b_and_f_and_the_uas_2xx_still_run() {
+    // the INVITE never reaches the UAS: no Timer A, the call ends at Timer B
+    let mut n = Net::over(Transport::Tcp, None, UaTimers::default(), 0, 16)
+        .lose(|_, _, k, _| k == Kind::Invite);
+    n.run(&[0], 60 * S);
+    assert_eq!(outcomes(&n.uac), [("timeout", 1)]);
+    assert_eq!(n.times(UAC, Kind::Invite), [0]);
+    assert_eq!(n.uac.stats().retransmitted.total(), 0);
+    assert_eq!(n.uac.active(), 0);
+
+    // the BYE lost: no Timer E, the BYE fails at Timer F
+    let mut n = Net::over(Transport::Tcp, None, UaTimers::default(), 0, 16)
+        .lose(|_, _, k, _| k == Kind::Bye);
+    n.run(&[0], 60 * S);
+    assert_eq!(outcomes(&n.uac), [("bye_failed", 1)]);
+    assert_eq!(n.times(UAC, Kind::Bye), [2 * MS]);
+
+    // the UAS's 200 is retransmitted until the ACK whatever the transport
+    let mut n = Net::over(Transport::Tcp, None, UaTimers::default(), 0, 16)
+        .lose(|_, _, k, nth| k == Kind::OkInvite && nth == 0);
+    n.run(&[0], 10 * S);
+    assert_eq!(outcomes(&n.uac), [("completed", 1)]);
+    assert_eq!(n.times(UAS, Kind::OkInvite), [MS, MS + 500 * MS]);
+    assert_eq!(n.uac.stats().retransmitted.total(), 0);
+
+    // the messages say TCP: Via, and Contact for requests routed by it
+    let invite = n.log.iter().find(|s| s.kind == Kind::Invite).unwrap();
+    let text = String::from_utf8_lossy(&invite.bytes);
+    assert!(text.contains("Via: SIP/2.0/TCP 127.0.0.1:5061;"), "{text}");
+    assert!(
+        text.contains("Contact: <sip:takt@127.0.0.1:5061;transport=tcp>"),
+        "{text}"
+    );
+    assert!(
+        text.starts_with("INVITE sip:service@127.0.0.1:5070;transport=tcp SIP/2.0"),
+        "{text}"
+    );
+    let ok = n.log.iter().find(|s| s.kind == Kind::OkInvite).unwrap();
+    let text = String::from_utf8_lossy(&ok.bytes);
+    assert!(
+        text.contains("Contact: <sip:127.0.0.1:5070;transport=tcp>"),
+        "{text}"
+    );
+    let bye = n.log.iter().find(|s| s.kind == Kind::Bye).unwrap();
+    let text = String::from_utf8_lossy(&bye.bytes);
+    assert!(
+        text.starts_with("BYE sip:127.0.0.1:5070;transport=tcp SIP/2.0"),
+        "{text}"
+    );
 }

@@ -10,6 +10,7 @@ use super::template::{Fill, Template};
 use super::timers::{Queues, TimerKind, UaTimers};
 use super::token;
 use super::{Transmit, UaError};
+use crate::proxy::Transport;
 use crate::wire::{split_commas, HeaderName, Message, Method};
 
 /// The body of every INVITE (and of the UAS's 200): one PCMU stream.
@@ -111,6 +112,12 @@ pub struct UacConfig {
     pub timers: UaTimers,
     /// Distinguishes this run's calls from any other's (in Call-IDs).
     pub run_id: u32,
+    /// The transport the requests travel on: written into Via (and, for
+    /// TCP, as `;transport=tcp` into Contact); over TCP, a reliable
+    /// transport, the INVITE and BYE are never retransmitted (RFC 3261
+    /// §17.1.1.2, §17.1.2.2: Timers A and E run only on unreliable
+    /// transports), while Timers B and F still end the transactions.
+    pub transport: Transport,
 }
 
 impl UacConfig {
@@ -125,7 +132,26 @@ impl UacConfig {
             hold_ns: 0,
             timers: UaTimers::default(),
             run_id: 0,
+            transport: Transport::Udp,
         }
+    }
+
+    /// Over `transport`: for TCP, the default Request-URI (if it is still
+    /// the default) gains `;transport=tcp`, so that a proxy routing by
+    /// Request-URI forwards over TCP too.
+    pub fn with_transport(mut self, transport: Transport) -> UacConfig {
+        if transport == Transport::Tcp && self.request_uri == format!("sip:service@{}", self.proxy)
+        {
+            self.request_uri.push_str(";transport=tcp");
+        }
+        self.transport = transport;
+        self
+    }
+
+    /// Whether requests are retransmitted: asked for, and the transport
+    /// is unreliable.
+    fn retransmits(&self) -> bool {
+        self.timers.retransmit && self.transport == Transport::Udp
     }
 }
 
@@ -274,14 +300,18 @@ struct Templates {
 }
 
 impl Templates {
-    fn new(local: SocketAddr, ruri: &str) -> Templates {
+    fn new(local: SocketAddr, ruri: &str, transport: Transport) -> Templates {
+        let (via, param) = match transport {
+            Transport::Udp => ("UDP", ""),
+            Transport::Tcp => ("TCP", ";transport=tcp"),
+        };
         let common = |branch: &str| {
             format!(
-                "Via: SIP/2.0/UDP {local};branch=z9hG4bK{{token}}{branch};rport\r\nMax-Forwards: 70\r\nFrom: \"takt\" <sip:takt@{local}>;tag={{token}}\r\n"
+                "Via: SIP/2.0/{via} {local};branch=z9hG4bK{{token}}{branch};rport\r\nMax-Forwards: 70\r\nFrom: \"takt\" <sip:takt@{local}>;tag={{token}}\r\n"
             )
         };
         let invite = format!(
-            "INVITE {ruri} SIP/2.0\r\n{}To: <{ruri}>\r\nCall-ID: {{token}}@takt\r\nCSeq: 1 INVITE\r\nContact: <sip:takt@{local}>\r\nSubject: Performance Test\r\nContent-Type: application/sdp\r\nContent-Length: {}\r\n\r\n{SDP}",
+            "INVITE {ruri} SIP/2.0\r\n{}To: <{ruri}>\r\nCall-ID: {{token}}@takt\r\nCSeq: 1 INVITE\r\nContact: <sip:takt@{local}{param}>\r\nSubject: Performance Test\r\nContent-Type: application/sdp\r\nContent-Length: {}\r\n\r\n{SDP}",
             common("i"),
             SDP.len()
         );
@@ -346,7 +376,7 @@ impl Uac {
         let templates = cfg
             .locals
             .iter()
-            .map(|&l| Templates::new(l, &cfg.request_uri))
+            .map(|&l| Templates::new(l, &cfg.request_uri, cfg.transport))
             .collect();
         let n = cfg.max_calls;
         let initial = DialogTarget {
@@ -397,6 +427,7 @@ impl Uac {
             return Err(UaError::Full);
         };
         let t = self.cfg.timers;
+        let retransmits = self.cfg.retransmits();
         let c = &mut self.calls[slot as usize];
         c.seq = c.seq.wrapping_add(1);
         c.state = State::Calling;
@@ -408,7 +439,7 @@ impl Uac {
         c.hold_due = 0;
         let seq = c.seq;
         c.retx_every = t.t1_ns;
-        c.retx_due = if t.retransmit {
+        c.retx_due = if retransmits {
             self.timers
                 .arm(now, t.t1_ns, slot, seq, TimerKind::Retransmit)
         } else {
@@ -631,12 +662,13 @@ impl Uac {
     /// Sends the BYE of the answered call in `slot`.
     fn send_bye(&mut self, now: u64, slot: u32) {
         let t = self.cfg.timers;
+        let retransmits = self.cfg.retransmits();
         let c = &mut self.calls[slot as usize];
         let seq = c.seq;
         c.state = State::Terminating;
         c.hold_due = 0;
         c.retx_every = t.t1_ns;
-        c.retx_due = if t.retransmit {
+        c.retx_due = if retransmits {
             self.timers
                 .arm(now, t.t1_ns, slot, seq, TimerKind::Retransmit)
         } else {

@@ -13,6 +13,7 @@ use super::timers::{Queues, TimerKind, UaTimers};
 use super::token::push_hex64;
 use super::uac::SDP;
 use super::{Transmit, UaError};
+use crate::proxy::Transport;
 use crate::wire::{HeaderName, Message, Method};
 
 /// UAS settings.
@@ -26,6 +27,12 @@ pub struct UasConfig {
     pub max_dialogs: usize,
     /// Timer settings.
     pub timers: UaTimers,
+    /// The transport requests arrive on: for TCP the Contact carries
+    /// `;transport=tcp`, so in-dialog requests routed by it stay on TCP.
+    /// The 200 to an INVITE is retransmitted until its ACK whatever the
+    /// transport (RFC 3261 §13.3.1.4: hops between the UAS and the UAC
+    /// may be unreliable).
+    pub transport: Transport,
 }
 
 impl UasConfig {
@@ -35,6 +42,7 @@ impl UasConfig {
             contact,
             max_dialogs: 1 << 16,
             timers: UaTimers::default(),
+            transport: Transport::Udp,
         }
     }
 }
@@ -157,7 +165,15 @@ impl Uas {
             timers: Queues::default(),
             out: VecDeque::with_capacity(1024),
             scratch: Vec::with_capacity(64 << 10),
-            contact_line: format!("Contact: <sip:{}>\r\n", cfg.contact).into_bytes(),
+            contact_line: format!(
+                "Contact: <sip:{}{}>\r\n",
+                cfg.contact,
+                match cfg.transport {
+                    Transport::Udp => "",
+                    Transport::Tcp => ";transport=tcp",
+                }
+            )
+            .into_bytes(),
             sdp_tail: format!(
                 "Content-Type: application/sdp\r\nContent-Length: {}\r\n\r\n{SDP}",
                 SDP.len()

@@ -17,9 +17,14 @@
 //! The UAS keeps one address for all
 //! trials (the target forwards there); the UAC's ports are new every
 //! trial, which real proxies and the null relay (routing by Via) follow.
+//! Over TCP (the base configuration's transport) the UAC connects anew
+//! every trial, a server's drops show as shed and timed-out calls — the
+//! lost messages counted the same way — and the UAS listens on TCP.
 
-use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::net::{IpAddr, SocketAddr, TcpListener, UdpSocket};
+
 use std::time::Duration;
+use takt_sip::proxy::Transport;
 
 use super::{Load, LoadOutcome};
 use crate::error::{io, Result};
@@ -51,9 +56,12 @@ impl GenLoad {
         min_calls: u64,
         cancel: Cancel,
     ) -> Result<GenLoad> {
-        let uas = UdpSocket::bind(SocketAddr::new(ip, 0))
-            .and_then(|s| s.local_addr())
-            .map_err(io(format!("picking the generator's UAS port on {ip}")))?;
+        let any = SocketAddr::new(ip, 0);
+        let uas = match base.transport {
+            Transport::Udp => UdpSocket::bind(any).and_then(|s| s.local_addr()),
+            Transport::Tcp => TcpListener::bind(any).and_then(|s| s.local_addr()),
+        }
+        .map_err(io(format!("picking the generator's UAS port on {ip}")))?;
         base.timers.retransmit = false;
         base.duration = None;
         Ok(GenLoad {

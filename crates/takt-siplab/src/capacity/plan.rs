@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 use takt_measure::result::{Document, DocumentBuilder};
-use takt_sip::proxy::Mode;
+use takt_sip::proxy::{Mode, Transport};
 
 use super::{rows, shm_note, Load, TargetTrial};
 use crate::error::{Error, Result};
@@ -124,6 +124,9 @@ pub(super) fn setting_params(
         _ => mode_name(case.mode),
     };
     p.insert("mode".into(), json!(mode));
+    if base.transport == Transport::Tcp {
+        p.insert("transport".into(), json!("tcp"));
+    }
     let workers = match case.kind {
         TargetKind::NullRelay => 1,
         _ => base.workers,

@@ -74,6 +74,8 @@ pub struct Schedule {
     max_calls: Option<u64>,
     /// Stop at the first planned time at or beyond this, ns.
     end_ns: Option<u64>,
+    /// Set when the schedule ends: the end of its planned window.
+    window_end: Option<u64>,
 }
 
 impl Schedule {
@@ -95,15 +97,58 @@ impl Schedule {
             n: 0,
             max_calls,
             end_ns,
+            window_end: None,
         }
     }
+
+    /// The end of the planned window (ns after the run's start), once the
+    /// schedule has ended (`None` before): the first time the process
+    /// drew that is not a call — the arrival after the last call, or the
+    /// end of the duration if that comes first. The window `[0, end)`
+    /// holds every planned call and one inter-arrival gap per call (the
+    /// first call is one gap after 0), so `calls / end` estimates the rate
+    /// without bias: exactly `rate` for constant arrivals, and for a
+    /// Poisson process `N / S(N+1)` with `E = rate` and a relative
+    /// standard deviation of `1/√N`.
+    pub fn window_end(&self) -> Option<u64> {
+        self.window_end
+    }
+}
+
+/// The rate at which calls were actually started, calls/s, and the
+/// window it is taken over, s.
+///
+/// `started` calls were placed, the last of them `last_start_ns` after
+/// the plan's origin; the plan's window is `[0, planned_end_ns)`
+/// ([`Schedule::window_end`], or the time of a cancel). The window runs
+/// from the plan's origin, not from the first send, and reaches at least
+/// to the last actual start:
+///
+/// - a generator that stalled and then sent what fell due in a burst did
+///   start every call inside the window, so its achieved rate is the
+///   offered one (the stall shows in the send lag, not here). Dividing by
+///   the span of the actual sends instead would shrink the window by the
+///   stall and read up to 2× the offered rate when half the window was
+///   lost;
+/// - a generator still behind at the end started its last calls after
+///   the planned window: the window stretches to the last start, and the
+///   achieved rate falls below the offered one by the lag;
+/// - it can exceed the offered rate only by the schedule's own sampling
+///   noise (none for constant arrivals, `1/√N` relative for Poisson).
+pub fn achieved_rate(started: u64, planned_end_ns: u64, last_start_ns: u64) -> (f64, f64) {
+    let window_ns = planned_end_ns.max(last_start_ns);
+    if started == 0 || window_ns == 0 {
+        return (window_ns as f64 / 1e9, 0.0);
+    }
+    let s = window_ns as f64 / 1e9;
+    (s, started as f64 / s)
 }
 
 impl Iterator for Schedule {
     type Item = u64;
 
     fn next(&mut self) -> Option<u64> {
-        if self.max_calls.is_some_and(|m| self.n >= m) {
+        if self.window_end.is_some() {
             return None;
         }
         let t = match self.arrivals {
@@ -113,8 +158,8 @@ impl Iterator for Schedule {
                 self.t.round() as u64
             }
         };
-        if self.end_ns.is_some_and(|e| t >= e) {
-            self.max_calls = Some(self.n);
+        if self.max_calls.is_some_and(|m| self.n >= m) || self.end_ns.is_some_and(|e| t >= e) {
+            self.window_end = Some(self.end_ns.map_or(t, |e| t.min(e)));
             return None;
         }
         self.n += 1;
@@ -175,8 +220,45 @@ mod tests {
         }
         assert_eq!(s[3000], 1_000_000_000);
         // a duration bound ends it before the first time at or past it
-        let d: Vec<u64> =
-            Schedule::new(Arrivals::Constant, 1000.0, 0, None, Some(10_000_000)).collect();
-        assert_eq!(d, (0..10).map(|i| i * 1_000_000).collect::<Vec<_>>());
+        let mut d = Schedule::new(Arrivals::Constant, 1000.0, 0, None, Some(10_000_000));
+        assert_eq!(d.window_end(), None);
+        let times: Vec<u64> = d.by_ref().collect();
+        assert_eq!(times, (0..10).map(|i| i * 1_000_000).collect::<Vec<_>>());
+        assert_eq!(d.window_end(), Some(10_000_000));
+        assert_eq!(d.next(), None, "an ended schedule stays ended");
+    }
+
+    #[test]
+    fn the_planned_window_holds_one_gap_per_call() {
+        // constant: N calls at i/rate, the window ends at N/rate
+        let mut c = Schedule::new(Arrivals::Constant, 2000.0, 0, Some(500), None);
+        assert_eq!(c.by_ref().count(), 500);
+        assert_eq!(c.window_end(), Some(250_000_000));
+        // a duration that ends before the calls do bounds the window
+        let mut d = Schedule::new(Arrivals::Constant, 2000.0, 0, Some(500), Some(100_000_000));
+        assert_eq!(d.by_ref().count(), 200);
+        assert_eq!(d.window_end(), Some(100_000_000));
+        // Poisson: N / window is within a few 1/√N of the rate
+        let n = 20_000u64;
+        let mut p = Schedule::new(Arrivals::Poisson, 5000.0, 4, Some(n), None);
+        let last = p.by_ref().last().unwrap();
+        let end = p.window_end().unwrap();
+        assert!(end > last);
+        let (_, r) = achieved_rate(n, end, last);
+        assert!((r / 5000.0 - 1.0).abs() < 3.0 / (n as f64).sqrt(), "{r}");
+    }
+
+    #[test]
+    fn the_achieved_rate_is_not_inflated_by_a_burst_after_a_stall() {
+        // 1,000 calls planned over 1 s; the sender stalled for the first
+        // half and sent the due calls in a burst at 0.5 s: every call
+        // still started inside the planned window
+        let (w, r) = achieved_rate(1000, 1_000_000_000, 999_000_000);
+        assert_eq!((w, r), (1.0, 1000.0));
+        // behind at the end: the last call left 0.2 s after the window
+        let (w, r) = achieved_rate(1000, 1_000_000_000, 1_200_000_000);
+        assert!((w - 1.2).abs() < 1e-12 && r < 1000.0, "{w} {r}");
+        assert_eq!(achieved_rate(0, 1_000, 0).1, 0.0);
+        assert_eq!(achieved_rate(5, 0, 0).1, 0.0);
     }
 }

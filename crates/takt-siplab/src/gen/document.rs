@@ -15,7 +15,12 @@ impl GenReport {
         m.insert("role".into(), json!(self.role.name()));
         m.insert("cps".into(), json!(self.cps));
         m.insert("arrivals".into(), json!(self.arrivals.name()));
-        m.insert("ports".into(), json!(self.ports));
+        m.insert("transport".into(), json!(self.transport));
+        if self.transport == "tcp" {
+            m.insert("connections".into(), json!(self.connections));
+        } else {
+            m.insert("ports".into(), json!(self.ports));
+        }
         m.insert("hold_ms".into(), json!(self.hold_ms));
         m.insert("retransmit".into(), json!(self.retransmit));
         m
@@ -98,19 +103,28 @@ impl GenReport {
         let mut o = String::new();
         let _ = writeln!(
             o,
-            "{} arrivals at {} cps ({}), hold {} ms, {} UAC ports, retransmissions {}",
+            "{} arrivals at {} cps ({}), hold {} ms, {} {}, retransmissions {}",
             self.arrivals.name(),
             self.cps,
             self.role.name(),
             self.hold_ms,
-            self.ports,
+            if self.transport == "tcp" {
+                self.connections
+            } else {
+                self.ports
+            },
+            if self.transport == "tcp" {
+                "TCP connections"
+            } else {
+                "UDP ports"
+            },
             if self.retransmit { "on" } else { "off" }
         );
         if let Some(u) = &self.uac {
             let _ = writeln!(
                 o,
-                "calls: {} placed in {:.2} s ({:.0}/s), {} completed, {} failed, {} unfinished",
-                u.attempted, self.send_s, self.achieved_cps, u.completed, u.failed, u.unfinished
+                "calls: {} placed over {:.2} s ({:.0}/s), {} completed, {} failed, {} unfinished",
+                u.attempted, self.window_s, self.achieved_cps, u.completed, u.failed, u.unfinished
             );
             if !u.failures.is_empty() {
                 let f: Vec<String> = u.failures.iter().map(|(k, v)| format!("{k} {v}")).collect();
@@ -169,16 +183,27 @@ impl GenReport {
             .map(|u| (&u.thread, &u.sockets))
             .chain(self.uas.iter().map(|u| (&u.thread, &u.sockets)));
         for (t, s) in threads {
-            let _ = writeln!(
+            let drops = s
+                .drops
+                .map_or_else(|| "n/a (TCP)".to_string(), |d| d.to_string());
+            let _ = write!(
                 o,
                 "{:<8} cpus [{}]  cpu {:.3} s  idle {:.1}%  socket drops {}  send failures {}",
                 t.name,
                 t.cpus,
                 t.cpu_s,
                 t.idle_fraction * 100.0,
-                s.drops,
+                drops,
                 s.send_full + s.send_errors
             );
+            if s.connections > 0 {
+                let _ = write!(
+                    o,
+                    "  connections {} ({} closed during the run, {} unframable)",
+                    s.connections, s.closed, s.unframed
+                );
+            }
+            o.push('\n');
         }
         if let (Some(c), Some(b)) = (self.cpu_us_per_call, self.busy_us_per_call) {
             let _ = writeln!(

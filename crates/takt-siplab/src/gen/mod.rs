@@ -3,7 +3,8 @@
 //! A UAC places calls at planned times (Poisson or constant arrivals,
 //! [`arrivals`]) and a UAS answers them: INVITE, (100), 180, 200, ACK,
 //! optional hold, BYE, 200 — takt-sip's sans-I/O [`takt_sip::ua`] cores
-//! on UDP sockets. [`run`] measures one trial and returns a [`GenReport`]:
+//! on UDP sockets or TCP connections ([`GenConfig::transport`]). [`run`]
+//! measures one trial and returns a [`GenReport`]:
 //! outcomes by class, messages and retransmissions by kind on each side,
 //! INVITE→180/200 times, how late each call left behind its plan, the
 //! generator's own socket drops and CPU time, and whether the generator
@@ -35,13 +36,31 @@
 //!   whether it kept up: a run that says `generator_bound` is discarded,
 //!   and the ceiling is measured against a null relay.
 //!
+//! ## Transports
+//! Both sides run the same loop over a small socket layer (`io`): UDP
+//! sockets, or TCP (`tcp`): the UAC's `connections` to the proxy (calls
+//! spread over them; Via `SIP/2.0/TCP`, Contact and Request-URI with
+//! `;transport=tcp`) and the UAS's listener with the connections the
+//! proxy makes to it, framed by Content-Length. Over TCP the UAC never
+//! retransmits (RFC 3261's Timers A and E are for unreliable transports;
+//! B and F still end calls), the UAS still resends its 200 until the ACK,
+//! a server's drops show as shed calls and timeouts (the socket drop
+//! counters read n/a), and a connection the proxy closes is counted, its
+//! calls failing or left unfinished — never a hang.
+//!
 //! Each thread waits in `ppoll` on one epoll instance over its sockets
 //! (nanosecond timeouts), receives with `recvmmsg` and sends with
 //! `sendmmsg` per socket. The UAC sleeps until [`SPIN_MARGIN`] before the
 //! next planned call (a sleep wakes ~70 µs late on a VM) and spins the
 //! rest, yielding the CPU on each turn so that a UAS sharing its CPU is
 //! not starved by the spin; sleeping and spinning both count as idle
-//! time. While placing a call the UAC also handles responses that arrived
+//! time. Under a real-time policy (`--sched fifo:…`) the UAC does not
+//! spin: above ~10,000 cps the gaps are shorter than the margin, a
+//! spinning real-time thread would use its CPU whole, and the kernel's
+//! real-time throttling (`sched_rt_runtime_us`, 95%) would then stop it
+//! for 50 ms every second — calls placed tens of ms late. A real-time
+//! thread sleeps with no timer slack, so `ppoll` alone wakes it close to
+//! the planned time. While placing a call the UAC also handles responses that arrived
 //! meanwhile, one `recvmmsg` batch at a time, and checks the schedule
 //! between batches: the arrivals come first.
 //!
@@ -59,20 +78,27 @@
 
 pub mod arrivals;
 mod document;
+mod io;
 mod report;
 mod socket;
+mod tcp;
+#[cfg(test)]
+mod tests;
 mod uac_side;
 mod uas_side;
 
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use takt_sched::{CpuSet, ThreadSpec};
+use takt_sip::proxy::Transport;
 use takt_sip::ua::UaTimers;
 
-pub use arrivals::{Arrivals, Schedule};
+pub use arrivals::{achieved_rate, Arrivals, Schedule};
+pub use tcp::MAX_BACKLOG;
+
 pub use report::{
     ByKind, GenReport, Percentiles, Saturation, SaturationCause, SaturationCauses, SocketReport,
     ThreadReport, UacReport, UasReport,
@@ -150,8 +176,13 @@ pub struct GenConfig {
     pub duration: Option<Duration>,
     /// Time between the ACK and the BYE.
     pub hold: Duration,
-    /// UAC sockets the calls are spread over (round robin).
+    /// UDP or TCP, for both sides.
+    pub transport: Transport,
+    /// UAC sockets the calls are spread over (round robin), over UDP.
     pub ports: usize,
+    /// TCP connections from the UAC to the proxy the calls are spread
+    /// over (round robin), over TCP.
+    pub connections: usize,
     /// UA timers; `retransmit: false` turns retransmissions off.
     pub timers: UaTimers,
     /// Bounded wait after the last planned call for calls in progress.
@@ -181,7 +212,8 @@ pub struct GenConfig {
 
 impl GenConfig {
     /// Defaults: both roles, UAS on 127.0.0.1:5070, Poisson arrivals
-    /// (seed 1), 10,000 calls, no hold, 16 ports, RFC 3261 timers, a 3 s
+    /// (seed 1), 10,000 calls, no hold, UDP on 16 ports (TCP: 4
+    /// connections), RFC 3261 timers, a 3 s
     /// drain, generator-bound beyond 1 ms lag p99 or 0.1% of calls more
     /// than 10 ms late or under 2% idle.
     pub fn new(proxy: SocketAddr, cps: f64) -> GenConfig {
@@ -195,7 +227,9 @@ impl GenConfig {
             calls: Some(10_000),
             duration: None,
             hold: Duration::ZERO,
+            transport: Transport::Udp,
             ports: 16,
+            connections: 4,
             timers: UaTimers::default(),
             drain: Duration::from_secs(3),
             lag_bound: Duration::from_millis(1),
@@ -230,6 +264,12 @@ impl GenConfig {
         }
         if !(1..=4096).contains(&self.ports) {
             return bad(format!("ports {} is not in 1..=4096", self.ports));
+        }
+        if !(1..=1024).contains(&self.connections) {
+            return bad(format!(
+                "connections {} is not in 1..=1024",
+                self.connections
+            ));
         }
         if !(1..=1024).contains(&self.batch) {
             return bad(format!("batch {} is not in 1..=1024", self.batch));
@@ -313,32 +353,61 @@ pub struct Live {
     pub answered: AtomicU64,
 }
 
+/// The UAS's bound socket.
+#[derive(Debug)]
+enum UasSock {
+    Udp(UdpSocket),
+    Tcp(TcpListener),
+}
+
+impl UasSock {
+    fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        match self {
+            UasSock::Udp(s) => s.local_addr(),
+            UasSock::Tcp(l) => l.local_addr(),
+        }
+    }
+}
+
+/// How long each of the UAC's TCP connects may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// A generator with its sockets bound, ready to [`run`](Generator::run).
+/// Over TCP the UAS listens from here on, and the UAC connects to the
+/// proxy when the run starts (the proxy may start after the bind).
 #[derive(Debug)]
 pub struct Generator {
     cfg: GenConfig,
+    /// The UAC's UDP sockets (none over TCP).
     uac_socks: Vec<UdpSocket>,
-    uas_sock: Option<UdpSocket>,
+    uas_sock: Option<UasSock>,
     live: Arc<Live>,
+    /// Holds the UAC's send loop over this span of the run (tests).
+    #[cfg(test)]
+    stall: Option<(Duration, Duration)>,
 }
 
 impl Generator {
-    /// Checks `cfg` and binds the sockets: the UAS on `uas_listen`, the
-    /// UAC's `ports` sockets on ephemeral ports of the address the system
-    /// routes to the proxy from.
+    /// Checks `cfg` and binds the sockets: the UAS on `uas_listen` (a
+    /// UDP socket, or a TCP listener), over UDP the UAC's `ports` sockets
+    /// on ephemeral ports of the address the system routes to the proxy
+    /// from.
     pub fn bind(cfg: &GenConfig) -> Result<Generator, Error> {
         cfg.validate()?;
         let io = |what: String| move |source| Error::Io { what, source };
         let uas_sock = if cfg.role.has_uas() {
-            Some(
-                socket::open(cfg.uas_listen, cfg.rcvbuf)
-                    .map_err(io(format!("binding the UAS to {}", cfg.uas_listen)))?,
-            )
+            let what = format!("binding the UAS to {}", cfg.uas_listen);
+            Some(match cfg.transport {
+                Transport::Udp => {
+                    UasSock::Udp(socket::open(cfg.uas_listen, cfg.rcvbuf).map_err(io(what))?)
+                }
+                Transport::Tcp => UasSock::Tcp(tcp::listen(cfg.uas_listen).map_err(io(what))?),
+            })
         } else {
             None
         };
         let mut uac_socks = Vec::new();
-        if cfg.role.has_uac() {
+        if cfg.role.has_uac() && cfg.transport == Transport::Udp {
             let local = local_ip_towards(cfg.proxy)
                 .map_err(io(format!("finding a route to {}", cfg.proxy)))?;
             for _ in 0..cfg.ports {
@@ -353,6 +422,8 @@ impl Generator {
             uac_socks,
             uas_sock,
             live: Arc::new(Live::default()),
+            #[cfg(test)]
+            stall: None,
         })
     }
 
@@ -384,7 +455,8 @@ impl Generator {
         self.uas_sock.as_ref().and_then(|s| s.local_addr().ok())
     }
 
-    /// The UAC's bound addresses.
+    /// The UAC's bound addresses (over TCP none: its connections open
+    /// when the run starts).
     pub fn uac_addrs(&self) -> Vec<SocketAddr> {
         self.uac_socks
             .iter()
@@ -411,10 +483,29 @@ impl Generator {
             .as_ref()
             .and_then(|s| s.local_addr().ok())
             .unwrap_or(cfg.uas_listen);
+        // over TCP, connect first: a proxy that refuses is an error
+        // before any thread starts
+        let uac_net = if !cfg.role.has_uac() {
+            None
+        } else if cfg.transport == Transport::Tcp {
+            let conns =
+                tcp::connect(cfg.proxy, cfg.connections, CONNECT_TIMEOUT).map_err(|source| {
+                    Error::Io {
+                        what: format!("connecting to the proxy at {} over TCP", cfg.proxy),
+                        source,
+                    }
+                })?;
+            Some(uac_side::UacNet::Tcp(conns))
+        } else {
+            Some(uac_side::UacNet::Udp(self.uac_socks))
+        };
         if let Some(sock) = self.uas_sock {
             let ctx = uas_side::Ctx {
                 cfg: cfg.clone(),
-                sock,
+                net: match sock {
+                    UasSock::Udp(s) => uas_side::UasNet::Udp(s),
+                    UasSock::Tcp(l) => uas_side::UasNet::Tcp(l),
+                },
                 t0,
                 cancel: cancel.clone(),
                 uac_done: Arc::clone(&uac_done),
@@ -424,13 +515,17 @@ impl Generator {
             uas_thread = Some(spec.spawn(move || uas_side::run(ctx))?);
         }
         let mut uac_thread = None;
-        if !self.uac_socks.is_empty() {
+        if let Some(net) = uac_net {
             let ctx = uac_side::Ctx {
                 cfg: cfg.clone(),
-                socks: self.uac_socks,
+                net,
                 t0,
                 cancel: cancel.clone(),
                 live: Arc::clone(&self.live),
+                #[cfg(test)]
+                stall: self
+                    .stall
+                    .map(|(a, b)| (a.as_nanos() as u64, b.as_nanos() as u64)),
             };
             let spec = cfg.spec.renamed("gen-uac").pinned_nth(0);
             match spec.spawn(move || uac_side::run(ctx)) {
@@ -460,9 +555,9 @@ impl Generator {
             None => None,
         };
         let wall_s = clock.ticks_to_ns(clock.now() - t0) as f64 / 1e9;
-        let (send_s, uac) = match uac {
-            Some((send_s, r)) => (send_s, Some(r)),
-            None => (0.0, None),
+        let (sends, uac) = match uac {
+            Some((sends, r)) => (Some(sends), Some(r)),
+            None => (None, None),
         };
         let attempted = uac.as_ref().map_or(0, |u| u.attempted);
         let cpu_s: f64 = uac.iter().map(|u| u.thread.cpu_s).sum::<f64>()
@@ -484,16 +579,18 @@ impl Generator {
             arrivals: cfg.arrivals,
             seed: cfg.seed,
             hold_ms: cfg.hold.as_secs_f64() * 1e3,
+            transport: match cfg.transport {
+                Transport::Udp => "udp",
+                Transport::Tcp => "tcp",
+            },
             ports: cfg.ports,
+            connections: cfg.connections,
             retransmit: cfg.timers.retransmit,
             proxy: cfg.proxy.to_string(),
             uas_addr: uas_addr.to_string(),
-            send_s,
-            achieved_cps: if send_s > 0.0 && attempted > 1 {
-                (attempted - 1) as f64 / send_s
-            } else {
-                0.0
-            },
+            send_s: sends.map_or(0.0, |x| x.send_s),
+            window_s: sends.map_or(0.0, |x| x.window_s),
+            achieved_cps: sends.map_or(0.0, |x| x.achieved_cps),
             wall_s,
             cancelled: cancel.is_cancelled(),
             uac,
@@ -555,11 +652,12 @@ fn saturation(cfg: &GenConfig, r: &GenReport) -> Saturation {
         r.uas.as_ref().map(|u| (&u.sockets, &u.thread)),
     ];
     for (s, t) in sides.into_iter().flatten() {
-        if s.drops > 0 || s.send_full > 0 {
+        let drops = s.drops.unwrap_or(0);
+        if drops > 0 || s.send_full > 0 {
             causes.insert(SaturationCause::SocketDrops);
             reasons.push(format!(
-                "{}: its sockets dropped {} received and {} sent datagrams",
-                t.name, s.drops, s.send_full
+                "{}: its sockets dropped {} received and {} sent messages",
+                t.name, drops, s.send_full
             ));
         }
         if t.wall_s > 0.0 && t.idle_fraction < cfg.min_idle {

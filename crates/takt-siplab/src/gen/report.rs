@@ -69,16 +69,28 @@ pub struct ThreadReport {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct SocketReport {
     /// Datagrams the kernel dropped at the generator's sockets because
-    /// their receive queues were full (`SO_RXQ_OVFL`).
-    pub drops: u64,
-    /// Datagrams not sent because a send buffer was full.
+    /// their receive queues were full (`SO_RXQ_OVFL`). `None` over TCP: a
+    /// stream drops nothing; what a server drops over TCP shows as shed
+    /// calls (503) and timeouts.
+    pub drops: Option<u64>,
+    /// Messages not sent because a send buffer was full (UDP: the
+    /// socket's; TCP: the connection's backlog beyond
+    /// [`MAX_BACKLOG`](super::MAX_BACKLOG)).
     pub send_full: u64,
-    /// Sends that failed otherwise (e.g. ICMP port unreachable).
+    /// Sends that failed otherwise (UDP: e.g. ICMP port unreachable; TCP:
+    /// the message's connection had closed).
     pub send_errors: u64,
-    /// Datagrams longer than the receive slot, dropped.
+    /// Messages longer than the receive slot, dropped.
     pub truncated: u64,
     /// Receive errors.
     pub recv_errors: u64,
+    /// TCP: connections opened (UAC) or accepted (UAS).
+    pub connections: u64,
+    /// TCP: connections closed during the run by the peer or by an error
+    /// (the calls on them fail or stay unfinished).
+    pub closed: u64,
+    /// TCP: connections closed because their stream could not be framed.
+    pub unframed: u64,
 }
 
 /// Messages per kind (`invite`, `ack`, `bye`, `100`, `180`, `200`,
@@ -350,8 +362,12 @@ pub struct GenReport {
     pub seed: u64,
     /// Hold time, ms.
     pub hold_ms: f64,
-    /// UAC sockets.
+    /// `udp` or `tcp`.
+    pub transport: &'static str,
+    /// UAC sockets (UDP).
     pub ports: usize,
+    /// UAC connections (TCP).
+    pub connections: usize,
     /// Whether retransmissions were on.
     pub retransmit: bool,
     /// The proxy the UAC sent to.
@@ -360,7 +376,14 @@ pub struct GenReport {
     pub uas_addr: String,
     /// From the first to the last call placed, s.
     pub send_s: f64,
-    /// Calls placed per second over `send_s`.
+    /// The window `achieved_cps` is taken over, s: from the plan's origin
+    /// to the end of the planned window, or to the last call placed if
+    /// that was later ([`achieved_rate`](super::achieved_rate)).
+    pub window_s: f64,
+    /// Calls placed per second over `window_s`: the offered rate when the
+    /// generator kept to its plan (up to the Poisson schedule's sampling
+    /// noise), less when it was still behind at the end — never more
+    /// because sends that fell behind left in a burst.
     pub achieved_cps: f64,
     /// The whole run including the drain, s.
     pub wall_s: f64,

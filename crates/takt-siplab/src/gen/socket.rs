@@ -6,7 +6,7 @@
 use std::io;
 use std::mem::zeroed;
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
@@ -193,9 +193,12 @@ pub(crate) struct Poller {
     events: Vec<libc::epoll_event>,
 }
 
+/// Events taken per `epoll_wait` at least.
+const EVENTS_MIN: usize = 64;
+
 impl Poller {
     /// Watches `socks` for input; event data is the socket's index.
-    pub(crate) fn new(socks: &[UdpSocket]) -> io::Result<Poller> {
+    pub(crate) fn new<S: AsRawFd>(socks: &[S]) -> io::Result<Poller> {
         // SAFETY: plain system call.
         let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
         if fd < 0 {
@@ -203,24 +206,43 @@ impl Poller {
         }
         // SAFETY: fd is a new descriptor we own.
         let ep = unsafe { OwnedFd::from_raw_fd(fd) };
-        for (i, s) in socks.iter().enumerate() {
-            let mut ev = libc::epoll_event {
-                events: libc::EPOLLIN as u32,
-                u64: i as u64,
-            };
-            // SAFETY: ep and the socket are valid descriptors; ev lives for the call.
-            let r = unsafe {
-                libc::epoll_ctl(ep.as_raw_fd(), libc::EPOLL_CTL_ADD, s.as_raw_fd(), &mut ev)
-            };
-            if r < 0 {
-                return Err(io::Error::last_os_error());
-            }
-        }
-        Ok(Poller {
+        let p = Poller {
             ep,
             // SAFETY: all-zero is a valid epoll_event.
-            events: vec![unsafe { zeroed() }; socks.len().max(1)],
-        })
+            events: vec![unsafe { zeroed() }; socks.len().max(EVENTS_MIN)],
+        };
+        for (i, s) in socks.iter().enumerate() {
+            p.add(s.as_raw_fd(), i)?;
+        }
+        Ok(p)
+    }
+
+    /// Watches `fd` for input (level-triggered), reported as `key`.
+    pub(crate) fn add(&self, fd: RawFd, key: usize) -> io::Result<()> {
+        let mut ev = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: key as u64,
+        };
+        // SAFETY: ep and fd are valid descriptors; ev lives for the call.
+        let r = unsafe { libc::epoll_ctl(self.ep.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Stops watching `fd` (before it is closed).
+    pub(crate) fn remove(&self, fd: RawFd) {
+        // SAFETY: ep is valid; a stale fd only makes the call fail, which
+        // leaves nothing watched that matters (closing removes it too).
+        unsafe {
+            libc::epoll_ctl(
+                self.ep.as_raw_fd(),
+                libc::EPOLL_CTL_DEL,
+                fd,
+                std::ptr::null_mut(),
+            )
+        };
     }
 
     /// Waits up to `timeout` (none: return at once) for any socket to

@@ -1,15 +1,17 @@
 //! The `gen-uac` thread: arrivals, the UAC core, its sockets.
 
-use std::net::UdpSocket;
+use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
+use takt_sip::proxy::Transport;
 use takt_sip::ua::{Outcome, Uac, UacConfig};
 
-use super::report::{SocketReport, ThreadReport, UacReport};
-use super::socket::{Poller, RecvBatch, SendFailures, SendQueue};
+use super::io::{SideIo, UdpIo};
+use super::report::{ThreadReport, UacReport};
+use super::tcp::TcpIo;
 use super::{Cancel, GenConfig, Live, Schedule, SPIN_MARGIN};
 use crate::Error;
 
@@ -20,35 +22,56 @@ const BURST: usize = 64;
 /// Longest single wait, so a cancel is seen promptly.
 const MAX_WAIT_NS: u64 = 50_000_000;
 
+/// Longest wait while a stream holds bytes the kernel did not take.
+pub(super) const BACKLOG_WAIT_NS: u64 = 1_000_000;
+
 /// Delay from the run's start to the first planned call, so both threads
 /// are up.
 pub(super) const START_NS: u64 = 2_000_000;
 
+/// The UAC's sockets, by transport.
+pub(super) enum UacNet {
+    /// `--ports` UDP sockets.
+    Udp(Vec<UdpSocket>),
+    /// `--connections` TCP connections to the proxy.
+    Tcp(Vec<TcpStream>),
+}
+
 pub(super) struct Ctx {
     pub(super) cfg: GenConfig,
-    pub(super) socks: Vec<UdpSocket>,
+    pub(super) net: UacNet,
     /// The run's start, clock ticks.
     pub(super) t0: u64,
     pub(super) cancel: Cancel,
     pub(super) live: Arc<Live>,
+    /// Holds the send loop from the first to the second time (ns after
+    /// the run's start): a stalled generator, for tests.
+    #[cfg(test)]
+    pub(super) stall: Option<(u64, u64)>,
+}
+
+/// When the calls left, against the plan.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Sends {
+    /// From the first to the last call placed, s.
+    pub(super) send_s: f64,
+    /// The window the achieved rate is taken over, s
+    /// ([`super::arrivals::achieved_rate`]).
+    pub(super) window_s: f64,
+    /// Calls placed per second over `window_s`.
+    pub(super) achieved_cps: f64,
 }
 
 /// The calling side's state, owned by its thread.
-struct Side {
+struct Side<N> {
     uac: Uac,
-    socks: Vec<UdpSocket>,
+    io: N,
     plan: Schedule,
     /// The next planned call, ns after the run's start.
     next: Option<u64>,
     t0: u64,
-    rb: RecvBatch,
-    queues: Vec<SendQueue>,
-    touched: Vec<usize>,
     stage: Vec<u8>,
     planned: Vec<u64>,
-    drops_by_sock: Vec<u32>,
-    sockets: SocketReport,
-    fails: SendFailures,
     lag: Histogram<u64>,
     late_ns: u64,
     late_calls: u64,
@@ -56,10 +79,9 @@ struct Side {
     last_sent: u64,
 }
 
-impl Side {
+impl<N: SideIo> Side<N> {
     fn ns(&self) -> u64 {
-        let c = takt_sched::clock();
-        c.ticks_to_ns(c.now().saturating_sub(self.t0))
+        ns_since(self.t0)
     }
 
     /// Places the calls due now (at most a burst), sends what is queued,
@@ -90,80 +112,132 @@ impl Side {
         self.last_sent = t;
     }
 
-    /// Sends everything the UAC has queued, one `sendmmsg` per socket;
-    /// returns the time just before the first send.
+    /// Sends everything the UAC has queued; returns the time just before
+    /// the first send.
     fn send(&mut self) -> u64 {
         self.stage.clear();
-        self.touched.clear();
         while let Some(t) = self.uac.poll_transmit(&mut self.stage) {
-            let q = &mut self.queues[t.port];
-            if q.is_empty() {
-                self.touched.push(t.port);
-            }
-            q.push(t.dst, self.stage.len() - t.len, t.len);
+            let start = self.stage.len() - t.len;
+            self.io.push(&t, start, &self.stage);
         }
         let t = self.ns();
-        for &i in &self.touched {
-            self.queues[i].flush(&self.socks[i], &self.stage, &mut self.fails);
-        }
+        self.io.flush(&self.stage);
         t
     }
 
-    /// Takes everything queued on the sockets in `ready`, placing calls
+    /// Takes everything queued at the sources in `ready`, placing calls
     /// that fall due in between (the arrival schedule comes first).
     fn receive(&mut self, ready: &[usize]) {
         for &i in ready {
             loop {
-                match self.rb.recv(&self.socks[i]) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        if let Some(d) = self.rb.drops {
-                            self.drops_by_sock[i] = self.drops_by_sock[i].max(d);
-                        }
-                        let t = self.ns();
-                        for j in 0..n {
-                            let (bytes, _, trunc) = self.rb.get(j);
-                            if trunc {
-                                self.sockets.truncated += 1;
-                            } else {
-                                let _ = self.uac.handle(t, bytes); // refusals are counted
-                            }
-                        }
-                        self.place_due();
-                        if n < self.rb.capacity() {
-                            break;
-                        }
-                    }
-                    Err(_) => {
-                        self.sockets.recv_errors += 1;
-                        break;
-                    }
+                let t0 = self.t0;
+                let uac = &mut self.uac;
+                let r = self.io.recv(i, |bytes, _, _| {
+                    let _ = uac.handle(ns_since(t0), bytes); // refusals are counted
+                });
+                if r.messages > 0 {
+                    self.place_due();
+                }
+                if !r.more {
+                    break;
                 }
             }
         }
     }
 }
 
-/// Runs the calling side; returns the send phase's length (s) and the
-/// report.
-pub(super) fn run(ctx: Ctx) -> Result<(f64, UacReport), Error> {
+/// Whether the calling thread runs under a real-time policy (FIFO, RR).
+fn realtime() -> bool {
+    // SAFETY: sched_getscheduler(0) reads the calling thread's policy; it
+    // has no preconditions.
+    let p = unsafe { libc::sched_getscheduler(0) };
+    p == libc::SCHED_FIFO || p == libc::SCHED_RR
+}
+
+/// ns from `t0` (clock ticks) to now.
+pub(super) fn ns_since(t0: u64) -> u64 {
+    let c = takt_sched::clock();
+    c.ticks_to_ns(c.now().saturating_sub(t0))
+}
+
+/// Runs the calling side; returns when the calls left and the report.
+pub(super) fn run(ctx: Ctx) -> Result<(Sends, UacReport), Error> {
+    #[cfg(test)]
+    let stall = ctx.stall;
     let Ctx {
         cfg,
-        socks,
+        net,
         t0,
         cancel,
         live,
+        ..
     } = ctx;
+    let io_err = |what: &str| {
+        let what = what.to_string();
+        move |source| Error::Io { what, source }
+    };
+    let parts = Parts {
+        cfg,
+        t0,
+        cancel,
+        live,
+        #[cfg(test)]
+        stall,
+    };
+    match net {
+        UacNet::Udp(socks) => {
+            let locals = local_addrs(&socks, UdpSocket::local_addr)
+                .map_err(io_err("reading the UAC's socket addresses"))?;
+            let io = UdpIo::new(socks, parts.cfg.batch)
+                .map_err(io_err("creating the UAC's epoll instance"))?;
+            run_on(parts, io, locals, Transport::Udp)
+        }
+        UacNet::Tcp(streams) => {
+            let locals = local_addrs(&streams, TcpStream::local_addr)
+                .map_err(io_err("reading the UAC's connection addresses"))?;
+            let io = TcpIo::client(streams).map_err(io_err("watching the UAC's connections"))?;
+            run_on(parts, io, locals, Transport::Tcp)
+        }
+    }
+}
+
+/// The local address of each socket: the UA core's ports.
+fn local_addrs<S>(
+    socks: &[S],
+    addr: impl Fn(&S) -> std::io::Result<SocketAddr>,
+) -> std::io::Result<Vec<SocketAddr>> {
+    socks.iter().map(addr).collect()
+}
+
+/// The context without the sockets.
+struct Parts {
+    cfg: GenConfig,
+    t0: u64,
+    cancel: Cancel,
+    live: Arc<Live>,
+    #[cfg(test)]
+    stall: Option<(u64, u64)>,
+}
+
+/// The calling side's loop over `io`, whose ports have the addresses
+/// `locals`.
+fn run_on<N: SideIo>(
+    parts: Parts,
+    io: N,
+    locals: Vec<SocketAddr>,
+    transport: Transport,
+) -> Result<(Sends, UacReport), Error> {
+    #[cfg(test)]
+    let stall = parts.stall;
+    let Parts {
+        cfg,
+        t0,
+        cancel,
+        live,
+        ..
+    } = parts;
     let cpu0 = takt_sched::thread_cpu_time();
-    let locals = socks
-        .iter()
-        .map(|s| s.local_addr())
-        .collect::<std::io::Result<Vec<_>>>()
-        .map_err(|source| Error::Io {
-            what: "reading the UAC's socket addresses".into(),
-            source,
-        })?;
-    let mut ucfg = UacConfig::new(locals[0], cfg.proxy);
+    let mut ucfg = UacConfig::new(locals[0], cfg.proxy).with_transport(transport);
     ucfg.locals = locals;
     ucfg.max_calls = cfg.call_table();
     ucfg.hold_ns = cfg.hold.as_nanos() as u64;
@@ -172,46 +246,48 @@ pub(super) fn run(ctx: Ctx) -> Result<(f64, UacReport), Error> {
     let end_ns = cfg.duration.map(|d| d.as_nanos() as u64);
     let mut plan = Schedule::new(cfg.arrivals, cfg.cps, cfg.seed, cfg.calls, end_ns);
     let next = plan.next().map(|t| t + START_NS);
-    let mut poller = Poller::new(&socks).map_err(|source| Error::Io {
-        what: "creating the UAC's epoll instance".into(),
-        source,
-    })?;
-    let n = socks.len();
     let mut s = Side {
         uac: Uac::new(ucfg),
-        socks,
+        io,
         plan,
         next,
         t0,
-        rb: RecvBatch::new(cfg.batch),
-        queues: (0..n).map(|_| SendQueue::new()).collect(),
-        touched: Vec::with_capacity(n),
         stage: Vec::with_capacity(256 << 10),
         planned: Vec::with_capacity(BURST),
-        drops_by_sock: vec![0; n],
-        sockets: SocketReport::default(),
-        fails: SendFailures::default(),
         lag: Histogram::new_with_max(3_600_000_000_000, 3).expect("valid bounds"),
         late_ns: cfg.late_after.as_nanos() as u64,
         late_calls: 0,
         first_sent: None,
         last_sent: 0,
     };
-    let mut ready: Vec<usize> = Vec::with_capacity(n);
+    let mut ready: Vec<usize> = Vec::with_capacity(64);
     let wall0 = s.ns();
     let mut idle_ns = 0u64;
     let mut drain_end: Option<u64> = None;
     let drain_ns = cfg.drain.as_nanos() as u64;
-    let margin = SPIN_MARGIN.as_nanos() as u64;
+    // a real-time thread sleeps to the planned time instead (see the
+    // module docs: spinning would get it throttled)
+    let margin = if realtime() {
+        0
+    } else {
+        SPIN_MARGIN.as_nanos() as u64
+    };
 
     loop {
         if cancel.is_cancelled() {
             break;
         }
+        #[cfg(test)]
+        if let Some((from, to)) = stall {
+            let now = s.ns();
+            if (from..to).contains(&now) {
+                std::thread::sleep(Duration::from_nanos(to - now));
+            }
+        }
         // 1. Calls due now; 2. responses (placing calls due meanwhile);
         // 3. timers; 4. what they queued.
         s.place_due();
-        poller.ready(&mut ready);
+        s.io.ready(&mut ready);
         s.receive(&ready);
         let now = s.ns();
         if s.uac.poll_timeout().is_some_and(|t| t <= now) {
@@ -237,10 +313,13 @@ pub(super) fn run(ctx: Ctx) -> Result<(f64, UacReport), Error> {
         // 6. Wait: sleep until SPIN_MARGIN before the next planned call
         //    (or the next timer, or input), then spin to the planned time.
         let timer = s.uac.poll_timeout().unwrap_or(u64::MAX);
-        let wake = timer.min(s.next.or(drain_end).unwrap_or(u64::MAX));
+        let mut wake = timer.min(s.next.or(drain_end).unwrap_or(u64::MAX));
+        if s.io.backlog() {
+            wake = wake.min(now + BACKLOG_WAIT_NS);
+        }
         if wake > now + margin {
             let wait = (wake - margin - now).min(MAX_WAIT_NS);
-            poller.wait(Duration::from_nanos(wait));
+            s.io.wait(Duration::from_nanos(wait));
             idle_ns += s.ns() - now;
         } else if ready.is_empty() && s.next == Some(wake) && wake > now {
             // Yielding, not pausing: a thread sharing this CPU (the UAS,
@@ -253,10 +332,7 @@ pub(super) fn run(ctx: Ctx) -> Result<(f64, UacReport), Error> {
         }
     }
 
-    let mut sockets = s.sockets;
-    sockets.drops = s.drops_by_sock.iter().map(|&d| u64::from(d)).sum();
-    sockets.send_full = s.fails.full;
-    sockets.send_errors = s.fails.errors;
+    let sockets = s.io.report();
     let wall_ns = s.ns() - wall0;
     let thread = ThreadReport {
         name: "gen-uac".into(),
@@ -274,9 +350,23 @@ pub(super) fn run(ctx: Ctx) -> Result<(f64, UacReport), Error> {
             0.0
         },
     };
-    let send_s = s
-        .first_sent
-        .map_or(0.0, |f| s.last_sent.saturating_sub(f) as f64 / 1e9);
+    // the plan's window: to its end, or to the cancel
+    let planned_end = s
+        .plan
+        .window_end()
+        .unwrap_or_else(|| s.ns().saturating_sub(START_NS));
+    let (window_s, achieved_cps) = super::arrivals::achieved_rate(
+        s.uac.stats().attempted,
+        planned_end,
+        s.last_sent.saturating_sub(START_NS),
+    );
+    let sends = Sends {
+        send_s: s
+            .first_sent
+            .map_or(0.0, |f| s.last_sent.saturating_sub(f) as f64 / 1e9),
+        window_s,
+        achieved_cps,
+    };
     let report = UacReport::new(
         s.uac.stats(),
         s.uac.active() as u64,
@@ -285,7 +375,7 @@ pub(super) fn run(ctx: Ctx) -> Result<(f64, UacReport), Error> {
         sockets,
         thread,
     );
-    Ok((send_s, report))
+    Ok((sends, report))
 }
 
 /// A run identifier for Call-IDs: the seed mixed with the process id and

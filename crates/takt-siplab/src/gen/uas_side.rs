@@ -1,23 +1,35 @@
-//! The `gen-uas` thread: the UAS core on its socket.
+//! The `gen-uas` thread: the UAS core on its socket (UDP) or its
+//! listener and the connections made to it (TCP).
 
-use std::net::UdpSocket;
+use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use takt_sip::proxy::Transport;
 use takt_sip::ua::{Uas, UasConfig};
 
-use super::report::{SocketReport, ThreadReport, UasReport};
-use super::socket::{Poller, RecvBatch, SendFailures, SendQueue};
+use super::io::{SideIo, UdpIo};
+use super::report::{ThreadReport, UasReport};
+use super::tcp::TcpIo;
+use super::uac_side::{ns_since, BACKLOG_WAIT_NS};
 use super::{Cancel, GenConfig, Live};
 use crate::Error;
 
 /// Longest single wait, so a stop is seen promptly.
 const MAX_WAIT_NS: u64 = 20_000_000;
 
+/// The UAS's socket, by transport.
+pub(super) enum UasNet {
+    /// One UDP socket.
+    Udp(UdpSocket),
+    /// A TCP listener; the proxy connects to it.
+    Tcp(TcpListener),
+}
+
 pub(super) struct Ctx {
     pub(super) cfg: GenConfig,
-    pub(super) sock: UdpSocket,
+    pub(super) net: UasNet,
     /// The run's start, clock ticks.
     pub(super) t0: u64,
     pub(super) cancel: Cancel,
@@ -29,38 +41,58 @@ pub(super) struct Ctx {
 /// Runs the answering side until the UAC is done (role `both`), the
 /// duration ends (role `uas`), or the run is cancelled.
 pub(super) fn run(ctx: Ctx) -> Result<UasReport, Error> {
+    let io_err = |what: &str| {
+        let what = what.to_string();
+        move |source| Error::Io { what, source }
+    };
     let Ctx {
         cfg,
-        sock,
+        net,
         t0,
         cancel,
         uac_done,
         live,
     } = ctx;
-    let clock = takt_sched::clock();
-    let ns = || clock.ticks_to_ns(clock.now().saturating_sub(t0));
+    let contact = match &net {
+        UasNet::Udp(s) => s.local_addr(),
+        UasNet::Tcp(l) => l.local_addr(),
+    }
+    .map_err(io_err("reading the UAS's address"))?;
+    let parts = (cfg, t0, cancel, uac_done, live);
+    match net {
+        UasNet::Udp(sock) => {
+            let io = UdpIo::new(vec![sock], parts.0.batch)
+                .map_err(io_err("creating the UAS's epoll instance"))?;
+            run_on(parts, io, contact, Transport::Udp)
+        }
+        UasNet::Tcp(listener) => {
+            let io = TcpIo::server(listener).map_err(io_err("watching the UAS's listener"))?;
+            run_on(parts, io, contact, Transport::Tcp)
+        }
+    }
+}
+
+/// The context without the socket.
+type Parts = (GenConfig, u64, Cancel, Arc<AtomicBool>, Arc<Live>);
+
+/// The answering side's loop over `io`, its Contact `contact`.
+fn run_on<N: SideIo>(
+    parts: Parts,
+    mut io: N,
+    contact: SocketAddr,
+    transport: Transport,
+) -> Result<UasReport, Error> {
+    let (cfg, t0, cancel, uac_done, live) = parts;
+    let ns = || ns_since(t0);
     let cpu0 = takt_sched::thread_cpu_time();
     let wall0 = ns();
-    let contact = sock.local_addr().map_err(|source| Error::Io {
-        what: "reading the UAS's socket address".into(),
-        source,
-    })?;
     let mut scfg = UasConfig::new(contact);
     scfg.max_dialogs = cfg.max_dialogs;
     scfg.timers = cfg.timers;
+    scfg.transport = transport;
     let mut uas = Uas::new(scfg);
-    let socks = [sock];
-    let mut poller = Poller::new(&socks).map_err(|source| Error::Io {
-        what: "creating the UAS's epoll instance".into(),
-        source,
-    })?;
-    let mut rb = RecvBatch::new(cfg.batch);
-    let mut q = SendQueue::new();
     let mut stage: Vec<u8> = Vec::with_capacity(256 << 10);
-    let mut ready = Vec::with_capacity(1);
-    let mut drops = 0u32;
-    let mut sockets = SocketReport::default();
-    let mut fails = SendFailures::default();
+    let mut ready = Vec::with_capacity(64);
     let mut idle_ns = 0u64;
     let end = match cfg.role {
         super::Role::Uas => cfg.duration.map(|d| d.as_nanos() as u64),
@@ -75,34 +107,16 @@ pub(super) fn run(ctx: Ctx) -> Result<UasReport, Error> {
         if end.is_some_and(|e| now >= e) {
             break;
         }
-        poller.ready(&mut ready);
+        io.ready(&mut ready);
         let mut got = 0;
-        if !ready.is_empty() {
+        for &key in &ready {
             loop {
-                match rb.recv(&socks[0]) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        got += n;
-                        if let Some(d) = rb.drops {
-                            drops = drops.max(d);
-                        }
-                        let t = ns();
-                        for j in 0..n {
-                            let (bytes, src, trunc) = rb.get(j);
-                            if trunc {
-                                sockets.truncated += 1;
-                            } else {
-                                let _ = uas.handle(t, 0, src, bytes); // refusals are counted
-                            }
-                        }
-                        if n < rb.capacity() {
-                            break;
-                        }
-                    }
-                    Err(_) => {
-                        sockets.recv_errors += 1;
-                        break;
-                    }
+                let r = io.recv(key, |bytes, src, port| {
+                    let _ = uas.handle(ns(), port, src, bytes); // refusals are counted
+                });
+                got += r.messages;
+                if !r.more {
+                    break;
                 }
             }
         }
@@ -112,28 +126,27 @@ pub(super) fn run(ctx: Ctx) -> Result<UasReport, Error> {
         }
         stage.clear();
         while let Some(t) = uas.poll_transmit(&mut stage) {
-            q.push(t.dst, stage.len() - t.len, t.len);
+            io.push(&t, stage.len() - t.len, &stage);
         }
-        if !q.is_empty() {
-            q.flush(&socks[0], &stage, &mut fails);
-        }
+        io.flush(&stage);
         live.answered.store(uas.stats().answered, Ordering::Relaxed);
         if got == 0 {
             let now = ns();
-            let wake = uas
+            let mut wake = uas
                 .poll_timeout()
                 .unwrap_or(u64::MAX)
                 .min(end.unwrap_or(u64::MAX));
+            if io.backlog() {
+                wake = wake.min(now + BACKLOG_WAIT_NS);
+            }
             if wake > now {
-                poller.wait(Duration::from_nanos((wake - now).min(MAX_WAIT_NS)));
+                io.wait(Duration::from_nanos((wake - now).min(MAX_WAIT_NS)));
                 idle_ns += ns() - now;
             }
         }
     }
 
-    sockets.drops = u64::from(drops);
-    sockets.send_full = fails.full;
-    sockets.send_errors = fails.errors;
+    let sockets = io.report();
     let wall_ns = ns() - wall0;
     let thread = ThreadReport {
         name: "gen-uas".into(),

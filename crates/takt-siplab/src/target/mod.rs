@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use takt_sched::{CpuSet, SchedPolicy};
-use takt_sip::proxy::Mode;
+use takt_sip::proxy::{Mode, Transport};
 use takt_sip::transport::WorkerModel;
 
 use crate::error::{Error, Result};
@@ -94,6 +94,11 @@ pub struct TargetSetup {
     /// A network namespace to start the server in (`ip netns exec`; see
     /// [`crate::net::VethNet`]); `listen_ip` must then be an address of it.
     pub netns: Option<String>,
+    /// The transport the load arrives on and is forwarded over: takt
+    /// listens on TCP too and forwards to the UAS over it; the null relay
+    /// and the lab's Kamailio configuration are UDP only (starting them
+    /// for TCP is an error).
+    pub transport: Transport,
 }
 
 impl TargetSetup {
@@ -111,6 +116,7 @@ impl TargetSetup {
             rcvbuf: None,
             takt_exe: None,
             netns: None,
+            transport: Transport::Udp,
         }
     }
 
@@ -184,6 +190,14 @@ impl TargetKind {
     pub fn start(&self, setup: &TargetSetup) -> Result<Target> {
         if setup.workers == 0 {
             return Err(Error::Config("a target needs at least one worker".into()));
+        }
+        if setup.transport == Transport::Tcp
+            && matches!(self, TargetKind::NullRelay | TargetKind::Kamailio)
+        {
+            return Err(Error::Config(format!(
+                "the {} target is UDP only: measure TCP against takt or the address of a running proxy",
+                self.name()
+            )));
         }
         match self {
             TargetKind::Takt(o) => takt::start(setup, o),
@@ -402,4 +416,22 @@ fn bound_udp(p: &ServerProcess, ip: IpAddr) -> Option<SocketAddr> {
         .into_iter()
         .find(|e| owned.contains(&e.inode) && e.local.ip() == ip)
         .map(|e| e.local)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn udp_only_targets_refuse_tcp_with_a_reason() {
+        let mut setup = TargetSetup::new("127.0.0.1:9".parse().unwrap());
+        setup.transport = Transport::Tcp;
+        for kind in [TargetKind::NullRelay, TargetKind::Kamailio] {
+            let e = kind.start(&setup).unwrap_err().to_string();
+            assert!(e.contains("UDP only") && e.contains(kind.name()), "{e}");
+        }
+        // an address serves whatever it serves
+        let addr = TargetKind::Addr("127.0.0.1:5060".parse().unwrap());
+        assert!(addr.start(&setup).is_ok());
+    }
 }

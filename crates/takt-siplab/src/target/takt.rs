@@ -1,4 +1,5 @@
-//! The `takt` target: `takt sip proxy` in its own process, UDP only, its
+//! The `takt` target: `takt sip proxy` in its own process (UDP, or TCP
+//! in and out for [`TargetSetup::transport`] TCP), its
 //! statistics endpoint on a Unix socket in the target's directory. The
 //! endpoint's `/stats` answer is both the readiness signal and the source
 //! of the real listen address (the proxy binds port 0).
@@ -10,6 +11,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::{wait_ready, Control, ServerProcess, TaktOptions, Target, TargetSetup, TempDir};
+use takt_sip::proxy::Transport;
+
 use crate::error::{Error, Result};
 
 const NAME: &str = "takt";
@@ -24,7 +27,12 @@ pub(super) fn start(setup: &TargetSetup, o: &TaktOptions) -> Result<Target> {
         .arg(SocketAddr::new(setup.listen_ip, 0).to_string())
         .arg("--next-hop")
         .arg(setup.uas.to_string())
-        .args(["--next-hop-transport", "udp", "--mode"])
+        .arg("--next-hop-transport")
+        .arg(match setup.transport {
+            Transport::Udp => "udp",
+            Transport::Tcp => "tcp",
+        })
+        .arg("--mode")
         .arg(match setup.mode {
             takt_sip::proxy::Mode::Stateless => "stateless",
             takt_sip::proxy::Mode::Stateful => "stateful",
@@ -33,8 +41,11 @@ pub(super) fn start(setup: &TargetSetup, o: &TaktOptions) -> Result<Target> {
         .arg(o.model.name())
         .arg("--workers")
         .arg(setup.workers.to_string())
-        .args(["--no-tcp", "--interval", "0", "--stats"])
+        .args(["--interval", "0", "--stats"])
         .arg(format!("unix:{}", sock.display()));
+    if setup.transport == Transport::Udp {
+        cmd.arg("--no-tcp");
+    }
     if let Some(c) = &setup.cpus {
         cmd.arg("--cpus").arg(c.to_string());
     }
