@@ -66,6 +66,7 @@ struct Plan {
     ping_pong_in_flight: u64,
     ring_one: Vec<usize>,
     /// customer_ring sizes the peers run (a subset of `ring_one`).
+    #[cfg_attr(not(feature = "peers"), allow(dead_code))]
     ring_peers: Vec<usize>,
     ring_ao: Vec<usize>,
     ring_ag: Vec<usize>,
