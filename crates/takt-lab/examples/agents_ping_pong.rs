@@ -3,8 +3,8 @@
 //! and `... 2000000`; the difference divided by 1M is instructions per
 //! message with set-up and tear-down cancelled out.
 //!
-//! Arguments: `[messages] [one_thread|thread_per_agent|two_workers]`
-//! (default 1000000, one_thread).
+//! Arguments: `[messages] [one_thread|thread_per_agent|two_workers]
+//! [balls in flight]` (default 1000000, one_thread, 1).
 
 use takt_lab::agents::placement::Placement;
 use takt_lab::agents::runs::{ping_pong, TaktOpts};
@@ -31,11 +31,20 @@ fn main() {
             }
         },
     };
+    let in_flight: u64 = match args.next().map_or(Ok(1), |s| s.parse::<u64>()) {
+        Ok(k) if (1..=n).contains(&k) => k,
+        _ => {
+            eprintln!(
+                "usage: agents_ping_pong [messages] [placement] [balls in flight, 1..=messages]"
+            );
+            std::process::exit(2);
+        }
+    };
     let opts = TaktOpts {
         spin: SpinBudget::default(),
         thread: ThreadSpec::default(),
     };
-    let s = match ping_pong(&opts, n, placement) {
+    let s = match ping_pong(&opts, n, in_flight, placement) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("agents_ping_pong: {e}");
@@ -43,8 +52,9 @@ fn main() {
         }
     };
     println!(
-        "{n} messages, {placement}: {:.2} ns/msg, {:.1}% crossed threads",
+        "{n} messages, {in_flight} in flight, {placement}: {:.2} ns/msg, {:.1}% crossed threads, {:.4} wake-ups/msg",
         s.value,
-        s.crossed * 100.0
+        s.crossed * 100.0,
+        s.wakeups_per_msg
     );
 }

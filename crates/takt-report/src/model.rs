@@ -4,34 +4,68 @@
 //! step, a message):
 //!
 //! ```text
-//! t(n) = w / n + s + δ · g(n)
+//! t(n) = w / n + s + δ · g(n) + ω · u
 //! ```
 //!
 //! - `w`: per-item work that divides over `n` threads;
 //! - `s`: per-item cost that does not (a barrier's single-thread part);
-//! - `δ`: per-item cost of each extra thread: barrier arrivals and
-//!   wake-ups (SME, `g(n) = n − 1`: a central barrier takes one cache-line
-//!   transfer per arrival) or cross-thread hand-offs (agents,
-//!   `g(n) = (n − 1) / n`: the share of messages whose receiver lives on
-//!   another thread when agents are spread evenly).
+//! - `δ`: per-item cost of each extra thread, with its growth `g`:
+//!   - SME, `g(n) = n − 1`: a central barrier takes one cache-line
+//!     transfer (and wake-up) per arrival, on the critical path;
+//!   - agents, `g(n) = c(n) / n`: the share `c(n)` of messages whose
+//!     receiver runs on another thread, each adding `δ` to the work of busy
+//!     threads, which divides over `n` like `w`; `c(2)` is counted in the
+//!     2-thread run (`detail.crossed_fraction`) and grows like an even
+//!     spread's `(n − 1)/n` beyond: `c(n) = min(1, c(2) · 2(n − 1)/n)`;
+//! - `ω · u` (agents only): `u` wake-ups of a parked thread per message,
+//!   each costing `ω` of wall time (nothing else runs on the woken
+//!   thread's core while it comes back).
 //!
-//! `w + s` is the one-thread measurement of the workload itself; `s` and
-//! `δ` come from *other* rows of the same run (SME's `sync_cost`, agents'
-//! `ping_pong`), so the 2-thread prediction is a genuine check against the
-//! 2-thread measurement of the workload.
+//! `w + s` is the one-thread measurement of the workload itself; the costs
+//! come from *other* rows of the same run, so the 2-thread prediction is a
+//! genuine check against the 2-thread measurement of the workload.
 //!
-//! Both are least-squares lines ([`fit_line`], the slope constrained to
-//! δ ≥ 0): SME's barrier cost per cycle against the thread count over
-//! every `sync_cost` row, and agents' time per message against the share
-//! of messages that crossed threads (`detail.crossed_fraction`) over every
-//! `ping_pong` placement — δ is then the cost of one crossing whose
-//! receiver waits for it (one message in flight). (Fitted
-//! from the difference of the `one_thread` and `two_workers` placements
-//! alone, δ came out 0: the work-stealing pool keeps both agents of a
-//! ping-pong on one worker, so that row crosses almost never and the
-//! difference was noise, clamped at 0.) Assumptions: every thread has its
-//! own core, the work fits in the caches it had on one thread, memory
-//! bandwidth and NUMA distance do not bind, and the synchronization costs
+//! SME: `s` and `δ` are a least-squares line ([`fit_line`], δ ≥ 0) of the
+//! barrier's cost per cycle against the thread count over every
+//! `sync_cost` row.
+//!
+//! Agents: a crossing costs two different prices, and the benchmark rows
+//! measure them apart. `ping_pong` bounces one ball: across two threads
+//! every delivery finds its receiver waiting — spinning, or parked, and a
+//! parked one costs a futex wake-up, on a VM whose idle vCPU halts tens of
+//! µs through the hypervisor. `ping_pong_in_flight` keeps 100 balls
+//! bouncing: across two threads each delivery is a queue hand-off between
+//! two busy threads (a few cache-line transfers). Every row counts its
+//! crossings (`detail.crossed_fraction`, `c`) and its wake-ups of parked
+//! threads per message (`detail.wakeups_per_msg`, `u`). So ([`agent_costs`]):
+//!
+//! ```text
+//! δ = (2·t₂ − t₁) / c₂             ping_pong_in_flight, 2 threads busy vs 1
+//! ω = (t − t₀ − δ·c) / u           ping_pong, one ball, 2 threads vs 1
+//! ```
+//!
+//! `δ` carries the few wake-ups the in-flight row had (its `u₂` is shown).
+//! `ω` is the one-ball row's excess over a busy hand-off per wake-up it
+//! counted — an upper bound, since a receiver that spun instead of parking
+//! also makes the ball wait; with (almost) no wake-ups counted it is not
+//! priced. (The previous fit, a line of `ping_pong`'s time against `c`
+//! alone, charged every crossing of a busy ring the one-ball price and
+//! predicted two threads +753% slow.)
+//!
+//! The workload predicted is customer_ring (100 tokens in flight) on a
+//! 2-thread pool: `w` is the one-thread ring of the same size; `c₂` and
+//! `u` are counted in that 2-thread run — counts the pool's scheduling
+//! decided, not times — so a work-stealing pool that keeps a token on the
+//! worker that sent it pays few crossings, and the wake term is there
+//! exactly when the run parked threads. Not in the model: contention on a
+//! pool's *shared* run queue (thread_pool's one queue is touched by every
+//! hop, by both threads), so it predicts that pool low, and the error
+//! column shows by how much.
+//!
+//! Assumptions: every thread has its own core, the work fits in the
+//! caches it had on one thread, memory bandwidth and NUMA distance do not
+//! bind, crossings grow with `n` like an even spread's, the wake-ups per
+//! message stay as counted at two threads, and the synchronization costs
 //! measured here hold on the larger machine.
 
 use serde_json::Value;
@@ -40,20 +74,26 @@ use takt_measure::result::{Document, ResultRow};
 use crate::figures::{param, param_f64};
 
 /// How the per-thread cost grows with the thread count.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Growth {
     /// `n − 1`: one more barrier arrival (cache-line transfer, wake-up) per
     /// thread.
     Linear,
-    /// `(n − 1) / n`: the share of items that cross to another thread.
-    Crossing,
+    /// `c(n) / n`: the share `c(n)` of items that cross to another thread,
+    /// each adding to work that divides over `n` busy threads; `c(2)` is
+    /// `share2` and grows like an even spread's `(n − 1)/n`:
+    /// `c(n) = min(1, share2 · 2(n − 1)/n)` (`share2 = 1/2`: an even spread).
+    Crossing {
+        /// The share of items that crossed on two threads.
+        share2: f64,
+    },
 }
 
 impl Growth {
     fn g(self, n: f64) -> f64 {
         match self {
             Growth::Linear => n - 1.0,
-            Growth::Crossing => (n - 1.0) / n,
+            Growth::Crossing { share2 } => (share2 * 2.0 * (n - 1.0) / n).min(1.0) / n,
         }
     }
 }
@@ -73,6 +113,9 @@ pub struct Fit {
     pub delta: f64,
     /// Growth of the `δ` term.
     pub growth: Growth,
+    /// The wake-up term `ω · u` (on two threads and more), where the
+    /// workload's runs parked threads and a row priced a wake-up.
+    pub wake: Option<Wake>,
     /// The 2-thread measurement of the same workload, if the run has one.
     pub measured2: Option<f64>,
     /// Where `s` and `δ` come from.
@@ -83,7 +126,12 @@ impl Fit {
     /// The predicted time per item on `n` threads.
     pub fn predict(&self, n: f64) -> f64 {
         let w = (self.t1 - self.s).max(0.0);
-        w / n + self.s + self.delta * self.growth.g(n)
+        // one thread wakes no other
+        let wake = match self.wake {
+            Some(k) if n > 1.0 => k.cost * k.per_item,
+            _ => 0.0,
+        };
+        w / n + self.s + self.delta * self.growth.g(n) + wake
     }
 
     /// Predicted speedup over one thread.
@@ -96,6 +144,17 @@ impl Fit {
     pub fn error2(&self) -> Option<f64> {
         self.measured2.map(|m| self.predict(2.0) / m - 1.0)
     }
+}
+
+/// The wake-up term of a [`Fit`]: `u` wake-ups of a parked thread per
+/// item (counted on two threads, assumed the same on more), each costing
+/// `ω` of wall time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Wake {
+    /// `ω`: wall time of one wake-up, in the fit's time unit.
+    pub cost: f64,
+    /// `u`: wake-ups per item.
+    pub per_item: f64,
 }
 
 /// A least-squares line through `points`: `(intercept, slope)`, the slope
@@ -179,6 +238,7 @@ pub fn fit_sme(doc: &Document) -> Vec<Fit> {
             s,
             delta,
             growth: Growth::Linear,
+            wake: None,
             measured2,
             source: format!(
                 "s, δ: sync_cost {exec}, a line over {} thread counts ({} µs/cycle at 1 thread, {} more per \
@@ -209,32 +269,112 @@ fn interpolate(points: &[(f64, f64)], x: f64) -> Option<f64> {
     Some((a.1.ln() + f * (b.1.ln() - a.1.ln())).exp())
 }
 
+/// Wake-ups per message below this are no wake-ups: a row that counted
+/// fewer cannot price one, and a workload that had fewer gets no term.
+pub const MIN_WAKEUPS: f64 = 1e-3;
+
+/// An in-flight row whose threads parked on more than this share of its
+/// messages was not busy (a loaded host preempted one thread and the other
+/// ran dry): its `δ` includes wake-ups, and the source says so.
+pub const BUSY_WAKEUPS: f64 = 0.1;
+
+/// The agents' crossing costs, solved from the ping_pong rows (module
+/// docs).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AgentCosts {
+    /// `δ`: ns a crossing adds to the work of two busy threads.
+    pub crossing: f64,
+    /// `ω`: ns of wall time a wake-up of a parked thread costs; `None`
+    /// when no row counted enough wake-ups to price one.
+    pub wake: Option<f64>,
+    /// Which rows, with their values.
+    pub source: String,
+}
+
+fn detail_f64(r: &ResultRow, key: &str) -> Option<f64> {
+    r.detail.get(key).and_then(Value::as_f64)
+}
+
+/// Solves `δ` and `ω` from `ping_pong`'s and `ping_pong_in_flight`'s
+/// one-thread and thread-per-agent rows; `None` without all four (a
+/// document from before `ping_pong_in_flight`, or a partial run) or
+/// without a crossing in the in-flight row.
+pub fn agent_costs(doc: &Document) -> Option<AgentCosts> {
+    let row = |name: &str, placement: &str| {
+        find(doc, |r| {
+            r.implementation == "takt"
+                && r.unit == "ns/msg"
+                && r.name == name
+                && param(r, "placement") == placement
+        })
+    };
+    let one0 = row("ping_pong", "one_thread")?;
+    let two0 = row("ping_pong", "thread_per_agent")?;
+    let one1 = row("ping_pong_in_flight", "one_thread")?;
+    let two1 = row("ping_pong_in_flight", "thread_per_agent")?;
+    let (t0, t, c, u) = (
+        one0.summary.median,
+        two0.summary.median,
+        detail_f64(two0, "crossed_fraction")?,
+        detail_f64(two0, "wakeups_per_msg").unwrap_or(0.0),
+    );
+    let (t1, t2, c2, u2) = (
+        one1.summary.median,
+        two1.summary.median,
+        detail_f64(two1, "crossed_fraction")?,
+        detail_f64(two1, "wakeups_per_msg").unwrap_or(0.0),
+    );
+    if c2 <= 0.0 || ![t0, t, c, u, t1, t2, c2, u2].iter().all(|v| v.is_finite()) {
+        return None;
+    }
+    let crossing = ((2.0 * t2 - t1) / c2).max(0.0);
+    let wake = (u >= MIN_WAKEUPS).then(|| ((t - t0 - crossing * c) / u).max(0.0));
+    let n = crate::html::num;
+    let source = format!(
+        "δ, a hand-off between busy threads: ping_pong_in_flight ({} balls) {} ns/msg on two threads \
+         ({:.0}% crossed, {} wake-ups/msg) against {} on one{}; ω, a wake-up: ping_pong (one ball) {} ns/msg \
+         on two threads ({:.0}% crossed, {} wake-ups/msg) against {} on one{}",
+        one1.params
+            .get("in_flight")
+            .map_or("many".to_string(), Value::to_string),
+        n(t2),
+        c2 * 100.0,
+        n(u2),
+        n(t1),
+        if u2 > BUSY_WAKEUPS {
+            " — its threads were not kept busy (a wake-up on that share of messages: a loaded host \
+             preempts one thread and the other runs dry), so δ includes wake-ups and is an upper bound"
+        } else {
+            ""
+        },
+        n(t),
+        c * 100.0,
+        n(u),
+        n(t0),
+        if wake.is_none() {
+            " — too few wake-ups to price one"
+        } else {
+            ""
+        }
+    );
+    Some(AgentCosts {
+        crossing,
+        wake,
+        source,
+    })
+}
+
 /// Agents: customer_ring on a 2-thread pool, fitted on customer_ring on
-/// one thread (interpolated to the same ring size) and the cross-thread
-/// hand-off of ping_pong between two busy workers.
+/// one thread (interpolated to the same ring size), the crossing and
+/// wake-up costs of [`agent_costs`], and the wake-ups per message counted
+/// in the 2-thread run.
 pub fn fit_agents(doc: &Document) -> Vec<Fit> {
     let msg_row = |r: &ResultRow| {
         r.implementation == "takt" && r.unit == "ns/msg" && r.params.get("phase").is_none()
     };
-    // Time per message against the share of messages that crossed
-    // threads, over every placement: t(c) = t0 + δ·c.
-    let crossing: Vec<(f64, f64)> = doc
-        .results
-        .iter()
-        .filter(|r| msg_row(r) && r.name == "ping_pong")
-        .filter_map(|r| {
-            let c = r.detail.get("crossed_fraction").and_then(Value::as_f64)?;
-            Some((c, r.summary.median))
-        })
-        .collect();
-    let Some((t0, delta)) = fit_line(&crossing) else {
+    let Some(costs) = agent_costs(doc) else {
         return Vec::new();
     };
-    let placements = crossing
-        .iter()
-        .map(|(c, t)| format!("{} ns/msg at {:.0}%", crate::html::num(*t), c * 100.0))
-        .collect::<Vec<_>>()
-        .join(", ");
     let mut one: Vec<(f64, f64)> = doc
         .results
         .iter()
@@ -259,19 +399,49 @@ pub fn fit_agents(doc: &Document) -> Vec<Fit> {
             continue;
         };
         let exact = one.iter().any(|p| p.0 == n);
+        let u = detail_f64(pool, "wakeups_per_msg");
+        let counted = detail_f64(pool, "crossed_fraction").filter(|c| (0.0..=1.0).contains(c));
+        let share2 = counted.unwrap_or(0.5);
+        let wake = match (costs.wake, u) {
+            (Some(cost), Some(u)) if u >= MIN_WAKEUPS => Some(Wake { cost, per_item: u }),
+            _ => None,
+        };
+        let wake_text = match (costs.wake, u) {
+            (_, None) => "u: not counted in this run (an older document)".to_string(),
+            (_, Some(u)) if u < MIN_WAKEUPS => {
+                format!("u: {} wake-ups/msg counted, no wake term", crate::html::num(u))
+            }
+            (Some(_), Some(u)) => {
+                format!("u: {} wake-ups/msg counted in the 2-thread run", crate::html::num(u))
+            }
+            (None, Some(u)) => format!(
+                "u: {} wake-ups/msg counted, but no row priced a wake-up: left out, so the prediction is low",
+                crate::html::num(u)
+            ),
+        };
         fits.push(Fit {
             label: format!("agents customer_ring N={n}, {}", param(pool, "dispatcher")),
             unit: "ns/msg".into(),
             t1,
             s: 0.0,
-            delta,
-            growth: Growth::Crossing,
+            delta: costs.crossing,
+            growth: Growth::Crossing { share2 },
+            wake,
             measured2: Some(pool.summary.median),
             source: format!(
-                "w: customer_ring one_thread{}; δ: the cost of a crossing message, a line through ping_pong's \
-                 placements against the share of messages that crossed threads ({placements}; {} ns/msg at none)",
-                if exact { "" } else { " interpolated log–log in N" },
-                crate::html::num(t0)
+                "w: customer_ring one_thread{}; {}; c₂: {}; {wake_text}",
+                if exact {
+                    ""
+                } else {
+                    " interpolated log–log in N"
+                },
+                costs.source,
+                match counted {
+                    Some(c) => format!("{:.1}% of messages crossed in the 2-thread run", c * 100.0),
+                    None =>
+                        "not counted in this run (an older document): an even spread, 50%, assumed"
+                            .into(),
+                }
             ),
         });
     }
@@ -350,6 +520,7 @@ mod tests {
             s: 10.0,
             delta: 5.0,
             growth: Growth::Linear,
+            wake: None,
             measured2: Some(60.0),
             source: String::new(),
         };
@@ -359,10 +530,26 @@ mod tests {
         // the barrier term eventually dominates: speedup peaks and falls
         assert!(f.speedup(4.0) > f.speedup(64.0));
         let c = Fit {
-            growth: Growth::Crossing,
-            ..f
+            growth: Growth::Crossing { share2: 0.5 },
+            ..f.clone()
         };
-        assert_eq!(c.predict(2.0), 45.0 + 10.0 + 2.5);
+        // an even spread: (n − 1)/n cross, the work divides over n
+        assert_eq!(c.predict(2.0), 45.0 + 10.0 + 1.25);
+        assert!((c.predict(4.0) - (22.5 + 10.0 + 5.0 * 0.75 / 4.0)).abs() < 1e-12);
+        // a pool that crossed 10% on two threads: 15% on four
+        let few = Fit {
+            growth: Growth::Crossing { share2: 0.1 },
+            ..f.clone()
+        };
+        assert!((few.predict(4.0) - (22.5 + 10.0 + 5.0 * 0.15 / 4.0)).abs() < 1e-12);
+        let k = Fit {
+            wake: Some(Wake {
+                cost: 1000.0,
+                per_item: 0.01,
+            }),
+            ..c
+        };
+        assert_eq!(k.predict(2.0), 45.0 + 10.0 + 1.25 + 10.0);
     }
 
     use takt_measure::result::{Better, DocumentBuilder};
@@ -382,59 +569,151 @@ mod tests {
         ResultRow::new(name, "takt", params, unit, Better::Lower, samples, 0.1)
     }
 
-    fn crossed(r: ResultRow, c: f64) -> ResultRow {
+    fn counted(r: ResultRow, c: Option<f64>, u: f64) -> ResultRow {
         let mut d = serde_json::Map::new();
-        d.insert("crossed_fraction".into(), c.into());
+        if let Some(c) = c {
+            d.insert("crossed_fraction".into(), c.into());
+        }
+        d.insert("wakeups_per_msg".into(), u.into());
         r.with_detail(d)
     }
 
-    #[test]
-    fn a_line_is_recovered_and_a_falling_one_is_flat() {
-        let pts: Vec<(f64, f64)> = (0..5).map(|i| (i as f64, 3.0 + 2.0 * i as f64)).collect();
-        let (a, b) = fit_line(&pts).unwrap();
-        assert!((a - 3.0).abs() < 1e-9 && (b - 2.0).abs() < 1e-9, "{a} {b}");
-        assert_eq!(fit_line(&[(0.0, 5.0), (1.0, 3.0)]), Some((4.0, 0.0)));
-        assert_eq!(fit_line(&[(1.0, 5.0), (1.0, 3.0)]), None, "one distinct x");
-        assert_eq!(fit_line(&[(1.0, 5.0)]), None);
-        assert_eq!(fit_line(&[(0.0, f64::NAN), (1.0, 3.0)]), None);
-    }
+    const T0: f64 = 6.0;
+    const CROSSING: f64 = 150.0;
+    const WAKE: f64 = 50_000.0;
 
-    /// Synthetic agents rows made by the model with a known crossing cost:
-    /// the fit finds it, though the two-worker placement barely crosses
-    /// and measured a little faster than one thread (what made δ = 0).
-    #[test]
-    fn agents_recover_a_known_crossing_cost() {
-        const T0: f64 = 30.0;
-        const DELTA: f64 = 9_000.0;
+    /// The rows the agents fit reads, made by the model from a known
+    /// crossing cost and a known wake cost: ping_pong and
+    /// ping_pong_in_flight on one thread and a thread per agent (the one
+    /// ball's receiver parked on `one_ball_wakes` of the messages),
+    /// customer_ring on one thread, and a thread_pool (half its messages
+    /// crossed, a wake-up on 1% of them) beside a work_stealing pool
+    /// (4% crossed, no wake-ups).
+    fn agents_doc(one_ball_wakes: f64) -> Document {
         let mut b = DocumentBuilder::start("agents");
-        for (placement, c, t) in [
-            ("one_thread", 0.0, T0),
-            ("two_workers", 2e-5, T0 - 2.0),
-            ("thread_per_agent", 1.0, T0 + DELTA),
-            ("spread", 0.5, T0 + 0.5 * DELTA),
+        for (name, placement, c, u, t) in [
+            ("ping_pong", "one_thread", 0.0, 0.0, T0),
+            (
+                "ping_pong",
+                "thread_per_agent",
+                1.0,
+                one_ball_wakes,
+                T0 + CROSSING + WAKE * one_ball_wakes,
+            ),
+            // the pool kept both on one worker: barely crosses, and a
+            // little faster than one thread (noise)
+            ("ping_pong", "two_workers", 2e-5, 0.0, T0 - 1.0),
+            ("ping_pong_in_flight", "one_thread", 1e-4, 0.0, T0),
+            (
+                "ping_pong_in_flight",
+                "thread_per_agent",
+                1.0,
+                0.0,
+                T0 / 2.0 + CROSSING / 2.0,
+            ),
         ] {
-            let p = takt_measure::params![("placement", placement)];
-            b.push(crossed(row("ping_pong", p, "ns/msg", t, 0.02), c));
+            let p = takt_measure::params![("placement", placement), ("in_flight", 100)];
+            b.push(counted(row(name, p, "ns/msg", t, 0.02), Some(c), u));
         }
         for (n, t) in [(1000, 6.0), (50_000, 80.0)] {
             let p =
                 takt_measure::params![("dispatcher", "one_thread"), ("agents", n), ("tokens", 100)];
             b.push(row("customer_ring", p, "ns/msg", t, 0.02));
         }
-        let p = takt_measure::params![
-            ("dispatcher", "thread_pool"),
-            ("agents", 10_000),
-            ("threads", 2)
-        ];
-        b.push(row("customer_ring", p, "ns/msg", 4_000.0, 0.02));
-        let fits = fit_agents(&b.finish());
-        assert_eq!(fits.len(), 1);
-        let f = &fits[0];
-        assert!((f.delta / DELTA - 1.0).abs() < 0.01, "δ = {}", f.delta);
-        // one thread: exact; two: w/2 + δ/2
-        assert!((f.predict(1.0) - f.t1).abs() < 1e-9);
-        assert!((f.predict(2.0) - (f.t1 / 2.0 + f.delta / 2.0)).abs() < 1e-9);
-        assert!(f.source.contains("at 100%"), "{}", f.source);
+        for (disp, c, u, t) in [
+            ("thread_pool", 0.5, 0.01, 600.0),
+            ("work_stealing", 0.04, 0.0, 30.0),
+        ] {
+            let p = takt_measure::params![("dispatcher", disp), ("agents", 10_000), ("threads", 2)];
+            b.push(counted(
+                row("customer_ring", p, "ns/msg", t, 0.02),
+                Some(c),
+                u,
+            ));
+        }
+        b.finish()
+    }
+
+    /// The crossing cost comes from the busy rows and the wake cost from
+    /// the one-ball row, each recovered; the wake term appears only in the
+    /// pool that woke threads, the crossing term as often as each pool
+    /// crossed, and the 2-thread prediction is the model's.
+    #[test]
+    fn agents_recover_a_known_crossing_and_wake_cost() {
+        let doc = agents_doc(0.9);
+        let costs = agent_costs(&doc).unwrap();
+        assert!((costs.crossing / CROSSING - 1.0).abs() < 1e-9, "{costs:?}");
+        assert!((costs.wake.unwrap() / WAKE - 1.0).abs() < 1e-9, "{costs:?}");
+        let fits = fit_agents(&doc);
+        assert_eq!(fits.len(), 2);
+        let (pool, ws) = (&fits[0], &fits[1]);
+        assert!(pool.label.contains("thread_pool") && ws.label.contains("work_stealing"));
+        for f in &fits {
+            assert!((f.predict(1.0) - f.t1).abs() < 1e-9);
+            assert!(
+                f.source.contains("ping_pong_in_flight (100 balls)"),
+                "{}",
+                f.source
+            );
+        }
+        // two threads: w/2 + δ·c₂/2 (+ ω·u where the run parked)
+        let wake = pool.wake.unwrap();
+        assert!((wake.per_item - 0.01).abs() < 1e-12 && (wake.cost / WAKE - 1.0).abs() < 1e-9);
+        let expect = pool.t1 / 2.0 + CROSSING * 0.5 / 2.0 + WAKE * 0.01;
+        assert!((pool.predict(2.0) / expect - 1.0).abs() < 1e-9);
+        assert_eq!(ws.wake, None, "no wake-ups, no wake term");
+        let expect = ws.t1 / 2.0 + CROSSING * 0.04 / 2.0;
+        assert!((ws.predict(2.0) / expect - 1.0).abs() < 1e-9);
+        assert!((ws.error2().unwrap() - (expect / 30.0 - 1.0)).abs() < 1e-9);
+        assert!(
+            ws.source.contains("4.0% of messages crossed"),
+            "{}",
+            ws.source
+        );
+    }
+
+    /// A one-ball receiver that spun instead of parking prices no wake-up
+    /// (δ still comes from the busy rows), and a pool that did wake
+    /// threads says its wake-ups were left out.
+    #[test]
+    fn without_parked_receivers_no_wake_cost_is_made_up() {
+        let doc = agents_doc(0.0);
+        let costs = agent_costs(&doc).unwrap();
+        assert_eq!(costs.wake, None);
+        assert!((costs.crossing / CROSSING - 1.0).abs() < 1e-9, "{costs:?}");
+        let fits = fit_agents(&doc);
+        assert!(fits.iter().all(|f| f.wake.is_none()));
+        assert!(fits[0].source.contains("left out"), "{}", fits[0].source);
+        assert!(
+            costs.source.contains("too few wake-ups"),
+            "{}",
+            costs.source
+        );
+        assert!(!costs.source.contains("upper bound"), "{}", costs.source);
+    }
+
+    /// An in-flight row whose threads parked on most messages did not
+    /// measure a busy hand-off: its δ is flagged as an upper bound.
+    #[test]
+    fn an_in_flight_row_that_ran_dry_is_flagged() {
+        let mut doc = agents_doc(0.9);
+        for r in &mut doc.results {
+            if r.name == "ping_pong_in_flight" && param(r, "placement") == "thread_per_agent" {
+                r.detail.insert("wakeups_per_msg".into(), 0.8.into());
+            }
+        }
+        let costs = agent_costs(&doc).unwrap();
+        assert!(costs.source.contains("not kept busy"), "{}", costs.source);
+    }
+
+    /// A document from before ping_pong_in_flight is not modelled: its
+    /// one-ball rows alone would price every crossing as a wake-up.
+    #[test]
+    fn a_document_without_the_busy_rows_is_not_modelled() {
+        let mut doc = agents_doc(0.9);
+        doc.results.retain(|r| r.name != "ping_pong_in_flight");
+        assert_eq!(agent_costs(&doc), None);
+        assert!(fit_agents(&doc).is_empty());
     }
 
     /// Synthetic SME rows: a barrier costing 2 µs per cycle plus 0.5 µs

@@ -74,7 +74,27 @@ pub fn human_bytes(b: f64) -> String {
     }
 }
 
-impl Chart<'_> {
+impl<'a> Chart<'a> {
+    /// A chart of `series` with numeric x ticks (neither byte sizes nor
+    /// names).
+    pub fn new(
+        x_desc: &'a str,
+        y_desc: &'a str,
+        x_scale: Scale,
+        y_scale: Scale,
+        series: Vec<Series>,
+    ) -> Self {
+        Chart {
+            x_desc,
+            y_desc,
+            x_scale,
+            y_scale,
+            x_bytes: false,
+            x_names: Vec::new(),
+            series,
+        }
+    }
+
     fn usable(&self, p: &(f64, f64)) -> bool {
         p.0.is_finite()
             && p.1.is_finite()

@@ -112,27 +112,14 @@ fn sweep_and_robustness_documents_render_when_given() {
     assert_eq!(input.attach(sweep, None), Some(Stage::Sweep));
     let mut rows = Vec::new();
     for (target, at15, at2, recovery) in [("takt", 0.97, 0.91, 2.0), ("kamailio", 0.7, 0.4, 9.0)] {
-        rows.push(common::row(
-            "goodput",
-            target,
-            json!({"offered": 1.5}),
-            "ratio",
-            at15,
-        ));
-        rows.push(common::row(
-            "goodput",
-            target,
-            json!({"offered": 2.0}),
-            "ratio",
-            at2,
-        ));
-        rows.push(common::row(
-            "recovery_s",
-            target,
-            json!({"offered": 2.0}),
-            "s",
-            recovery,
-        ));
+        for (name, offered, unit, value) in [
+            ("goodput", 1.5, "ratio", at15),
+            ("goodput", 2.0, "ratio", at2),
+            ("recovery_s", 2.0, "s", recovery),
+        ] {
+            let p = json!({ "offered": offered });
+            rows.push(common::row(name, target, p, unit, value));
+        }
     }
     let torture = common::document("sip_torture", rows);
     assert_eq!(

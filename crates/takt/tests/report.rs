@@ -1,7 +1,8 @@
 //! `takt report` end to end: Ctrl-C during a stage keeps the report, which
 //! says what is missing; `--from` renders the directory again.
 
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 #[test]
@@ -71,14 +72,27 @@ fn an_interrupted_report_is_written_and_says_what_is_missing() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `takt report --run 1 --db DB --out OUT [--with FILE]`: renders the
+/// stored run 1 (or `run`) again.
+fn render_run(db: &Path, run: &str, out: &Path, with: Option<&Path>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_takt"));
+    cmd.args(["report", "--run", run, "--db"])
+        .arg(db)
+        .arg("--out")
+        .arg(out);
+    if let Some(file) = with {
+        cmd.arg("--with").arg(file);
+    }
+    cmd.output().unwrap()
+}
+
 #[test]
 fn a_stored_run_renders_again() {
     let dir = std::env::temp_dir().join(format!("takt-report-run-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let db = dir.join("records.db");
-    let fixtures =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../takt-report/tests/fixtures");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../takt-report/tests/fixtures");
     let add = Command::new(env!("CARGO_BIN_EXE_takt"))
         .args(["runs", "add", "--db"])
         .arg(&db)
@@ -91,13 +105,7 @@ fn a_stored_run_renders_again() {
         "{}",
         String::from_utf8_lossy(&add.stderr)
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_takt"))
-        .args(["report", "--run", "1", "--db"])
-        .arg(&db)
-        .arg("--out")
-        .arg(dir.join("r"))
-        .output()
-        .unwrap();
+    let out = render_run(&db, "1", &dir.join("r"), None);
     assert!(
         out.status.success(),
         "{}",
@@ -118,25 +126,16 @@ fn a_stored_run_renders_again() {
         "machine section"
     );
     // An unknown run is an error that names it.
-    let bad = Command::new(env!("CARGO_BIN_EXE_takt"))
-        .args(["report", "--run", "99", "--db"])
-        .arg(&db)
-        .arg("--out")
-        .arg(dir.join("r2"))
-        .output()
-        .unwrap();
+    let bad = render_run(&db, "99", &dir.join("r2"), None);
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--run 99"));
     // --with adds a document the run lacks; its suite names the section.
-    let with = Command::new(env!("CARGO_BIN_EXE_takt"))
-        .args(["report", "--run", "1", "--db"])
-        .arg(&db)
-        .arg("--out")
-        .arg(dir.join("r3"))
-        .arg("--with")
-        .arg(fixtures.join("capacity.json"))
-        .output()
-        .unwrap();
+    let with = render_run(
+        &db,
+        "1",
+        &dir.join("r3"),
+        Some(&fixtures.join("capacity.json")),
+    );
     assert!(
         with.status.success(),
         "{}",
@@ -150,15 +149,7 @@ fn a_stored_run_renders_again() {
         (fixtures.join("../report.rs"), "expected"),
         (dir.join("missing.json"), "missing.json"),
     ] {
-        let bad = Command::new(env!("CARGO_BIN_EXE_takt"))
-            .args(["report", "--run", "1", "--db"])
-            .arg(&db)
-            .arg("--out")
-            .arg(dir.join("r4"))
-            .arg("--with")
-            .arg(&file)
-            .output()
-            .unwrap();
+        let bad = render_run(&db, "1", &dir.join("r4"), Some(&file));
         assert_eq!(bad.status.code(), Some(1), "{}", file.display());
         let err = String::from_utf8_lossy(&bad.stderr);
         assert!(err.contains("--with") && err.contains(says), "{err}");

@@ -63,8 +63,10 @@ impl Options {
 struct Plan {
     ping_pong: u64,
     ping_pong_cross: u64,
+    ping_pong_in_flight: u64,
     ring_one: Vec<usize>,
     /// customer_ring sizes the peers run (a subset of `ring_one`).
+    #[cfg_attr(not(feature = "peers"), allow(dead_code))]
     ring_peers: Vec<usize>,
     ring_ao: Vec<usize>,
     ring_ag: Vec<usize>,
@@ -80,6 +82,7 @@ impl Plan {
             Plan {
                 ping_pong: 2_000_000,
                 ping_pong_cross: 50_000,
+                ping_pong_in_flight: 1_000_000,
                 ring_one: vec![1000, 50_000],
                 ring_peers: vec![1000],
                 ring_ao: vec![100],
@@ -93,6 +96,7 @@ impl Plan {
             Plan {
                 ping_pong: 10_000_000,
                 ping_pong_cross: 1_000_000,
+                ping_pong_in_flight: 4_000_000,
                 ring_one: vec![1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000],
                 ring_peers: vec![1000, 10_000, 50_000],
                 ring_ao: vec![100, 200, 500, 1000],
@@ -113,7 +117,7 @@ impl Plan {
     }
 
     /// What `--quick` leaves out, for the run's notes.
-    const QUICK_NOTE: &'static str = "--quick: ping_pong 2M messages (cross-thread 50k) instead of 10M (1M); \
+    const QUICK_NOTE: &'static str = "--quick: ping_pong 2M messages (cross-thread 50k) instead of 10M (1M), ping_pong_in_flight 1M instead of 4M; \
 customer_ring one_thread N=1000,50000 (of 1000..100000; peers N=1000 of 1000,10000,50000), active_obj N=100 (of 100..1000), \
 active_group N=10000 (of 1000..100000), pools N=10000; skynet 100k leaves instead of 1M; \
 send_agents_msg_self (10000,5000) and (100000,20000) of the seed's six; still 1 warm-up + runs per row";
@@ -298,19 +302,59 @@ impl Runner<'_> {
 /// dispatcher, agents, tokens, threads, the seed's (ns/msg, µs/agent).
 type RingCase = (RingDispatcher, usize, usize, usize, Option<(f64, f64)>);
 
-/// A ping_pong row's `detail`: the median fraction of deliveries that
-/// crossed threads over the measured runs (the warm-up run left out).
-fn crossing_detail(fractions: &[f64]) -> Map<String, Value> {
-    let mut d = Map::new();
-    d.insert(
-        "crossed_fraction".into(),
-        crate::stats::median(fractions).into(),
-    );
-    d
+/// A row's `detail`: each per-run count (`crossed_fraction`: deliveries
+/// whose sender ran on another thread; `wakeups_per_msg`: wake-ups of a
+/// parked dispatcher thread per message) as its median over the runs
+/// given (the caller leaves the warm-up run out).
+fn median_detail(counts: &[(&str, &[f64])]) -> Map<String, Value> {
+    counts
+        .iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(k, v)| ((*k).to_string(), crate::stats::median(v).into()))
+        .collect()
 }
+
+/// Balls `ping_pong_in_flight` keeps bouncing between its two agents: as
+/// many as customer_ring's tokens, so each agent's queue holds about 50
+/// and its thread rarely runs dry.
+pub const IN_FLIGHT: u64 = 100;
 
 fn sample_rep(s: Sample) -> Rep {
     (s.value, s.registration_us_per_agent)
+}
+
+/// A takt ping_pong row (`name`) of `messages` deliveries with `in_flight`
+/// balls, its detail the median crossed fraction and wake-ups per message.
+fn ping_pong_row(
+    r: &mut Runner<'_>,
+    t: &TaktOpts,
+    name: &str,
+    messages: u64,
+    in_flight: u64,
+    placement: Placement,
+    disp: &str,
+) -> Result<ResultRow, String> {
+    let mut crossed = Vec::new();
+    let mut woken = Vec::new();
+    let s = r.repeat(&format!("{name} {placement} ({disp}) {messages}"), || {
+        let s = runs::ping_pong(t, messages, in_flight, placement)?;
+        crossed.push(s.crossed);
+        woken.push(s.wakeups_per_msg);
+        Ok((s.value, None))
+    })?;
+    let p = r.takt_params(
+        disp,
+        placement.threads(),
+        params![("messages", messages), ("placement", placement.name())],
+    );
+    Ok(
+        ResultRow::new(name, "takt", p, "ns/msg", Better::Lower, s.main, s.cpu_s).with_detail(
+            median_detail(&[
+                ("crossed_fraction", &crossed[1..]),
+                ("wakeups_per_msg", &woken[1..]),
+            ]),
+        ),
+    )
 }
 
 /// Rough wall time of a run with these options (announced on stderr).
@@ -390,36 +434,40 @@ fn run_rows(opts: &Options, ctx: &RunContext) -> Result<Document, String> {
         "published: the seed's SObjectizer 4.4.b3 figure (Pentium-M 1.5 GHz, 2006) converted to this row's unit",
     );
 
-    // ping_pong
+    // ping_pong: one ball (a hand-off to a waiting receiver), then a window
+    // of IN_FLIGHT balls (a hand-off between two busy threads).
     for placement in Placement::ALL {
         let (n, disp) = match placement {
             Placement::OneThread => (plan.ping_pong, "one_thread"),
             Placement::ThreadPerAgent => (plan.ping_pong_cross, "active_obj"),
             Placement::TwoWorkers => (plan.ping_pong_cross, "work_stealing"),
         };
-        let mut crossed = Vec::new();
-        let s = r.repeat(&format!("ping_pong {placement} ({disp}) {n}"), || {
-            let s = runs::ping_pong(&t, n, placement)?;
-            crossed.push(s.crossed);
-            Ok((s.value, None))
-        })?;
-        let p = r.takt_params(
-            disp,
-            placement.threads(),
-            params![("messages", n), ("placement", placement.name())],
-        );
-        let row = ResultRow::new(
-            "ping_pong",
-            "takt",
-            p,
-            "ns/msg",
-            Better::Lower,
-            s.main,
-            s.cpu_s,
-        )
-        .with_detail(crossing_detail(&crossed[1..]));
+        let row = ping_pong_row(&mut r, &t, "ping_pong", n, 1, placement, disp)?;
         r.push(row);
     }
+    for (placement, disp) in [
+        (Placement::OneThread, "one_thread"),
+        (Placement::ThreadPerAgent, "active_obj"),
+    ] {
+        let n = plan.ping_pong_in_flight;
+        let mut row = ping_pong_row(
+            &mut r,
+            &t,
+            "ping_pong_in_flight",
+            n,
+            IN_FLIGHT,
+            placement,
+            disp,
+        )?;
+        row.params.insert("in_flight".into(), IN_FLIGHT.into());
+        row.detail.insert("in_flight".into(), IN_FLIGHT.into());
+        r.push(row);
+    }
+    r.doc.note(format!(
+        "ping_pong_in_flight: {IN_FLIGHT} balls bounce between the two agents at once (ping_pong has one), so across \
+         threads each delivery is a hand-off between two busy threads, not a wake-up of a waiting one; \
+         detail.wakeups_per_msg counts the wake-ups of parked dispatcher threads per message"
+    ));
 
     // customer_ring on every dispatcher
     let mut rings: Vec<RingCase> = Vec::new();
@@ -455,21 +503,34 @@ fn run_rows(opts: &Options, ctx: &RunContext) -> Result<Document, String> {
         rings.push((RingDispatcher::WorkStealing { threads: 2 }, n, 100, 2, None));
     }
     for (d, n, m, threads, seed) in rings {
+        let (mut woken, mut crossed) = (Vec::new(), Vec::new());
         let s = r.repeat(&format!("customer_ring {} N={n} M={m}", d.name()), || {
-            runs::customer_ring(&t, d, n, m).map(sample_rep)
+            let s = runs::customer_ring(&t, d, n, m)?;
+            woken.extend(s.wakeups_per_msg);
+            crossed.extend(s.crossed);
+            Ok(sample_rep(s))
         })?;
         let mut p = r.takt_params(d.name(), threads, params![("agents", n), ("tokens", m)]);
         if let RingDispatcher::ActiveGroup { groups } = d {
             p.insert("groups".into(), groups.into());
         }
-        r.takt_row(
+        let mut row = ResultRow::new(
             "customer_ring",
+            "takt",
             p.clone(),
             "ns/msg",
+            Better::Lower,
             s.main.clone(),
             s.cpu_s,
-            seed.map(|x| x.0),
-        );
+        )
+        .with_detail(median_detail(&[
+            ("wakeups_per_msg", &woken[1..]),
+            ("crossed_fraction", crossed.get(1..).unwrap_or_default()),
+        ]));
+        if let Some(x) = seed {
+            row = row.with_published(x.0);
+        }
+        r.push(row);
         let mut rp = p;
         rp.insert("phase".into(), "registration".into());
         r.takt_row(
@@ -670,7 +731,7 @@ mod peers {
                     s.cpu_s,
                 );
                 if !crossed.is_empty() {
-                    row = row.with_detail(crossing_detail(&crossed[1..]));
+                    row = row.with_detail(median_detail(&[("crossed_fraction", &crossed[1..])]));
                 }
                 r.push(row);
                 if !s.second.is_empty() {

@@ -45,6 +45,13 @@ pub struct Sample {
     pub value: f64,
     /// µs per agent for registering (and starting) the benchmark's agents.
     pub registration_us_per_agent: Option<f64>,
+    /// Wake-ups of a parked dispatcher thread per message over the timed
+    /// region, where the value is per message.
+    pub wakeups_per_msg: Option<f64>,
+    /// Deliveries whose sender ran on another thread, over all deliveries,
+    /// where the benchmark counts them (customer_ring on a pool; the
+    /// first hop of each token, sent by the driver, counts as crossed).
+    pub crossed: Option<f64>,
 }
 
 /// A one-shot signal from the runtime's threads to the driver.
@@ -152,29 +159,47 @@ impl Agent for Player {
     }
 }
 
-/// One `ping_pong` run: ns per message and the fraction of deliveries that
-/// crossed threads.
+/// One `ping_pong` run: ns per message, the fraction of deliveries that
+/// crossed threads and the wake-ups the run needed.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PingPongSample {
     /// ns per message.
     pub value: f64,
     /// Deliveries whose sender ran on another thread, over all deliveries
-    /// (the first is sent by the driver thread).
+    /// (the first of each ball is sent by the driver thread).
     pub crossed: f64,
+    /// Wake-ups of a parked dispatcher thread per message, over the timed
+    /// region ([`DispatcherStats::wakeups`](takt_agents::DispatcherStats)).
+    pub wakeups_per_msg: f64,
     /// µs per agent for registering and starting the two players.
     pub registration_us_per_agent: f64,
 }
 
+/// Wake-ups `disp` has sent so far.
+fn wakeups(disp: &Dispatcher) -> u64 {
+    disp.stats().wakeups
+}
+
 /// `messages` deliveries between two agents placed as `placement` says:
 /// one_thread, active_obj (a thread per agent) or a work_stealing pool of
-/// two (the pool places them).
+/// two (the pool places them), with `in_flight` balls bouncing at once.
+///
+/// With one ball (the classic ping-pong) every delivery finds its receiver
+/// waiting for it, so across threads it measures a hand-off to an idle
+/// thread. With many, each agent's queue holds about half of them and its
+/// thread rarely runs dry: across threads it measures a hand-off between
+/// two busy threads. Ball `i` gets `messages / in_flight` deliveries, the
+/// first `messages % in_flight` balls one more.
 pub fn ping_pong(
     opts: &TaktOpts,
     messages: u64,
+    in_flight: u64,
     placement: Placement,
 ) -> Result<PingPongSample, String> {
-    if messages == 0 {
-        return Err("ping_pong needs at least one message".into());
+    if in_flight == 0 || messages < in_flight {
+        return Err(format!(
+            "ping_pong needs at least one ball and a message per ball ({messages} messages, {in_flight} in flight)"
+        ));
     }
     let rt = opts.runtime();
     let disp = match placement {
@@ -183,7 +208,7 @@ pub fn ping_pong(
         Placement::TwoWorkers => rt.work_stealing("pp", 2),
     }
     .map_err(|e| e.to_string())?;
-    let done = Countdown::new(1);
+    let done = Countdown::new(in_flight);
     let started = Countdown::new(2);
     let totals = Arc::new(Mutex::new(CrossingCounter::default()));
     let t0 = Instant::now();
@@ -202,15 +227,27 @@ pub fn ping_pong(
     let reg = t0.elapsed().as_secs_f64() * 1e6 / 2.0;
     a.send(SetPeer(b.clone()));
     b.send(SetPeer(a.clone()));
-    // `messages` deliveries: the ball is sent `messages` times in total
-    // (the first from here), the last receiver sees 0.
+    // `messages` deliveries: each ball is sent its share of times in total
+    // (the first from here), its last receiver sees 0. Balls start at both
+    // players alternately, so both queues fill from the start.
+    let (share, extra) = (messages / in_flight, messages % in_flight);
+    let from = thread_tag();
+    let w0 = wakeups(&disp);
     let t = Instant::now();
-    a.send(Ball {
-        left: messages - 1,
-        from: thread_tag(),
-    });
+    for i in 0..in_flight {
+        let ball = Ball {
+            left: share + u64::from(i < extra) - 1,
+            from,
+        };
+        if i % 2 == 0 {
+            a.send(ball);
+        } else {
+            b.send(ball);
+        }
+    }
     done.latch.wait()?;
     let ns = t.elapsed().as_nanos() as f64 / messages as f64;
+    let woken = wakeups(&disp).saturating_sub(w0);
     drop((a, b));
     finish(rt, &coop)?;
     let totals = *totals.lock().unwrap_or_else(|p| p.into_inner());
@@ -223,18 +260,30 @@ pub fn ping_pong(
     Ok(PingPongSample {
         value: ns,
         crossed: totals.fraction(),
+        wakeups_per_msg: woken as f64 / messages as f64,
         registration_us_per_agent: reg,
     })
 }
 
 // ------------------------------------------------------------ customer_ring
 
-struct Token(u32);
+/// A token: hops left after this one, and (where the ring counts
+/// crossings) the sender's thread tag.
+struct Token {
+    left: u32,
+    from: u32,
+}
 
 struct Customer {
     next: Option<Addr<Customer>>,
     done: Arc<Countdown>,
     started: Arc<Countdown>,
+    /// Counting crossings: on pools only, where the pool decides where each
+    /// agent runs (the one-thread ring is compared with the peers, which do
+    /// not count).
+    count: bool,
+    crossing: CrossingCounter,
+    totals: Arc<Mutex<CrossingCounter>>,
 }
 
 impl Agent for Customer {
@@ -245,12 +294,20 @@ impl Agent for Customer {
             },
         )
         .on(
-            |me: &mut Customer, _: &mut Ctx<Customer>, Token(left): Token| {
+            |me: &mut Customer, _: &mut Ctx<Customer>, Token { left, from }: Token| {
+                let from = if me.count {
+                    me.crossing.delivered(from)
+                } else {
+                    0
+                };
                 // This delivery is one hop; `left` hops remain after it.
                 if left == 0 {
                     me.done.hit();
                 } else if let Some(n) = &me.next {
-                    n.send(Token(left - 1));
+                    n.send(Token {
+                        left: left - 1,
+                        from,
+                    });
                 }
             },
         );
@@ -261,6 +318,10 @@ impl Agent for Customer {
     fn on_finish(&mut self, _: &mut Ctx<Self>) {
         // The ring's addresses form a cycle: break it so the cells are freed.
         self.next = None;
+        if self.count {
+            let mut t = self.totals.lock().unwrap_or_else(|p| p.into_inner());
+            *t = t.merge(self.crossing);
+        }
     }
 }
 
@@ -327,6 +388,11 @@ pub fn customer_ring(
     let disp = disp_kind.make(&rt)?;
     let done = Countdown::new(tokens as u64);
     let started = Countdown::new(agents as u64);
+    let count = matches!(
+        disp_kind,
+        RingDispatcher::ThreadPool { .. } | RingDispatcher::WorkStealing { .. }
+    );
+    let totals = Arc::new(Mutex::new(CrossingCounter::default()));
     let t0 = Instant::now();
     let mut coop = rt.coop("customer_ring");
     let mut addrs: Vec<Addr<Customer>> = Vec::with_capacity(agents);
@@ -342,6 +408,9 @@ pub fn customer_ring(
                     next: addrs.last().cloned(),
                     done: done.clone(),
                     started: started.clone(),
+                    count,
+                    crossing: CrossingCounter::default(),
+                    totals: totals.clone(),
                 },
                 binding,
             )
@@ -353,17 +422,26 @@ pub fn customer_ring(
     let reg = t0.elapsed().as_secs_f64() * 1e6 / agents as f64;
     addrs.reverse();
     addrs[agents - 1].send(SetPeer(addrs[0].clone()));
+    let w0 = wakeups(&disp);
     let t = Instant::now();
     for j in 0..tokens {
-        addrs[j * agents / tokens].send(Token(agents as u32 - 1));
+        addrs[j * agents / tokens].send(Token {
+            left: agents as u32 - 1,
+            from: 0,
+        });
     }
     done.latch.wait()?;
-    let ns = t.elapsed().as_nanos() as f64 / (agents as f64 * tokens as f64);
+    let messages = agents as f64 * tokens as f64;
+    let ns = t.elapsed().as_nanos() as f64 / messages;
+    let woken = wakeups(&disp).saturating_sub(w0);
     drop(addrs);
     finish(rt, &coop)?;
+    let totals = *totals.lock().unwrap_or_else(|p| p.into_inner());
     Ok(Sample {
         value: ns,
         registration_us_per_agent: Some(reg),
+        wakeups_per_msg: Some(woken as f64 / messages),
+        crossed: count.then(|| totals.fraction()),
     })
 }
 
@@ -498,6 +576,8 @@ pub fn skynet(opts: &TaktOpts, leaves: u64) -> Result<Sample, String> {
     Ok(Sample {
         value: ms,
         registration_us_per_agent: None,
+        wakeups_per_msg: None,
+        crossed: None,
     })
 }
 
@@ -892,9 +972,13 @@ mod tests {
     #[test]
     fn ping_pong_runs_in_every_placement_and_counts_crossings() {
         for placement in Placement::ALL {
-            let s = ping_pong(&opts(), 1000, placement).unwrap();
+            let s = ping_pong(&opts(), 1000, 1, placement).unwrap();
             assert!(s.value.is_finite() && s.value > 0.0, "{s:?}");
             assert!(s.registration_us_per_agent > 0.0, "{s:?}");
+            assert!(
+                s.wakeups_per_msg >= 0.0 && s.wakeups_per_msg <= 1.0,
+                "{s:?}"
+            );
             match placement {
                 // Only the first delivery (sent by this thread) crossed.
                 Placement::OneThread => assert_eq!(s.crossed, 1.0 / 1000.0),
@@ -902,6 +986,38 @@ mod tests {
                 Placement::TwoWorkers => assert!((0.0..=1.0).contains(&s.crossed), "{s:?}"),
             }
         }
+    }
+
+    /// Many balls: every delivery is counted once (1003 over 10 balls: the
+    /// first three get one more), and across a thread per agent every one
+    /// crosses; nonsense windows are refused.
+    #[test]
+    fn ping_pong_keeps_a_window_of_balls_in_flight() {
+        let s = ping_pong(&opts(), 1003, 10, Placement::ThreadPerAgent).unwrap();
+        assert_eq!(s.crossed, 1.0, "{s:?}");
+        let s = ping_pong(&opts(), 1003, 10, Placement::OneThread).unwrap();
+        // the ten first deliveries come from this thread
+        assert_eq!(s.crossed, 10.0 / 1003.0, "{s:?}");
+        // the driver's first sends may wake the thread, nothing else does
+        assert!(s.wakeups_per_msg * 1003.0 <= 10.0, "{s:?}");
+        assert!(ping_pong(&opts(), 9, 10, Placement::OneThread).is_err());
+        assert!(ping_pong(&opts(), 9, 0, Placement::OneThread).is_err());
+    }
+
+    /// Pools count the ring's crossings; the one-thread ring (the one the
+    /// peers run too) does not.
+    #[test]
+    fn customer_ring_counts_crossings_on_pools_only() {
+        let one = customer_ring(&opts(), RingDispatcher::OneThread, 100, 10).unwrap();
+        assert_eq!(one.crossed, None);
+        assert!(one.wakeups_per_msg.is_some_and(|u| u <= 0.1), "{one:?}");
+        let pool =
+            customer_ring(&opts(), RingDispatcher::ThreadPool { threads: 2 }, 100, 10).unwrap();
+        // at least the ten hops the driver sent crossed
+        assert!(
+            pool.crossed.is_some_and(|c| (0.01..=1.0).contains(&c)),
+            "{pool:?}"
+        );
     }
 
     /// Completes only when every one of the M senders' messages has been

@@ -7,8 +7,9 @@ use std::collections::BTreeSet;
 use takt_measure::result::{Document, ResultRow};
 
 use crate::figures::{how, param, param_f64, params_text, rows_table, stat_cells, STAT_HEAD};
-use crate::html::{esc, figure, Cell, Table};
+use crate::html::{esc, Cell, Table};
 use crate::plot::{Chart, Scale, Series};
+use crate::section::push_figure;
 
 /// The peer runtimes the agents suite knows; a missing one is named.
 pub(crate) const PEERS: [(&str, &str); 5] = [
@@ -163,23 +164,9 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
             s
         })
         .collect();
-    let chart = Chart {
-        x_desc: "agents in the ring",
-        y_desc: "ns per message",
-        x_scale: Scale::Log,
-        y_scale: Scale::Log,
-        x_bytes: false,
-        x_names: Vec::new(),
-        series,
-    };
-    if let Some(svg) = chart.to_svg() {
-        out.push_str(&figure(
-            &svg,
-            "customer_ring on one thread: ns per message against ring size, every runtime of this run, \
+    push_figure(&mut out, &Chart::new("agents in the ring", "ns per message", Scale::Log, Scale::Log, series), "customer_ring on one thread: ns per message against ring size, every runtime of this run, \
              and the seed's SObjectizer 4.4 figure (dashed; a 1.5 GHz Pentium-M in 2006: distance travelled, not a \
-             same-machine comparison). Log–log.",
-        ));
-    }
+             same-machine comparison). Log–log.");
 
     out.push_str("<h3>takt and the seed's SObjectizer 4.4 figures</h3>\n");
     let mut head = vec![

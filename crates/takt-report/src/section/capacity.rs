@@ -15,8 +15,9 @@ use serde_json::Value;
 use takt_measure::result::{Document, ResultRow};
 
 use crate::figures::{how, param, param_f64};
-use crate::html::{esc, figure, num, Cell, Table};
+use crate::html::{esc, num, Cell, Table};
 use crate::plot::{Chart, Scale, Series};
+use crate::section::push_figure;
 
 const METHOD: &str = "takt's native generator (UAC and UAS, Poisson arrivals, no retransmissions) offers calls \
     through each target in turn, point by point; a search ramps the rate up until a trial drops more than the \
@@ -182,26 +183,12 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
             points: vec![(x_lo, thr), (x_hi, thr)],
             dashed: true,
         });
-        let chart = Chart {
-            x_desc: "offered calls/s",
-            y_desc: "drop rate (pooled over repetitions)",
-            x_scale: Scale::Log,
-            y_scale: Scale::Log,
-            x_bytes: false,
-            x_names: Vec::new(),
-            series,
-        };
-        if let Some(svg) = chart.to_svg() {
-            out.push_str(&figure(
-                &svg,
-                &format!(
+        push_figure(&mut out, &Chart::new("offered calls/s", "drop rate (pooled over repetitions)", Scale::Log, Scale::Log, series), &format!(
                     "Drop rate against offered load at each target's grid of rates around its capacity, with the {}% \
                      line (dashed): the capacity is the highest rate below it. Log–log; a drop rate of 0 is drawn at {}.",
                     pct(thr),
                     num(ZERO_AT)
-                ),
-            ));
-        }
+                ));
     }
     out.push_str(&t.render());
     let _ = writeln!(

@@ -12,8 +12,9 @@ use std::collections::BTreeSet;
 use takt_measure::result::{Document, ResultRow};
 
 use crate::figures::{ci_half, how, param, param_f64, rows_table};
-use crate::html::{figure, num, Cell, Table};
+use crate::html::{num, Cell, Table};
 use crate::plot::{human_bytes, Chart, Scale, Series};
+use crate::section::push_figure;
 
 const METHOD: &str = "two takt-remote nodes in one process (two NATS connections, two bridge threads) exchange \
     64-byte requests through a nats-server the run starts; the asking side is a plain thread calling ask, the \
@@ -96,22 +97,8 @@ fn paced(doc: &Document) -> String {
             dashed: false,
         });
     }
-    let chart = Chart {
-        x_desc: "pace (one round trip every … ms)",
-        y_desc: "p99 round trip (µs)",
-        x_scale: Scale::Linear,
-        y_scale: Scale::Log,
-        x_bytes: false,
-        x_names: paces.iter().map(|p| format!("{} ms", num(*p))).collect(),
-        series,
-    };
-    if let Some(svg) = chart.to_svg() {
-        out.push_str(&figure(
-            &svg,
-            "p99 of a 64-byte round trip sent every 75, 80 or 100 ms — the seed's case, where a transport that \
-             batches or sleeps shows stalls — per implementation, all measured at once.",
-        ));
-    }
+    push_figure(&mut out, &Chart { x_names: paces.iter().map(|p| format!("{} ms", num(*p))).collect(), ..Chart::new("pace (one round trip every … ms)", "p99 round trip (µs)", Scale::Linear, Scale::Log, series) }, "p99 of a 64-byte round trip sent every 75, 80 or 100 ms — the seed's case, where a transport that \
+             batches or sleeps shows stalls — per implementation, all measured at once.");
     out.push_str(&t.render());
     out.push_str(
         "<p>Cells are the median over the run's fifths of the window ± half the 95% interval; \
@@ -156,22 +143,8 @@ fn saturated(doc: &Document) -> String {
         }
         t.row(cells);
     }
-    let chart = Chart {
-        x_desc: "round trips in flight",
-        y_desc: "round trips per second",
-        x_scale: Scale::Log,
-        y_scale: Scale::Log,
-        x_bytes: false,
-        x_names: Vec::new(),
-        series,
-    };
-    if let Some(svg) = chart.to_svg() {
-        out.push_str(&figure(
-            &svg,
-            "Round trips per second with a fixed number in flight: takt-remote against bare async-nats through \
-             the same server. Log–log.",
-        ));
-    }
+    push_figure(&mut out, &Chart::new("round trips in flight", "round trips per second", Scale::Log, Scale::Log, series), "Round trips per second with a fixed number in flight: takt-remote against bare async-nats through \
+             the same server. Log–log.");
     out.push_str(&t.render());
     out
 }

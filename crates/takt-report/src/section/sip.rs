@@ -8,8 +8,9 @@ use std::collections::BTreeSet;
 use takt_measure::result::{Document, ResultRow};
 
 use crate::figures::{ci_half, how, param, rows_table};
-use crate::html::{figure, num, Cell, Table};
+use crate::html::{num, Cell, Table};
 use crate::plot::{Chart, Scale, Series};
+use crate::section::push_figure;
 
 const METHOD: &str = "SIPp (UAC and UAS) drives calls through the in-process proxy at a fixed call rate; \
     T_sip is the proxy's time per message from its own timestamps, K_rcv and K_snd the kernel's receive and send \
@@ -96,21 +97,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
     if t.is_empty() {
         out.push_str("<p>The document has no per-message cost rows.</p>\n");
     } else {
-        let chart = Chart {
-            x_desc: "message kind",
-            y_desc: "T_sip (µs)",
-            x_scale: Scale::Linear,
-            y_scale: Scale::Linear,
-            x_bytes: false,
-            x_names: kind_names,
-            series,
-        };
-        if let Some(svg) = chart.to_svg() {
-            out.push_str(&figure(
-                &svg,
-                "T_sip per message kind for every mode and worker model: the proxy's own time per message.",
-            ));
-        }
+        push_figure(&mut out, &Chart { x_names: kind_names, ..Chart::new("message kind", "T_sip (µs)", Scale::Linear, Scale::Linear, series) }, "T_sip per message kind for every mode and worker model: the proxy's own time per message.");
         out.push_str(&t.render());
         out.push_str("<p>Cells are median ± half the 95% interval over the measured runs.</p>\n");
     }

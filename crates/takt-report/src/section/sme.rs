@@ -7,8 +7,9 @@ use std::collections::BTreeSet;
 use takt_measure::result::{Document, ResultRow};
 
 use crate::figures::{how, param, param_f64, rows_table, stat_cells, STAT_HEAD};
-use crate::html::{esc, figure, Cell, Table};
+use crate::html::{esc, Cell, Table};
 use crate::plot::{Chart, Scale, Series};
+use crate::section::push_figure;
 
 const METHOD: &str = "each configuration runs a fresh network: a minimum warm-up, then at least 5 measured runs; \
     speedup = the sequential executor's median / this run; the floor is the same ring as a plain loop over an array";
@@ -75,24 +76,10 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
                     });
                 }
             }
-            let chart = Chart {
-                x_desc: "threads",
-                y_desc: "speedup over sequential",
-                x_scale: Scale::Linear,
-                y_scale: Scale::Linear,
-                x_bytes: false,
-                x_names: Vec::new(),
-                series,
-            };
-            if let Some(svg) = chart.to_svg() {
-                out.push_str(&figure(
-                    &svg,
-                    &format!(
+            push_figure(&mut out, &Chart::new("threads", "speedup over sequential", Scale::Linear, Scale::Linear, series), &format!(
                         "{name}, {p} processes × {c} cycles: speedup per executor and thread count \
                          (solid), the thesis's C++SME figures (dashed, its 1-thread time over its 2-thread time)."
-                    ),
-                ));
-            }
+                    ));
             let mut head = vec![
                 "executor",
                 "threads",

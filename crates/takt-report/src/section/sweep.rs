@@ -16,8 +16,9 @@ use std::fmt::Write as _;
 use takt_measure::result::{Document, ResultRow};
 
 use crate::figures::{ci_half, how, param, param_f64};
-use crate::html::{esc, figure, num, Cell, Table};
+use crate::html::{esc, num, Cell, Table};
 use crate::plot::{Chart, Scale, Series};
+use crate::section::push_figure;
 
 const METHOD: &str = "the capacity laboratory's search (1%-drop capacity, grid with repetitions) per target, mode, \
     worker-thread count m and scheduler profile, the targets taking turns point by point; each profile is applied \
@@ -111,24 +112,10 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
             );
             t.row(cells);
         }
-        let chart = Chart {
-            x_desc: "worker threads m",
-            y_desc: "1%-drop capacity (calls/s)",
-            x_scale: Scale::Log,
-            y_scale: Scale::Linear,
-            x_bytes: false,
-            x_names: Vec::new(),
-            series,
-        };
-        if let Some(svg) = chart.to_svg() {
-            out.push_str(&figure(
-                &svg,
-                &format!(
+        push_figure(&mut out, &Chart::new("worker threads m", "1%-drop capacity (calls/s)", Scale::Log, Scale::Linear, series), &format!(
                     "{target} {mode}: capacity against the number of worker threads, one line per scheduler profile \
                      (the paper's figure, on today's kernel)."
-                ),
-            ));
-        }
+                ));
         out.push_str(&t.render());
     }
     if !caps.is_empty() {
