@@ -1,4 +1,6 @@
-//! The `takt` target: `takt sip proxy` in its own process, UDP only, its
+//! The `takt` target: `takt sip proxy` in its own process, UDP only unless
+//! [`TargetSetup::tcp`] asks for TCP on the same port (then the `--tcp-*`
+//! flags carry its limits), its
 //! statistics endpoint on a Unix socket in the target's directory. The
 //! endpoint's `/stats` answer is both the readiness signal and the source
 //! of the real listen address (the proxy binds port 0).
@@ -33,8 +35,23 @@ pub(super) fn start(setup: &TargetSetup, o: &TaktOptions) -> Result<Target> {
         .arg(o.model.name())
         .arg("--workers")
         .arg(setup.workers.to_string())
-        .args(["--no-tcp", "--interval", "0", "--stats"])
+        .args(["--interval", "0", "--stats"])
         .arg(format!("unix:{}", sock.display()));
+    match &setup.tcp {
+        None => {
+            cmd.arg("--no-tcp");
+        }
+        Some(t) => {
+            cmd.arg("--tcp-max-connections")
+                .arg(t.max_connections.to_string())
+                .arg("--tcp-max-per-peer")
+                .arg(t.max_per_peer.to_string())
+                .arg("--tcp-idle-timeout")
+                .arg(format!("{}ms", t.idle_timeout.as_millis()))
+                .arg("--tcp-message-deadline")
+                .arg(format!("{}ms", t.message_deadline.as_millis()));
+        }
+    }
     if let Some(c) = &setup.cpus {
         cmd.arg("--cpus").arg(c.to_string());
     }
