@@ -232,7 +232,10 @@ fn exercise_on(kind: TargetKind, mode: Mode, net: Option<&VethNet>) {
     }
     if let Some(shm) = t.shm() {
         let shm = shm.unwrap();
-        assert_eq!(shm.total, 512 << 20);
+        assert_eq!(
+            shm.total,
+            u64::from(takt_siplab::target::kamailio::SHM_MB) << 20
+        );
         assert!(shm.max_used > 0 && shm.peak_fraction() < 0.5, "{shm:?}");
     }
     let name = t.name();
