@@ -205,7 +205,7 @@ impl<H: Handler> EventLoop<H> {
             std::mem::swap(&mut again, &mut next_again);
             if now >= next_sweep {
                 next_sweep = now + sweep_ns;
-                self.sweep(&mut conns, now);
+                self.sweep(&mut conns, now, &again);
                 // connections handed over while a wake-up failed
                 self.adopt(&mut conns);
                 if accept_failed {
@@ -341,8 +341,12 @@ impl<H: Handler> EventLoop<H> {
         }
     }
 
-    /// Closes the connections whose message deadline or idle lifetime passed.
-    fn sweep(&mut self, conns: &mut HashMap<Token, Local>, now: u64) {
+    /// Closes the connections whose message deadline or idle lifetime
+    /// passed. A connection in `busy` (bytes left unread after its turn)
+    /// is not closed for its message deadline: its message is arriving as
+    /// fast as this loop reads it (a slow loris never has bytes left).
+    fn sweep(&mut self, conns: &mut HashMap<Token, Local>, now: u64, busy: &[Token]) {
+        let busy: std::collections::HashSet<Token> = busy.iter().copied().collect();
         let lim = &self.tcp.limits;
         let deadline = lim.message_deadline.as_nanos() as u64;
         let idle = lim.idle_timeout.as_nanos() as u64;
@@ -372,6 +376,7 @@ impl<H: Handler> EventLoop<H> {
                 if l.conn
                     .msg_since()
                     .is_some_and(|s| now.saturating_sub(s) >= deadline)
+                    && !busy.contains(t)
                 {
                     Some((*t, Close::MessageDeadline))
                 } else if now.saturating_sub(l.conn.last_active()) >= idle {
