@@ -13,7 +13,8 @@
 //!
 //! 1. **idle**: [`TorturePlan::flood_connections`] connections opened
 //!    and held without a byte sent;
-//! 2. **half-open**: up to [`HALF_OPEN`] connections (the issue's
+//! 2. **half-open**, after a pause in which the kernel frees the first
+//!    phase's sockets: up to [`HALF_OPEN`] connections (the issue's
 //!    target: new clients served within 1 s behind 1,000) each sent the
 //!    first half of a request and held.
 //!
@@ -85,7 +86,7 @@ pub fn run(
     // room for both phases: opening (tens of µs a connect), settling and
     // probing each, after the warm-up
     let open_s = (n + half) as f64 * 200e-6;
-    let run_for = WARM_UP + SETTLE * 2 + Duration::from_secs_f64(open_s) + Duration::from_secs(4);
+    let run_for = WARM_UP + SETTLE * 3 + Duration::from_secs_f64(open_s) + Duration::from_secs(4);
     let mut cfg = plan.gen_cfg(Role::Both, plan.uas_listen, rate);
     cfg.uas_listen = plan.uas_listen;
     cfg.duration = Some(run_for.max(plan.durations.fault_run));
@@ -110,6 +111,11 @@ pub fn run(
         ] {
             if plan.stopped() {
                 break;
+            }
+            if half_open {
+                // the idle phase's sockets are closed: let the kernel free
+                // them before this phase's `before` is read
+                std::thread::sleep(SETTLE);
             }
             progress(Progress::Step(if half_open {
                 "half-open connections"
