@@ -13,8 +13,11 @@
 //!   Kamailio the RSS sum counts shared memory once per process, the PSS
 //!   sum once) before the connections and while they are held;
 //! - the kernel's TCP socket memory (`/proc/net/sockstat`, `TCP: mem`, in
-//!   pages) before and while held. On loopback both ends of every
-//!   connection are on this host, so this counts the flood's sockets too;
+//!   pages: buffered data, none for an idle connection) and the slab
+//!   memory of TCP sockets and socket inodes (`/proc/slabinfo`, caches
+//!   `TCP` and `sock_inode_cache`: active objects × object size; root)
+//!   before and while held. On loopback both ends of every connection
+//!   are on this host, so both count the flood's sockets too;
 //! - how long a fresh client (its own source address) waits from its
 //!   connect to the first response to an OPTIONS with `Max-Forwards: 0`,
 //!   which a proxy answers itself (RFC 3261 §16.3 step 3) — a few probes,
@@ -102,6 +105,10 @@ pub struct FloodReport {
     pub kernel_tcp_before: Option<u64>,
     /// Kernel TCP socket memory while held, bytes (both ends on loopback).
     pub kernel_tcp_held: Option<u64>,
+    /// Slab memory of TCP sockets and socket inodes before, bytes.
+    pub kernel_slab_before: Option<u64>,
+    /// The same while held (both ends on loopback).
+    pub kernel_slab_held: Option<u64>,
     /// Probes answered.
     pub probes_answered: usize,
     /// Probes asked.
@@ -171,6 +178,29 @@ pub fn kernel_tcp_bytes() -> Option<u64> {
         }
     }
     None
+}
+
+/// Slab memory of the kernel's TCP sockets and socket inodes
+/// (`/proc/slabinfo`, caches `TCP` and `sock_inode_cache`: active objects
+/// × object size), bytes; `None` where slabinfo is not readable (it needs
+/// root) or has neither cache.
+pub fn kernel_slab_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/slabinfo").ok()?;
+    let mut found = false;
+    let mut total = 0;
+    for l in s.lines() {
+        let mut f = l.split_whitespace();
+        let Some(name) = f.next() else { continue };
+        if name != "TCP" && name != "sock_inode_cache" {
+            continue;
+        }
+        let active: u64 = f.next()?.parse().ok()?;
+        let _all = f.next()?;
+        let size: u64 = f.next()?.parse().ok()?;
+        total += active * size;
+        found = true;
+    }
+    found.then_some(total)
 }
 
 /// An OPTIONS the proxy answers itself (Max-Forwards 0), from `from`.
@@ -243,6 +273,7 @@ pub fn run(cfg: &FloodConfig) -> Result<FloodReport> {
     let rss_before_kib = summed(&cfg.pids, rss_kib);
     let pss_before_kib = summed(&cfg.pids, pss_kib);
     let kernel_tcp_before = kernel_tcp_bytes();
+    let kernel_slab_before = kernel_slab_bytes();
     let t0 = Instant::now();
     let mut held = Vec::with_capacity(cfg.connections);
     let mut connect_failed = 0;
@@ -268,6 +299,7 @@ pub fn run(cfg: &FloodConfig) -> Result<FloodReport> {
     let rss_held_kib = summed(&cfg.pids, rss_kib);
     let pss_held_kib = summed(&cfg.pids, pss_kib);
     let kernel_tcp_held = kernel_tcp_bytes();
+    let kernel_slab_held = kernel_slab_bytes();
     let mut probe_ms = Vec::new();
     for n in 0..cfg.probes {
         let ip = Ipv4Addr::new(127, cfg.source_base - 1, 0, (n % 250) as u8 + 1);
@@ -297,6 +329,8 @@ pub fn run(cfg: &FloodConfig) -> Result<FloodReport> {
         rss_per_connection,
         kernel_tcp_before,
         kernel_tcp_held,
+        kernel_slab_before,
+        kernel_slab_held,
         probes_answered: probe_ms.len(),
         probes: cfg.probes,
         probe_ms,
@@ -325,6 +359,9 @@ mod tests {
     fn proc_readers_find_their_numbers() {
         assert!(rss_kib(std::process::id() as i32).unwrap() > 0);
         assert!(kernel_tcp_bytes().is_some());
+        // slabinfo is root's
+        let readable = std::fs::read_to_string("/proc/slabinfo").is_ok();
+        assert_eq!(kernel_slab_bytes().is_some_and(|b| b > 0), readable);
     }
 
     #[test]
@@ -357,6 +394,10 @@ mod tests {
         assert!(r.probe_max_ms().unwrap() < 1000.0, "{r:?}");
         assert!(r.rss_held_kib.is_some() && r.kernel_tcp_held.is_some());
         assert!(r.pss_held_kib.is_some_and(|p| p > 0));
+        if let (Some(b), Some(h)) = (r.kernel_slab_before, r.kernel_slab_held) {
+            // 600 sockets (both ends), ~3 KB each, less what else closed
+            assert!(h > b + 300 * 2048, "{r:?}");
+        }
         assert_eq!(r.closed_by_server, 300, "{r:?}");
         let t = srv.stop().tcp.unwrap();
         assert_eq!(t.message_timeouts, 300, "{t:?}");

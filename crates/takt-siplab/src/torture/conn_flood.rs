@@ -24,8 +24,9 @@
 //! measured is the cost of the connections, not a per-peer refusal. In
 //! each phase, once the connections are held: the server's RSS and PSS
 //! summed over its processes against before the phase, the kernel's TCP
-//! socket memory (`/proc/net/sockstat`; both ends of every connection
-//! are on this host), [`PROBES`] fresh clients each connecting and
+//! socket memory (`/proc/net/sockstat`'s buffers, and the sockets' slab
+//! from `/proc/slabinfo`; both ends of every connection are on this
+//! host), [`PROBES`] fresh clients each connecting and
 //! sending a complete OPTIONS (Max-Forwards 0, which a proxy answers
 //! itself) — the time from connect to answer, and how many went
 //! unanswered — and the held connections the server closed or refused.
@@ -263,6 +264,12 @@ fn phase_rows(
         let mut det = Map::new();
         det.insert("before_b".into(), json!(r.kernel_tcp_before));
         det.insert("held_b".into(), json!(r.kernel_tcp_held));
+        det.insert("slab_before_b".into(), json!(r.kernel_slab_before));
+        det.insert("slab_held_b".into(), json!(r.kernel_slab_held));
+        det.insert(
+            "slab_added_mb".into(),
+            json!(diff(r.kernel_slab_before, r.kernel_slab_held).map(|d| mb(d, false))),
+        );
         out.push(
             row(
                 plan,
@@ -273,7 +280,9 @@ fn phase_rows(
                 mb(d, false),
                 det,
             )
-            .with_note("both ends of every connection are on this host"),
+            .with_note(
+                "buffered data (sockstat); the sockets' slab in the detail; both ends of every connection are on this host",
+            ),
         );
     }
     let mut det = Map::new();
