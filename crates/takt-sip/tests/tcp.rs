@@ -213,7 +213,7 @@ fn connection_limits_refuse_and_count() {
     };
     let srv = start(limits, None);
     let at = srv.local_addr();
-    let a1 = connect_from(Ipv4Addr::new(127, 0, 3, 1), at).unwrap();
+    let mut a1 = connect_from(Ipv4Addr::new(127, 0, 3, 1), at).unwrap();
     let a2 = connect_from(Ipv4Addr::new(127, 0, 3, 1), at).unwrap();
     until(&srv, "two accepted", |t| t.accepted == 2);
     // a third from the same address is over its peer's limit
@@ -224,28 +224,135 @@ fn connection_limits_refuse_and_count() {
     let b1 = connect_from(Ipv4Addr::new(127, 0, 3, 2), at).unwrap();
     let mut b2 = connect_from(Ipv4Addr::new(127, 0, 3, 3), at).unwrap();
     until(&srv, "four open", |t| t.open == 4);
+    // the table is full: a peer at its own limit is still refused, and
+    // evicts nobody
+    let mut a4 = connect_from(Ipv4Addr::new(127, 0, 3, 1), at).unwrap();
+    assert!(closed_within(&mut a4, Duration::from_secs(2)));
+    until(&srv, "per-peer refusal at the total", |t| {
+        t.refused_peer_limit == 2
+    });
+    // a new peer evicts the connection idle longest (a1)
     let mut b3 = connect_from(Ipv4Addr::new(127, 0, 3, 4), at).unwrap();
-    assert!(closed_within(&mut b3, Duration::from_secs(2)));
-    let t = until(&srv, "total refusal", |t| t.refused_total_limit == 1);
-    assert_eq!(t.peak, 4);
-    // the admitted ones still work
+    let mut pending = Vec::new();
+    b3.write_all(&options("z9hG4bK-new", "")).unwrap();
+    assert_eq!(
+        read_message(&mut b3, &mut pending),
+        options("z9hG4bK-new", "")
+    );
+    assert!(closed_within(&mut a1, Duration::from_secs(2)));
+    let t = until(&srv, "eviction", |t| t.evicted == 1);
+    assert_eq!((t.open, t.peak, t.refused_total_limit), (4, 4, 0), "{t:?}");
+    // the others still work
     let mut pending = Vec::new();
     b2.write_all(&options("z9hG4bK-ok", "")).unwrap();
     assert_eq!(
         read_message(&mut b2, &mut pending),
         options("z9hG4bK-ok", "")
     );
-    // a closed connection frees its slot
-    drop((a1, a2, b1));
-    until(&srv, "slots freed", |t| t.open == 1 && t.closed == 3);
+    // a closed connection frees its slot; the evicted one was counted closed
+    drop((a2, b1));
+    until(&srv, "slots freed", |t| t.open == 2 && t.closed == 3);
     let _c = connect_from(Ipv4Addr::new(127, 0, 3, 1), at).unwrap();
-    until(&srv, "admitted again", |t| t.open == 2);
+    until(&srv, "admitted again", |t| t.open == 3);
     let snap = srv.stop();
     let tcp = snap.tcp.unwrap();
-    assert_eq!((tcp.refused_peer_limit, tcp.refused_total_limit), (1, 1));
-    assert!(snap
-        .prometheus()
-        .contains("takt_sip_tcp_refused_peer_limit_total 1"));
+    assert_eq!((tcp.refused_peer_limit, tcp.evicted), (2, 1));
+    let prom = snap.prometheus();
+    assert!(prom.contains("takt_sip_tcp_refused_peer_limit_total 2"));
+    assert!(prom.contains("takt_sip_tcp_evicted_total 1"));
+}
+
+/// Feeds `s` requests, never reading, until the server holds a response
+/// for it that the kernel would not take (a send buffer overflowed).
+fn clog(srv: &Server<Echo>, s: &mut TcpStream, tag: &str) {
+    let before = tcp(srv).send_overflows;
+    let body = "x".repeat(3800);
+    for i in 0..4000 {
+        s.write_all(&options(&format!("z9hG4bK-{tag}{i}"), &body))
+            .unwrap();
+        if i % 16 == 15 && tcp(srv).send_overflows > before {
+            return;
+        }
+    }
+    panic!(
+        "{tag}: no send overflow after 4000 requests: {:?}",
+        tcp(srv)
+    );
+}
+
+/// A connection from `ip` with a small receive buffer, clogged ([`clog`]).
+fn clogged(srv: &Server<Echo>, ip: Ipv4Addr, tag: &str) -> TcpStream {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    s.set_recv_buffer_size(4096).unwrap();
+    s.bind(&SocketAddr::new(IpAddr::V4(ip), 0).into()).unwrap();
+    s.connect(&srv.local_addr().into()).unwrap();
+    let mut s: TcpStream = s.into();
+    clog(srv, &mut s, tag);
+    s
+}
+
+#[test]
+fn a_full_table_evicts_half_open_then_longest_idle_never_queued() {
+    let limits = TcpLimits {
+        max_connections: 3,
+        max_send_buffer: 32 * 1024,
+        ..TcpLimits::default()
+    };
+    let srv = start(limits, None);
+    let at = srv.local_addr();
+    let ip = |d| Ipv4Addr::new(127, 0, 6, d);
+    // the oldest connection has a response queued: it is never a victim
+    let mut queued = clogged(&srv, ip(1), "q");
+    let mut idle = connect_from(ip(2), at).unwrap();
+    let mut half = connect_from(ip(3), at).unwrap();
+    half.write_all(&options("z9hG4bK-half", "")[..50]).unwrap();
+    until(&srv, "three open", |t| t.open == 3);
+    // past the grace in which a message counts as still arriving
+    std::thread::sleep(Duration::from_millis(250));
+    // a new client's complete request is answered; the half-open goes
+    let mut n1 = connect_from(ip(4), at).unwrap();
+    n1.write_all(&options("z9hG4bK-n1", "")).unwrap();
+    let mut pending = Vec::new();
+    assert_eq!(
+        read_message(&mut n1, &mut pending),
+        options("z9hG4bK-n1", "")
+    );
+    assert!(closed_within(&mut half, Duration::from_secs(2)));
+    until(&srv, "half-open evicted", |t| t.evicted == 1);
+    // the next: the idle one, older than n1 (the queued one is older still)
+    let mut n2 = connect_from(ip(5), at).unwrap();
+    n2.write_all(&options("z9hG4bK-n2", "")).unwrap();
+    let mut pending = Vec::new();
+    assert_eq!(
+        read_message(&mut n2, &mut pending),
+        options("z9hG4bK-n2", "")
+    );
+    assert!(closed_within(&mut idle, Duration::from_secs(2)));
+    let t = until(&srv, "idle evicted", |t| t.evicted == 2);
+    assert_eq!((t.message_timeouts, t.idle_timeouts, t.open), (0, 0, 3));
+    // every connection has a response queued: a newcomer is refused
+    clog(&srv, &mut n1, "n1");
+    clog(&srv, &mut n2, "n2");
+    let mut n3 = connect_from(ip(7), at).unwrap();
+    assert!(
+        closed_within(&mut n3, Duration::from_secs(2)),
+        "{:?}",
+        tcp(&srv)
+    );
+    let t = until(&srv, "refused", |t| t.refused_total_limit == 1);
+    assert_eq!(t.evicted, 2, "{t:?}");
+    // the queued connection kept every response: read them all, then it
+    // answers a new request
+    queued.write_all(&options("z9hG4bK-last", "")).unwrap();
+    let mut pending = Vec::new();
+    let last = options("z9hG4bK-last", "");
+    let mut echoes = 0;
+    while read_message(&mut queued, &mut pending) != last {
+        echoes += 1;
+    }
+    assert!(echoes > 16, "{echoes}");
+    let t = srv.stop().tcp.unwrap();
+    assert_eq!((t.evicted, t.refused_total_limit), (2, 1), "{t:?}");
 }
 
 #[test]
@@ -434,6 +541,53 @@ fn a_new_client_is_served_within_a_second_behind_1000_half_open_connections() {
     assert_eq!((t.refused_total_limit, t.refused_peer_limit), (0, 0));
     drop(held);
     until(&srv, "all closed", |t| t.open == 1);
+}
+
+#[test]
+fn a_table_full_of_attackers_does_not_lock_out_new_clients() {
+    let srv = start(
+        TcpLimits {
+            max_connections: 300,
+            ..TcpLimits::default()
+        },
+        None,
+    );
+    let at = srv.local_addr();
+    let half = &options("z9hG4bK-half", "")[..60];
+    // 150 idle and 150 half-open attacker connections, one per address
+    let mut held = Vec::with_capacity(300);
+    for i in 0..300u32 {
+        let ip = Ipv4Addr::new(127, 2, (i / 250) as u8, (i % 250) as u8 + 1);
+        let mut s = connect_from(ip, at).unwrap();
+        if i % 2 == 1 {
+            s.write_all(half).unwrap();
+        }
+        held.push(s);
+    }
+    until(&srv, "300 held", |t| t.open == 300);
+    std::thread::sleep(Duration::from_millis(250));
+    let mut clients = Vec::new();
+    for n in 0..60u8 {
+        let mut c = connect_from(Ipv4Addr::new(127, 3, 0, n + 1), at).unwrap();
+        let req = options(&format!("z9hG4bK-c{n}"), "");
+        c.write_all(&req).unwrap();
+        let mut pending = Vec::new();
+        assert_eq!(read_message(&mut c, &mut pending), req);
+        clients.push(c);
+    }
+    let t = until(&srv, "evictions", |t| t.evicted == 60);
+    assert_eq!((t.refused_total_limit, t.open), (0, 300), "{t:?}");
+    // the victims were the half-open connections, oldest message first
+    for (i, s) in held.iter_mut().enumerate() {
+        let victim = i % 2 == 1 && i < 120;
+        s.set_nonblocking(true).unwrap();
+        let mut b = [0u8; 16];
+        let closed = match s.read(&mut b) {
+            Ok(n) => n == 0,
+            Err(e) => e.kind() != ErrorKind::WouldBlock,
+        };
+        assert_eq!(closed, victim, "connection {i}");
+    }
 }
 
 #[test]

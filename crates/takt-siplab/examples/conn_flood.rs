@@ -1,5 +1,6 @@
 //! Runs [`takt_siplab::conn_flood::run`] against a running server and
-//! prints its report as JSON, until `takt sip torture` runs it:
+//! prints its report as JSON (`takt sip torture --scenario conn-flood`
+//! runs it with calls and probes against a server it starts):
 //!
 //! ```text
 //! cargo run --release -p takt-siplab --example conn_flood -- ADDR PID N [half]
@@ -15,7 +16,7 @@ fn main() -> Result<(), String> {
     };
     let addr: SocketAddr = addr.parse().map_err(|e| format!("{addr}: {e}"))?;
     let mut cfg = takt_siplab::conn_flood::FloodConfig::new(addr);
-    cfg.pid = Some(pid.parse().map_err(|e| format!("{pid}: {e}"))?);
+    cfg.pids = vec![pid.parse().map_err(|e| format!("{pid}: {e}"))?];
     cfg.connections = n.parse().map_err(|e| format!("{n}: {e}"))?;
     cfg.half_open = args.get(3).is_some_and(|a| a == "half");
     let r = takt_siplab::conn_flood::run(&cfg).map_err(|e| e.to_string())?;

@@ -7,11 +7,17 @@
 //! the first bytes of a request and nothing more (half-open: the server
 //! holds an incomplete message), holds them, and measures:
 //!
-//! - the server process's resident memory (`VmRSS` of `/proc/PID/status`)
-//!   before the connections and while they are held;
+//! - the server's resident memory (`VmRSS` of `/proc/PID/status`, and
+//!   the proportional set size `Pss` of `/proc/PID/smaps_rollup`, each
+//!   summed over its processes: for a multi-process server such as
+//!   Kamailio the RSS sum counts shared memory once per process, the PSS
+//!   sum once) before the connections and while they are held;
 //! - the kernel's TCP socket memory (`/proc/net/sockstat`, `TCP: mem`, in
-//!   pages) before and while held. On loopback both ends of every
-//!   connection are on this host, so this counts the flood's sockets too;
+//!   pages: buffered data, none for an idle connection) and the slab
+//!   memory of TCP sockets and socket inodes (`/proc/slabinfo`, caches
+//!   `TCP` and `sock_inode_cache`: active objects × object size; root)
+//!   before and while held. On loopback both ends of every connection
+//!   are on this host, so both count the flood's sockets too;
 //! - how long a fresh client (its own source address) waits from its
 //!   connect to the first response to an OPTIONS with `Max-Forwards: 0`,
 //!   which a proxy answers itself (RFC 3261 §16.3 step 3) — a few probes,
@@ -37,8 +43,9 @@ use crate::error::{io as io_err, Error, Result};
 pub struct FloodConfig {
     /// The server's TCP address.
     pub target: SocketAddr,
-    /// The server's process, whose memory is measured (`None`: not measured).
-    pub pid: Option<i32>,
+    /// The server's processes, whose memory is measured (empty: not
+    /// measured).
+    pub pids: Vec<i32>,
     /// Connections to open.
     pub connections: usize,
     /// Send each connection the first bytes of a request and stop there.
@@ -60,7 +67,7 @@ impl FloodConfig {
     pub fn new(target: SocketAddr) -> FloodConfig {
         FloodConfig {
             target,
-            pid: None,
+            pids: Vec::new(),
             connections: 10_000,
             half_open: false,
             settle: Duration::from_secs(2),
@@ -84,16 +91,24 @@ pub struct FloodReport {
     pub half_open: bool,
     /// Seconds to open them all.
     pub open_s: f64,
-    /// Server RSS before, KiB.
+    /// Server RSS before, KiB (summed over its processes).
     pub rss_before_kib: Option<u64>,
     /// Server RSS while held, KiB.
     pub rss_held_kib: Option<u64>,
+    /// Server PSS before, KiB (summed over its processes).
+    pub pss_before_kib: Option<u64>,
+    /// Server PSS while held, KiB.
+    pub pss_held_kib: Option<u64>,
     /// (RSS held − before) / connections opened, bytes.
     pub rss_per_connection: Option<f64>,
     /// Kernel TCP socket memory before, bytes (sockstat pages × page size).
     pub kernel_tcp_before: Option<u64>,
     /// Kernel TCP socket memory while held, bytes (both ends on loopback).
     pub kernel_tcp_held: Option<u64>,
+    /// Slab memory of TCP sockets and socket inodes before, bytes.
+    pub kernel_slab_before: Option<u64>,
+    /// The same while held (both ends on loopback).
+    pub kernel_slab_held: Option<u64>,
     /// Probes answered.
     pub probes_answered: usize,
     /// Probes asked.
@@ -133,6 +148,21 @@ pub fn rss_kib(pid: i32) -> Option<u64> {
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
 }
 
+/// `Pss` of process `pid` (`/proc/PID/smaps_rollup`), KiB.
+pub fn pss_kib(pid: i32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("Pss:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+}
+
+/// `read` summed over `pids` (processes that are gone count nothing);
+/// `None` when there are no pids or none could be read.
+fn summed(pids: &[i32], read: fn(i32) -> Option<u64>) -> Option<u64> {
+    let v: Vec<u64> = pids.iter().filter_map(|&p| read(p)).collect();
+    (!v.is_empty()).then(|| v.iter().sum())
+}
+
 /// The kernel's TCP socket memory (`/proc/net/sockstat`, `TCP: … mem N`),
 /// bytes.
 pub fn kernel_tcp_bytes() -> Option<u64> {
@@ -148,6 +178,29 @@ pub fn kernel_tcp_bytes() -> Option<u64> {
         }
     }
     None
+}
+
+/// Slab memory of the kernel's TCP sockets and socket inodes
+/// (`/proc/slabinfo`, caches `TCP` and `sock_inode_cache`: active objects
+/// × object size), bytes; `None` where slabinfo is not readable (it needs
+/// root) or has neither cache.
+pub fn kernel_slab_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/slabinfo").ok()?;
+    let mut found = false;
+    let mut total = 0;
+    for l in s.lines() {
+        let mut f = l.split_whitespace();
+        let Some(name) = f.next() else { continue };
+        if name != "TCP" && name != "sock_inode_cache" {
+            continue;
+        }
+        let active: u64 = f.next()?.parse().ok()?;
+        let _all = f.next()?;
+        let size: u64 = f.next()?.parse().ok()?;
+        total += active * size;
+        found = true;
+    }
+    found.then_some(total)
 }
 
 /// An OPTIONS the proxy answers itself (Max-Forwards 0), from `from`.
@@ -208,7 +261,8 @@ pub fn run(cfg: &FloodConfig) -> Result<FloodReport> {
             cfg.connections, cfg.source_base
         )));
     }
-    let need = cfg.connections as u64 + 64;
+    // the flood, the probes, and the rest of the lab (generator sockets)
+    let need = cfg.connections as u64 + 512;
     let fd = takt_sip::transport::raise_fd_limit(need).map_err(io_err("raising RLIMIT_NOFILE"))?;
     if !fd.sufficient() {
         return Err(Error::Config(format!(
@@ -216,8 +270,10 @@ pub fn run(cfg: &FloodConfig) -> Result<FloodReport> {
             cfg.connections, fd.hard
         )));
     }
-    let rss_before_kib = cfg.pid.and_then(rss_kib);
+    let rss_before_kib = summed(&cfg.pids, rss_kib);
+    let pss_before_kib = summed(&cfg.pids, pss_kib);
     let kernel_tcp_before = kernel_tcp_bytes();
+    let kernel_slab_before = kernel_slab_bytes();
     let t0 = Instant::now();
     let mut held = Vec::with_capacity(cfg.connections);
     let mut connect_failed = 0;
@@ -240,8 +296,10 @@ pub fn run(cfg: &FloodConfig) -> Result<FloodReport> {
     }
     let open_s = t0.elapsed().as_secs_f64();
     std::thread::sleep(cfg.settle);
-    let rss_held_kib = cfg.pid.and_then(rss_kib);
+    let rss_held_kib = summed(&cfg.pids, rss_kib);
+    let pss_held_kib = summed(&cfg.pids, pss_kib);
     let kernel_tcp_held = kernel_tcp_bytes();
+    let kernel_slab_held = kernel_slab_bytes();
     let mut probe_ms = Vec::new();
     for n in 0..cfg.probes {
         let ip = Ipv4Addr::new(127, cfg.source_base - 1, 0, (n % 250) as u8 + 1);
@@ -266,9 +324,13 @@ pub fn run(cfg: &FloodConfig) -> Result<FloodReport> {
         open_s,
         rss_before_kib,
         rss_held_kib,
+        pss_before_kib,
+        pss_held_kib,
         rss_per_connection,
         kernel_tcp_before,
         kernel_tcp_held,
+        kernel_slab_before,
+        kernel_slab_held,
         probes_answered: probe_ms.len(),
         probes: cfg.probes,
         probe_ms,
@@ -297,6 +359,9 @@ mod tests {
     fn proc_readers_find_their_numbers() {
         assert!(rss_kib(std::process::id() as i32).unwrap() > 0);
         assert!(kernel_tcp_bytes().is_some());
+        // slabinfo is root's
+        let readable = std::fs::read_to_string("/proc/slabinfo").is_ok();
+        assert_eq!(kernel_slab_bytes().is_some_and(|b| b > 0), readable);
     }
 
     #[test]
@@ -316,7 +381,7 @@ mod tests {
         sc.tcp_limits.message_deadline = Duration::from_millis(300);
         let srv = takt_sip::transport::Server::start(pc, sc).unwrap();
         let mut cfg = FloodConfig::new(srv.local_addr());
-        cfg.pid = Some(std::process::id() as i32);
+        cfg.pids = vec![std::process::id() as i32];
         cfg.connections = 300;
         cfg.half_open = true;
         // held past the deadline: the server closes every half-open one
@@ -328,6 +393,11 @@ mod tests {
         assert_eq!(r.probes_answered, 3, "{r:?}");
         assert!(r.probe_max_ms().unwrap() < 1000.0, "{r:?}");
         assert!(r.rss_held_kib.is_some() && r.kernel_tcp_held.is_some());
+        assert!(r.pss_held_kib.is_some_and(|p| p > 0));
+        if let (Some(b), Some(h)) = (r.kernel_slab_before, r.kernel_slab_held) {
+            // 600 sockets (both ends), ~3 KB each, less what else closed
+            assert!(h > b + 300 * 2048, "{r:?}");
+        }
         assert_eq!(r.closed_by_server, 300, "{r:?}");
         let t = srv.stop().tcp.unwrap();
         assert_eq!(t.message_timeouts, 300, "{t:?}");

@@ -29,8 +29,8 @@ pub struct TortureArgs {
     /// Proxy modes (comma-separated; each a run of every scenario).
     #[arg(long, value_name = "stateless,stateful", value_delimiter = ',', value_parser = parse_mode, default_value = "stateful")]
     mode: Vec<Mode>,
-    /// Scenarios (comma-separated): overload, uas-restart, garbage, soak
-    /// (default: all but soak).
+    /// Scenarios (comma-separated): overload, uas-restart, garbage, soak,
+    /// conn-flood (default: all but soak and conn-flood).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     scenario: Vec<Scenario>,
     /// takt's worker model.
@@ -66,6 +66,10 @@ pub struct TortureArgs {
     /// (repeatable), e.g. `--takt-arg=--config=overload.toml`.
     #[arg(long = "takt-arg", value_name = "ARG", allow_hyphen_values = true)]
     takt_args: Vec<String>,
+    /// TCP connections the conn-flood scenario holds idle, each from its
+    /// own 127.x source address.
+    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=50_000))]
+    flood_connections: u64,
     /// Seconds of the soak (default 1800; 120 with --quick).
     #[arg(long, value_name = "SECS")]
     soak_secs: Option<u64>,
@@ -163,6 +167,7 @@ pub fn run(a: TortureArgs) -> Result<(), String> {
             gen: gen.clone(),
             uas_listen: a.uas,
             durations,
+            flood_connections: a.flood_connections as usize,
             stop: stop.clone(),
             cancel: cancel.clone(),
         };

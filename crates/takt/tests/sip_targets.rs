@@ -13,7 +13,7 @@ use takt_sched::CpuSet;
 use takt_sip::proxy::Mode;
 use takt_siplab::net::VethNet;
 use takt_siplab::server_stats::ServerWindow;
-use takt_siplab::target::{TaktOptions, Target, TargetKind, TargetSetup};
+use takt_siplab::target::{TaktOptions, Target, TargetKind, TargetSetup, TcpSetup};
 
 /// A UAS on its own thread: answers every request with 200 OK to the
 /// request's source address (as SIPp and takt's generator do), copying
@@ -258,6 +258,51 @@ fn null_relay() {
 fn kamailio_stateless_and_stateful() {
     exercise(TargetKind::Kamailio, Mode::Stateless);
     exercise(TargetKind::Kamailio, Mode::Stateful);
+}
+
+/// With `tcp` set a target also answers over TCP on its listen port: an
+/// OPTIONS from a TCP client goes through it to the (UDP) UAS, and the
+/// 200 comes back over the client's connection.
+fn over_tcp(kind: TargetKind, mode: Mode) {
+    use std::io::{Read, Write};
+    let uas = Uas::start();
+    let mut setup = TargetSetup::new(uas.addr);
+    setup.mode = mode;
+    setup.workers = 2;
+    setup.takt_exe = Some(env!("CARGO_BIN_EXE_takt").into());
+    setup.tcp = Some(TcpSetup::for_connections(100, 10));
+    let t = kind
+        .start(&setup)
+        .unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+    let mut c = std::net::TcpStream::connect(t.listen())
+        .unwrap_or_else(|e| panic!("{}: no TCP listener: {e}", t.name()));
+    let me = c.local_addr().unwrap();
+    let req = request("OPTIONS", me, uas.addr, 7).replace("SIP/2.0/UDP", "SIP/2.0/TCP");
+    c.write_all(req.as_bytes()).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut got = String::new();
+    let mut buf = [0u8; 4096];
+    while !got.contains("SIP/2.0 200") || !got.ends_with("\r\n\r\n") {
+        let n = c
+            .read(&mut buf)
+            .unwrap_or_else(|e| panic!("{}: no answer over TCP: {e} ({got})", t.name()));
+        assert!(n > 0, "{}: closed ({got})", t.name());
+        got += &String::from_utf8_lossy(&buf[..n]);
+    }
+    assert!(got.contains("target-test-OPTIONS-7"), "{}: {got}", t.name());
+    if let Some(s) = t.takt_stats() {
+        let s = s.unwrap();
+        assert_eq!(s["tcp"]["accepted"], 1, "{s}");
+    }
+    let name = t.name();
+    t.stop().unwrap_or_else(|e| panic!("{name}: {e}"));
+}
+
+#[test]
+fn takt_and_kamailio_over_tcp() {
+    over_tcp(TargetKind::Takt(TaktOptions::default()), Mode::Stateless);
+    over_tcp(TargetKind::Kamailio, Mode::Stateless);
+    over_tcp(TargetKind::Kamailio, Mode::Stateful);
 }
 
 #[test]

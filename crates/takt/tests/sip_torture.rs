@@ -1,6 +1,7 @@
 //! `takt sip torture --quick` end to end against takt-sip under a CFS CPU
 //! limit: every scenario's rows, the RFC answers to each garbage class,
-//! the UAS restart recovered from, and no cgroup left behind.
+//! the UAS restart recovered from, and no cgroup left behind; and a
+//! reduced conn-flood (300 connections) with calls going on.
 
 use std::process::Command;
 
@@ -98,6 +99,50 @@ fn a_quick_torture_of_takt() {
     );
     let rec = &named("uas_recovery")[0];
     assert_eq!(rec["detail"]["recovered"], true, "{rec}");
+}
+
+#[test]
+fn a_reduced_connection_flood_of_takt() {
+    let out = Command::new(env!("CARGO_BIN_EXE_takt"))
+        .args(["sip", "torture", "--target", "takt", "--mode", "stateless"])
+        .args(["--scenario", "conn-flood", "--flood-connections", "300"])
+        .args(["--quick", "--json", "--capacity", "2000"])
+        .output()
+        .expect("takt runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let rows = doc["results"].as_array().unwrap();
+    let named = |n: &str, phase: &str| {
+        rows.iter()
+            .find(|r| r["name"] == n && r["params"]["phase"] == phase)
+            .unwrap_or_else(|| panic!("no {n} row for {phase}: {doc}"))
+    };
+    for phase in ["idle", "half_open"] {
+        assert_eq!(named("new_client_ms", phase)["params"]["connections"], 300);
+        let lat = named("new_client_ms", phase);
+        assert!(lat["max"].as_f64().unwrap() < 1000.0, "{lat}");
+        assert_eq!(lat["detail"]["answered"], 200, "{lat}");
+        assert_eq!(named("probes_unanswered", phase)["median"], 0.0);
+        let lost = named("flood_connections_lost", phase);
+        assert_eq!(lost["median"], 0.0, "{lost}");
+        let tcp = &lost["detail"]["server_tcp"];
+        assert!(tcp["accepted"].as_u64().unwrap() >= 300 + 200, "{lost}");
+        assert_eq!(tcp["evicted"], 0, "{lost}");
+        let rss = named("flood_rss_added", phase);
+        assert!(rss["median"].as_f64().unwrap() < 100.0, "{rss}");
+        assert!(rss["detail"]["pss_held_kib"].as_u64().unwrap() > 0, "{rss}");
+        named("flood_kernel_tcp", phase);
+    }
+    let calls = rows
+        .iter()
+        .find(|r| r["name"] == "flood_calls_failed")
+        .unwrap();
+    assert!(
+        calls["detail"]["completed"].as_u64().unwrap() > 1000,
+        "{calls}"
+    );
+    assert_eq!(calls["median"], 0.0, "{calls}");
 }
 
 #[test]

@@ -98,12 +98,13 @@ pub fn render_exit_summary(snap: &Snapshot) -> String {
     ));
     if let Some(t) = &snap.tcp {
         o.push_str(&format!(
-            "tcp: {} open (peak {}), {} accepted, {} opened, {} closed; refused: total limit {}, per-peer limit {}; closed by message deadline {}, idle lifetime {}, unframeable {}; send overflows {}; accept errors {}; late connect failures {}; open-file limit {} (needs {})\n",
+            "tcp: {} open (peak {}), {} accepted, {} opened, {} closed; evicted at the total limit {}; refused: total limit {}, per-peer limit {}; closed by message deadline {}, idle lifetime {}, unframeable {}; send overflows {}; accept errors {}; late connect failures {}; open-file limit {} (needs {})\n",
             t.open,
             t.peak,
             t.accepted,
             t.connected,
             t.closed,
+            t.evicted,
             t.refused_total_limit,
             t.refused_peer_limit,
             t.message_timeouts,
@@ -143,7 +144,9 @@ mod tests {
         r.set_tcp(std::sync::Arc::new(takt_sip::stats::TcpCounters::default()));
         let text = render_exit_summary(&r.snapshot());
         assert!(
-            text.contains("\ntcp: 0 open (peak 0)") && text.contains("message deadline 0"),
+            text.contains("\ntcp: 0 open (peak 0)")
+                && text.contains("message deadline 0")
+                && text.contains("evicted at the total limit 0"),
             "{text}"
         );
     }

@@ -669,6 +669,11 @@ impl Snapshot {
                     t.refused_peer_limit,
                 ),
                 (
+                    "takt_sip_tcp_evicted_total",
+                    "TCP connections evicted to make room at the total limit.",
+                    t.evicted,
+                ),
+                (
                     "takt_sip_tcp_message_timeouts_total",
                     "TCP connections closed: a message missed its deadline.",
                     t.message_timeouts,

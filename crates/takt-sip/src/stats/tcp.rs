@@ -22,6 +22,7 @@ pub struct TcpCounters {
     pub(crate) closed: AtomicU64,
     pub(crate) refused_total: AtomicU64,
     pub(crate) refused_peer: AtomicU64,
+    pub(crate) evicted: AtomicU64,
     pub(crate) message_timeouts: AtomicU64,
     pub(crate) idle_timeouts: AtomicU64,
     pub(crate) unframeable: AtomicU64,
@@ -51,6 +52,7 @@ impl TcpCounters {
             closed: r(&self.closed),
             refused_total_limit: r(&self.refused_total),
             refused_peer_limit: r(&self.refused_peer),
+            evicted: r(&self.evicted),
             message_timeouts: r(&self.message_timeouts),
             idle_timeouts: r(&self.idle_timeouts),
             unframeable: r(&self.unframeable),
@@ -77,11 +79,16 @@ pub struct TcpSnapshot {
     pub connected: u64,
     /// Connections closed (by either side, or by a limit below).
     pub closed: u64,
-    /// Connections refused at accept because the total limit was reached.
+    /// Connections refused at accept (or outbound connects not made)
+    /// because the total limit was reached and no open connection could
+    /// be evicted.
     pub refused_total_limit: u64,
     /// Connections refused at accept because their peer address had its
     /// limit of connections open.
     pub refused_peer_limit: u64,
+    /// Connections closed to make room for a new one while the total
+    /// limit was reached (see `transport::tcp::evict` for which).
+    pub evicted: u64,
     /// Connections closed because a message did not complete within the
     /// message deadline after its first byte arrived.
     pub message_timeouts: u64,

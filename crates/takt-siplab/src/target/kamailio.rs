@@ -10,7 +10,8 @@
 //!   as takt-sip does by default; Max-Forwards is checked.
 //! - Nothing on the message path but that: no DNS (`dns=no`, `rev_dns=no`,
 //!   no DNS cache), no database, no accounting, `debug=0` (errors only, to
-//!   stderr), UDP only (`disable_tcp=yes`).
+//!   stderr), UDP only (`disable_tcp=yes`) unless the scenario asks for
+//!   TCP ([`TargetSetup::tcp`]; below).
 //! - Memory: `-m 2048 -M 16` (2 GB shared, 16 MB private per process).
 //!   Measured here: with the defaults (64 MB / 8 MB) the stateful
 //!   configuration failed at a few hundred calls/s — a configuration
@@ -23,6 +24,31 @@
 //! - Receive buffer: with [`TargetSetup::rcvbuf`] set, `maxbuffer` (the
 //!   largest receive buffer Kamailio probes for); otherwise its default.
 //! - The `ctl` module on a Unix socket in the run directory, for `kamcmd`.
+//!
+//! # TCP, for the scenarios that need it
+//! With [`TargetSetup::tcp`] set, Kamailio also listens on TCP on the
+//! same address and port, with (every setting written out, so the run
+//! does not depend on Kamailio's defaults):
+//! - `disable_tcp=no` and `listen=tcp:IP:PORT` beside the UDP listener;
+//! - `tcp_children` = the worker count: as many TCP reader processes as
+//!   UDP ones, as takt's TCP event loops come beside its UDP workers;
+//! - `tcp_max_connections` = [`TcpSetup::max_connections`](super::TcpSetup):
+//!   Kamailio's default (2,048) would refuse a scenario's held
+//!   connections; at the limit Kamailio refuses new ones (it evicts none);
+//! - `tcp_connection_lifetime` = [`TcpSetup::idle_timeout`](super::TcpSetup)
+//!   in seconds (takt's idle lifetime; 120 s by default in both): a
+//!   connection without traffic that long is closed;
+//! - `tcp_accept_no_cl=no`: a message on a stream without Content-Length
+//!   is refused (RFC 3261 §18.3), as takt refuses it (Kamailio's default,
+//!   written out);
+//! - `open_files_limit` = the connections + 256: Kamailio raises its
+//!   open-file limit to it at start (a descriptor per connection, like
+//!   takt's `fd_needed`).
+//!
+//! Kamailio 5.6 has no deadline for a message to complete once begun and
+//! no per-peer limit in its core: a half-open connection there lives
+//! until its lifetime; takt's `message_deadline` and `max_per_peer` have
+//! no counterpart in this configuration.
 //!
 //! # Shared memory, watched
 //! [`Target::shm`](super::Target::shm) runs `kamcmd core.shmmem` against the ctl socket: `max_used` is
@@ -78,9 +104,9 @@ pub fn config(setup: &TargetSetup, listen: SocketAddr, module_dir: &Path, ctl: &
         SocketAddr::V4(a) => format!("{}:{}", a.ip(), a.port()),
         SocketAddr::V6(a) => format!("[{}]:{}", a.ip(), a.port()),
     };
-    let listen = match listen {
-        SocketAddr::V4(a) => format!("udp:{}:{}", a.ip(), a.port()),
-        SocketAddr::V6(a) => format!("udp:[{}]:{}", a.ip(), a.port()),
+    let at = match listen {
+        SocketAddr::V4(a) => format!("{}:{}", a.ip(), a.port()),
+        SocketAddr::V6(a) => format!("[{}]:{}", a.ip(), a.port()),
     };
     let mut c = String::from("#!KAMAILIO\n");
     c += "# written by takt-siplab: a minimal proxy for capacity measurements\n";
@@ -88,10 +114,27 @@ pub fn config(setup: &TargetSetup, listen: SocketAddr, module_dir: &Path, ctl: &
         "debug=0\nlog_stderror=yes\nmemdbg=5\nmemlog=5\n\
          children={}\n\
          dns=no\nrev_dns=no\nuse_dns_cache=no\ndns_try_ipv6=no\n\
-         disable_tcp=yes\nauto_aliases=no\n\
-         listen={listen}\n",
+         auto_aliases=no\n\
+         listen=udp:{at}\n",
         setup.workers
     );
+    match &setup.tcp {
+        None => c += "disable_tcp=yes\n",
+        Some(t) => {
+            c += &format!(
+                "disable_tcp=no\nlisten=tcp:{at}\n\
+                 tcp_children={}\n\
+                 tcp_max_connections={}\n\
+                 tcp_connection_lifetime={}\n\
+                 tcp_accept_no_cl=no\n\
+                 open_files_limit={}\n",
+                setup.workers,
+                t.max_connections,
+                t.idle_timeout.as_secs().max(1),
+                t.max_connections + 256
+            );
+        }
+    }
     if let Some(b) = setup.rcvbuf {
         c += &format!("maxbuffer={b}\n");
     }
@@ -331,6 +374,7 @@ mod tests {
         let c = config(&s, listen, dir, ctl);
         assert!(c.contains("children=3\n"));
         assert!(c.contains("listen=udp:127.0.0.1:5060\n"));
+        assert!(c.contains("disable_tcp=yes\n") && !c.contains("listen=tcp"));
         assert!(c.contains("$du = \"sip:127.0.0.1:5070\";"));
         assert!(
             c.contains("    forward();\n") && !c.contains("t_relay") && !c.contains("\"tm.so\"")
@@ -343,5 +387,20 @@ mod tests {
         assert!(c.contains("t_relay()") && c.contains("loadmodule \"tm.so\""));
         assert!(c.contains("maxbuffer=1048576\n"));
         assert!(c.contains("unix:/run/x/ctl.sock"));
+        s.tcp = Some(crate::target::TcpSetup::for_connections(10_000, 1_000));
+        let c = config(&s, listen, dir, ctl);
+        for line in [
+            "disable_tcp=no\n",
+            "listen=udp:127.0.0.1:5060\n",
+            "listen=tcp:127.0.0.1:5060\n",
+            "tcp_children=3\n",
+            "tcp_max_connections=11000\n",
+            "tcp_connection_lifetime=120\n",
+            "tcp_accept_no_cl=no\n",
+            "open_files_limit=11256\n",
+        ] {
+            assert!(c.contains(line), "{line}");
+        }
+        assert!(!c.contains("disable_tcp=yes"));
     }
 }

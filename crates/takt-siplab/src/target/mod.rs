@@ -99,6 +99,39 @@ pub struct TargetSetup {
     /// and the lab's Kamailio configuration are UDP only (starting them
     /// for TCP is an error).
     pub transport: Transport,
+    /// Serve TCP on the listen port too, with these limits (`None`: UDP
+    /// only, as the capacity runs measure).
+    pub tcp: Option<TcpSetup>,
+}
+
+/// A target's TCP listener: the same port as its UDP socket, sized for a
+/// scenario. Each target maps it onto its own settings (takt's `--tcp-*`
+/// flags, Kamailio's `tcp_*` core parameters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpSetup {
+    /// Most connections open at once.
+    pub max_connections: usize,
+    /// Most inbound connections from one peer IP address (takt; Kamailio
+    /// has no such core limit).
+    pub max_per_peer: usize,
+    /// A connection without traffic for this long is closed.
+    pub idle_timeout: Duration,
+    /// A message must complete within this once its first byte arrived
+    /// (takt; Kamailio 5.6 has no such deadline).
+    pub message_deadline: Duration,
+}
+
+impl TcpSetup {
+    /// Room for `connections` held connections plus `extra` (probes,
+    /// calls), with takt's default per-peer limit and deadlines.
+    pub fn for_connections(connections: usize, extra: usize) -> TcpSetup {
+        TcpSetup {
+            max_connections: connections + extra,
+            max_per_peer: 512,
+            idle_timeout: Duration::from_secs(120),
+            message_deadline: Duration::from_secs(5),
+        }
+    }
 }
 
 impl TargetSetup {
@@ -117,6 +150,7 @@ impl TargetSetup {
             takt_exe: None,
             netns: None,
             transport: Transport::Udp,
+            tcp: None,
         }
     }
 

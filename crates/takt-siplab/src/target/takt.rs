@@ -1,5 +1,7 @@
-//! The `takt` target: `takt sip proxy` in its own process (UDP, or TCP
-//! in and out for [`TargetSetup::transport`] TCP), its
+//! The `takt` target: `takt sip proxy` in its own process, UDP only unless
+//! [`TargetSetup::transport`] is TCP (TCP in and out) or
+//! [`TargetSetup::tcp`] asks for TCP on the same port (then the `--tcp-*`
+//! flags carry its limits), its
 //! statistics endpoint on a Unix socket in the target's directory. The
 //! endpoint's `/stats` answer is both the readiness signal and the source
 //! of the real listen address (the proxy binds port 0).
@@ -43,8 +45,21 @@ pub(super) fn start(setup: &TargetSetup, o: &TaktOptions) -> Result<Target> {
         .arg(setup.workers.to_string())
         .args(["--interval", "0", "--stats"])
         .arg(format!("unix:{}", sock.display()));
-    if setup.transport == Transport::Udp {
-        cmd.arg("--no-tcp");
+    match &setup.tcp {
+        None if setup.transport == Transport::Udp => {
+            cmd.arg("--no-tcp");
+        }
+        None => {}
+        Some(t) => {
+            cmd.arg("--tcp-max-connections")
+                .arg(t.max_connections.to_string())
+                .arg("--tcp-max-per-peer")
+                .arg(t.max_per_peer.to_string())
+                .arg("--tcp-idle-timeout")
+                .arg(format!("{}ms", t.idle_timeout.as_millis()))
+                .arg("--tcp-message-deadline")
+                .arg(format!("{}ms", t.message_deadline.as_millis()));
+        }
     }
     if let Some(c) = &setup.cpus {
         cmd.arg("--cpus").arg(c.to_string());

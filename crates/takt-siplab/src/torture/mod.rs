@@ -18,6 +18,10 @@
 //! - **soak** ([`soak`]; not in the default set): half the capacity for
 //!   30 minutes: failed calls, and resident memory at the end against
 //!   after the first minute.
+//! - **conn-flood** ([`conn_flood`]; not in the default set): 10,000 idle
+//!   TCP connections, then 1,000 half-open ones, held while UDP calls go
+//!   on and fresh TCP clients probe: the server's memory and the
+//!   kernel's, new-client latency, connections lost, failed calls.
 //!
 //! Where the generator cannot offer twice a server's capacity (on a small
 //! machine, a fast proxy outruns it), the server's CPU is limited with CFS
@@ -30,6 +34,7 @@
 //! and keeps the rows of the finished ones.
 
 pub mod cgroup;
+pub mod conn_flood;
 pub mod garbage;
 pub mod overload;
 pub mod soak;
@@ -63,6 +68,8 @@ pub enum Scenario {
     Garbage,
     /// Half the capacity for a long time.
     Soak,
+    /// Many TCP connections held during calls.
+    ConnFlood,
 }
 
 impl Scenario {
@@ -77,6 +84,7 @@ impl Scenario {
             Scenario::UasRestart => "uas-restart",
             Scenario::Garbage => "garbage",
             Scenario::Soak => "soak",
+            Scenario::ConnFlood => "conn-flood",
         }
     }
 
@@ -94,10 +102,13 @@ impl std::str::FromStr for Scenario {
             Scenario::UasRestart,
             Scenario::Garbage,
             Scenario::Soak,
+            Scenario::ConnFlood,
         ]
         .into_iter()
         .find(|x| x.name() == s)
-        .ok_or_else(|| format!("unknown scenario {s:?} (overload, uas-restart, garbage, soak)"))
+        .ok_or_else(|| {
+            format!("unknown scenario {s:?} (overload, uas-restart, garbage, soak, conn-flood)")
+        })
     }
 }
 
@@ -170,6 +181,8 @@ pub struct TorturePlan {
     pub uas_listen: SocketAddr,
     /// Scenario lengths.
     pub durations: Durations,
+    /// Connections the conn-flood scenario holds idle.
+    pub flood_connections: usize,
     /// Set (e.g. by Ctrl-C) to end the run; finished scenarios are kept.
     pub stop: Arc<AtomicBool>,
     /// Cancels a running generator when the run is stopped.
@@ -387,6 +400,7 @@ pub fn run(plan: &TorturePlan, mut progress: impl FnMut(Progress<'_>)) -> Result
                 Scenario::UasRestart => uas_restart::run(plan, cap, &mut progress)?,
                 Scenario::Garbage => garbage::run(plan, cap, &mut progress)?,
                 Scenario::Soak => soak::run(plan, cap.unwrap_or_default(), &mut progress)?,
+                Scenario::ConnFlood => conn_flood::run(plan, cap, &mut progress)?,
             };
             for r in rows {
                 doc.push(r);

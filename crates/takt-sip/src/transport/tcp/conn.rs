@@ -23,10 +23,17 @@
 //! kernel frees send space after a write met `EAGAIN`. That write happened
 //! under the lock, and the owner takes the same lock before it looks at
 //! the buffer, so it sees the remainder appended in step 2.
+//!
+//! An eviction (the `evict` module) closes a connection from another
+//! thread: under the send lock it checks that nothing is pending and no
+//! connect is in progress, marks the connection closed (every later send
+//! fails at step 1) and shuts the socket down; the owner then reads the
+//! end of the stream and drops it like any ended connection.
 
 use std::io::{self, Write};
 use std::net::{Shutdown, SocketAddr};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::proxy::{ConnId, SendError};
@@ -57,9 +64,24 @@ pub(crate) struct Conn {
     pub(crate) stream: mio::net::TcpStream,
     send: Mutex<SendSide>,
     /// Last traffic either way, ns of the transports' clock. Written by
-    /// the owner (reads) and senders (writes), read by the owner's sweep.
+    /// the owner (reads) and senders (writes), read by the owner's sweep
+    /// and the evictor.
     last_active: AtomicU64,
+    /// When the first byte of the incomplete inbound message arrived, ns;
+    /// [`NO_MESSAGE`] while none is incomplete. Written by the owner only;
+    /// read by its sweep and the evictor.
+    msg_since: AtomicU64,
+    /// Whether bytes wait to be sent or an outbound connect is in
+    /// progress: a hint for the evictor's ranking, written under the send
+    /// lock whenever that changes (the evictor decides under the lock).
+    queued: AtomicBool,
+    /// Set once, by whoever takes the connection out of the transport's
+    /// table and limits (its owner's close, or an eviction).
+    released: AtomicBool,
 }
+
+/// [`Conn::msg_since`]'s value while no inbound message is incomplete.
+const NO_MESSAGE: u64 = u64::MAX;
 
 impl Conn {
     pub(crate) fn new(
@@ -80,6 +102,9 @@ impl Conn {
                 ..SendSide::default()
             }),
             last_active: AtomicU64::new(now),
+            msg_since: AtomicU64::new(NO_MESSAGE),
+            queued: AtomicBool::new(connecting),
+            released: AtomicBool::new(false),
         }
     }
 
@@ -98,6 +123,76 @@ impl Conn {
     pub(crate) fn last_active(&self) -> u64 {
         // Relaxed: see `touch`.
         self.last_active.load(Ordering::Relaxed)
+    }
+
+    /// When the first byte of the incomplete inbound message arrived (ns),
+    /// if one is incomplete.
+    pub(crate) fn msg_since(&self) -> Option<u64> {
+        // Relaxed: written by the owner only; other readers (the evictor)
+        // take it as a ranking hint and re-check it before they act.
+        let v = self.msg_since.load(Ordering::Relaxed);
+        (v != NO_MESSAGE).then_some(v)
+    }
+
+    /// Notes the start (`Some(now)`) or the end (`None`) of an incomplete
+    /// inbound message (the owner only).
+    pub(crate) fn set_msg_since(&self, since: Option<u64>) {
+        // Relaxed: see `msg_since`.
+        self.msg_since
+            .store(since.unwrap_or(NO_MESSAGE), Ordering::Relaxed);
+    }
+
+    /// Whether bytes wait to be sent or a connect is in progress (a hint;
+    /// see [`Conn::evict`] for the decision).
+    pub(crate) fn queued(&self) -> bool {
+        // Relaxed: a hint, re-checked under the send lock.
+        self.queued.load(Ordering::Relaxed)
+    }
+
+    /// Marks the connection released from the transport's accounting;
+    /// returns false if it already was (release happens once).
+    pub(crate) fn mark_released(&self) -> bool {
+        // AcqRel: the one thread that wins does the release; nothing else
+        // is published through the flag.
+        !self.released.swap(true, Ordering::AcqRel)
+    }
+
+    /// Whether the connection was released.
+    pub(crate) fn is_released(&self) -> bool {
+        // Acquire: pairs with the swap in `mark_released`.
+        self.released.load(Ordering::Acquire)
+    }
+
+    /// Closes the connection for an eviction if nothing waits to be sent
+    /// on it and no connect is in progress; returns whether it did. From
+    /// then on every send fails; the socket is shut down with a zero
+    /// linger, so the owner sees the end of the stream and its final
+    /// close resets the connection (the peer learns at once, and the
+    /// kernel keeps no orphaned socket in FIN-WAIT for it).
+    pub(crate) fn evict(&self) -> bool {
+        let mut s = self.side();
+        if s.closed || s.connecting || !s.pending.is_empty() {
+            return false;
+        }
+        s.closed = true;
+        let linger = libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        };
+        // SAFETY: `linger` is a valid `struct linger` for the duration of
+        // the call and its size is passed; the fd is the stream's, open
+        // while `self` lives.
+        unsafe {
+            libc::setsockopt(
+                self.stream.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_LINGER,
+                (&linger as *const libc::linger).cast(),
+                std::mem::size_of::<libc::linger>() as libc::socklen_t,
+            );
+        }
+        let _ = self.stream.shutdown(Shutdown::Both);
+        true
     }
 
     /// Sends `bytes` whole, or not at all (steps 1–3 of the protocol).
@@ -119,6 +214,7 @@ impl Conn {
                 return Err(SendError::Unreachable);
             }
             s.pending.extend_from_slice(bytes);
+            self.set_queued(true);
             return Ok(());
         }
         let mut done = 0;
@@ -146,7 +242,14 @@ impl Conn {
             return Err(SendError::Unreachable);
         }
         s.pending.extend_from_slice(rest);
+        self.set_queued(true);
         Ok(())
+    }
+
+    /// Updates the [`Conn::queued`] hint (under the send lock).
+    fn set_queued(&self, queued: bool) {
+        // Relaxed: a hint (see `queued`); written under the send lock.
+        self.queued.store(queued, Ordering::Relaxed);
     }
 
     /// How the outbound connect in progress ended: `None` while it is
@@ -168,6 +271,7 @@ impl Conn {
         match self.stream.peer_addr() {
             Ok(_) => {
                 s.connecting = false;
+                self.set_queued(!s.pending.is_empty());
                 Some(Ok(()))
             }
             Err(e) if e.kind() == io::ErrorKind::NotConnected => None,
@@ -178,7 +282,9 @@ impl Conn {
     /// Takes the bytes still waiting to be sent (a failed connect's
     /// messages, for the handler).
     pub(crate) fn take_pending(&self) -> Vec<u8> {
-        std::mem::take(&mut self.side().pending)
+        let mut s = self.side();
+        self.set_queued(s.connecting);
+        std::mem::take(&mut s.pending)
     }
 
     /// Writes the pending buffer out (step 4). Returns false when the
@@ -205,8 +311,11 @@ impl Conn {
             }
         };
         s.pending.drain(..done);
-        if s.pending.is_empty() && s.pending.capacity() > KEEP_PENDING_CAPACITY {
-            s.pending = Vec::new();
+        if s.pending.is_empty() {
+            self.set_queued(false);
+            if s.pending.capacity() > KEEP_PENDING_CAPACITY {
+                s.pending = Vec::new();
+            }
         }
         ok
     }
@@ -224,6 +333,7 @@ impl Conn {
         let mut s = self.side();
         s.closed = true;
         s.pending = Vec::new();
+        self.set_queued(false);
         let _ = self.stream.shutdown(Shutdown::Both);
     }
 }

@@ -51,11 +51,9 @@ const PONG: &[u8] = b"\r\n";
 #[derive(Debug)]
 struct Local {
     conn: Arc<Conn>,
-    /// Bytes received and not yet framed (a message's beginning).
+    /// Bytes received and not yet framed (a message's beginning); when
+    /// its first byte arrived is [`Conn::msg_since`].
     buf: Vec<u8>,
-    /// When the first byte of the incomplete message in `buf` arrived
-    /// (ns); None while `buf` holds no message byte.
-    msg_since: Option<u64>,
     /// When an outbound connect still in progress must have completed (ns).
     connect_by: Option<u64>,
     /// The length `buf` must reach before a message can be framed from
@@ -207,7 +205,7 @@ impl<H: Handler> EventLoop<H> {
             std::mem::swap(&mut again, &mut next_again);
             if now >= next_sweep {
                 next_sweep = now + sweep_ns;
-                self.sweep(&mut conns, now);
+                self.sweep(&mut conns, now, &again);
                 // connections handed over while a wake-up failed
                 self.adopt(&mut conns);
                 if accept_failed {
@@ -243,7 +241,7 @@ impl<H: Handler> EventLoop<H> {
                     return true;
                 }
             };
-            if tcp.admit(peer, true).is_err() {
+            if tcp.admit(peer, true, now).is_err() {
                 // counted by `admit`; dropping the socket closes it
                 continue;
             }
@@ -252,13 +250,7 @@ impl<H: Handler> EventLoop<H> {
                 Err(_) => {
                     // Relaxed: see `Tcp::admit`.
                     tcp.counters.open.fetch_sub(1, Ordering::Relaxed);
-                    let mut p = lock(&tcp.peers);
-                    if let Some(n) = p.get_mut(&peer.ip()) {
-                        *n -= 1;
-                        if *n == 0 {
-                            p.remove(&peer.ip());
-                        }
-                    }
+                    tcp.unpeer(peer.ip());
                     bump(&tcp.counters.accept_errors);
                     continue;
                 }
@@ -286,7 +278,6 @@ impl<H: Handler> EventLoop<H> {
             Local {
                 conn,
                 buf: Vec::new(),
-                msg_since: None,
                 need: 0,
                 connect_by: state
                     .is_none()
@@ -350,8 +341,12 @@ impl<H: Handler> EventLoop<H> {
         }
     }
 
-    /// Closes the connections whose message deadline or idle lifetime passed.
-    fn sweep(&mut self, conns: &mut HashMap<Token, Local>, now: u64) {
+    /// Closes the connections whose message deadline or idle lifetime
+    /// passed. A connection in `busy` (bytes left unread after its turn)
+    /// is not closed for its message deadline: its message is arriving as
+    /// fast as this loop reads it (a slow loris never has bytes left).
+    fn sweep(&mut self, conns: &mut HashMap<Token, Local>, now: u64, busy: &[Token]) {
+        let busy: std::collections::HashSet<Token> = busy.iter().copied().collect();
         let lim = &self.tcp.limits;
         let deadline = lim.message_deadline.as_nanos() as u64;
         let idle = lim.idle_timeout.as_nanos() as u64;
@@ -378,8 +373,10 @@ impl<H: Handler> EventLoop<H> {
             .iter()
             .filter(|(_, l)| l.connect_by.is_none())
             .filter_map(|(t, l)| {
-                if l.msg_since
+                if l.conn
+                    .msg_since()
                     .is_some_and(|s| now.saturating_sub(s) >= deadline)
+                    && !busy.contains(t)
                 {
                     Some((*t, Close::MessageDeadline))
                 } else if now.saturating_sub(l.conn.last_active()) >= idle {
@@ -473,13 +470,13 @@ impl<H: Handler> EventLoop<H> {
         l.need = self.framer.needed(&l.buf).unwrap_or(0);
         if l.buf.is_empty() || PING.starts_with(&l.buf) {
             // nothing, or the beginning of a keep-alive: no message pending
-            l.msg_since = None;
+            l.conn.set_msg_since(None);
             if l.buf.capacity() > KEEP_READ_CAPACITY {
                 l.buf = Vec::new();
             }
-        } else if framed || l.msg_since.is_none() {
+        } else if framed || l.conn.msg_since().is_none() {
             // a new message began in this read
-            l.msg_since = Some(now);
+            l.conn.set_msg_since(Some(now));
         }
         Ok(())
     }

@@ -35,8 +35,8 @@
 //!
 //! | limit | default | when it fires | counted as |
 //! |---|---|---|---|
-//! | [`TcpLimits::max_connections`] | 16,384 | an accept or connect beyond it is closed at once | `tcp.refused_total_limit` |
-//! | [`TcpLimits::max_per_peer`] | 512 | an accept from a peer IP address that has this many open | `tcp.refused_peer_limit` |
+//! | [`TcpLimits::max_connections`] | 16,384 | an accept or connect beyond it evicts the stalest connection ([`evict`] has the rule), or is closed at once when no connection may be evicted | `tcp.evicted`, `tcp.refused_total_limit` |
+//! | [`TcpLimits::max_per_peer`] | 512 | an accept from a peer IP address that has this many open is closed at once (it evicts nobody) | `tcp.refused_peer_limit` |
 //! | [`TcpLimits::message_deadline`] | 5 s | a message's first byte arrived this long ago and it is still incomplete (slow loris, half-open request) | `tcp.message_timeouts` |
 //! | [`TcpLimits::idle_timeout`] | 120 s | no byte in either direction for this long | `tcp.idle_timeouts` |
 //! | [`TcpLimits::max_send_buffer`] | 1 MiB | bytes waiting for a peer that does not read | `tcp.send_overflows` |
@@ -91,6 +91,7 @@
 
 mod conn;
 mod event_loop;
+mod evict;
 mod reject;
 
 use std::collections::HashMap;
@@ -244,6 +245,8 @@ pub struct Tcp {
     by_addr: Mutex<HashMap<SocketAddr, ConnId>>,
     /// Inbound connections open per peer IP address (entries > 0 only).
     peers: Mutex<HashMap<IpAddr, usize>>,
+    /// Picks the connection that makes room when the table is full.
+    evictor: Mutex<evict::Evictor>,
     next_id: AtomicU64,
     limits: TcpLimits,
     max_message: usize,
@@ -300,6 +303,10 @@ impl Tcp {
             conns: RwLock::new(HashMap::new()),
             by_addr: Mutex::new(HashMap::new()),
             peers: Mutex::new(HashMap::new()),
+            evictor: Mutex::new(evict::Evictor::new(
+                limits.max_connections,
+                limits.message_deadline,
+            )),
             next_id: AtomicU64::new(FIRST_ID),
             limits,
             max_message,
@@ -345,17 +352,12 @@ impl Tcp {
     }
 
     /// Counts a connection in, or refuses it (counted) when a limit is
-    /// reached. `inbound` connections count against their peer's limit.
-    fn admit(&self, peer: SocketAddr, inbound: bool) -> Result<(), Refusal> {
+    /// reached: `inbound` connections first against their peer's limit
+    /// (which refuses), then every connection against the total, which
+    /// evicts a connection to make room when one may be evicted (the
+    /// `evict` module) and refuses otherwise.
+    fn admit(&self, peer: SocketAddr, inbound: bool, now: u64) -> Result<(), Refusal> {
         let c = &self.counters;
-        // Relaxed: the read-modify-writes on `open` are totally ordered
-        // among themselves, which is all the limit needs.
-        let was = c.open.fetch_add(1, Ordering::Relaxed);
-        if was >= self.limits.max_connections as u64 {
-            c.open.fetch_sub(1, Ordering::Relaxed);
-            bump(&c.refused_total);
-            return Err(Refusal::Total);
-        }
         if inbound {
             let mut p = lock(&self.peers);
             let n = p.entry(peer.ip()).or_insert(0);
@@ -364,19 +366,89 @@ impl Tcp {
                     p.remove(&peer.ip());
                 }
                 drop(p);
-                c.open.fetch_sub(1, Ordering::Relaxed);
                 bump(&c.refused_peer);
                 return Err(Refusal::Peer);
             }
             *n += 1;
         }
+        // Relaxed: the read-modify-writes on `open` are totally ordered
+        // among themselves, which is all the limit needs.
+        let was = c.open.fetch_add(1, Ordering::Relaxed);
+        if was >= self.limits.max_connections as u64 {
+            c.open.fetch_sub(1, Ordering::Relaxed);
+            if !self.make_room(now) {
+                if inbound {
+                    self.unpeer(peer.ip());
+                }
+                bump(&c.refused_total);
+                return Err(Refusal::Total);
+            }
+        }
         // Relaxed: a statistic.
-        c.peak.fetch_max(was + 1, Ordering::Relaxed);
+        c.peak
+            .fetch_max(c.open.load(Ordering::Relaxed), Ordering::Relaxed);
         Ok(())
     }
 
-    /// Undoes [`Tcp::admit`] and forgets the connection (its owner closes it).
+    /// Takes a slot for a new connection in a full table: one freed
+    /// meanwhile, or an evicted connection's. Returns false when every
+    /// slot is taken by a connection that may not be evicted.
+    fn make_room(&self, now: u64) -> bool {
+        let c = &self.counters;
+        let max = self.limits.max_connections as u64;
+        let mut ev = lock(&self.evictor);
+        loop {
+            // Relaxed: see `admit`.
+            if c.open
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                    (n < max).then_some(n + 1)
+                })
+                .is_ok()
+            {
+                return true;
+            }
+            let Some(v) = ev.victim(&self.conns, now) else {
+                return false;
+            };
+            // the slot passes to the new connection: `open` stays; when
+            // the victim's owner released it first (it closed at the same
+            // moment), its slot was freed instead: look again
+            if self.unlist(&v) {
+                bump(&c.closed);
+                bump(&c.evicted);
+                return true;
+            }
+        }
+    }
+
+    /// Undoes an inbound connection's count against its peer's limit.
+    fn unpeer(&self, ip: IpAddr) {
+        let mut p = lock(&self.peers);
+        if let Some(n) = p.get_mut(&ip) {
+            *n -= 1;
+            if *n == 0 {
+                p.remove(&ip);
+            }
+        }
+    }
+
+    /// Undoes [`Tcp::admit`] and forgets the connection (its owner closes
+    /// it), unless an eviction did already.
     fn release(&self, conn: &Conn) {
+        if self.unlist(conn) {
+            // Relaxed: see `admit`.
+            self.counters.open.fetch_sub(1, Ordering::Relaxed);
+            bump(&self.counters.closed);
+        }
+    }
+
+    /// Takes the connection out of the table and its peer's count (not
+    /// out of `open`): the first caller for a connection does it and gets
+    /// true.
+    fn unlist(&self, conn: &Conn) -> bool {
+        if !conn.mark_released() {
+            return false;
+        }
         self.conns
             .write()
             .unwrap_or_else(|p| p.into_inner())
@@ -388,17 +460,9 @@ impl Tcp {
             }
         }
         if !conn.outbound {
-            let mut p = lock(&self.peers);
-            if let Some(n) = p.get_mut(&conn.peer.ip()) {
-                *n -= 1;
-                if *n == 0 {
-                    p.remove(&conn.peer.ip());
-                }
-            }
+            self.unpeer(conn.peer.ip());
         }
-        // Relaxed: see `admit`.
-        self.counters.open.fetch_sub(1, Ordering::Relaxed);
-        bump(&self.counters.closed);
+        true
     }
 
     /// Makes a connected socket ready for a loop: non-blocking, no Nagle,
@@ -435,7 +499,7 @@ impl Tcp {
     /// [`CONNECT_TIMEOUT`], handing the queued messages to
     /// [`Handler::bounced`]). No thread waits longer than `CONNECT_WAIT`.
     fn connect(&self, addr: SocketAddr) -> Result<Arc<Conn>, SendError> {
-        self.admit(addr, false)
+        self.admit(addr, false, now_ns(self.clock))
             .map_err(|_| SendError::Unreachable)?;
         let (stream, connecting) = match start_connect(addr) {
             Ok(c) => c,
