@@ -73,16 +73,24 @@ const LEAVE_FLUSH: Duration = Duration::from_secs(1);
 type Handler = Arc<dyn Fn(&Arc<Inner>, Inbound) + Send + Sync>;
 /// Completes one query's `Pending` from its reply (or its failure).
 type Completion = Box<dyn FnOnce(&Inner, Result<Inbound, AskError>) + Send>;
-type Table = Mutex<HashMap<&'static str, Handler>>;
+/// An exported name's handlers, by message type name (looked up per
+/// message received).
+type Table = Mutex<HashMap<&'static str, Handler, Fast>>;
 
 /// Queries waiting for replies, by token.
-type Replies = HashMap<u64, Completion, std::hash::BuildHasherDefault<TokenHasher>>;
+type Replies = HashMap<u64, Completion, Fast>;
 
-/// Tokens are consecutive numbers: a multiplicative hash spreads them.
+type Fast = std::hash::BuildHasherDefault<FastHasher>;
+
+/// A cheap hash for keys this node makes itself — query tokens, its own
+/// message types' names — looked up once or twice per message. Not
+/// flood-resistant, and need not be: a received name only looks up, it
+/// never inserts. Tokens are consecutive numbers: a multiplicative hash
+/// spreads them; names go through FNV-1a.
 #[derive(Default)]
-struct TokenHasher(u64);
+struct FastHasher(u64);
 
-impl std::hash::Hasher for TokenHasher {
+impl std::hash::Hasher for FastHasher {
     fn finish(&self) -> u64 {
         self.0
     }
@@ -122,7 +130,7 @@ pub(crate) struct Inner {
     outbox: Outbox<Command>,
     shutdown: Notify,
     /// One envelope head per message type, shared by every send of it.
-    heads: Mutex<HashMap<(&'static str, u32), Arc<Head>>>,
+    heads: Mutex<HashMap<(&'static str, u32), Arc<Head>, Fast>>,
     /// The failure replies (envelopes without payload), by failure code.
     failures: [Bytes; Failure::ALL.len()],
     presence_head: Head,
@@ -440,7 +448,7 @@ impl Node {
             origin,
             incarnation,
             outbox: Outbox::new(cfg.outbound_queue),
-            heads: Mutex::new(HashMap::new()),
+            heads: Mutex::new(HashMap::default()),
             failures,
             presence_head,
             shutdown: Notify::new(),
