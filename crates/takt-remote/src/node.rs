@@ -501,7 +501,7 @@ impl Node {
         self.inner.counters.snapshot()
     }
 
-    /// The server's `max_payload` (payload plus headers), in bytes.
+    /// The server's `max_payload` (envelope plus payload), in bytes.
     pub fn max_payload(&self) -> usize {
         self.inner.max_payload.load(Ordering::Relaxed)
     }
