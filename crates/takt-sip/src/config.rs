@@ -114,7 +114,8 @@ pub struct ProxySection {
     pub next_hop_transport: Transport,
     /// Record-Route.
     pub record_route: bool,
-    /// Table bound.
+    /// Table bound: most transactions held (lingering ones give way to
+    /// new ones when it is reached).
     pub max_transactions: usize,
     /// Table shards.
     pub shards: usize,

@@ -486,8 +486,12 @@ impl Handler for Echo {
         true
     }
 
-    fn held(&self) -> (usize, usize) {
-        (1, 10)
+    fn held(&self) -> takt_sip::stats::Held {
+        takt_sip::stats::Held {
+            now: 1,
+            capacity: 10,
+            ..Default::default()
+        }
     }
 }
 
