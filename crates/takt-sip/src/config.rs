@@ -114,8 +114,7 @@ pub struct ProxySection {
     pub next_hop_transport: Transport,
     /// Record-Route.
     pub record_route: bool,
-    /// Table bound: most transactions held (lingering ones give way to
-    /// new ones when it is reached).
+    /// Table bound.
     pub max_transactions: usize,
     /// Table shards.
     pub shards: usize,

@@ -253,9 +253,7 @@ pub struct ProxyConfig {
     pub record_route: bool,
     /// Transaction timers.
     pub timers: Timers,
-    /// Most transactions held; when it is reached, a transaction that only
-    /// absorbs retransmissions ([`txn::Txn::lingers`]) gives way to a new
-    /// one, and only a table full of live ones sheds.
+    /// Most transactions held.
     pub max_transactions: usize,
     /// Table shards; 0: [`ProxyConfig::auto_shards`] of the worker count
     /// (the server resolves it; a `Proxy` made directly takes 4).
@@ -656,18 +654,6 @@ impl Proxy {
     /// Capacity of the transaction table.
     pub fn transaction_capacity(&self) -> usize {
         self.table.capacity()
-    }
-
-    /// Transactions held only to absorb retransmissions
-    /// ([`txn::Txn::lingers`]), from published counts (no lock taken).
-    pub fn transactions_lingering(&self) -> usize {
-        self.table.lingering_hint()
-    }
-
-    /// Lingering transactions ended early to make room for new ones
-    /// (cumulative; no lock taken).
-    pub fn transactions_reclaimed(&self) -> u64 {
-        self.table.reclaimed_hint()
     }
 
     /// Handles one received message; everything to send goes through `sink`.

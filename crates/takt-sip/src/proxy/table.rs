@@ -7,19 +7,9 @@
 //! threads read without its lock (earliest deadline, size), so workers on
 //! different shards never write a common line.
 //!
-//! The table is bounded, and the bound is on transactions in progress. A
-//! record whose both sides have their final answer only absorbs
-//! retransmissions until its Timer J, L, I, D or K ends it (a BYE's stays
-//! 32 s, an INVITE's 32 s in Accepted): it *lingers* ([`Txn::lingers`]).
-//! An insert into a full shard removes the record that began to linger
-//! earliest to make room (counted, [`Shard::reclaimed`]); only a shard full
-//! of live records refuses, and the caller degrades (sheds a new INVITE
-//! with 503, forwards other requests statelessly). Without this, a proxy
-//! at a steady `r` calls/s holds about `64·r` records (two per call for
-//! 32 s), so a table of 262,144 served at most ~4,100 calls/s for longer
-//! than half a minute and shed the rest, whatever its CPU could do. A
-//! retransmission that arrives after its record was reclaimed is
-//! forwarded as new, and the next hop's own transaction absorbs it.
+//! The table is bounded: an insert into a full shard fails and the caller
+//! degrades (sheds a new INVITE with 503, forwards other requests
+//! statelessly).
 //!
 //! A message never grows it: [`PREALLOCATED`] records are made at start-up
 //! and the timer thread keeps a reserve of vacant records and spare
@@ -32,7 +22,7 @@
 //! than a 1,000-call one that stayed within the preallocated records.
 
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -142,18 +132,6 @@ pub struct Shard {
     /// Message buffers records gave back early (e.g. after a 2xx), reused
     /// by new ones; bounded by [`FREE_BUFFERS`].
     free: Vec<Vec<u8>>,
-    /// Records held that linger ([`Txn::lingers`]; invariant: the number
-    /// of held records whose `lingering` flag is set).
-    lingering: usize,
-    /// (key, slot) of records in the order they began to linger, oldest
-    /// first: the candidates [`Shard::insert`] reclaims when the shard is
-    /// full. An entry whose slot no longer holds that key, lingering, is
-    /// stale and skipped (records that end normally are not looked for
-    /// here: they mostly end in this order, so the stale entries are
-    /// trimmed from the front as they end).
-    linger_order: VecDeque<(u64, u32)>,
-    /// Lingering records reclaimed early to make room (cumulative).
-    reclaimed: u64,
 }
 
 /// Most spare buffers a shard keeps.
@@ -199,9 +177,6 @@ impl Shard {
             pre,
             last: None,
             free: Vec::with_capacity(FREE_BUFFERS),
-            lingering: 0,
-            linger_order: VecDeque::with_capacity(pre),
-            reclaimed: 0,
         }
     }
 
@@ -269,7 +244,6 @@ impl Shard {
         self.vacant.splice(0..0, (first..first + n as u32).rev());
         self.index.reserve(self.vacant.len());
         self.timers.reserve(self.vacant.len() * TIMERS_PER_RECORD);
-        self.linger_order.reserve(self.slots.len());
         while self.free.len() < FREE_BUFFERS {
             let Some(b) = buffers.pop() else { break };
             self.free.push(b);
@@ -297,39 +271,6 @@ impl Shard {
         self.index.len()
     }
 
-    /// Records held that are not lingering: the ones the bound is for.
-    pub fn live(&self) -> usize {
-        self.index.len() - self.lingering
-    }
-
-    /// Records held that linger ([`Txn::lingers`]).
-    pub fn lingering(&self) -> usize {
-        self.lingering
-    }
-
-    /// Lingering records this shard reclaimed early (cumulative).
-    pub fn reclaimed(&self) -> u64 {
-        self.reclaimed
-    }
-
-    /// Whether `(key, i)` from `linger_order` still names a lingering record.
-    fn still_lingers(&self, key: u64, i: u32) -> bool {
-        self.index.get(&key) == Some(&i) && self.slots[i as usize].lingering
-    }
-
-    /// Makes room in a full shard: removes the record that began to
-    /// linger earliest. False when no record lingers (every one is live).
-    fn reclaim_one(&mut self) -> bool {
-        while let Some((key, i)) = self.linger_order.pop_front() {
-            if self.still_lingers(key, i) {
-                self.remove(key);
-                self.reclaimed += 1;
-                return true;
-            }
-        }
-        false
-    }
-
     /// Whether no record is held.
     pub fn is_empty(&self) -> bool {
         self.index.is_empty()
@@ -342,23 +283,14 @@ impl Shard {
     }
 
     /// Inserts a record whose forwarded request is `request` unless the
-    /// shard is full of live records; returns false only then. In a full
-    /// shard the record that began to linger earliest ([`Txn::lingers`])
-    /// is removed to make room and counted ([`Shard::reclaimed`]): the
-    /// bound is on transactions in progress, and a record that only
-    /// absorbs retransmissions gives way to a new call. A record already held under
+    /// shard is full; returns false only then. A record already held under
     /// `key` (two workers racing on one retransmitted request) is kept as
     /// it is. The new record ([`Txn::start`]) keeps the reused slot's
     /// buffers (or takes spare ones).
     pub fn insert(&mut self, key: u64, fresh: &Fresh<'_>, request: &[u8]) -> bool {
         if self.index.len() >= self.cap {
-            if self.index.contains_key(&key) {
-                return true;
-            }
-            // full: a lingering record makes room, a live one never
-            if !self.reclaim_one() {
-                return false;
-            }
+            // full: only a record already held counts as inserted
+            return self.index.contains_key(&key);
         }
         // one probe of the index, for the check and the insertion
         let Entry::Vacant(entry) = self.index.entry(key) else {
@@ -454,10 +386,6 @@ impl Shard {
         }
         if let Some(i) = self.index.remove(&key) {
             let t = &mut self.slots[i as usize];
-            if t.lingering {
-                t.lingering = false;
-                self.lingering -= 1;
-            }
             for b in [
                 &mut t.request,
                 &mut t.response,
@@ -468,13 +396,6 @@ impl Shard {
             }
             t.scheduled = 0;
             self.vacant.push(i);
-            // records mostly end in the order they began to linger
-            while let Some(&(k, j)) = self.linger_order.front() {
-                if self.still_lingers(k, j) {
-                    break;
-                }
-                self.linger_order.pop_front();
-            }
         }
     }
 
@@ -488,27 +409,6 @@ impl Shard {
             self.remove(key);
             return;
         }
-        let lingers = t.lingers();
-        if lingers != t.lingering {
-            t.lingering = lingers;
-            if lingers {
-                self.lingering += 1;
-                let i = self.slot_of(key).expect("held: looked up above");
-                if self.linger_order.len() >= 2 * self.cap {
-                    // ends out of order left stale entries behind the
-                    // front: drop them (amortized: once per `cap` pushes)
-                    let (index, slots) = (&self.index, &self.slots);
-                    self.linger_order
-                        .retain(|&(k, j)| index.get(&k) == Some(&j) && slots[j as usize].lingering);
-                }
-                self.linger_order.push_back((key, i));
-            } else {
-                self.lingering -= 1;
-            }
-        }
-        let Some(t) = self.get_mut(key) else {
-            return;
-        };
         if let Some(d) = t.next_deadline() {
             if t.scheduled == 0 || d < t.scheduled {
                 t.scheduled = d;
@@ -547,12 +447,6 @@ struct Slot {
     next_due: AtomicU64,
     /// The shard's record count, published under its lock.
     len: AtomicUsize,
-    /// Of those, the lingering ones ([`Txn::lingers`]), published under
-    /// its lock.
-    lingering: AtomicUsize,
-    /// Lingering records the shard reclaimed early, published under its
-    /// lock.
-    reclaimed: AtomicU64,
     /// Records and buffers the shard is short of its reserve, published
     /// under its lock (`records << 32 | buffers`), so that
     /// [`Table::replenish`] locks only shards that need something.
@@ -580,8 +474,6 @@ impl Table {
                     shard: Mutex::new(Shard::with_bound(per, pre)),
                     next_due: AtomicU64::new(u64::MAX),
                     len: AtomicUsize::new(0),
-                    lingering: AtomicUsize::new(0),
-                    reclaimed: AtomicU64::new(0),
                     wanted: AtomicU64::new(0),
                 })
                 .collect(),
@@ -632,8 +524,6 @@ impl Table {
         // under the lock stays the truth.
         slot.next_due.store(d, Ordering::Relaxed);
         slot.len.store(sh.len(), Ordering::Relaxed);
-        slot.lingering.store(sh.lingering(), Ordering::Relaxed);
-        slot.reclaimed.store(sh.reclaimed(), Ordering::Relaxed);
         let wanted = (sh.records_wanted() as u64) << 32 | sh.buffers_wanted() as u64;
         slot.wanted.store(wanted, Ordering::Relaxed);
     }
@@ -730,37 +620,14 @@ impl Table {
             .sum()
     }
 
-    /// Lingering records held ([`Txn::lingers`]), from the published
-    /// counts (no lock taken).
-    pub fn lingering_hint(&self) -> usize {
-        // Relaxed: see `publish_at`.
-        self.slots
-            .iter()
-            .map(|s| s.lingering.load(Ordering::Relaxed))
-            .sum()
-    }
-
-    /// Lingering records reclaimed early to make room, over all shards
-    /// (cumulative), from the published counts (no lock taken).
-    pub fn reclaimed_hint(&self) -> u64 {
-        // Relaxed: see `publish_at`.
-        self.slots
-            .iter()
-            .map(|s| s.reclaimed.load(Ordering::Relaxed))
-            .sum()
-    }
-
-    /// How full the shard of `key` is with live records (its published
-    /// size less its lingering records, over its bound, 0..=1): the bound
-    /// applies per shard, and a lingering record gives way to a new one
-    /// ([`Shard::insert`]), so this is what decides whether a new record
-    /// will fit. Two loads, of the line the caller is about to lock anyway.
+    /// How full the shard of `key` is (its published size over its bound,
+    /// 0..=1): the bound applies per shard, so this is what decides
+    /// whether a new record will fit. One load, of the line the caller is
+    /// about to lock anyway.
     pub fn fill_of(&self, key: u64) -> f64 {
         // Relaxed: see `publish_at`.
-        let slot = &self.slots[self.index(key)];
-        let n = slot.len.load(Ordering::Relaxed);
-        let l = slot.lingering.load(Ordering::Relaxed);
-        n.saturating_sub(l) as f64 / self.per_shard as f64
+        let n = self.slots[self.index(key)].len.load(Ordering::Relaxed);
+        n as f64 / self.per_shard as f64
     }
 }
 
@@ -875,78 +742,5 @@ mod tests {
         assert_eq!(sh.vacant.len(), 15);
         // new slots are used in address order, under any recycled one
         assert_eq!(sh.vacant.last(), Some(&((pre + RESERVE - 5) as u32)));
-    }
-
-    /// Marks `key`'s record as having both final answers (a BYE's
-    /// transaction in Timer J), as the proxy does, and reschedules it.
-    fn linger(sh: &mut Shard, key: u64) {
-        let t = sh.get_mut(key).expect("held");
-        t.invite = false;
-        t.client_final(&TIMERS, 1);
-        t.server_final_sent(&TIMERS, 1);
-        assert!(t.lingers());
-        sh.reschedule(key);
-    }
-
-    #[test]
-    fn a_full_shard_reclaims_the_earliest_lingering_record_never_a_live_one() {
-        let mut sh = Shard::with_bound(4, 4);
-        for k in 1..=4 {
-            assert!(sh.insert(k, &txn(0), b"INVITE"));
-        }
-        // full of live records: a new one is refused
-        assert!(!sh.insert(5, &txn(1), b"INVITE"));
-        assert_eq!((sh.live(), sh.lingering(), sh.reclaimed()), (4, 0, 0));
-        // 3 and then 1 begin to linger (in that order)
-        linger(&mut sh, 3);
-        linger(&mut sh, 1);
-        assert_eq!((sh.live(), sh.lingering()), (2, 2));
-        // a new record takes the place of the one that lingered first
-        assert!(sh.insert(5, &txn(2), b"INVITE"));
-        assert!(sh.get_mut(3).is_none());
-        assert!(sh.get_mut(1).is_some());
-        assert_eq!((sh.len(), sh.lingering(), sh.reclaimed()), (4, 1, 1));
-        // a lingering record that ended on its own is not reclaimed twice
-        sh.remove(1);
-        assert!(sh.insert(6, &txn(3), b"INVITE"));
-        assert_eq!((sh.len(), sh.lingering(), sh.reclaimed()), (4, 0, 1));
-        // and the live ones stay: full again, nothing lingers
-        assert!(!sh.insert(7, &txn(4), b"INVITE"));
-        for k in [2, 4, 5, 6] {
-            assert!(sh.get_mut(k).is_some(), "live record {k} kept");
-        }
-        assert!(sh.linger_order.is_empty());
-    }
-
-    #[test]
-    fn linger_order_stays_bounded_when_records_end_out_of_order() {
-        let mut sh = Shard::with_bound(8, 8);
-        // the first record lingers all along, so the front never ends:
-        // every later one ends behind it and leaves a stale entry
-        assert!(sh.insert(1, &txn(0), b"BYE"));
-        linger(&mut sh, 1);
-        for round in 0..1000u64 {
-            let keys: Vec<u64> = (0..7).map(|i| (round + 1) * 8 + i).collect();
-            for &k in &keys {
-                assert!(sh.insert(k, &txn(0), b"BYE"));
-                linger(&mut sh, k);
-            }
-            for &k in keys.iter().rev() {
-                sh.remove(k);
-            }
-            assert!(
-                sh.linger_order.len() <= 2 * 8 + 1,
-                "{}",
-                sh.linger_order.len()
-            );
-        }
-        assert_eq!((sh.len(), sh.lingering(), sh.reclaimed()), (1, 1, 0));
-        // the survivor is still the first to be reclaimed
-        for k in 2..=8 {
-            assert!(sh.insert(k, &txn(0), b"INVITE"));
-        }
-        assert!(sh.insert(9, &txn(0), b"INVITE"));
-        assert!(sh.get_mut(1).is_none());
-        assert_eq!(sh.reclaimed(), 1);
     }
 }

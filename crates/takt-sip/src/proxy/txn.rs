@@ -151,9 +151,6 @@ pub struct Txn {
     pub t_cancel_timeout: u64,
     /// The deadline this record is queued under in its shard's timer wheel (0 = none).
     pub scheduled: u64,
-    /// Whether the shard counts this record as lingering ([`Txn::lingers`]
-    /// when the shard last looked): the shard's bookkeeping, not state.
-    pub lingering: bool,
 }
 
 impl Txn {
@@ -182,7 +179,6 @@ impl Txn {
             cancel_interval: 0,
             t_cancel_timeout: 0,
             scheduled: 0,
-            lingering: false,
         };
         x.start(&Fresh {
             invite,
@@ -226,7 +222,6 @@ impl Txn {
         self.cancel_interval = t.t1;
         self.t_cancel_timeout = 0;
         self.scheduled = 0;
-        self.lingering = false;
     }
 
     /// The earliest deadline, if any timer runs.
@@ -244,30 +239,6 @@ impl Txn {
         .into_iter()
         .filter(|&d| d != 0)
         .min()
-    }
-
-    /// Whether the record only absorbs retransmissions: both sides have
-    /// their final answer and nothing is sent on a timer any more (no
-    /// response retransmission waiting for an ACK, no CANCEL running).
-    /// Such a record waits out Timer J, L, I, D or K (up to 64·T1) so
-    /// that a late retransmission is answered from it; without it the
-    /// retransmission is forwarded as new and the next hop absorbs it. So
-    /// it may be reclaimed early when the table needs room
-    /// ([`super::table::Shard::insert`]), where a live one never is.
-    pub fn lingers(&self) -> bool {
-        let server_done = match self.server {
-            ServerState::Accepted | ServerState::Confirmed | ServerState::Terminated => true,
-            ServerState::Completed => !self.invite,
-            ServerState::Proceeding => false,
-        };
-        server_done
-            && matches!(
-                self.client,
-                ClientState::Completed | ClientState::Terminated
-            )
-            && self.t_resp_retx == 0
-            && self.t_cancel_retx == 0
-            && self.t_cancel_timeout == 0
     }
 
     /// Whether the record can go.

@@ -40,7 +40,7 @@ pub use tcp::{TcpCounters, TcpSnapshot};
 pub use endpoint::{serve, Endpoint, EndpointAddr};
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -250,26 +250,8 @@ pub struct Registry {
     snmp_start: UdpCounters,
     info: Mutex<ServerInfo>,
     transactions: AtomicUsize,
-    transactions_lingering: AtomicUsize,
     transaction_capacity: AtomicUsize,
-    transactions_reclaimed: AtomicU64,
     tcp: Mutex<Option<Arc<TcpCounters>>>,
-}
-
-/// What a handler holds, published after each timer tick
-/// ([`crate::transport::Handler::held`]); for the proxy, its transactions.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Held {
-    /// Records held now.
-    pub now: usize,
-    /// Of those, records kept only to absorb retransmissions, which a new
-    /// record may reclaim when the table is full
-    /// ([`crate::proxy::txn::Txn::lingers`]).
-    pub lingering: usize,
-    /// The most records that can be held.
-    pub capacity: usize,
-    /// Lingering records reclaimed early to make room (cumulative).
-    pub reclaimed: u64,
 }
 
 impl Default for Registry {
@@ -287,9 +269,7 @@ impl Registry {
             snmp_start: UdpCounters::read(),
             info: Mutex::new(ServerInfo::default()),
             transactions: AtomicUsize::new(0),
-            transactions_lingering: AtomicUsize::new(0),
             transaction_capacity: AtomicUsize::new(0),
-            transactions_reclaimed: AtomicU64::new(0),
             tcp: Mutex::new(None),
         }
     }
@@ -314,16 +294,11 @@ impl Registry {
         *self.info.lock().unwrap_or_else(|p| p.into_inner()) = info;
     }
 
-    /// Publishes what the handler holds (written by the timer thread).
-    pub fn set_transactions(&self, held: Held) {
-        // Relaxed: gauges and a counter read for display only.
-        self.transactions.store(held.now, Ordering::Relaxed);
-        self.transactions_lingering
-            .store(held.lingering, Ordering::Relaxed);
-        self.transaction_capacity
-            .store(held.capacity, Ordering::Relaxed);
-        self.transactions_reclaimed
-            .store(held.reclaimed, Ordering::Relaxed);
+    /// Publishes the transaction count (written by the timer thread).
+    pub fn set_transactions(&self, n: usize, capacity: usize) {
+        // Relaxed: a gauge read for display only.
+        self.transactions.store(n, Ordering::Relaxed);
+        self.transaction_capacity.store(capacity, Ordering::Relaxed);
     }
 
     /// Merges everything into a snapshot.
@@ -422,9 +397,7 @@ impl Registry {
             server: self.info.lock().unwrap_or_else(|p| p.into_inner()).clone(),
             // Relaxed: gauges for display.
             transactions: self.transactions.load(Ordering::Relaxed),
-            transactions_lingering: self.transactions_lingering.load(Ordering::Relaxed),
             transaction_capacity: self.transaction_capacity.load(Ordering::Relaxed),
-            transactions_reclaimed: self.transactions_reclaimed.load(Ordering::Relaxed),
             messages: total,
             kinds,
             replied,
@@ -530,14 +503,8 @@ pub struct Snapshot {
     pub server: ServerInfo,
     /// Transactions held.
     pub transactions: usize,
-    /// Of those, the ones only absorbing retransmissions (RFC 3261 Timers
-    /// J, I, D, K; RFC 6026's Accepted), which give way to new ones when
-    /// the table is full.
-    pub transactions_lingering: usize,
     /// Table capacity.
     pub transaction_capacity: usize,
-    /// Lingering transactions ended early to make room for new ones.
-    pub transactions_reclaimed: u64,
     /// Messages handled.
     pub messages: u64,
     /// By kind (only kinds seen).
@@ -749,16 +716,6 @@ impl Snapshot {
             o,
             "# HELP takt_sip_transactions Transactions held.\n# TYPE takt_sip_transactions gauge\ntakt_sip_transactions {}",
             self.transactions
-        );
-        let _ = writeln!(
-            o,
-            "# HELP takt_sip_transactions_lingering Transactions held only to absorb retransmissions.\n# TYPE takt_sip_transactions_lingering gauge\ntakt_sip_transactions_lingering {}",
-            self.transactions_lingering
-        );
-        let _ = writeln!(
-            o,
-            "# HELP takt_sip_transactions_reclaimed_total Lingering transactions ended early to make room for new ones.\n# TYPE takt_sip_transactions_reclaimed_total counter\ntakt_sip_transactions_reclaimed_total {}",
-            self.transactions_reclaimed
         );
         o
     }

@@ -27,7 +27,6 @@
 use std::net::SocketAddr;
 
 use crate::proxy::{Inbound, Mode, Outcome, Proxy, Scratch, SendError, Sink};
-use crate::stats::Held;
 
 /// A protocol engine the transports run. See the module docs for the
 /// contract.
@@ -69,9 +68,9 @@ pub trait Handler: Send + Sync + 'static {
 
     /// State held now and the most that can be held (for the proxy:
     /// transactions), published by the timer thread after each tick. The
-    /// default: nothing held.
-    fn held(&self) -> Held {
-        Held::default()
+    /// default: `(0, 0)`, nothing held.
+    fn held(&self) -> (usize, usize) {
+        (0, 0)
     }
 }
 
@@ -98,13 +97,8 @@ impl Handler for Proxy {
         Proxy::prepare_idle(self)
     }
 
-    fn held(&self) -> Held {
-        Held {
-            now: self.transactions_hint(),
-            lingering: self.transactions_lingering(),
-            capacity: self.transaction_capacity(),
-            reclaimed: self.transactions_reclaimed(),
-        }
+    fn held(&self) -> (usize, usize) {
+        (self.transactions_hint(), self.transaction_capacity())
     }
 
     fn bounced(

@@ -303,7 +303,8 @@ impl<H: Handler> Server<H> {
         let registry = Arc::new(Registry::new());
         let handler = Arc::new(make(local, &registry, rcvbuf)?);
         let ticks = handler.wants_ticks();
-        registry.set_transactions(handler.held());
+        let (held, capacity) = handler.held();
+        registry.set_transactions(held, capacity);
         let stop = Arc::new(AtomicBool::new(false));
         let mut threads = Vec::new();
         let tcp = match listener {

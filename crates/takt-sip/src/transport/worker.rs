@@ -455,6 +455,7 @@ pub(crate) fn run_timer<H: Handler>(
                 .unwrap_or_else(|p| p.into_inner())
                 .record_icmp_errors(read, matched);
         }
-        reg.set_transactions(handler.held());
+        let (held, capacity) = handler.held();
+        reg.set_transactions(held, capacity);
     }
 }
