@@ -289,7 +289,8 @@ impl TcpSection {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct OverloadSection {
-    /// Table fraction.
+    /// Shed new INVITEs when a shard of the table is fuller than this
+    /// fraction with records that do not linger.
     pub table_high_water: f64,
     /// Queue delay (K_rcv) at which every new INVITE is shed, ms.
     pub queue_delay_ms: u64,

@@ -12,7 +12,7 @@ use takt_sip::proxy::{
     Disposition, Inbound, Mode, MsgKind, Outcome, ProxyConfig, Scratch, Sink, Target, Transport,
 };
 use takt_sip::stats::{serve, EndpointAddr};
-use takt_sip::transport::{Handler, Server, ServerConfig, WakeOrder, WorkerModel};
+use takt_sip::transport::{Handler, Held, Server, ServerConfig, WakeOrder, WorkerModel};
 use takt_sip::wire::{HeaderName, Message};
 
 fn server(
@@ -486,8 +486,12 @@ impl Handler for Echo {
         true
     }
 
-    fn held(&self) -> (usize, usize) {
-        (1, 10)
+    fn held(&self) -> Held {
+        Held {
+            held: 1,
+            capacity: 10,
+            ..Held::default()
+        }
     }
 }
 

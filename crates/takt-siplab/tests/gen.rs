@@ -389,6 +389,73 @@ fn a_tcp_run_through_takts_proxy_completes_every_call_in_both_modes() {
     }
 }
 
+/// Issue 13's stateful TCP capacity search lost every call of its later
+/// trials: each completed call leaves its INVITE's record in the table for
+/// 32 s (RFC 6026's Accepted state), so a few trials at tens of thousands
+/// of calls/s filled the table, and every new INVITE was shed with 503
+/// until the records' timers ran out. A burst of three tables' worth of
+/// calls must leave the proxy serving every call of the next run: the
+/// lingering records give their room up to new ones.
+#[test]
+fn a_burst_that_fills_the_transaction_table_leaves_the_next_run_served() {
+    let _turn = turn();
+    const TABLE: usize = 1024;
+    let mut g = Generator::bind(&tcp_config(4000.0, 3 * TABLE as u64)).unwrap();
+    let uas = g.uas_addr().unwrap();
+    let mut p = ProxyConfig::new(
+        Mode::Stateful,
+        Local {
+            host: "127.0.0.1".into(),
+            port: 0,
+        },
+    );
+    p.next_hop = Some(Target {
+        addr: uas,
+        transport: Transport::Tcp,
+        conn: None,
+    });
+    p.max_transactions = TABLE;
+    let mut s = ServerConfig::new(loopback0());
+    s.tcp = true;
+    s.workers = 1;
+    s.spec = rt_spec("sip");
+    let server = Server::start(p, s).expect("the proxy starts on loopback");
+    g.set_proxy(server.local_addr()).unwrap();
+    // `run` consumes the generator: its UAS's address is free again
+    let burst = g.run(&Cancel::default()).unwrap();
+    let after_burst = server.snapshot();
+    // every record of the burst is still within its 32 s
+    assert!(
+        after_burst.transactions_reclaimed > 0,
+        "the burst outgrew the table: {after_burst:#?}"
+    );
+    assert!(after_burst.transactions <= after_burst.transaction_capacity);
+    let b = burst.uac.as_ref().unwrap();
+    assert_eq!(b.attempted, 3 * TABLE as u64);
+    assert_eq!(b.failures.get("503"), None, "{burst:#?}");
+
+    // the next run, the UAS on the same address (where the proxy sends)
+    let mut cfg = tcp_config(200.0, 200);
+    cfg.uas_listen = uas;
+    let mut g = Generator::bind(&cfg).unwrap();
+    g.set_proxy(server.local_addr()).unwrap();
+    let r = g.run(&Cancel::default()).unwrap();
+    let snap = server.stop();
+    let c = r.uac.as_ref().unwrap();
+    assert_eq!(c.completed, 200, "{r:#?}\n{snap:#?}");
+    assert_eq!((c.failed, c.unfinished), (0, 0), "{r:#?}");
+    assert_sent_is_received(&r);
+    // the table was still full of the burst's records: the run's took
+    // their room
+    assert!(
+        snap.transactions_reclaimed > after_burst.transactions_reclaimed,
+        "{} then {}",
+        after_burst.transactions_reclaimed,
+        snap.transactions_reclaimed
+    );
+    assert!(snap.transactions_lingering <= snap.transactions);
+}
+
 #[test]
 fn connections_the_proxy_closes_mid_run_are_counted_and_the_run_ends() {
     let _turn = turn();

@@ -68,7 +68,17 @@ pub struct LoadArgs {
     /// Proxy worker threads.
     #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1024))]
     workers: u32,
-    /// Calls per second SIPp places.
+    /// What places the calls: `sipp` (SIPp's uac and uas scenarios, child
+    /// processes) or `takt` (the native generator, Poisson arrivals, on
+    /// threads of this process whose CPU time is not counted as the
+    /// proxy's).
+    #[arg(long, value_name = "sipp|takt", default_value = "sipp", value_parser = parse_generator)]
+    generator: takt_lab::sip::LoadGenerator,
+    /// Transport of every hop (UAC to proxy, proxy to UAS): `udp`, or
+    /// `tcp` (SIPp with `-t t1`; the native generator over 4 connections).
+    #[arg(long, value_name = "udp|tcp", default_value = "udp", value_parser = parse_transport)]
+    transport: Transport,
+    /// Calls per second the generator places.
     #[arg(long, value_name = "CPS", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     cps: u32,
     /// Calls per measured run (default 5000; 1000 with --quick).
@@ -103,7 +113,8 @@ pub struct LoadArgs {
     /// /dev/cpu_dma_latency (root), machine-wide, for each run.
     #[arg(long, value_name = "LIST", value_parser = parse_idle_limit, value_delimiter = ',')]
     idle_latency: Vec<IdleLimit>,
-    /// CPUs SIPp's UAC and UAS run on (default: anywhere), e.g. `0`
+    /// CPUs the generator's UAC and UAS run on (SIPp's processes or the
+    /// native generator's threads; default: anywhere), e.g. `0`
     /// with `--cpus 1`: the load generator off the proxy's CPU, as on
     /// separate machines.
     #[arg(long, value_name = "LIST", value_parser = crate::args::parse_cpus)]
@@ -265,10 +276,25 @@ pub fn run(c: SipCmd) -> Result<(), String> {
     }
 }
 
+fn parse_generator(s: &str) -> Result<takt_lab::sip::LoadGenerator, String> {
+    match s {
+        "sipp" => Ok(takt_lab::sip::LoadGenerator::Sipp),
+        "takt" => Ok(takt_lab::sip::LoadGenerator::Takt),
+        _ => Err(format!("unknown generator {s:?} (sipp, takt)")),
+    }
+}
+
 fn load(a: LoadArgs) -> Result<(), String> {
-    let sipp = takt_lab::sip::find_sipp()
-        .ok_or("sipp is not installed (Debian package sip-tester; scripts/setup.sh installs it)")?;
+    let sipp = match a.generator {
+        takt_lab::sip::LoadGenerator::Sipp => takt_lab::sip::find_sipp().ok_or(
+            "sipp is not installed (Debian package sip-tester; scripts/setup.sh installs it)",
+        )?,
+        // not needed
+        takt_lab::sip::LoadGenerator::Takt => Default::default(),
+    };
     let mut plan = takt_lab::sip::LoadPlan::new(sipp);
+    plan.generator = a.generator;
+    plan.transport = a.transport;
     if a.out.quick {
         plan = plan.quick();
     }

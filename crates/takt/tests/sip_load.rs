@@ -205,3 +205,71 @@ fn idle_latency_cases_and_sipp_placement() {
         "{stderr}"
     );
 }
+
+/// `--generator takt|sipp` with `--transport tcp|udp`: every call through
+/// the in-process proxy completes, and the rows name the generator and the
+/// transport.
+#[test]
+fn generators_and_transports() {
+    let sipp = can_run_sipp();
+    const CALLS: u64 = 30;
+    let mut cases = vec![("takt", "tcp"), ("takt", "udp")];
+    if sipp {
+        cases.push(("sipp", "tcp"));
+    }
+    for (generator, transport) in cases {
+        let out = Command::new(env!("CARGO_BIN_EXE_takt"))
+            .args(["sip", "load", "--json", "--mode", "stateful,stateless"])
+            .args(["--model", "shared", "--cps", "60", "--runs", "1"])
+            .args(["--generator", generator, "--transport", transport])
+            .args(["--calls", &CALLS.to_string(), "--warmup-calls", "0"])
+            .output()
+            .expect("takt runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "{generator} over {transport}:\n{stderr}"
+        );
+        let doc: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("stdout is one JSON document ({e}):\n{stderr}"));
+        let rows = doc["results"].as_array().unwrap();
+        for mode in ["stateful", "stateless"] {
+            let row = |name: &str, message: Option<&str>| -> &Value {
+                rows.iter()
+                    .find(|r| {
+                        r["name"] == name
+                            && r["params"]["mode"] == mode
+                            && message.is_none_or(|m| r["params"]["message"] == m)
+                    })
+                    .unwrap_or_else(|| panic!("no row {name} {mode} {message:?}"))
+            };
+            let ok = row("calls_succeeded", None);
+            assert_eq!(
+                ok["median"].as_f64(),
+                Some(CALLS as f64),
+                "{generator} over {transport}, {mode}: {ok}\n{stderr}"
+            );
+            assert_eq!(row("calls_failed", None)["median"].as_f64(), Some(0.0));
+            for msg in ["invite", "ack", "bye", "2xx"] {
+                let t = row("t_sip", Some(msg));
+                assert_eq!(t["params"]["generator"], generator, "{t}");
+                assert_eq!(t["params"]["transport"], transport, "{t}");
+                assert!(t["median"].as_f64().unwrap() > 0.0, "{t}");
+            }
+            // the generator's threads are not the proxy's CPU time
+            let cpu = row("cpu_per_call", None)["median"].as_f64().unwrap();
+            assert!(cpu > 0.0 && cpu.is_finite(), "{cpu}");
+        }
+        let note = doc["notes"][0].as_str().unwrap();
+        assert!(
+            note.contains(&format!("over {}", transport.to_uppercase())),
+            "{note}"
+        );
+    }
+    let bad = Command::new(env!("CARGO_BIN_EXE_takt"))
+        .args(["sip", "load", "--generator", "kamailio"])
+        .output()
+        .expect("takt runs");
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown generator"));
+}

@@ -1,4 +1,4 @@
-//! # `takt sip load`: SIPp against the takt proxy, per-message costs
+//! # `takt sip load`: a call generator against the takt proxy, per-message costs
 //!
 //! The benchmark of the target, *median T_sip per message type at
 //! a fixed call rate*, measured the way the seed paper measures its proxy
@@ -6,6 +6,12 @@
 //! loopback, `sipp -sn uac` at a fixed rate (`-r`) for a bounded number of
 //! calls (`-m`) → the takt proxy → `sipp -sn uas`, every call
 //! INVITE / 100 / 180 / 200 / ACK / BYE / 200.
+//!
+//! [`LoadPlan::generator`] puts takt's native generator
+//! ([`takt_siplab::gen`], Poisson arrivals at the rate) in SIPp's place, on
+//! threads of this process whose CPU time is taken out of the proxy's;
+//! [`LoadPlan::transport`] runs every hop over UDP or TCP (SIPp with
+//! `-t t1`).
 //!
 //! The proxy runs **in this process** (a [`takt_sip::transport::Server`]
 //! on takt-sched threads made from the plan's [`ThreadSpec`]), so its
@@ -94,12 +100,40 @@ pub struct LoadCase {
     pub idle_latency: Option<Duration>,
 }
 
+/// What places the calls of `takt sip load`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadGenerator {
+    /// SIPp's built-in `uac` and `uas` scenarios in child processes, calls
+    /// opened at a fixed rate on SIPp's millisecond lattice.
+    Sipp,
+    /// takt's native generator ([`takt_siplab::gen`]) on threads of this
+    /// process: Poisson arrivals at the rate, no retransmissions lost to
+    /// its own lag unnoticed.
+    Takt,
+}
+
+impl LoadGenerator {
+    /// `sipp` or `takt`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadGenerator::Sipp => "sipp",
+            LoadGenerator::Takt => "takt",
+        }
+    }
+}
+
 /// What `takt sip load` runs.
 #[derive(Debug, Clone)]
 pub struct LoadPlan {
     /// The configurations, run in order.
     pub cases: Vec<LoadCase>,
-    /// Calls per second SIPp's UAC places (`-r`).
+    /// What places the calls.
+    pub generator: LoadGenerator,
+    /// The transport of every hop: the UAC to the proxy, the proxy to the
+    /// UAS (TCP: the proxy listens on TCP too; SIPp runs with `-t t1`, one
+    /// connection each way; takt's generator spreads its calls over 4).
+    pub transport: Transport,
+    /// Calls per second the UAC places (SIPp's `-r`).
     pub cps: u32,
     /// Calls per measured run (`-m`).
     pub calls: u64,
@@ -117,10 +151,11 @@ pub struct LoadPlan {
     /// Which idle worker of the `shared` model gets a datagram
     /// ([`ServerConfig::wake`]; default: the one idle shortest).
     pub wake: WakeOrder,
-    /// CPUs SIPp's UAC and UAS are confined to (set before they start);
-    /// `None`: wherever the kernel puts them.
+    /// CPUs the generator's UAC and UAS are confined to (SIPp's processes
+    /// or takt's generator threads); `None`: wherever the kernel puts
+    /// them.
     pub sipp_cpus: Option<CpuSet>,
-    /// The `sipp` binary.
+    /// The `sipp` binary (unused with [`LoadGenerator::Takt`]).
     pub sipp: PathBuf,
     /// Set from outside (Ctrl-C) to abandon the run; children are killed.
     pub stop: Arc<AtomicBool>,
@@ -148,6 +183,8 @@ impl LoadPlan {
         }
         LoadPlan {
             cases,
+            generator: LoadGenerator::Sipp,
+            transport: Transport::Udp,
             cps: 1000,
             calls: 5000,
             warmup_calls: 1000,
@@ -216,6 +253,9 @@ pub enum LoadError {
     /// limit without root).
     #[error(transparent)]
     Sched(#[from] SchedError),
+    /// takt's native generator failed.
+    #[error("takt sip gen: {0}")]
+    Gen(#[from] takt_siplab::Error),
     /// [`LoadPlan::stop`] was set.
     #[error("interrupted")]
     Interrupted,
@@ -358,9 +398,106 @@ fn run_fresh_ports(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunRes
     }
 }
 
-/// One run: a fresh proxy and SIPp pair, `calls` calls at the plan's rate.
+/// The in-process proxy of one run, forwarding to `uas` over the plan's
+/// transport (and listening on TCP too when that is TCP).
+fn start_proxy(plan: &LoadPlan, case: LoadCase, uas: SocketAddr) -> Result<Server, LoadError> {
+    let mut pc = ProxyConfig::new(
+        case.mode,
+        Local {
+            host: "127.0.0.1".into(),
+            port: 0,
+        },
+    );
+    pc.next_hop = Some(Target {
+        addr: uas,
+        transport: plan.transport,
+        conn: None,
+    });
+    let mut sc = ServerConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)));
+    sc.model = case.model;
+    sc.workers = case.workers;
+    sc.rcvbuf = plan.rcvbuf;
+    sc.tcp = plan.transport == Transport::Tcp;
+    sc.spec = plan.spec.clone();
+    sc.spin = plan.spin;
+    sc.wake = plan.wake;
+    Server::start(pc, sc).map_err(io("starting the proxy"))
+}
+
+/// One run: a fresh proxy and generator (a SIPp pair, or takt's
+/// generator), `calls` calls at the plan's rate.
 pub fn run_once(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult, LoadError> {
     plan.check_stop()?;
+    match plan.generator {
+        LoadGenerator::Sipp => run_sipp(plan, case, calls),
+        LoadGenerator::Takt => run_native(plan, case, calls),
+    }
+}
+
+/// One run with takt's generator on threads of this process; their CPU
+/// time is taken out of the process's, so `cpu_s` stays the proxy's.
+fn run_native(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult, LoadError> {
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let mut gc = takt_siplab::gen::GenConfig::new(loopback, f64::from(plan.cps));
+    gc.uas_listen = loopback;
+    gc.calls = Some(calls);
+    gc.transport = plan.transport;
+    gc.drain = Duration::from_secs(2);
+    gc.spec = match &plan.sipp_cpus {
+        Some(c) => ThreadSpec::new("gen").with_cpus(c.clone()),
+        None => ThreadSpec::new("gen"),
+    };
+    let mut g = takt_siplab::gen::Generator::bind(&gc)?;
+    let uas = g.uas_addr().ok_or_else(|| {
+        LoadError::Gen(takt_siplab::Error::Config(
+            "the generator bound no UAS".into(),
+        ))
+    })?;
+    let server = start_proxy(plan, case, uas)?;
+    g.set_proxy(server.local_addr())?;
+    let cancel = takt_siplab::gen::Cancel::default();
+    let cpu0 = takt_sched::process_cpu_time();
+    let t0 = Instant::now();
+    let report = std::thread::scope(|scope| {
+        let run = scope.spawn(|| g.run(&cancel));
+        while !run.is_finished() {
+            // Acquire pairs with the Release store of whoever interrupts.
+            if plan.stop.load(Ordering::Acquire) {
+                cancel.cancel();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        run.join()
+    });
+    let wall = t0.elapsed().as_secs_f64();
+    let cpu = takt_sched::process_cpu_time().saturating_sub(cpu0);
+    let snap = server.stop();
+    let report = report.map_err(|_| {
+        LoadError::Gen(takt_siplab::Error::Thread(
+            "the generator's thread panicked".into(),
+        ))
+    })??;
+    plan.check_stop()?;
+    let (Some(uac), Some(uas)) = (&report.uac, &report.uas) else {
+        return Err(LoadError::Gen(takt_siplab::Error::Thread(
+            "the generator ran without both sides".into(),
+        )));
+    };
+    let totals = UacTotals {
+        attempted: uac.attempted,
+        succeeded: uac.completed,
+        failed: uac.failed + uac.unfinished,
+        retransmissions: uac.retransmitted.values().sum(),
+    };
+    let gen_cpu = uac.thread.cpu_s + uas.thread.cpu_s;
+    let proxy_cpu = (cpu.as_secs_f64() - gen_cpu).max(0.0);
+    Ok(RunResult::from_snapshot(
+        &snap, totals, None, proxy_cpu, wall,
+    ))
+}
+
+/// One run with a SIPp pair in child processes.
+fn run_sipp(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult, LoadError> {
     let dir = ScratchDir::new().map_err(io("creating a scratch directory for sipp"))?;
     let uas_port = free_port().map_err(io("finding a port for the UAS"))?;
     let uac_port = loop {
@@ -370,33 +507,17 @@ pub fn run_once(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult
         }
     };
 
-    let mut pc = ProxyConfig::new(
-        case.mode,
-        Local {
-            host: "127.0.0.1".into(),
-            port: 0,
-        },
-    );
-    pc.next_hop = Some(Target {
-        addr: SocketAddr::from(([127, 0, 0, 1], uas_port)),
-        transport: Transport::Udp,
-        conn: None,
-    });
-    let mut sc = ServerConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)));
-    sc.model = case.model;
-    sc.workers = case.workers;
-    sc.rcvbuf = plan.rcvbuf;
-    sc.tcp = false;
-    sc.spec = plan.spec.clone();
-    sc.spin = plan.spin;
-    sc.wake = plan.wake;
-    let server = Server::start(pc, sc).map_err(io("starting the proxy"))?;
+    let server = start_proxy(plan, case, SocketAddr::from(([127, 0, 0, 1], uas_port)))?;
     let proxy = server.local_addr();
 
     let cpus = plan.sipp_cpus.as_ref();
-    let mut uas = Kid::spawn(sipp::uas(&plan.sipp, uas_port, dir.path()), cpus, "uas")
-        .map_err(io("starting sipp"))?;
-    sipp::wait_bound(&mut uas, uas_port, Duration::from_secs(10)).map_err(|e| {
+    let mut uas = Kid::spawn(
+        sipp::uas(&plan.sipp, uas_port, plan.transport, dir.path()),
+        cpus,
+        "uas",
+    )
+    .map_err(io("starting sipp"))?;
+    sipp::wait_bound(&mut uas, uas_port, plan.transport, Duration::from_secs(10)).map_err(|e| {
         if e.kind() == std::io::ErrorKind::TimedOut {
             LoadError::Sipp(e.to_string())
         } else {
@@ -413,6 +534,7 @@ pub fn run_once(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult
             &plan.sipp,
             uac_port,
             proxy,
+            plan.transport,
             plan.cps,
             calls,
             sipp_timeout,
@@ -554,6 +676,13 @@ pub fn run_case(
         .collect()
 }
 
+fn transport_name(t: Transport) -> &'static str {
+    match t {
+        Transport::Udp => "udp",
+        Transport::Tcp => "tcp",
+    }
+}
+
 fn mode_name(m: Mode) -> &'static str {
     match m {
         Mode::Stateless => "stateless",
@@ -596,6 +725,8 @@ pub fn rows(plan: &LoadPlan, case: LoadCase, runs: &[RunResult]) -> Vec<ResultRo
     base.insert("workers".into(), case.workers.into());
     base.insert("cps".into(), plan.cps.into());
     base.insert("calls".into(), plan.calls.into());
+    base.insert("generator".into(), plan.generator.name().into());
+    base.insert("transport".into(), transport_name(plan.transport).into());
     let cpus = plan
         .spec
         .cpus()
@@ -858,8 +989,17 @@ pub fn run(plan: &LoadPlan, progress: &mut dyn FnMut(&str)) -> Result<Document, 
             doc.push(r);
         }
     }
+    let (uac, uas, pair) = match plan.generator {
+        LoadGenerator::Sipp => ("sipp -sn uac", "sipp -sn uas", "SIPp pair"),
+        LoadGenerator::Takt => (
+            "takt's generator (UAC, Poisson arrivals)",
+            "its UAS (both on threads of this process, their CPU time taken out of cpu_s)",
+            "generator",
+        ),
+    };
     doc.note(format!(
-        "sipp -sn uac -> takt proxy (in-process) -> sipp -sn uas on 127.0.0.1 over UDP, {} cps, {} calls per run, {} runs after a {}-call warm-up, a fresh proxy and SIPp pair per run, the configurations taking turns run by run; samples are per-run medians",
+        "{uac} -> takt proxy (in-process) -> {uas} on 127.0.0.1 over {}, {} cps, {} calls per run, {} runs after a {}-call warm-up, a fresh proxy and {pair} per run, the configurations taking turns run by run; samples are per-run medians",
+        transport_name(plan.transport).to_uppercase(),
         plan.cps,
         plan.calls,
         plan.runs.max(1),

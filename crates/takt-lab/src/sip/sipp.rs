@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use takt_sched::CpuSet;
+use takt_sip::proxy::Transport;
 
 /// Where `sipp` is on `PATH` (Debian package `sip-tester`), if anywhere.
 pub fn find_sipp() -> Option<PathBuf> {
@@ -123,9 +124,14 @@ impl Drop for Kid {
     }
 }
 
-/// Waits until something holds UDP `port` on 127.0.0.1 (SIPp's UAS has
-/// bound it), the child exits, or `timeout` passes.
-pub(super) fn wait_bound(kid: &mut Kid, port: u16, timeout: Duration) -> io::Result<()> {
+/// Waits until something holds `port` of `transport` on 127.0.0.1 (SIPp's
+/// UAS has bound it), the child exits, or `timeout` passes.
+pub(super) fn wait_bound(
+    kid: &mut Kid,
+    port: u16,
+    transport: Transport,
+    timeout: Duration,
+) -> io::Result<()> {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(st) = kid.exited()? {
@@ -134,9 +140,12 @@ pub(super) fn wait_bound(kid: &mut Kid, port: u16, timeout: Duration) -> io::Res
                 kid.what()
             )));
         }
-        match UdpSocket::bind(("127.0.0.1", port)) {
-            Err(e) if e.kind() == io::ErrorKind::AddrInUse => return Ok(()),
-            _ => {}
+        let bound = match transport {
+            Transport::Udp => UdpSocket::bind(("127.0.0.1", port)).map(drop),
+            Transport::Tcp => TcpListener::bind(("127.0.0.1", port)).map(drop),
+        };
+        if matches!(bound, Err(e) if e.kind() == io::ErrorKind::AddrInUse) {
+            return Ok(());
         }
         if Instant::now() >= deadline {
             return Err(io::Error::new(
@@ -219,7 +228,7 @@ pub fn parse_stat_csv(text: &str) -> Result<UacTotals, String> {
 }
 
 /// `sipp -sn uas` on 127.0.0.1:`port`, over UDP.
-pub(super) fn uas(sipp: &Path, port: u16, dir: &Path) -> Command {
+pub(super) fn uas(sipp: &Path, port: u16, transport: Transport, dir: &Path) -> Command {
     let mut c = Command::new(sipp);
     c.current_dir(dir).args([
         "-sn",
@@ -229,7 +238,7 @@ pub(super) fn uas(sipp: &Path, port: u16, dir: &Path) -> Command {
         "-p",
         &port.to_string(),
         "-t",
-        "u1",
+        transport_flag(transport),
         "-nostdin",
     ]);
     c
@@ -237,10 +246,12 @@ pub(super) fn uas(sipp: &Path, port: u16, dir: &Path) -> Command {
 
 /// `sipp -sn uac` on 127.0.0.1:`port` calling `proxy` at `cps` for
 /// `calls` calls, writing its statistics to `dir/uac.csv`.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn uac(
     sipp: &Path,
     port: u16,
     proxy: SocketAddr,
+    transport: Transport,
     cps: u32,
     calls: u64,
     timeout: Duration,
@@ -250,13 +261,22 @@ pub(super) fn uac(
     c.current_dir(dir)
         .args(["-sn", "uac", "-i", "127.0.0.1", "-p", &port.to_string()])
         .arg(proxy.to_string())
-        .args(["-t", "u1", "-r", &cps.to_string(), "-m", &calls.to_string()])
+        .args(["-t", transport_flag(transport)])
+        .args(["-r", &cps.to_string(), "-m", &calls.to_string()])
         .args(["-nostdin", "-trace_stat", "-stf"])
         .arg(dir.join("uac.csv"))
         .args(["-fd", "1"])
         .args(["-timeout", &format!("{}s", timeout.as_secs().max(1))])
         .arg("-timeout_error");
     c
+}
+
+/// SIPp's `-t` for `transport`: one socket (UDP) or one connection (TCP).
+fn transport_flag(transport: Transport) -> &'static str {
+    match transport {
+        Transport::Udp => "u1",
+        Transport::Tcp => "t1",
+    }
 }
 
 #[cfg(test)]

@@ -77,9 +77,13 @@
 //! New INVITEs (no To tag) are shed with 503 + Retry-After when the
 //! message waited longer than [`ShedPolicy::queue_delay_ns`] in the socket
 //! queue or the transaction's shard of the table (the bound applies per
-//! shard) is fuller than [`ShedPolicy::table_high_water`];
-//! in-dialog requests and responses are never shed. When the table is full,
-//! non-INVITE requests are forwarded statelessly instead.
+//! shard) is fuller than [`ShedPolicy::table_high_water`] with records
+//! that do not linger: a record kept only to absorb retransmissions (an
+//! INVITE's 32 s in Accepted) gives its room up to a new one ([`table`]
+//! has the rule; counted as `transactions_reclaimed` in the statistics);
+//! in-dialog requests and responses are never shed. When the table is full
+//! of records that do not linger, non-INVITE requests are forwarded
+//! statelessly instead.
 
 pub mod branch;
 pub mod build;
@@ -188,7 +192,8 @@ pub const QUEUE_DELAY_RAMP_MS: u64 = 20;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ShedPolicy {
     /// Shed when the new transaction's shard of the table (where the bound
-    /// applies) is fuller than this fraction.
+    /// applies) is fuller than this fraction with records that do not
+    /// linger (see [`table`]: lingering ones give their room up).
     pub table_high_water: f64,
     /// Shed every new INVITE that waited longer than this in the socket
     /// queue (K_rcv), ns.
@@ -654,6 +659,18 @@ impl Proxy {
     /// Capacity of the transaction table.
     pub fn transaction_capacity(&self) -> usize {
         self.table.capacity()
+    }
+
+    /// Transactions held that only absorb retransmissions (lingering, see
+    /// [`table`]), from the shards' published counts (no lock taken).
+    pub fn transactions_lingering_hint(&self) -> usize {
+        self.table.lingering_hint()
+    }
+
+    /// Lingering transactions ended early to make room for new ones, since
+    /// start (see [`table`]; no lock taken).
+    pub fn transactions_reclaimed_hint(&self) -> u64 {
+        self.table.reclaimed_hint()
     }
 
     /// Handles one received message; everything to send goes through `sink`.

@@ -7,9 +7,19 @@
 //! threads read without its lock (earliest deadline, size), so workers on
 //! different shards never write a common line.
 //!
-//! The table is bounded: an insert into a full shard fails and the caller
-//! degrades (sheds a new INVITE with 503, forwards other requests
-//! statelessly).
+//! The table is bounded, and most of what it holds at a high call rate is
+//! records that outlive their calls: a BYE's stays 32 s in Completed
+//! (Timer J, over UDP) and an INVITE's 32 s in Accepted (RFC 6026, over
+//! any transport), only to absorb retransmissions. Such a record
+//! *lingers* ([`Txn::only_absorbs`]); each shard queues its lingering
+//! records oldest first, and an insert into a full shard ends the oldest
+//! one early to make room ([`Shard::reclaim`], counted). Only when a shard
+//! is full of records that do not linger does an insert fail, and the
+//! caller degrades (sheds a new INVITE with 503, forwards other requests
+//! statelessly). Without reclaiming, the bound (262,144 by default) held
+//! a stateful proxy to 262,144 / 32 s ≈ 8,000 calls/s sustained over TCP
+//! (4,000 over UDP, two records a call): a burst of ~240,000 calls filled
+//! it, and every new INVITE was shed until the records' timers ran out.
 //!
 //! A message never grows it: [`PREALLOCATED`] records are made at start-up
 //! and the timer thread keeps a reserve of vacant records and spare
@@ -22,7 +32,7 @@
 //! than a 1,000-call one that stayed within the preallocated records.
 
 use std::collections::hash_map::Entry;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -132,6 +142,24 @@ pub struct Shard {
     /// Message buffers records gave back early (e.g. after a 2xx), reused
     /// by new ones; bounded by [`FREE_BUFFERS`].
     free: Vec<Vec<u8>>,
+    /// Keys of lingering records ([`Txn::only_absorbs`]) in the order they
+    /// began to linger, oldest first; entries whose record has gone (or no
+    /// longer lingers) are stale and skipped. Never holds more than
+    /// `linger_room(slots.len())` entries ([`Shard::note_lingering`]).
+    linger: VecDeque<u64>,
+    /// Records held whose `lingering` flag is set.
+    lingering: usize,
+    /// Lingering records ended early to make room, since start.
+    reclaimed: u64,
+}
+
+/// Stale entries the lingering queue may hold beyond one per lingering
+/// record before it is compacted (see [`Shard::note_lingering`]).
+const LINGER_SLACK: usize = 64;
+
+/// Entries the lingering queue of a shard with `slots` records can hold.
+fn linger_room(slots: usize) -> usize {
+    2 * slots + LINGER_SLACK + 1
 }
 
 /// Most spare buffers a shard keeps.
@@ -177,6 +205,9 @@ impl Shard {
             pre,
             last: None,
             free: Vec::with_capacity(FREE_BUFFERS),
+            linger: VecDeque::with_capacity(linger_room(pre)),
+            lingering: 0,
+            reclaimed: 0,
         }
     }
 
@@ -244,6 +275,10 @@ impl Shard {
         self.vacant.splice(0..0, (first..first + n as u32).rev());
         self.index.reserve(self.vacant.len());
         self.timers.reserve(self.vacant.len() * TIMERS_PER_RECORD);
+        // room for the most entries the slots can need, so that noting a
+        // lingering record never grows the queue on the message path
+        self.linger
+            .reserve(linger_room(self.slots.len()).saturating_sub(self.linger.len()));
         while self.free.len() < FREE_BUFFERS {
             let Some(b) = buffers.pop() else { break };
             self.free.push(b);
@@ -282,15 +317,23 @@ impl Shard {
         Some(&mut self.slots[i as usize])
     }
 
-    /// Inserts a record whose forwarded request is `request` unless the
-    /// shard is full; returns false only then. A record already held under
-    /// `key` (two workers racing on one retransmitted request) is kept as
-    /// it is. The new record ([`Txn::start`]) keeps the reused slot's
-    /// buffers (or takes spare ones).
+    /// Inserts a record whose forwarded request is `request`. A full
+    /// shard first ends its oldest lingering record to make room
+    /// ([`Shard::reclaim`]); returns false only when the shard is full of
+    /// records that do not linger. A record already held under `key` (two
+    /// workers racing on one retransmitted request) is kept as it is. The
+    /// new record ([`Txn::start`]) keeps the reused slot's buffers (or
+    /// takes spare ones).
     pub fn insert(&mut self, key: u64, fresh: &Fresh<'_>, request: &[u8]) -> bool {
         if self.index.len() >= self.cap {
-            // full: only a record already held counts as inserted
-            return self.index.contains_key(&key);
+            // full: a record already held counts as inserted; else room
+            // is made by ending the oldest lingering record, if any
+            if self.index.contains_key(&key) {
+                return true;
+            }
+            if !self.reclaim() {
+                return false;
+            }
         }
         // one probe of the index, for the check and the insertion
         let Entry::Vacant(entry) = self.index.entry(key) else {
@@ -380,12 +423,69 @@ impl Shard {
         }
     }
 
+    /// Records held that only absorb retransmissions (see
+    /// [`Txn::only_absorbs`]): what [`Shard::reclaim`] may end early.
+    pub fn lingering(&self) -> usize {
+        self.lingering
+    }
+
+    /// Ends the oldest lingering record to make room for a new one;
+    /// returns false when no record lingers. Its timers' entries become
+    /// stale and are skipped when due.
+    pub fn reclaim(&mut self) -> bool {
+        while let Some(key) = self.linger.pop_front() {
+            if self.lingers(key) {
+                self.remove(key);
+                self.reclaimed += 1;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Whether `key`'s record is held and counted as lingering.
+    fn lingers(&self, key: u64) -> bool {
+        self.index
+            .get(&key)
+            .is_some_and(|&i| self.slots[i as usize].lingering)
+    }
+
+    /// Counts `key`'s record (in slot `i`) as lingering from now on, and
+    /// queues it behind those that began earlier. Stale entries at the
+    /// front go first; when stale entries behind a live front (records
+    /// that lingered briefly, such as a non-INVITE's over TCP, queued
+    /// behind an INVITE's 32 s) make up half the queue, it is compacted.
+    /// A compaction keeps fewer entries than it drops, so each entry costs
+    /// O(1) amortized; a push finds fewer than `2 × lingering +
+    /// LINGER_SLACK` entries, so the queue never outgrows the room
+    /// [`Shard::adopt`] reserved (`linger_room` of the slab).
+    fn note_lingering(&mut self, key: u64, i: u32) {
+        self.slots[i as usize].lingering = true;
+        self.lingering += 1;
+        while let Some(&front) = self.linger.front() {
+            if self.lingers(front) {
+                break;
+            }
+            self.linger.pop_front();
+        }
+        if self.linger.len() >= 2 * self.lingering + LINGER_SLACK {
+            let (index, slots) = (&self.index, &self.slots);
+            self.linger
+                .retain(|k| index.get(k).is_some_and(|&j| slots[j as usize].lingering));
+        }
+        self.linger.push_back(key);
+    }
+
     fn remove(&mut self, key: u64) {
         if self.last.is_some_and(|(k, _)| k == key) {
             self.last = None;
         }
         if let Some(i) = self.index.remove(&key) {
             let t = &mut self.slots[i as usize];
+            if t.lingering {
+                t.lingering = false;
+                self.lingering -= 1;
+            }
             for b in [
                 &mut t.request,
                 &mut t.response,
@@ -401,10 +501,13 @@ impl Shard {
 
     /// Re-queues `key` when its record's earliest deadline moved earlier
     /// than what is queued (or nothing is queued); removes a finished record.
+    /// A record that has begun to only absorb retransmissions is counted
+    /// as lingering here (once).
     pub fn reschedule(&mut self, key: u64) {
-        let Some(t) = self.get_mut(key) else {
+        let Some(i) = self.slot_of(key) else {
             return;
         };
+        let t = &mut self.slots[i as usize];
         if t.is_done() {
             self.remove(key);
             return;
@@ -414,6 +517,9 @@ impl Shard {
                 t.scheduled = d;
                 self.timers.insert(d, key);
             }
+        }
+        if !t.lingering && t.only_absorbs() {
+            self.note_lingering(key, i);
         }
     }
 
@@ -447,6 +553,12 @@ struct Slot {
     next_due: AtomicU64,
     /// The shard's record count, published under its lock.
     len: AtomicUsize,
+    /// Of those, lingering records ([`Shard::lingering`]), published
+    /// under its lock.
+    lingering: AtomicUsize,
+    /// The shard's reclaimed records ([`Shard::reclaim`]), published
+    /// under its lock.
+    reclaimed: AtomicU64,
     /// Records and buffers the shard is short of its reserve, published
     /// under its lock (`records << 32 | buffers`), so that
     /// [`Table::replenish`] locks only shards that need something.
@@ -474,6 +586,8 @@ impl Table {
                     shard: Mutex::new(Shard::with_bound(per, pre)),
                     next_due: AtomicU64::new(u64::MAX),
                     len: AtomicUsize::new(0),
+                    lingering: AtomicUsize::new(0),
+                    reclaimed: AtomicU64::new(0),
                     wanted: AtomicU64::new(0),
                 })
                 .collect(),
@@ -524,6 +638,8 @@ impl Table {
         // under the lock stays the truth.
         slot.next_due.store(d, Ordering::Relaxed);
         slot.len.store(sh.len(), Ordering::Relaxed);
+        slot.lingering.store(sh.lingering, Ordering::Relaxed);
+        slot.reclaimed.store(sh.reclaimed, Ordering::Relaxed);
         let wanted = (sh.records_wanted() as u64) << 32 | sh.buffers_wanted() as u64;
         slot.wanted.store(wanted, Ordering::Relaxed);
     }
@@ -620,14 +736,37 @@ impl Table {
             .sum()
     }
 
-    /// How full the shard of `key` is (its published size over its bound,
-    /// 0..=1): the bound applies per shard, so this is what decides
-    /// whether a new record will fit. One load, of the line the caller is
-    /// about to lock anyway.
-    pub fn fill_of(&self, key: u64) -> f64 {
+    /// Lingering records held (see [`Shard::lingering`]): the sum of what
+    /// the shards published.
+    pub fn lingering_hint(&self) -> usize {
         // Relaxed: see `publish_at`.
-        let n = self.slots[self.index(key)].len.load(Ordering::Relaxed);
-        n as f64 / self.per_shard as f64
+        self.slots
+            .iter()
+            .map(|s| s.lingering.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Lingering records ended early to make room for new ones, since
+    /// start (the sum of what the shards published).
+    pub fn reclaimed_hint(&self) -> u64 {
+        // Relaxed: see `publish_at`.
+        self.slots
+            .iter()
+            .map(|s| s.reclaimed.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// How full the shard of `key` is with records that do not linger
+    /// (their published count over its bound, 0..=1): the bound applies
+    /// per shard, and a lingering record gives its slot up to a new one
+    /// ([`Shard::insert`]), so this is what decides whether a new record
+    /// will fit. Two loads, of the line the caller is about to lock anyway.
+    pub fn fill_of(&self, key: u64) -> f64 {
+        let slot = &self.slots[self.index(key)];
+        // Relaxed: see `publish_at`.
+        let n = slot.len.load(Ordering::Relaxed);
+        let lingering = slot.lingering.load(Ordering::Relaxed);
+        n.saturating_sub(lingering) as f64 / self.per_shard as f64
     }
 }
 
@@ -697,6 +836,94 @@ mod tests {
         assert_eq!(t.client, super::super::txn::ClientState::Calling);
         assert!(t.request.capacity() >= cap.min(REQUEST_BUF));
         assert_eq!(sh.len(), 2);
+    }
+
+    /// Makes `key`'s record an INVITE's that forwarded a 2xx (RFC 6026
+    /// Accepted, Timer L running): it lingers from its reschedule on.
+    fn accept(sh: &mut Shard, key: u64, now: u64) {
+        let t = sh.get_mut(key).expect("held");
+        t.client_stop();
+        t.client = super::super::txn::ClientState::Terminated;
+        t.server = super::super::txn::ServerState::Accepted;
+        t.t_server_end = now + 64 * TIMERS.t1;
+        sh.reschedule(key);
+    }
+
+    #[test]
+    fn a_full_shard_ends_its_oldest_lingering_record_for_a_new_one() {
+        let mut sh = Shard::with_bound(3, 3);
+        for k in 1..=3 {
+            assert!(sh.insert(k, &txn(k), b"INVITE"));
+        }
+        // full of calls in progress: nothing may make room
+        assert!(!sh.insert(4, &txn(4), b"INVITE"));
+        assert_eq!((sh.lingering(), sh.reclaimed), (0, 0));
+        accept(&mut sh, 2, 5);
+        accept(&mut sh, 1, 6);
+        accept(&mut sh, 1, 7); // a 2xx retransmission: counted once
+        assert_eq!(sh.lingering(), 2);
+        // the oldest lingering record (2) makes room, then the next (1)
+        assert!(sh.insert(4, &txn(8), b"INVITE"));
+        assert!(sh.get_mut(2).is_none() && sh.get_mut(1).is_some());
+        assert!(sh.insert(5, &txn(9), b"INVITE"));
+        assert!(sh.get_mut(1).is_none());
+        assert_eq!((sh.len(), sh.lingering(), sh.reclaimed), (3, 0, 2));
+        // none lingers any more: the bound holds
+        assert!(!sh.insert(6, &txn(10), b"INVITE"));
+        // a lingering record that ends by its timer leaves the count
+        accept(&mut sh, 3, 11);
+        assert_eq!(sh.lingering(), 1);
+        let t = sh.get_mut(3).expect("held");
+        t.server = super::super::txn::ServerState::Terminated;
+        sh.reschedule(3);
+        assert_eq!((sh.len(), sh.lingering()), (2, 0));
+        // its stale queue entry is skipped: no record lingers to reclaim
+        assert!(!sh.reclaim());
+        assert_eq!(sh.reclaimed, 2);
+    }
+
+    #[test]
+    fn the_lingering_queue_stays_bounded_when_records_end_out_of_order() {
+        // one long linger at the front; many short ones behind it end by
+        // their timers (a non-INVITE over TCP) and leave stale entries
+        let cap = 200;
+        let mut sh = Shard::with_bound(cap, cap);
+        assert!(sh.insert(0, &txn(0), b"INVITE"));
+        accept(&mut sh, 0, 0);
+        for k in 1..10_000u64 {
+            assert!(sh.insert(k, &txn(k), b"BYE"));
+            accept(&mut sh, k, k);
+            let t = sh.get_mut(k).expect("held");
+            t.server = super::super::txn::ServerState::Terminated;
+            sh.reschedule(k);
+            assert!(sh.linger.len() <= linger_room(sh.slots.len()));
+        }
+        assert_eq!((sh.len(), sh.lingering()), (1, 1));
+        assert!(sh.linger.len() <= 2 + LINGER_SLACK, "{}", sh.linger.len());
+        assert!(sh.reclaim());
+        assert!(sh.is_empty());
+    }
+
+    #[test]
+    fn lingering_records_do_not_count_towards_shedding() {
+        let t = Table::new(1, 10);
+        fill(&t, 0, 10);
+        assert_eq!(t.fill_of(0), 1.0);
+        {
+            let mut sh = t.shard(0);
+            for k in 0..6 {
+                accept(&mut sh, k, 1);
+            }
+            t.publish(0, &sh);
+        }
+        assert!((t.fill_of(0) - 0.4).abs() < 1e-9);
+        assert_eq!((t.len_hint(), t.lingering_hint()), (10, 6));
+        // a new record takes a lingering one's room
+        fill(&t, 100, 1);
+        assert_eq!(
+            (t.len_hint(), t.lingering_hint(), t.reclaimed_hint()),
+            (10, 5, 1)
+        );
     }
 
     /// Inserts `n` new records with keys from `first` into the table's

@@ -151,6 +151,9 @@ pub struct Txn {
     pub t_cancel_timeout: u64,
     /// The deadline this record is queued under in its shard's timer wheel (0 = none).
     pub scheduled: u64,
+    /// Whether its shard counts it as lingering ([`Txn::only_absorbs`]
+    /// held when it was last rescheduled); kept by the shard.
+    pub lingering: bool,
 }
 
 impl Txn {
@@ -179,6 +182,7 @@ impl Txn {
             cancel_interval: 0,
             t_cancel_timeout: 0,
             scheduled: 0,
+            lingering: false,
         };
         x.start(&Fresh {
             invite,
@@ -222,6 +226,7 @@ impl Txn {
         self.cancel_interval = t.t1;
         self.t_cancel_timeout = 0;
         self.scheduled = 0;
+        self.lingering = false;
     }
 
     /// The earliest deadline, if any timer runs.
@@ -239,6 +244,30 @@ impl Txn {
         .into_iter()
         .filter(|&d| d != 0)
         .min()
+    }
+
+    /// Whether the record only waits to absorb retransmissions: both
+    /// sides have their final response (the server side Accepted or
+    /// Confirmed, or a non-INVITE's Completed; the client side Completed or
+    /// Terminated) and no CANCEL is in flight. Such a record sends nothing
+    /// on a timer any more (Timers L, I, J, D, K only end it), so ending it
+    /// early costs at most the absorption of a late retransmission, which
+    /// then travels on statelessly: a retransmitted 2xx or non-2xx goes
+    /// upstream by its Via, a retransmitted request downstream, where the
+    /// next hop's own transaction absorbs it.
+    pub fn only_absorbs(&self) -> bool {
+        let server = match self.server {
+            ServerState::Accepted | ServerState::Confirmed | ServerState::Terminated => true,
+            ServerState::Completed => !self.invite,
+            ServerState::Proceeding => false,
+        };
+        server
+            && matches!(
+                self.client,
+                ClientState::Completed | ClientState::Terminated
+            )
+            && self.t_cancel_retx == 0
+            && self.t_cancel_timeout == 0
     }
 
     /// Whether the record can go.

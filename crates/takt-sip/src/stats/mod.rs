@@ -40,7 +40,7 @@ pub use tcp::{TcpCounters, TcpSnapshot};
 pub use endpoint::{serve, Endpoint, EndpointAddr};
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -48,6 +48,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::proxy::{Disposition, MsgKind, Outcome};
+use crate::transport::Held;
 use snmp::UdpCounters;
 
 /// Largest time recorded (60 s); longer values saturate.
@@ -251,6 +252,8 @@ pub struct Registry {
     info: Mutex<ServerInfo>,
     transactions: AtomicUsize,
     transaction_capacity: AtomicUsize,
+    transactions_lingering: AtomicUsize,
+    transactions_reclaimed: AtomicU64,
     tcp: Mutex<Option<Arc<TcpCounters>>>,
 }
 
@@ -270,6 +273,8 @@ impl Registry {
             info: Mutex::new(ServerInfo::default()),
             transactions: AtomicUsize::new(0),
             transaction_capacity: AtomicUsize::new(0),
+            transactions_lingering: AtomicUsize::new(0),
+            transactions_reclaimed: AtomicU64::new(0),
             tcp: Mutex::new(None),
         }
     }
@@ -294,11 +299,16 @@ impl Registry {
         *self.info.lock().unwrap_or_else(|p| p.into_inner()) = info;
     }
 
-    /// Publishes the transaction count (written by the timer thread).
-    pub fn set_transactions(&self, n: usize, capacity: usize) {
-        // Relaxed: a gauge read for display only.
-        self.transactions.store(n, Ordering::Relaxed);
-        self.transaction_capacity.store(capacity, Ordering::Relaxed);
+    /// Publishes what the handler holds (written by the timer thread).
+    pub fn set_transactions(&self, h: Held) {
+        // Relaxed: gauges and a counter read for display only.
+        self.transactions.store(h.held, Ordering::Relaxed);
+        self.transaction_capacity
+            .store(h.capacity, Ordering::Relaxed);
+        self.transactions_lingering
+            .store(h.lingering, Ordering::Relaxed);
+        self.transactions_reclaimed
+            .store(h.reclaimed, Ordering::Relaxed);
     }
 
     /// Merges everything into a snapshot.
@@ -398,6 +408,8 @@ impl Registry {
             // Relaxed: gauges for display.
             transactions: self.transactions.load(Ordering::Relaxed),
             transaction_capacity: self.transaction_capacity.load(Ordering::Relaxed),
+            transactions_lingering: self.transactions_lingering.load(Ordering::Relaxed),
+            transactions_reclaimed: self.transactions_reclaimed.load(Ordering::Relaxed),
             messages: total,
             kinds,
             replied,
@@ -505,6 +517,11 @@ pub struct Snapshot {
     pub transactions: usize,
     /// Table capacity.
     pub transaction_capacity: usize,
+    /// Of the transactions held, those kept only to absorb retransmissions
+    /// (lingering; they give their room up to new ones).
+    pub transactions_lingering: usize,
+    /// Lingering transactions ended early to make room for new ones.
+    pub transactions_reclaimed: u64,
     /// Messages handled.
     pub messages: u64,
     /// By kind (only kinds seen).
@@ -716,6 +733,16 @@ impl Snapshot {
             o,
             "# HELP takt_sip_transactions Transactions held.\n# TYPE takt_sip_transactions gauge\ntakt_sip_transactions {}",
             self.transactions
+        );
+        let _ = writeln!(
+            o,
+            "# HELP takt_sip_transactions_lingering Transactions held only to absorb retransmissions.\n# TYPE takt_sip_transactions_lingering gauge\ntakt_sip_transactions_lingering {}",
+            self.transactions_lingering
+        );
+        let _ = writeln!(
+            o,
+            "# HELP takt_sip_transactions_reclaimed_total Lingering transactions ended early to make room.\n# TYPE takt_sip_transactions_reclaimed_total counter\ntakt_sip_transactions_reclaimed_total {}",
+            self.transactions_reclaimed
         );
         o
     }

@@ -28,6 +28,21 @@ use std::net::SocketAddr;
 
 use crate::proxy::{Inbound, Mode, Outcome, Proxy, Scratch, SendError, Sink};
 
+/// What a handler holds, as its timer thread publishes it
+/// ([`Handler::held`]; for the proxy: transaction records).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Held {
+    /// Held now.
+    pub held: usize,
+    /// The most that can be held.
+    pub capacity: usize,
+    /// Of those held, the ones kept only to absorb retransmissions, which
+    /// give their room up to new ones (the proxy's lingering records).
+    pub lingering: usize,
+    /// Lingering state ended early to make room, since start.
+    pub reclaimed: u64,
+}
+
 /// A protocol engine the transports run. See the module docs for the
 /// contract.
 pub trait Handler: Send + Sync + 'static {
@@ -68,9 +83,9 @@ pub trait Handler: Send + Sync + 'static {
 
     /// State held now and the most that can be held (for the proxy:
     /// transactions), published by the timer thread after each tick. The
-    /// default: `(0, 0)`, nothing held.
-    fn held(&self) -> (usize, usize) {
-        (0, 0)
+    /// default: nothing held.
+    fn held(&self) -> Held {
+        Held::default()
     }
 }
 
@@ -97,8 +112,13 @@ impl Handler for Proxy {
         Proxy::prepare_idle(self)
     }
 
-    fn held(&self) -> (usize, usize) {
-        (self.transactions_hint(), self.transaction_capacity())
+    fn held(&self) -> Held {
+        Held {
+            held: self.transactions_hint(),
+            capacity: self.transaction_capacity(),
+            lingering: self.transactions_lingering_hint(),
+            reclaimed: self.transactions_reclaimed_hint(),
+        }
     }
 
     fn bounced(

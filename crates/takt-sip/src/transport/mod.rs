@@ -43,7 +43,7 @@ mod wake;
 mod worker;
 
 pub use fdlimit::{raise as raise_fd_limit, FdLimit};
-pub use handler::Handler;
+pub use handler::{Handler, Held};
 pub use tcp::{Tcp, TcpLimits, CONNECT_TIMEOUT, CONNECT_WAIT};
 pub use udp::{setsockopt_int, sockaddr_from, sockaddr_to, Batch, RxMeta};
 pub use wake::WakeOrder;
@@ -303,8 +303,7 @@ impl<H: Handler> Server<H> {
         let registry = Arc::new(Registry::new());
         let handler = Arc::new(make(local, &registry, rcvbuf)?);
         let ticks = handler.wants_ticks();
-        let (held, capacity) = handler.held();
-        registry.set_transactions(held, capacity);
+        registry.set_transactions(handler.held());
         let stop = Arc::new(AtomicBool::new(false));
         let mut threads = Vec::new();
         let tcp = match listener {

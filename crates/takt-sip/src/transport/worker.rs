@@ -455,7 +455,6 @@ pub(crate) fn run_timer<H: Handler>(
                 .unwrap_or_else(|p| p.into_inner())
                 .record_icmp_errors(read, matched);
         }
-        let (held, capacity) = handler.held();
-        reg.set_transactions(held, capacity);
+        reg.set_transactions(handler.held());
     }
 }
