@@ -763,6 +763,85 @@ fn full_table_sheds_invites_and_passes_others() {
     assert_eq!(p.transactions(), 1);
 }
 
+/// One whole call (INVITE, 200, ACK, BYE, 200) through `p` at `now`; its
+/// INVITE's disposition.
+fn whole_call(p: &Proxy, n: u32, now: u64, r: &mut Rec) -> Disposition {
+    let inv = req("INVITE", &format!("z9hG4bK-w{n}i"), 1, None, "");
+    let d = feed(p, &inv, UAC, now, r).disposition;
+    if d != Disposition::Forwarded {
+        r.take();
+        return d;
+    }
+    let fwd = r.take().pop().expect("forwarded").1;
+    feed(p, &resp(&fwd, 200, "u1"), UAS, now, r);
+    feed(
+        p,
+        &req("ACK", &format!("z9hG4bK-w{n}a"), 1, Some("u1"), ""),
+        UAC,
+        now,
+        r,
+    );
+    r.take();
+    let bye = req("BYE", &format!("z9hG4bK-w{n}b"), 2, Some("u1"), "");
+    feed(p, &bye, UAC, now, r);
+    let fwd_bye = r.take().pop().expect("forwarded").1;
+    feed(p, &resp(&fwd_bye, 200, "u1"), UAS, now, r);
+    r.take();
+    d
+}
+
+#[test]
+fn lingering_transactions_give_way_to_new_calls_live_ones_never() {
+    let mut c = ProxyConfig::new(
+        Mode::Stateful,
+        Local {
+            host: "10.0.0.9".into(),
+            port: 5060,
+        },
+    );
+    c.next_hop = Some(udp(UAS));
+    c.shards = 1;
+    c.max_transactions = 4;
+    let p = Proxy::new(c);
+    let mut r = Rec::default();
+    // 20 calls within a second: each leaves its INVITE (Accepted, Timer L)
+    // and its BYE (Completed, Timer J) lingering for 32 s, 40 records for
+    // a table of 4: every call is still served
+    for n in 0..20 {
+        assert_eq!(
+            whole_call(&p, n, u64::from(n) * MS, &mut r),
+            Disposition::Forwarded,
+            "call {n}"
+        );
+    }
+    assert_eq!(p.transactions(), 4);
+    assert_eq!(p.transactions_reclaimed_hint(), 36);
+    // a BYE retransmitted after its record was reclaimed goes on as new
+    let bye = req("BYE", "z9hG4bK-w0b", 2, Some("u1"), "");
+    assert_eq!(
+        feed(&p, &bye, UAC, 30 * MS, &mut r).disposition,
+        Disposition::Forwarded
+    );
+    assert_eq!(method(&r.take().pop().unwrap().1), Some(Method::Bye));
+    // with that BYE in progress, three calls in progress fill the table
+    // (four live records): the next INVITE is shed
+    for n in 0..3 {
+        let inv = req("INVITE", &format!("z9hG4bK-live{n}"), 1, None, "");
+        assert_eq!(
+            feed(&p, &inv, UAC, 40 * MS, &mut r).disposition,
+            Disposition::Forwarded,
+            "live call {n}"
+        );
+    }
+    r.take();
+    let inv = req("INVITE", "z9hG4bK-live3", 1, None, "");
+    assert_eq!(
+        feed(&p, &inv, UAC, 50 * MS, &mut r).disposition,
+        Disposition::Shed
+    );
+    assert_eq!(status(&r.take()[0].1), Some(503));
+}
+
 #[test]
 fn large_requests_switch_to_tcp_or_get_513() {
     let big = "X-Pad: ".to_string() + &"a".repeat(1400) + "\r\n";
