@@ -161,7 +161,11 @@ pub(super) fn new_transaction(
     }
 }
 
-fn forward_up(t: &mut Txn, m: &Message<'_>, s: &mut Scratch) {
+/// Forwards response `m` upstream and keeps it as the record's last
+/// response; false when it cannot be forwarded (§16.7: no Via of the
+/// upstream side left, or it does not render), and then nothing is sent
+/// or kept.
+fn forward_up(t: &mut Txn, m: &Message<'_>, s: &mut Scratch) -> bool {
     let start = s.mark();
     let code = m.status().unwrap_or(0);
     let ok = if code == 503 {
@@ -175,6 +179,7 @@ fn forward_up(t: &mut Txn, m: &Message<'_>, s: &mut Scratch) {
         t.response.extend_from_slice(&s.out[start..]);
         s.queue(t.upstream, start);
     }
+    ok
 }
 
 /// Matches a response to its record. `None`: no record (forward statelessly).
@@ -264,8 +269,21 @@ pub(super) fn match_response(
                 t.client_final(&tm, now);
                 if t.server == ServerState::Proceeding {
                     // one branch: its final response is the best response
-                    forward_up(t, m, s);
-                    t.server_final_sent(&tm, now);
+                    if forward_up(t, m, s) {
+                        t.server_final_sent(&tm, now);
+                    } else {
+                        // it cannot be passed on: the proxy answers itself,
+                        // so Timer G retransmits a response it holds (not
+                        // an empty or an earlier provisional one)
+                        let mut sends = Vec::new();
+                        let why = "Server Internal Error (unforwardable response)";
+                        local_final(p, t, 500, why, now, &mut sends);
+                        for (to, b) in sends {
+                            let start = s.mark();
+                            s.out.extend_from_slice(&b);
+                            s.queue(to, start);
+                        }
+                    }
                 }
                 // no retransmission, CANCEL or 408 will need the request now
                 spare.0 = true;

@@ -843,6 +843,37 @@ fn lingering_transactions_give_way_to_new_calls_live_ones_never() {
 }
 
 #[test]
+fn a_final_response_that_cannot_be_forwarded_is_answered_by_the_proxy() {
+    let p = proxy(Mode::Stateful);
+    let mut r = Rec::default();
+    let inv = req("INVITE", "z9hG4bK-u1", 1, None, "");
+    feed(&p, &inv, UAC, 0, &mut r);
+    let fwd = r.take().pop().unwrap().1;
+    // the next hop's 486 lost the caller's Via: only ours is left, so
+    // there is nowhere upstream to pass it (RFC 3261 §16.7 step 3)
+    let full = text(&resp(&fwd, 486, "u1"));
+    let busy: String = full
+        .split_inclusive("\r\n")
+        .filter(|l| !l.contains("z9hG4bK-u1"))
+        .collect();
+    assert_eq!(busy.matches("Via:").count(), 1, "{busy}");
+    feed(&p, busy.as_bytes(), UAS, 10 * MS, &mut r);
+    let sent = r.take();
+    // the hop-by-hop ACK downstream, and the proxy's own 500 upstream
+    let up: Vec<_> = sent
+        .iter()
+        .filter(|(to, _)| to.addr == UAC.parse().unwrap())
+        .collect();
+    assert_eq!(up.len(), 1, "{sent:?}");
+    assert_eq!(status(&up[0].1), Some(500));
+    // Timer G retransmits that response, never an empty one
+    p.tick(10 * MS + 500 * MS, &mut r);
+    let again = r.take();
+    assert_eq!(again.len(), 1, "{again:?}");
+    assert_eq!(again[0].1, up[0].1);
+}
+
+#[test]
 fn large_requests_switch_to_tcp_or_get_513() {
     let big = "X-Pad: ".to_string() + &"a".repeat(1400) + "\r\n";
     let p = proxy(Mode::Stateless);
