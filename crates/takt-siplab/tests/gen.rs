@@ -444,3 +444,43 @@ fn a_proxy_that_refuses_the_connection_is_an_error_before_the_run() {
     let e = takt_siplab::gen::run(&cfg, &Cancel::default()).unwrap_err();
     assert!(e.to_string().contains("over TCP"), "{e}");
 }
+
+/// Under a real-time policy (the commands' default where permitted) no
+/// loop of the generator spins: the UAC sleeps in `ppoll` up to each
+/// planned send, and an idle UAS blocks — so real-time throttling
+/// (`sched_rt_runtime_us`) never stops them. At the default policy the
+/// UAC does spin the last stretch, which shows the check can fail.
+#[test]
+fn under_a_realtime_policy_no_generator_loop_spins() {
+    let _turn = turn();
+    let g = takt_siplab::gen::GenPolicy::choose(None).unwrap();
+    if !g.is_realtime() {
+        // unprivileged: no real-time generator to check (CI runs as root)
+        assert!(g.warning().is_some());
+        return;
+    }
+    let mut cfg = config(2_000.0, 2_000);
+    cfg.spec = g.apply(ThreadSpec::new("gen"));
+    let r = through_proxy(Mode::Stateless, &cfg);
+    let uac = &r.uac.as_ref().unwrap().thread;
+    assert_eq!(uac.policy, "fifo:prio=10", "{uac:?}");
+    assert_eq!(uac.spin_s, 0.0, "{uac:?}");
+    assert_eq!(r.uas.as_ref().unwrap().thread.policy, "fifo:prio=10");
+    // the same run at the default policy spins towards each send
+    cfg.spec = ThreadSpec::new("gen").with_policy(takt_sched::SchedPolicy::DEFAULT);
+    let r = through_proxy(Mode::Stateless, &cfg);
+    let uac = &r.uac.as_ref().unwrap().thread;
+    assert_eq!(uac.policy, "other");
+    assert!(uac.spin_s > 0.0, "{uac:?}");
+    // a real-time UAS with nothing to answer blocks: a second of it costs
+    // milliseconds of CPU, not the second a busy loop would
+    let mut uas = config(1.0, 1);
+    uas.role = Role::Uas;
+    uas.calls = None;
+    uas.duration = Some(Duration::from_secs(1));
+    uas.spec = g.apply(ThreadSpec::new("gen"));
+    let r = takt_siplab::gen::run(&uas, &Cancel::default()).unwrap();
+    let t = &r.uas.as_ref().unwrap().thread;
+    assert_eq!(t.policy, "fifo:prio=10");
+    assert!(t.wall_s >= 0.9 && t.cpu_s < 0.05, "{t:?}");
+}
