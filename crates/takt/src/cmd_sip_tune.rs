@@ -226,7 +226,12 @@ pub fn run(a: TuneArgs) -> Result<(), String> {
     if a.json {
         takt_measure::output::emit(&doc, true).map_err(|e| format!("writing the results: {e}"))
     } else {
-        let text: String = recs.iter().map(tune::render).collect();
+        let mut text: String = outcome
+            .generator_bound_warnings()
+            .into_iter()
+            .map(|w| w + "\n")
+            .collect();
+        text.extend(recs.iter().map(tune::render));
         takt_measure::output::print(&text).map_err(|e| format!("writing the results: {e}"))
     }
 }
