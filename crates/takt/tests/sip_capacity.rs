@@ -66,11 +66,12 @@ fn a_small_capacity_run_gives_a_document() {
     let warned = notes.matches("generator at SCHED_OTHER").count();
     match cap["params"]["gen_sched"].as_str() {
         Some("fifo:prio=10") => assert_eq!(warned, 0, "{notes}"),
-        Some("other") => {
+        // the policy it inherits: `other`, or `idle` under `chrt -i 0`
+        Some(_) => {
             assert_eq!(warned, 1, "{notes}");
             assert_eq!(stderr.matches("generator at SCHED_OTHER").count(), 1);
         }
-        g => panic!("gen_sched {g:?}: {cap}"),
+        None => panic!("no gen_sched: {cap}"),
     }
     assert!(rows
         .iter()

@@ -202,7 +202,14 @@ impl GenPolicy {
     /// want of permission: [`OTHER_NOTE`] and the reason.
     pub fn warning(&self) -> Option<String> {
         let reason = self.reason.as_ref()?;
-        (!self.is_realtime()).then(|| format!("{OTHER_NOTE} ({reason})"))
+        // a process started at another policy (`chrt -i 0 takt …`) hands
+        // it to the generator: say which
+        let inherited = if self.applied == SchedPolicy::DEFAULT {
+            String::new()
+        } else {
+            format!("; it inherits this process's {}", self.applied)
+        };
+        (!self.is_realtime()).then(|| format!("{OTHER_NOTE} ({reason}{inherited})"))
     }
 
     /// What a result must say about the generator's policy: the
