@@ -112,7 +112,10 @@ fn read_message(s: &mut TcpStream, pending: &mut Vec<u8>) -> Vec<u8> {
             pending.drain(..skip + len);
             return m;
         }
-        let n = s.read(&mut chunk).expect("message within 5 s");
+        let n = match s.read(&mut chunk) {
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            r => r.expect("message within 5 s"),
+        };
         assert!(n > 0, "connection closed");
         pending.extend_from_slice(&chunk[..n]);
     }
@@ -263,30 +266,57 @@ fn connection_limits_refuse_and_count() {
 }
 
 /// Feeds `s` requests, never reading, until the server holds a response
-/// for it that the kernel would not take (a send buffer overflowed).
+/// for it that the kernel would not take (a send buffer overflowed), and
+/// still does after a pause: the kernel's buffers and the peer's window
+/// grow for a while after the first overflow, and a queue they drain
+/// would leave the connection evictable (the first overflow comes while
+/// the kernel's send buffer is still small).
 fn clog(srv: &Server<Echo>, s: &mut TcpStream, tag: &str) {
-    let before = tcp(srv).send_overflows;
     let body = "x".repeat(3800);
-    for i in 0..4000 {
-        s.write_all(&options(&format!("z9hG4bK-{tag}{i}"), &body))
-            .unwrap();
-        if i % 16 == 15 && tcp(srv).send_overflows > before {
+    let mut sent = 0;
+    let mut overflowed_before = false;
+    for _ in 0..250 {
+        let before = tcp(srv).send_overflows;
+        let seen = srv.handler().seen.load(Ordering::Relaxed);
+        for _ in 0..16 {
+            s.write_all(&options(&format!("z9hG4bK-{tag}{sent}"), &body))
+                .unwrap();
+            sent += 1;
+        }
+        // every request of the batch handled (its echo sent or refused)
+        let end = Instant::now() + scaled(Duration::from_secs(5));
+        while srv.handler().seen.load(Ordering::Relaxed) < seen + 16 {
+            assert!(Instant::now() < end, "{tag}: batch not handled within 5 s");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let overflowed = tcp(srv).send_overflows > before;
+        if overflowed && overflowed_before {
             return;
         }
+        if overflowed {
+            std::thread::sleep(scaled(Duration::from_millis(100)));
+        }
+        overflowed_before = overflowed;
     }
     panic!(
-        "{tag}: no send overflow after 4000 requests: {:?}",
+        "{tag}: no lasting send overflow after {sent} requests: {:?}",
         tcp(srv)
     );
 }
 
-/// A connection from `ip` with a small receive buffer, clogged ([`clog`]).
-fn clogged(srv: &Server<Echo>, ip: Ipv4Addr, tag: &str) -> TcpStream {
+/// A connection from `ip` whose receive buffer is 4 KiB: its window stays
+/// small, so responses it does not read stay queued at the server.
+fn connect_small(ip: Ipv4Addr, to: SocketAddr) -> TcpStream {
     let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
     s.set_recv_buffer_size(4096).unwrap();
     s.bind(&SocketAddr::new(IpAddr::V4(ip), 0).into()).unwrap();
-    s.connect(&srv.local_addr().into()).unwrap();
-    let mut s: TcpStream = s.into();
+    s.connect(&to.into()).unwrap();
+    s.into()
+}
+
+/// A connection from `ip` with a small receive buffer, clogged ([`clog`]).
+fn clogged(srv: &Server<Echo>, ip: Ipv4Addr, tag: &str) -> TcpStream {
+    let mut s = connect_small(ip, srv.local_addr());
     clog(srv, &mut s, tag);
     s
 }
@@ -296,6 +326,9 @@ fn a_full_table_evicts_half_open_then_longest_idle_never_queued() {
     let limits = TcpLimits {
         max_connections: 3,
         max_send_buffer: 32 * 1024,
+        // the clogged connections must outlive the test, also under
+        // valgrind (minutes): no idle lifetime ends them
+        idle_timeout: Duration::from_secs(3600),
         ..TcpLimits::default()
     };
     let srv = start(limits, None);
@@ -548,6 +581,10 @@ fn a_table_full_of_attackers_does_not_lock_out_new_clients() {
     let srv = start(
         TcpLimits {
             max_connections: 300,
+            // only eviction closes the attackers here, also under
+            // valgrind (minutes): no deadline or idle lifetime fires
+            message_deadline: Duration::from_secs(3600),
+            idle_timeout: Duration::from_secs(3600),
             ..TcpLimits::default()
         },
         None,
