@@ -484,3 +484,34 @@ fn under_a_realtime_policy_no_generator_loop_spins() {
     assert_eq!(t.policy, "fifo:prio=10");
     assert!(t.wall_s >= 0.9 && t.cpu_s < 0.05, "{t:?}");
 }
+
+/// A drain set to end on quiet ends once nothing has arrived for that
+/// long (here: never, the proxy is a black hole), not at its bound; the
+/// calls are then unfinished, as after a full drain.
+#[test]
+fn a_quiet_drain_ends_early_and_leaves_the_silent_calls_unfinished() {
+    let _turn = turn();
+    // a "proxy" that takes every datagram and answers none
+    let hole = std::net::UdpSocket::bind(loopback0()).unwrap();
+    let run = |quiet: Option<Duration>| {
+        let mut c = config(2_000.0, 200);
+        c.proxy = hole.local_addr().unwrap();
+        c.role = Role::Uac;
+        c.timers.retransmit = false;
+        c.drain = Duration::from_millis(1_500);
+        c.drain_quiet = quiet;
+        let r = takt_siplab::gen::run(&c, &Cancel::default()).unwrap();
+        let u = r.uac.unwrap();
+        assert_eq!((u.attempted, u.unfinished), (200, 200));
+        r.wall_s
+    };
+    let quiet = run(Some(Duration::from_millis(100)));
+    let full = run(None);
+    // 0.1 s of calls, then 0.1 s of quiet (not the 1.5 s bound)
+    assert!(quiet < 0.7, "{quiet}");
+    assert!(full >= 1.5, "{full}");
+    // it is refused where silence is normal
+    let mut c = config(2_000.0, 200);
+    c.drain_quiet = Some(Duration::from_millis(100));
+    assert!(c.validate().is_err(), "retransmissions on");
+}

@@ -31,6 +31,9 @@ use crate::error::{io, Result};
 use crate::gen::{self, Cancel, GenConfig};
 use crate::target::Target;
 
+/// How long both sides stay quiet before a trial's drain ends early.
+const DRAIN_QUIET: Duration = Duration::from_millis(200);
+
 /// Request kinds the UAC sends and the UAS receives.
 const REQUESTS: [&str; 3] = ["invite", "ack", "bye"];
 
@@ -60,6 +63,13 @@ impl GenLoad {
             .map_err(io(format!("picking the generator's UAS port on {ip}")))?;
         base.timers.retransmit = false;
         base.duration = None;
+        // without retransmissions or hold, a call is silent only when a
+        // message of it is lost: once nothing has arrived for this long,
+        // the server has nothing left to deliver and waiting out the
+        // whole drain only costs time (half a second per lossy trial)
+        if base.hold.is_zero() {
+            base.drain_quiet = Some(DRAIN_QUIET);
+        }
         Ok(GenLoad {
             base,
             uas,

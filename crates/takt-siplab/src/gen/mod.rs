@@ -195,6 +195,11 @@ pub struct GenConfig {
     pub timers: UaTimers,
     /// Bounded wait after the last planned call for calls in progress.
     pub drain: Duration,
+    /// Ends the drain early once neither side has received a message for
+    /// this long: the server has nothing left to deliver, and what is
+    /// missing is lost. Only without retransmissions and hold time (both
+    /// keep a call silent for longer); `None`: the whole drain.
+    pub drain_quiet: Option<Duration>,
     /// Generator-bound when the send lag's p99 exceeds this.
     pub lag_bound: Duration,
     /// A call is late when its send lag exceeds this.
@@ -240,6 +245,7 @@ impl GenConfig {
             connections: 4,
             timers: UaTimers::default(),
             drain: Duration::from_secs(3),
+            drain_quiet: None,
             lag_bound: Duration::from_millis(1),
             late_after: Duration::from_millis(10),
             late_tolerance: 0.001,
@@ -287,6 +293,12 @@ impl GenConfig {
         }
         if !(0.0..=1.0).contains(&self.late_tolerance) || !(0.0..=1.0).contains(&self.min_idle) {
             return bad("late tolerance and minimum idle are fractions in [0, 1]".into());
+        }
+        if self.drain_quiet.is_some() && (self.timers.retransmit || !self.hold.is_zero()) {
+            return bad(
+                "a quiet-ended drain needs retransmissions off and no hold time (both keep calls silent)"
+                    .into(),
+            );
         }
         if self.max_calls == Some(0) || self.max_dialogs == 0 || self.max_dialogs > 1 << 31 {
             return bad("the call and dialog tables need at least one slot".into());
@@ -359,6 +371,8 @@ pub struct Live {
     pub max_lag_us: AtomicU64,
     /// Calls answered by the UAS.
     pub answered: AtomicU64,
+    /// Messages the UAS received.
+    pub uas_received: AtomicU64,
 }
 
 /// The UAS's bound socket.

@@ -265,6 +265,9 @@ fn run_on<N: SideIo>(
     let mut spin_ns = 0u64;
     let mut drain_end: Option<u64> = None;
     let drain_ns = cfg.drain.as_nanos() as u64;
+    let quiet_ns = cfg.drain_quiet.map(|d| d.as_nanos() as u64);
+    // when either side last received a message, and the UAS's count then
+    let mut heard = (0u64, 0u64);
     // a real-time thread sleeps to the planned time instead (see the
     // module docs: spinning would get it throttled)
     let margin = if realtime() {
@@ -302,8 +305,18 @@ fn run_on<N: SideIo>(
         live.retransmitted
             .store(st.retransmitted.total(), Ordering::Relaxed);
         live.max_lag_us.store(s.lag.max() / 1000, Ordering::Relaxed);
-        // 5. The end: every planned call placed, then the drain.
+        // 5. The end: every planned call placed, then the drain (ended
+        //    early once both sides have been quiet, when so configured).
         let now = s.ns();
+        if let Some(q) = quiet_ns {
+            let uas_got = live.uas_received.load(Ordering::Relaxed);
+            if !ready.is_empty() || uas_got != heard.1 {
+                heard = (now, uas_got);
+            }
+            if s.next.is_none() && now.saturating_sub(heard.0.max(s.last_sent)) >= q {
+                break;
+            }
+        }
         if s.next.is_none() {
             let end = *drain_end.get_or_insert(now + drain_ns);
             if s.uac.active() == 0 || now >= end {
@@ -314,6 +327,9 @@ fn run_on<N: SideIo>(
         //    (or the next timer, or input), then spin to the planned time.
         let timer = s.uac.poll_timeout().unwrap_or(u64::MAX);
         let mut wake = timer.min(s.next.or(drain_end).unwrap_or(u64::MAX));
+        if let (Some(q), None) = (quiet_ns, s.next) {
+            wake = wake.min(heard.0.max(s.last_sent) + q);
+        }
         if s.io.backlog() {
             wake = wake.min(now + BACKLOG_WAIT_NS);
         }

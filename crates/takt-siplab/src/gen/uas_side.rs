@@ -131,6 +131,9 @@ fn run_on<N: SideIo>(
         }
         io.flush(&stage);
         live.answered.store(uas.stats().answered, Ordering::Relaxed);
+        if got > 0 {
+            live.uas_received.fetch_add(got as u64, Ordering::Relaxed);
+        }
         if got == 0 {
             let now = ns();
             let mut wake = uas
