@@ -2,7 +2,9 @@
 //!
 //! Each trial is one generator run at the trial's rate: `calls` calls
 //! (at least `min_calls`, else the rate times the window), then the
-//! generator's bounded drain. Retransmissions are off, so every message is
+//! generator's bounded drain, ended early once neither side has received
+//! anything for 200 ms (a lost message is never resent, so a silent call
+//! is a lost one). Retransmissions are off, so every message is
 //! sent once and the count per kind is exact: a message is *lost at the
 //! server* when one side sent it and the other never received it —
 //! requests (INVITE, ACK, BYE) from the UAC missing at the UAS, responses
