@@ -1,10 +1,10 @@
 //! How messages become bytes: the [`Codec`] trait, [`Postcard`] (the
 //! default), and [`Remote`], which names a message type on the wire.
 //!
-//! Every message crosses with two headers beside its payload: its
-//! [`Remote::NAME`] and [`Remote::VERSION`]. A receiver decodes a payload
-//! only when both match the type it expects there; anything else is
-//! rejected and counted (`RemoteStats::type_mismatch`), never misread.
+//! Every message crosses with its [`Remote::NAME`] and [`Remote::VERSION`]
+//! in the envelope before its payload. A receiver decodes a payload only
+//! when both match the type it expects there; anything else is rejected
+//! and counted (`RemoteStats::type_mismatch`), never misread.
 //! Bump `VERSION` whenever the encoding of a type changes (postcard is not
 //! self-describing: a renamed field is harmless, a reordered one is not).
 
@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use takt_agents::Message;
 
+use crate::envelope::{Envelope, Head};
 use crate::RemoteError;
 
 /// Turns values into bytes and back. Implementations are stateless.
@@ -27,7 +28,7 @@ pub trait Codec: 'static {
 }
 
 /// [postcard](https://docs.rs/postcard): compact, varint-based, not
-/// self-describing (hence the version header).
+/// self-describing (hence the version in the envelope).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Postcard;
 
@@ -97,36 +98,48 @@ thread_local! {
     static ARENA_BUF: RefCell<BytesMut> = RefCell::new(BytesMut::new());
 }
 
-/// Encodes `m` with its type's codec into the calling thread's arena: no
-/// allocation per message while the arena has room.
-pub(crate) fn encode<M: Remote>(m: &M) -> Result<Bytes, RemoteError> {
+/// Encodes `m` with its type's codec behind the envelope `head`, into the
+/// calling thread's arena: no allocation per message while the arena has
+/// room.
+pub(crate) fn encode<M: Remote>(head: &Head, m: &M) -> Result<Bytes, RemoteError> {
+    in_arena(|buf| {
+        buf.extend_from_slice(head.as_bytes());
+        M::Codec::encode(m, buf)
+    })
+}
+
+/// Writes with `f` into the calling thread's arena and splits off what it
+/// wrote (on error, the partial write is dropped).
+pub(crate) fn in_arena(
+    f: impl FnOnce(&mut BytesMut) -> Result<(), RemoteError>,
+) -> Result<Bytes, RemoteError> {
     ARENA_BUF.with(|cell| match cell.try_borrow_mut() {
         Ok(mut buf) => {
             if buf.capacity() < HEADROOM {
                 buf.reserve(ARENA);
             }
-            let r = M::Codec::encode(m, &mut buf);
+            let r = f(&mut buf);
             let bytes = buf.split().freeze();
             r.map(|()| bytes)
         }
         // A codec that sends while encoding: give it its own buffer.
         Err(_) => {
             let mut buf = BytesMut::new();
-            M::Codec::encode(m, &mut buf)?;
+            f(&mut buf)?;
             Ok(buf.freeze())
         }
     })
 }
 
-/// Decodes a payload after checking its name and version headers.
-pub(crate) fn decode<M: Remote>(meta: &crate::Meta, bytes: &[u8]) -> Result<M, RemoteError> {
-    if meta.type_name != M::NAME || meta.version != M::VERSION {
+/// Decodes the payload of `env` after checking its type name and version.
+pub(crate) fn decode<M: Remote>(env: &Envelope<'_>) -> Result<M, RemoteError> {
+    if !env.is(M::NAME, M::VERSION) {
         return Err(RemoteError::TypeMismatch {
             expected: format!("{} v{}", M::NAME, M::VERSION),
-            got: format!("{} v{}", meta.type_name, meta.version),
+            got: env.describe(),
         });
     }
-    M::Codec::decode(bytes)
+    M::Codec::decode(env.body)
 }
 
 macro_rules! remote_builtin {

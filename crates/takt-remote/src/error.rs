@@ -36,7 +36,7 @@ pub enum RemoteError {
     /// The encoded message is larger than the server accepts.
     #[error("message of {size} bytes exceeds the server's max_payload of {max} bytes")]
     TooLarge {
-        /// Payload plus headers, in bytes.
+        /// Envelope plus payload, in bytes.
         size: usize,
         /// The server's `max_payload`.
         max: usize,

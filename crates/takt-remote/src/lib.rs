@@ -73,11 +73,12 @@
 //! ## Messages
 //! A message type implements [`Remote`]: serde, a wire name, a schema
 //! version and a [`Codec`] ([`Postcard`] by default). The name and version
-//! travel as headers; a receiver that expects another name or version
-//! rejects the message and counts it ([`RemoteStats::type_mismatch`]),
-//! never misreads it. A message whose payload and headers exceed the
-//! server's `max_payload` (1 MiB by default) is refused at the sender with
-//! [`RemoteError::TooLarge`].
+//! travel in a small envelope before the payload (with the sender's origin;
+//! built once per type and node, read in place); a receiver that expects
+//! another name or version rejects the message and counts it
+//! ([`RemoteStats::type_mismatch`]), never misreads it. A message whose
+//! envelope and payload exceed the server's `max_payload` (1 MiB by
+//! default) is refused at the sender with [`RemoteError::TooLarge`].
 //!
 //! ## Guarantees
 //! - **At most once.** Nothing is retried or persisted; a message is
@@ -131,7 +132,7 @@
 //! `async-nats` 0.42, without default features but `ring`. Newer
 //! releases raise their minimum Rust past the workspace's 1.88 (0.51
 //! declares 1.89) and turn on features for server 2.10+ by default; core
-//! NATS (publish, subscribe, headers, no-responders) is what this crate
+//! NATS (publish, subscribe, no-responders) is what this crate
 //! uses, and nats-server 2.9 (Debian's) serves all of it: the tests run
 //! against it. The engine sits behind the [`Transport`] trait, so another
 //! engine could follow.
@@ -144,6 +145,7 @@ struct ReadmeDoctests;
 
 mod codec;
 pub mod config;
+mod envelope;
 mod error;
 mod nats;
 mod node;
@@ -159,4 +161,4 @@ pub use nats::Nats;
 pub use node::{Node, RemoteAgent, RemoteMbox};
 pub use presence::NodeEvent;
 pub use stats::RemoteStats;
-pub use transport::{Inbound, Meta, Transport};
+pub use transport::{Inbound, Transport};

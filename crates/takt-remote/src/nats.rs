@@ -1,15 +1,14 @@
 //! The NATS transport: [`Transport`] over an `async-nats` client.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use async_nats::{ConnectOptions, Event, HeaderMap};
+use async_nats::{ConnectOptions, Event, Subject};
 use bytes::Bytes;
 use futures_util::StreamExt;
 
 use crate::config::{Config, Credentials};
 use crate::stats::{bump, Counters};
-use crate::transport::{Inbound, Meta, Transport, HDR_ERROR, HDR_ORIGIN, HDR_TYPE, HDR_VERSION};
+use crate::transport::{Inbound, Transport};
 use crate::RemoteError;
 
 /// [`Transport`] over one NATS connection (it reconnects by itself and
@@ -17,33 +16,6 @@ use crate::RemoteError;
 #[derive(Clone, Debug)]
 pub struct Nats {
     client: async_nats::Client,
-    headers: Arc<Mutex<HeaderCache>>,
-}
-
-/// Header blocks prepared once per [`Meta`] `Arc` (keyed by its address;
-/// the entry holds the `Arc`, so the address cannot be reused while cached).
-#[derive(Debug, Default)]
-struct HeaderCache {
-    by_meta: HashMap<usize, (Arc<Meta>, HeaderMap)>,
-}
-
-/// More distinct metas than this means a caller makes them per message:
-/// the cache then starts over rather than grow.
-const HEADER_CACHE_MAX: usize = 4096;
-
-impl HeaderCache {
-    fn get(&mut self, meta: &Arc<Meta>) -> HeaderMap {
-        let key = Arc::as_ptr(meta) as usize;
-        if let Some((_, h)) = self.by_meta.get(&key) {
-            return h.clone();
-        }
-        if self.by_meta.len() >= HEADER_CACHE_MAX {
-            self.by_meta.clear();
-        }
-        let h = headers(meta);
-        self.by_meta.insert(key, (meta.clone(), h.clone()));
-        h
-    }
 }
 
 type MapFn = fn(async_nats::Message) -> Inbound;
@@ -106,42 +78,22 @@ impl Nats {
                 url: cfg.url.clone(),
                 reason: e.to_string(),
             })?;
-        Ok(Nats {
-            client,
-            headers: Arc::default(),
-        })
+        Ok(Nats { client })
     }
-}
-
-fn headers(meta: &Meta) -> HeaderMap {
-    let mut h = HeaderMap::new();
-    h.insert(HDR_TYPE, meta.type_name.as_str());
-    h.insert(HDR_VERSION, meta.version.to_string().as_str());
-    h.insert(HDR_ORIGIN, meta.origin.as_str());
-    if let Some(e) = &meta.error {
-        h.insert(HDR_ERROR, e.as_str());
-    }
-    h
-}
-
-fn meta(h: &HeaderMap) -> Option<Meta> {
-    let get = |n: &str| h.get(n).map(|v| v.as_str().to_string());
-    Some(Meta {
-        type_name: get(HDR_TYPE)?,
-        version: get(HDR_VERSION)?.parse().ok()?,
-        origin: get(HDR_ORIGIN)?,
-        error: get(HDR_ERROR),
-    })
 }
 
 fn inbound(m: async_nats::Message) -> Inbound {
     Inbound {
         no_responders: m.status == Some(async_nats::StatusCode::NO_RESPONDERS),
-        meta: m.headers.as_ref().and_then(meta),
-        subject: m.subject.to_string(),
-        reply: m.reply.map(|r| r.to_string()),
+        subject: Bytes::copy_from_slice(m.subject.as_bytes()),
+        reply: m.reply.map(|r| Bytes::copy_from_slice(r.as_bytes())),
         payload: m.payload,
     }
+}
+
+/// A subject the bridge made (always UTF-8).
+fn subject(b: Bytes) -> Result<Subject, RemoteError> {
+    Subject::from_utf8(b).map_err(|e| RemoteError::Engine(format!("subject: {e}")))
 }
 
 impl Transport for Nats {
@@ -153,23 +105,18 @@ impl Transport for Nats {
 
     async fn publish(
         &self,
-        subject: String,
-        reply: Option<String>,
-        meta: &Arc<Meta>,
+        to: Bytes,
+        reply: Option<Bytes>,
         payload: Bytes,
     ) -> Result<(), RemoteError> {
-        let h = self
-            .headers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(meta);
+        let to = subject(to)?;
         let r = match reply {
             Some(r) => {
                 self.client
-                    .publish_with_reply_and_headers(subject, r, h, payload)
+                    .publish_with_reply(to, subject(r)?, payload)
                     .await
             }
-            None => self.client.publish_with_headers(subject, h, payload).await,
+            None => self.client.publish(to, payload).await,
         };
         r.map_err(|e| RemoteError::Engine(format!("publish: {e}")))
     }

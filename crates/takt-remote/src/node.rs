@@ -50,20 +50,15 @@ use takt_agents::{
 use takt_sched::TaktThread;
 use tokio::sync::Notify;
 
-use crate::codec::{decode, encode, Remote};
+use crate::codec::{decode, encode, in_arena, Remote};
 use crate::config::{check_name, Config};
+use crate::envelope::{open, Failure, Head};
 use crate::nats::Nats;
 use crate::outbox::{Outbox, PushError};
 use crate::presence::{Directory, NodeEvent, Peer, Presence};
 use crate::stats::{bump, Counters, RemoteStats};
-use crate::transport::{Inbound, Meta, Transport};
+use crate::transport::{Inbound, Transport};
 use crate::RemoteError;
-
-/// Reply error header values.
-const ERR_NO_REPLY: &str = "no-reply";
-const ERR_TIMEOUT: &str = "timeout";
-const ERR_MISMATCH: &str = "mismatch";
-const ERR_OTHER: &str = "failed";
 
 /// The presence announcement's wire name and version.
 const PRESENCE_TYPE: &str = "takt.Presence";
@@ -78,16 +73,24 @@ const LEAVE_FLUSH: Duration = Duration::from_secs(1);
 type Handler = Arc<dyn Fn(&Arc<Inner>, Inbound) + Send + Sync>;
 /// Completes one query's `Pending` from its reply (or its failure).
 type Completion = Box<dyn FnOnce(&Inner, Result<Inbound, AskError>) + Send>;
-type Table = Mutex<HashMap<&'static str, Handler>>;
+/// An exported name's handlers, by message type name (looked up per
+/// message received).
+type Table = Mutex<HashMap<&'static str, Handler, Fast>>;
 
 /// Queries waiting for replies, by token.
-type Replies = HashMap<u64, Completion, std::hash::BuildHasherDefault<TokenHasher>>;
+type Replies = HashMap<u64, Completion, Fast>;
 
-/// Tokens are consecutive numbers: a multiplicative hash spreads them.
+type Fast = std::hash::BuildHasherDefault<FastHasher>;
+
+/// A cheap hash for keys this node makes itself — query tokens, its own
+/// message types' names — looked up once or twice per message. Not
+/// flood-resistant, and need not be: a received name only looks up, it
+/// never inserts. Tokens are consecutive numbers: a multiplicative hash
+/// spreads them; names go through FNV-1a.
 #[derive(Default)]
-struct TokenHasher(u64);
+struct FastHasher(u64);
 
-impl std::hash::Hasher for TokenHasher {
+impl std::hash::Hasher for FastHasher {
     fn finish(&self) -> u64 {
         self.0
     }
@@ -104,9 +107,9 @@ impl std::hash::Hasher for TokenHasher {
 
 enum Command {
     Publish {
-        subject: String,
-        reply: Option<String>,
-        meta: Arc<Meta>,
+        subject: Bytes,
+        reply: Option<Bytes>,
+        /// Envelope and payload.
         payload: Bytes,
         /// A reply token to fail with `Timeout` at the instant.
         expire: Option<(u64, Instant)>,
@@ -126,11 +129,15 @@ pub(crate) struct Inner {
     incarnation: u64,
     outbox: Outbox<Command>,
     shutdown: Notify,
-    /// One header set per message type, shared by every send of it.
-    metas: Mutex<HashMap<(&'static str, u32), Arc<Meta>>>,
-    /// The reply error header sets, by error value.
-    error_metas: HashMap<&'static str, Arc<Meta>>,
-    presence_meta: Arc<Meta>,
+    /// One envelope head per message type, shared by every send of it.
+    heads: Mutex<HashMap<(&'static str, u32), Arc<Head>, Fast>>,
+    /// The failure replies (envelopes without payload), by failure code.
+    failures: [Bytes; Failure::ALL.len()],
+    presence_head: Head,
+    presence_subject: Bytes,
+    /// `<cluster>.inbox.<node>.<incarnation>`: replies come to it plus
+    /// `.<token>`.
+    inbox_prefix: String,
     counters: Arc<Counters>,
     max_payload: AtomicUsize,
     dir: Directory,
@@ -144,39 +151,25 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
-    /// `M`'s headers, made once per type.
-    fn meta<M: Remote>(&self) -> Arc<Meta> {
-        let mut metas = self.metas.lock().unwrap_or_else(|e| e.into_inner());
-        metas
-            .entry((M::NAME, M::VERSION))
-            .or_insert_with(|| {
-                Arc::new(Meta {
-                    type_name: M::NAME.to_string(),
-                    version: M::VERSION,
-                    origin: self.origin.clone(),
-                    error: None,
-                })
-            })
-            .clone()
+    /// `M`'s envelope head, made once per type.
+    fn head<M: Remote>(&self) -> Result<Arc<Head>, RemoteError> {
+        let mut heads = self.heads.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(h) = heads.get(&(M::NAME, M::VERSION)) {
+            return Ok(h.clone());
+        }
+        let h = Arc::new(Head::message(M::NAME, M::VERSION, &self.origin)?);
+        heads.insert((M::NAME, M::VERSION), h.clone());
+        Ok(h)
     }
 
-    /// The headers of a reply that carries the error `why` (one of `ERR_*`).
-    fn error_meta(&self, why: &'static str) -> Arc<Meta> {
-        self.error_metas
-            .get(why)
-            .cloned()
-            .unwrap_or_else(|| self.error_metas[ERR_OTHER].clone())
+    /// `m` in its envelope, encoded.
+    fn encode<M: Remote>(&self, m: &M) -> Result<Bytes, RemoteError> {
+        encode(&*self.head::<M>()?, m)
     }
 
-    fn presence_subject(&self) -> String {
-        format!("{}.presence", self.cfg.cluster)
-    }
-
-    fn inbox_prefix(&self) -> String {
-        format!(
-            "{}.inbox.{}.{}",
-            self.cfg.cluster, self.cfg.node, self.incarnation
-        )
+    /// The reply that carries `f` instead of an answer.
+    fn failure(&self, f: Failure) -> Bytes {
+        self.failures[f as usize - 1].clone()
     }
 
     fn agent_subject(&self, node: &str, name: &str) -> String {
@@ -185,6 +178,28 @@ impl Inner {
 
     fn mbox_subject(&self, name: &str) -> String {
         format!("{}.mbox.{name}", self.cfg.cluster)
+    }
+
+    /// The reply subject of query `token`, made in the calling thread's
+    /// encoding arena (no allocation per query).
+    fn reply_subject(&self, token: u64) -> Result<Bytes, RemoteError> {
+        in_arena(|b| {
+            b.extend_from_slice(self.inbox_prefix.as_bytes());
+            b.extend_from_slice(b".");
+            let mut digits = [0u8; 20];
+            let mut i = digits.len();
+            let mut n = token;
+            loop {
+                i -= 1;
+                digits[i] = b'0' + (n % 10) as u8;
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+            }
+            b.extend_from_slice(&digits[i..]);
+            Ok(())
+        })
     }
 
     fn presence(&self, leaving: bool) -> Presence {
@@ -202,16 +217,16 @@ impl Inner {
         }
     }
 
-    /// Puts one message on the outbound queue (never blocks).
+    /// Puts one message (envelope and payload) on the outbound queue
+    /// (never blocks).
     fn enqueue(
         &self,
-        subject: String,
-        reply: Option<String>,
-        meta: Arc<Meta>,
+        subject: Bytes,
+        reply: Option<Bytes>,
         payload: Bytes,
         expire: Option<(u64, Instant)>,
     ) -> Result<(), RemoteError> {
-        let size = payload.len() + meta.wire_len();
+        let size = payload.len();
         let max = self.max_payload.load(Ordering::Relaxed);
         if size > max {
             bump(&self.counters.too_large);
@@ -220,7 +235,6 @@ impl Inner {
         let cmd = Command::Publish {
             subject,
             reply,
-            meta,
             payload,
             expire,
         };
@@ -242,18 +256,17 @@ impl Inner {
     /// Queues the answer to a query (past the queue's bound: the query was
     /// accepted, so its answer goes out; a reply too large to send becomes
     /// an error reply).
-    fn send_reply(&self, reply: String, meta: Arc<Meta>, payload: Bytes) {
+    fn send_reply(&self, reply: Bytes, payload: Bytes) {
         let max = self.max_payload.load(Ordering::Relaxed);
-        let (meta, payload) = if payload.len() + meta.wire_len() > max {
+        let payload = if payload.len() > max {
             bump(&self.counters.too_large);
-            (self.error_meta(ERR_OTHER), Bytes::new())
+            self.failure(Failure::Other)
         } else {
-            (meta, payload)
+            payload
         };
         let cmd = Command::Publish {
             subject: reply,
             reply: None,
-            meta,
             payload,
             expire: None,
         };
@@ -266,44 +279,46 @@ impl Inner {
     fn ask<Q: Remote, R: Remote>(
         &self,
         peer: &Peer,
-        subject: String,
+        subject: Bytes,
         q: &Q,
         timeout: Duration,
     ) -> Pending<R> {
         let (promise, p) = pending::<R>();
+        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
         if !peer.is_up() {
             bump(&self.counters.undeliverable);
             promise.fail(AskError::Unreachable);
             return p;
         }
-        let payload = match encode(q) {
-            Ok(b) => b,
-            Err(_) => {
+        let (payload, reply) = match (self.encode(q), self.reply_subject(token)) {
+            (Ok(b), Ok(r)) => (b, r),
+            _ => {
                 promise.fail(AskError::Rejected);
                 return p;
             }
         };
         let deadline = Instant::now() + timeout;
-        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
         let done: Completion = Box::new(move |inner: &Inner, r| match r {
             Err(e) => promise.fail(e),
-            Ok(m) => match (&m.meta, m.meta.as_ref().and_then(|x| x.error.as_deref())) {
-                (_, Some(ERR_NO_REPLY)) => promise.fail(AskError::NoReply),
-                (_, Some(ERR_TIMEOUT)) => promise.fail(AskError::Timeout),
-                (_, Some(_)) => promise.fail(AskError::Rejected),
-                (None, None) => {
+            Ok(m) => match open(&m.payload) {
+                None => {
                     bump(&inner.counters.decode_errors);
                     promise.fail(AskError::Rejected)
                 }
-                (Some(meta), None) => match decode::<R>(meta, &m.payload) {
-                    Ok(r) => {
-                        bump(&inner.counters.delivered);
-                        promise.fulfil(r)
-                    }
-                    Err(e) => {
-                        inner.count_decode_error(&e);
-                        promise.fail(AskError::Rejected)
-                    }
+                Some(env) => match env.failure {
+                    Some(Failure::NoReply) => promise.fail(AskError::NoReply),
+                    Some(Failure::Timeout) => promise.fail(AskError::Timeout),
+                    Some(_) => promise.fail(AskError::Rejected),
+                    None => match decode::<R>(&env) {
+                        Ok(r) => {
+                            bump(&inner.counters.delivered);
+                            promise.fulfil(r)
+                        }
+                        Err(e) => {
+                            inner.count_decode_error(&e);
+                            promise.fail(AskError::Rejected)
+                        }
+                    },
                 },
             },
         });
@@ -311,15 +326,8 @@ impl Inner {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(token, done);
-        let reply = format!("{}.{token}", self.inbox_prefix());
         if self
-            .enqueue(
-                subject,
-                Some(reply),
-                self.meta::<Q>(),
-                payload,
-                Some((token, deadline)),
-            )
+            .enqueue(subject, Some(reply), payload, Some((token, deadline)))
             .is_err()
         {
             self.complete(token, Err(AskError::Rejected));
@@ -342,6 +350,29 @@ impl Inner {
         match e {
             RemoteError::TypeMismatch { .. } => bump(&self.counters.type_mismatch),
             _ => bump(&self.counters.decode_errors),
+        }
+    }
+
+    /// The query `Q` in `m`, counted as delivered; `None` when `m` holds
+    /// no `Q` (counted, and answered with `Failure::Mismatch` if it is a
+    /// query).
+    fn query<Q: Remote>(&self, m: &Inbound) -> Option<Q> {
+        let Some(env) = open(&m.payload) else {
+            bump(&self.counters.decode_errors);
+            return None;
+        };
+        match decode::<Q>(&env) {
+            Ok(q) => {
+                bump(&self.counters.delivered);
+                Some(q)
+            }
+            Err(e) => {
+                self.count_decode_error(&e);
+                if let Some(reply) = &m.reply {
+                    self.send_reply(reply.clone(), self.failure(Failure::Mismatch));
+                }
+                None
+            }
         }
     }
 
@@ -406,31 +437,20 @@ impl Node {
             .unwrap_or(0)
             ^ u64::from(std::process::id());
         let origin = format!("{}/{incarnation}", cfg.node);
-        let error_metas = [ERR_NO_REPLY, ERR_TIMEOUT, ERR_MISMATCH, ERR_OTHER]
-            .into_iter()
-            .map(|why| {
-                let meta = Meta {
-                    type_name: String::new(),
-                    version: 0,
-                    origin: origin.clone(),
-                    error: Some(why.to_string()),
-                };
-                (why, Arc::new(meta))
-            })
-            .collect();
-        let presence_meta = Arc::new(Meta {
-            type_name: PRESENCE_TYPE.to_string(),
-            version: PRESENCE_VERSION,
-            origin: origin.clone(),
-            error: None,
-        });
+        let mut failures: [Bytes; Failure::ALL.len()] = Default::default();
+        for (slot, f) in failures.iter_mut().zip(Failure::ALL) {
+            *slot = Head::failure(f, &origin)?.to_bytes();
+        }
+        let presence_head = Head::message(PRESENCE_TYPE, PRESENCE_VERSION, &origin)?;
         let inner = Arc::new(Inner {
+            presence_subject: Bytes::from(format!("{}.presence", cfg.cluster)),
+            inbox_prefix: format!("{}.inbox.{}.{incarnation}", cfg.cluster, cfg.node),
             origin,
             incarnation,
             outbox: Outbox::new(cfg.outbound_queue),
-            metas: Mutex::new(HashMap::new()),
-            error_metas,
-            presence_meta,
+            heads: Mutex::new(HashMap::default()),
+            failures,
+            presence_head,
             shutdown: Notify::new(),
             counters: Arc::new(Counters::default()),
             max_payload: AtomicUsize::new(usize::MAX),
@@ -481,7 +501,7 @@ impl Node {
         self.inner.counters.snapshot()
     }
 
-    /// The server's `max_payload` (payload plus headers), in bytes.
+    /// The server's `max_payload` (envelope plus payload), in bytes.
     pub fn max_payload(&self) -> usize {
         self.inner.max_payload.load(Ordering::Relaxed)
     }
@@ -493,11 +513,11 @@ impl Node {
     /// subscription.
     pub fn export<M: Remote>(&self, name: &str, to: Recipient<M>) -> Result<(), RemoteError> {
         let h: Handler = Arc::new(move |inner: &Arc<Inner>, m: Inbound| {
-            let Some(meta) = &m.meta else {
+            let Some(env) = open(&m.payload) else {
                 bump(&inner.counters.decode_errors);
                 return;
             };
-            match decode::<M>(meta, &m.payload) {
+            match decode::<M>(&env) {
                 Ok(msg) => {
                     bump(&inner.counters.delivered);
                     to.send(msg)
@@ -518,21 +538,9 @@ impl Node {
         to: Requester<Q, R>,
     ) -> Result<(), RemoteError> {
         let h: Handler = Arc::new(move |inner: &Arc<Inner>, m: Inbound| {
-            let Some(meta) = &m.meta else {
-                bump(&inner.counters.decode_errors);
+            let Some(q) = inner.query::<Q>(&m) else {
                 return;
             };
-            let q = match decode::<Q>(meta, &m.payload) {
-                Ok(q) => q,
-                Err(e) => {
-                    inner.count_decode_error(&e);
-                    if let Some(reply) = m.reply {
-                        inner.send_reply(reply, inner.error_meta(ERR_MISMATCH), Bytes::new());
-                    }
-                    return;
-                }
-            };
-            bump(&inner.counters.delivered);
             let p = to.ask(q);
             if let Some(reply) = m.reply {
                 Answering::start(inner, p, reply);
@@ -562,34 +570,22 @@ impl Node {
         F: Fn(Q) -> R + Send + Sync + 'static,
     {
         let h: Handler = Arc::new(move |inner: &Arc<Inner>, m: Inbound| {
-            let Some(meta) = &m.meta else {
-                bump(&inner.counters.decode_errors);
+            let Some(q) = inner.query::<Q>(&m) else {
                 return;
             };
-            let q = match decode::<Q>(meta, &m.payload) {
-                Ok(q) => q,
-                Err(e) => {
-                    inner.count_decode_error(&e);
-                    if let Some(reply) = m.reply {
-                        inner.send_reply(reply, inner.error_meta(ERR_MISMATCH), Bytes::new());
-                    }
-                    return;
-                }
-            };
-            bump(&inner.counters.delivered);
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(q)));
             let Some(reply) = m.reply else {
                 return; // a query sent as a message: nobody waits
             };
-            let (meta, payload) = match r.map(|r| encode(&r)) {
-                Ok(Ok(b)) => (inner.meta::<R>(), b),
-                Ok(Err(_)) => (inner.error_meta(ERR_OTHER), Bytes::new()),
+            let payload = match r.map(|r| inner.encode(&r)) {
+                Ok(Ok(b)) => b,
+                Ok(Err(_)) => inner.failure(Failure::Other),
                 Err(_) => {
                     bump(&inner.counters.handler_panics);
-                    (inner.error_meta(ERR_OTHER), Bytes::new())
+                    inner.failure(Failure::Other)
                 }
             };
-            inner.send_reply(reply, meta, payload);
+            inner.send_reply(reply, payload);
         });
         self.add_export(name, Q::NAME, h)
     }
@@ -624,23 +620,26 @@ impl Node {
             return Ok(());
         }
         let dispatch: Handler = Arc::new(move |inner: &Arc<Inner>, m: Inbound| {
-            let handler = m.meta.as_ref().and_then(|meta| {
-                table
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .get(meta.type_name.as_str())
-                    .cloned()
-            });
+            let env = open(&m.payload);
+            let handler = env
+                .and_then(|e| std::str::from_utf8(e.name).ok())
+                .and_then(|name| {
+                    table
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .get(name)
+                        .cloned()
+                });
             match handler {
                 Some(h) => h(inner, m),
                 None => {
-                    if m.meta.is_some() {
+                    if env.is_some() {
                         bump(&inner.counters.type_mismatch);
                     } else {
                         bump(&inner.counters.decode_errors);
                     }
                     if let Some(reply) = m.reply {
-                        inner.send_reply(reply, inner.error_meta(ERR_MISMATCH), Bytes::new());
+                        inner.send_reply(reply, inner.failure(Failure::Mismatch));
                     }
                 }
             }
@@ -671,14 +670,14 @@ impl Node {
         }
         let local = mbox.clone();
         let h: Handler = Arc::new(move |inner: &Arc<Inner>, m: Inbound| {
-            let Some(meta) = &m.meta else {
+            let Some(env) = open(&m.payload) else {
                 bump(&inner.counters.decode_errors);
                 return;
             };
-            if meta.origin == inner.origin {
+            if env.origin == inner.origin.as_bytes() {
                 return; // our own publish: local subscribers had it
             }
-            match decode::<M>(meta, &m.payload) {
+            match decode::<M>(&env) {
                 Ok(msg) => {
                     bump(&inner.counters.delivered);
                     local.publish(msg);
@@ -691,7 +690,7 @@ impl Node {
         Ok(RemoteMbox {
             mbox: mbox.clone(),
             inner: self.inner.clone(),
-            subject,
+            subject: Bytes::from(subject),
         })
     }
 
@@ -705,7 +704,7 @@ impl Node {
             .find(name, Instant::now() + timeout)
             .ok_or_else(|| RemoteError::NotFound(name.to_string()))?;
         Ok(RemoteAgent {
-            subject: self.inner.agent_subject(&peer.name, name),
+            subject: Bytes::from(self.inner.agent_subject(&peer.name, name)),
             inner: self.inner.clone(),
             peer,
         })
@@ -717,7 +716,7 @@ impl Node {
         check_name(node)?;
         check_name(name)?;
         Ok(RemoteAgent {
-            subject: self.inner.agent_subject(node, name),
+            subject: Bytes::from(self.inner.agent_subject(node, name)),
             peer: self.inner.dir.peer(node),
             inner: self.inner.clone(),
         })
@@ -764,13 +763,14 @@ impl Drop for Node {
 pub struct RemoteAgent {
     inner: Arc<Inner>,
     peer: Arc<Peer>,
-    subject: String,
+    /// The agent's subject (UTF-8), shared by every send.
+    subject: Bytes,
 }
 
 impl std::fmt::Debug for RemoteAgent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RemoteAgent")
-            .field("subject", &self.subject)
+            .field("subject", &String::from_utf8_lossy(&self.subject))
             .field("up", &self.peer.is_up())
             .finish()
     }
@@ -799,18 +799,12 @@ impl RemoteAgent {
             bump(&self.inner.counters.undeliverable);
             return Err((RemoteError::NodeDown(self.peer.name.clone()), msg));
         }
-        let payload = match encode(&msg) {
+        let payload = match self.inner.encode(&msg) {
             Ok(p) => p,
             Err(e) => return Err((e, msg)),
         };
         self.inner
-            .enqueue(
-                self.subject.clone(),
-                None,
-                self.inner.meta::<M>(),
-                payload,
-                None,
-            )
+            .enqueue(self.subject.clone(), None, payload, None)
             .map_err(|e| (e, msg))
     }
 
@@ -860,7 +854,7 @@ impl<M: Remote> Accept<M> for RemoteRecipient<M> {
                     eprintln!(
                         "takt-remote: outbound queue full ({capacity}) sending {} to {}: aborting",
                         M::NAME,
-                        self.agent.subject
+                        String::from_utf8_lossy(&self.agent.subject)
                     );
                     std::process::abort();
                 }
@@ -884,7 +878,7 @@ impl<Q: Remote, R: Remote> Answer<Q, R> for RemoteAgent {
 pub struct RemoteMbox<M: Remote + Clone> {
     mbox: Mbox<M>,
     inner: Arc<Inner>,
-    subject: String,
+    subject: Bytes,
 }
 
 impl<M: Remote + Clone> Clone for RemoteMbox<M> {
@@ -900,7 +894,7 @@ impl<M: Remote + Clone> Clone for RemoteMbox<M> {
 impl<M: Remote + Clone> std::fmt::Debug for RemoteMbox<M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RemoteMbox")
-            .field("subject", &self.subject)
+            .field("subject", &String::from_utf8_lossy(&self.subject))
             .finish()
     }
 }
@@ -916,14 +910,9 @@ impl<M: Remote + Clone> RemoteMbox<M> {
     /// also when the remote copy fails (the error says why: too large,
     /// queue full).
     pub fn publish(&self, msg: M) -> Result<usize, RemoteError> {
-        let remote = encode(&msg).and_then(|payload| {
-            self.inner.enqueue(
-                self.subject.clone(),
-                None,
-                self.inner.meta::<M>(),
-                payload,
-                None,
-            )
+        let remote = self.inner.encode(&msg).and_then(|payload| {
+            self.inner
+                .enqueue(self.subject.clone(), None, payload, None)
         });
         let n = self.mbox.publish(msg);
         remote.map(|()| n)
@@ -952,12 +941,12 @@ impl<M: Remote + Clone> Accept<M> for RemoteMbox<M> {
 /// completed: answered, or dropped unanswered as `NoReply`).
 struct Answering<R: Remote> {
     /// The reply to come and where to send it; `None` once sent.
-    state: Mutex<Option<(Pending<R>, String)>>,
+    state: Mutex<Option<(Pending<R>, Bytes)>>,
     inner: Weak<Inner>,
 }
 
 impl<R: Remote> Answering<R> {
-    fn start(inner: &Arc<Inner>, p: Pending<R>, reply: String) {
+    fn start(inner: &Arc<Inner>, p: Pending<R>, reply: Bytes) {
         Arc::new(Answering {
             state: Mutex::new(Some((p, reply))),
             inner: Arc::downgrade(inner),
@@ -980,14 +969,14 @@ impl<R: Remote> Answering<R> {
         let Some(inner) = self.inner.upgrade() else {
             return; // the node is gone
         };
-        let (meta, payload) = match r.map(|r| encode(&r)) {
-            Ok(Ok(b)) => (inner.meta::<R>(), b),
-            Ok(Err(_)) => (inner.error_meta(ERR_OTHER), Bytes::new()),
-            Err(AskError::Timeout) => (inner.error_meta(ERR_TIMEOUT), Bytes::new()),
-            Err(AskError::NoReply) => (inner.error_meta(ERR_NO_REPLY), Bytes::new()),
-            Err(_) => (inner.error_meta(ERR_OTHER), Bytes::new()),
+        let payload = match r.map(|r| inner.encode(&r)) {
+            Ok(Ok(b)) => b,
+            Ok(Err(_)) => inner.failure(Failure::Other),
+            Err(AskError::Timeout) => inner.failure(Failure::Timeout),
+            Err(AskError::NoReply) => inner.failure(Failure::NoReply),
+            Err(_) => inner.failure(Failure::Other),
         };
-        inner.send_reply(reply, meta, payload);
+        inner.send_reply(reply, payload);
     }
 }
 
@@ -1091,15 +1080,15 @@ async fn run<T: Transport>(
 ) {
     inner.max_payload.store(t.max_payload(), Ordering::Relaxed);
     let presence: Handler = Arc::new(|inner: &Arc<Inner>, m: Inbound| {
-        let ours = m
-            .meta
-            .as_ref()
-            .is_some_and(|x| x.type_name == PRESENCE_TYPE && x.version == PRESENCE_VERSION);
-        if !ours {
+        let Some(env) = open(&m.payload) else {
+            bump(&inner.counters.decode_errors);
+            return;
+        };
+        if !env.is(PRESENCE_TYPE, PRESENCE_VERSION) {
             bump(&inner.counters.type_mismatch);
             return;
         }
-        match postcard::from_bytes::<Presence>(&m.payload) {
+        match postcard::from_bytes::<Presence>(env.body) {
             Ok(p) => {
                 if let Some(ev) = inner.dir.heard(p, Instant::now()) {
                     inner.node_event(ev);
@@ -1109,7 +1098,12 @@ async fn run<T: Transport>(
         }
     });
     let inbox: Handler = Arc::new(|inner: &Arc<Inner>, m: Inbound| {
-        let token = m.subject.rsplit('.').next().and_then(|s| s.parse().ok());
+        let token = m
+            .subject
+            .rsplit(|&b| b == b'.')
+            .next()
+            .and_then(|s| std::str::from_utf8(s).ok())
+            .and_then(|s| s.parse().ok());
         if let Some(token) = token {
             if m.no_responders {
                 bump(&inner.counters.no_responders);
@@ -1120,8 +1114,8 @@ async fn run<T: Transport>(
         }
     });
     for (subject, h) in [
-        (inner.presence_subject(), presence),
-        (format!("{}.*", inner.inbox_prefix()), inbox),
+        (format!("{}.presence", inner.cfg.cluster), presence),
+        (format!("{}.*", inner.inbox_prefix), inbox),
     ] {
         if let Err(e) = start_subscription(&t, &inner, subject, h).await {
             let _ = ready.send(Err(e));
@@ -1190,17 +1184,13 @@ async fn run<T: Transport>(
 }
 
 async fn announce<T: Transport>(t: &T, inner: &Inner, leaving: bool) {
-    let Ok(payload) = postcard::to_stdvec(&inner.presence(leaving)) else {
+    let head = inner.presence_head.as_bytes().to_vec();
+    let Ok(payload) = postcard::to_extend(&inner.presence(leaving), head) else {
         return;
     };
-    if t.publish(
-        inner.presence_subject(),
-        None,
-        &inner.presence_meta,
-        Bytes::from(payload),
-    )
-    .await
-    .is_err()
+    if t.publish(inner.presence_subject.clone(), None, Bytes::from(payload))
+        .await
+        .is_err()
     {
         bump(&inner.counters.engine_errors);
     }
@@ -1211,11 +1201,10 @@ async fn handle<T: Transport>(t: &T, inner: &Arc<Inner>, cmd: Command, deadlines
         Command::Publish {
             subject,
             reply,
-            meta,
             payload,
             expire,
         } => {
-            if t.publish(subject, reply, &meta, payload).await.is_err() {
+            if t.publish(subject, reply, payload).await.is_err() {
                 bump(&inner.counters.engine_errors);
             }
             if let Some((token, at)) = expire {

@@ -1,64 +1,28 @@
 //! The engine boundary: what the bridge needs from a messaging engine
-//! ([`Transport`]), and the headers every message carries ([`Meta`]).
+//! ([`Transport`]).
 //!
 //! The bridge speaks only this trait, so another engine (another broker, a
 //! direct TCP mesh) could follow NATS by implementing it. A transport lives
-//! on the bridge thread's current-thread runtime.
+//! on the bridge thread's current-thread runtime. It carries opaque
+//! payloads: what a message is (its type's name and version, its origin)
+//! travels inside the payload, in the bridge's own envelope, so an engine
+//! needs no header support.
 
 use std::future::Future;
-use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::Stream;
 
 use crate::RemoteError;
 
-/// Header: the message's [`Remote::NAME`](crate::Remote::NAME).
-pub const HDR_TYPE: &str = "Takt-Type";
-/// Header: the message's [`Remote::VERSION`](crate::Remote::VERSION).
-pub const HDR_VERSION: &str = "Takt-Version";
-/// Header: the sending node's origin (`node/incarnation`).
-pub const HDR_ORIGIN: &str = "Takt-Origin";
-/// Header: on a reply, why there is no answer (`no-reply`, `mismatch`).
-pub const HDR_ERROR: &str = "Takt-Error";
-
-/// What travels beside a payload.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Meta {
-    /// The type name ([`Remote::NAME`](crate::Remote::NAME)).
-    pub type_name: String,
-    /// The schema version.
-    pub version: u32,
-    /// The sending node's origin (`node/incarnation`).
-    pub origin: String,
-    /// On a reply: why no answer came.
-    pub error: Option<String>,
-}
-
-impl Meta {
-    /// The bytes these headers take on the wire in the NATS header block
-    /// (`NATS/1.0\r\n`, one `Name: value\r\n` each, a closing `\r\n`); the
-    /// server counts them against `max_payload`.
-    pub fn wire_len(&self) -> usize {
-        let line = |n: &str, v: usize| n.len() + 2 + v + 2;
-        10 + line(HDR_TYPE, self.type_name.len())
-            + line(HDR_VERSION, self.version.to_string().len())
-            + line(HDR_ORIGIN, self.origin.len())
-            + self.error.as_ref().map_or(0, |e| line(HDR_ERROR, e.len()))
-            + 2
-    }
-}
-
 /// A message as it arrives.
 #[derive(Clone, Debug)]
 pub struct Inbound {
-    /// The subject it was published on.
-    pub subject: String,
-    /// Where to reply, for a query.
-    pub reply: Option<String>,
-    /// Its headers; `None` when they are missing or unreadable.
-    pub meta: Option<Meta>,
-    /// The payload.
+    /// The subject it was published on (UTF-8).
+    pub subject: Bytes,
+    /// Where to reply, for a query (UTF-8).
+    pub reply: Option<Bytes>,
+    /// The payload, envelope included.
     pub payload: Bytes,
     /// The engine's "no responders" answer to a query.
     pub no_responders: bool,
@@ -72,18 +36,17 @@ pub trait Transport: Clone + Send + Sync + 'static {
     /// The stream of one subscription's messages.
     type Subscription: Stream<Item = Inbound> + Send + Unpin + 'static;
 
-    /// The largest payload plus headers the server accepts, in bytes.
+    /// The largest payload the server accepts, in bytes.
     fn max_payload(&self) -> usize;
 
-    /// Publishes `payload` with `meta` on `subject`. The bridge makes one
-    /// `Meta` per message type (and per reply error) and passes the same
-    /// `Arc` every time, so a transport may prepare its header block once
-    /// per `Arc` and reuse it.
+    /// Publishes `payload` on `subject`, with `reply` as the subject to
+    /// answer on. Subjects are UTF-8 (the bridge makes them so); they come
+    /// as `Bytes` so that the bridge can keep one per destination and pass
+    /// it without copying.
     fn publish(
         &self,
-        subject: String,
-        reply: Option<String>,
-        meta: &Arc<Meta>,
+        subject: Bytes,
+        reply: Option<Bytes>,
         payload: Bytes,
     ) -> impl Future<Output = Result<(), RemoteError>> + Send;
 

@@ -638,3 +638,50 @@ fn inline_query_handlers_answer_and_their_panics_are_contained() {
     );
     assert_eq!(a.stats().type_mismatch, 1);
 }
+
+/// A message from a plain NATS client, without takt's envelope, is never
+/// delivered: it is counted as undecodable, and a query gets an immediate
+/// `Mismatch` failure reply (an envelope, kind 3) instead of silence.
+#[test]
+fn messages_without_an_envelope_are_counted_and_refused() {
+    let server = Server::start("");
+    let a = Node::start(config(&server.url(), "a", "foreign")).unwrap();
+    let rt = Runtime::new(RtConfig::default());
+    let disp = rt.one_thread("f").unwrap();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let mut coop = rt.coop("f");
+    let sink = coop
+        .add(
+            Collector {
+                me: "a".into(),
+                got: got.clone(),
+            },
+            &disp,
+        )
+        .unwrap();
+    let _coop = coop.register().unwrap();
+    a.export::<Seq>("sink", sink.recipient()).unwrap();
+    a.export_ask_inline::<u64, u64, _>("double", |x: u64| x * 2)
+        .unwrap();
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let reply = tokio.block_on(async {
+        let c = async_nats::connect(server.url()).await.unwrap();
+        c.publish("foreign.agent.a.sink", "{\"n\":1}".into())
+            .await
+            .unwrap();
+        c.request("foreign.agent.a.double", "21".into())
+            .await
+            .unwrap()
+    });
+    assert_eq!(reply.payload.get(..2), Some(&[0xA7, 3][..]), "{reply:?}");
+    assert!(eventually(|| a.stats().decode_errors == 2));
+    assert!(got.lock().unwrap().is_empty());
+    assert_eq!(a.stats().type_mismatch, 0);
+    // The node goes on serving takt peers.
+    let b = Node::start(config(&server.url(), "b", "foreign")).unwrap();
+    let to = b.lookup("double", LONG).unwrap();
+    assert_eq!(to.ask::<u64, u64>(21, LONG).wait(), Ok(42));
+}

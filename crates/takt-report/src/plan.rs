@@ -370,6 +370,8 @@ pub fn plan_on(opts: &Options, host: &Host) -> (Vec<StagePlan>, Vec<String>) {
                     paced_holds: Vec::new(),
                     one_way: false,
                     responder: None,
+                    only: None,
+                    in_flight: Vec::new(),
                 };
                 let mut args = strings(&["bench", "remote", "--json"]);
                 if opts.quick {

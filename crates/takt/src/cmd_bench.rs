@@ -47,6 +47,14 @@ pub struct RemoteCmd {
     /// engine reports slow consumers.
     #[arg(long)]
     pub one_way: bool,
+    /// Only this part of the run: `rtt`, `paced`, `saturated` or `one-way`
+    /// (which also needs --one-way); for a short A/B of one quantity.
+    #[arg(long, value_name = "PART", value_parser = clap::value_parser!(remote::Part))]
+    pub only: Option<remote::Part>,
+    /// The saturated rows' depths, requests in flight (comma-separated;
+    /// default 1,16,64,256).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub in_flight: Vec<u32>,
     /// Internal: serve as the answering node of a `takt bench remote` run
     /// (its child process) on --url as --node, until stdin closes.
     #[arg(long, hide = true, requires_all = ["url", "node"])]
@@ -119,6 +127,8 @@ fn run_remote(cmd: RemoteCmd) -> Result<(), String> {
         paced_holds: cmd.idle_latency.iter().map(|&IdleLimit(l)| l).collect(),
         one_way: cmd.one_way,
         responder: None,
+        only: cmd.only,
+        in_flight: cmd.in_flight.iter().map(|&k| k as usize).collect(),
     };
     let doc = measured(run_command("takt bench remote", &opts, cmd.out.json))?;
     cmd.record.store(&doc)

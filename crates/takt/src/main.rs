@@ -187,10 +187,34 @@ mod tests {
         assert_eq!(r.idle_latency[0].0, None);
         assert_eq!(r.idle_latency[1].0, Some(std::time::Duration::ZERO));
         assert!(r.one_way);
+        assert_eq!(r.only, None);
+        assert!(r.in_flight.is_empty());
         assert_eq!(r.url.as_deref(), Some("nats://127.0.0.1:4999"));
         assert!(r.sched.cpus.is_some());
         let bad = Cli::try_parse_from(["takt", "bench", "remote", "--runs", "2"]).unwrap_err();
         assert!(bad.to_string().contains("2"), "{bad}");
+        // One part at chosen depths: a short A/B.
+        let cli = Cli::try_parse_from([
+            "takt",
+            "bench",
+            "remote",
+            "--only",
+            "saturated",
+            "--in-flight",
+            "64,256",
+        ])
+        .unwrap();
+        let Command::Bench(cmd_bench::BenchCmd::Remote(r)) = cli.command else {
+            panic!("parsed as another command");
+        };
+        assert_eq!(r.only, Some(takt_lab::remote::Part::Saturated));
+        assert_eq!(r.in_flight, [64, 256]);
+        for bad in [
+            &["takt", "bench", "remote", "--only", "latency"][..],
+            &["takt", "bench", "remote", "--in-flight", "0"][..],
+        ] {
+            assert!(Cli::try_parse_from(bad).is_err(), "{bad:?}");
+        }
         // The hidden responder mode (the run's child process).
         let cli = Cli::try_parse_from([
             "takt",

@@ -75,6 +75,57 @@ pub struct Options {
     /// executable, `takt`, as `bench remote --responder` with the
     /// `--cpus`/`--sched` of [`thread`](Self::thread) and the `--spin`).
     pub responder: Option<(std::path::PathBuf, Vec<String>)>,
+    /// Only this part of the run (`None`: every part; `one_way` still
+    /// needs [`one_way`](Self::one_way)).
+    pub only: Option<Part>,
+    /// The `saturated` depths to run (empty: all of [`IN_FLIGHT`]).
+    pub in_flight: Vec<usize>,
+}
+
+/// One part of the run, for `--only`: a short A/B of one quantity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// The `rtt` rows.
+    Rtt,
+    /// The `paced_rtt` rows.
+    Paced,
+    /// The `saturated` and `saturated_ratio` rows.
+    Saturated,
+    /// The `one_way` rows.
+    OneWay,
+}
+
+impl std::str::FromStr for Part {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Part, String> {
+        match s {
+            "rtt" => Ok(Part::Rtt),
+            "paced" => Ok(Part::Paced),
+            "saturated" => Ok(Part::Saturated),
+            "one-way" => Ok(Part::OneWay),
+            _ => Err(format!(
+                "unknown part {s:?} (rtt, paced, saturated, one-way)"
+            )),
+        }
+    }
+}
+
+impl Options {
+    /// Whether `part` runs.
+    fn runs_part(&self, part: Part) -> bool {
+        let selected = self.only.is_none_or(|p| p == part);
+        selected && (part != Part::OneWay || self.one_way)
+    }
+
+    /// The `saturated` depths of this run.
+    fn depths(&self) -> Vec<usize> {
+        if self.in_flight.is_empty() {
+            IN_FLIGHT.to_vec()
+        } else {
+            self.in_flight.clone()
+        }
+    }
 }
 
 /// The arguments that make the `takt` binary serve as the answering node.
@@ -113,8 +164,12 @@ const SATURATED_IMPLS: usize = 4;
 /// How long the run takes, about.
 pub fn expected_duration(o: &Options) -> Duration {
     // Paced once per idle-latency case.
-    let paced = paced_window(o) * (PACES_MS.len() * o.paced_holds.len().max(1)) as u32;
-    let one_way = if o.one_way {
+    let paced = if o.runs_part(Part::Paced) {
+        paced_window(o) * (PACES_MS.len() * o.paced_holds.len().max(1)) as u32
+    } else {
+        Duration::ZERO
+    };
+    let one_way = if o.runs_part(Part::OneWay) {
         // The window plus the drain and the count queries, measured ~2×.
         one_way_window(o) * (2 * (o.runs.max(5) + 1) * ONE_WAY_RATES.len()) as u32
     } else {
@@ -122,10 +177,19 @@ pub fn expected_duration(o: &Options) -> Duration {
     };
     let runs = o.runs.max(5) + 1;
     // Each run's window, plus the drain of the last asks.
-    let saturated = saturated_window(o) * (runs * IN_FLIGHT.len() * SATURATED_IMPLS) as u32;
+    let saturated = if o.runs_part(Part::Saturated) {
+        saturated_window(o) * (runs * o.depths().len() * SATURATED_IMPLS) as u32
+    } else {
+        Duration::ZERO
+    };
     // Set-up (a child process, four nodes) and the rtt rows: measured
-    // under a load of 2-5 on 2 vCPUs, ~6 s with `--quick`, ~30 s without.
-    let rtt = Duration::from_secs(if o.quick { 6 } else { 30 });
+    // under a load of 2-5 on 2 vCPUs, ~6 s with `--quick`, ~30 s without
+    // (the set-up alone: ~2 s).
+    let rtt = Duration::from_secs(match (o.runs_part(Part::Rtt), o.quick) {
+        (false, _) => 2,
+        (true, true) => 6,
+        (true, false) => 30,
+    });
     paced + one_way + saturated + rtt
 }
 
@@ -277,6 +341,65 @@ fn run(o: &Options, ctx: &RunContext) -> Result<Document, String> {
     ));
 
     // Back-to-back round trips.
+    if o.runs_part(Part::Rtt) {
+        rtt_runs(o, ctx, &mut im, runs, &mut doc)?;
+    }
+    if o.runs_part(Part::Paced) {
+        // Paced: every implementation at once, each on its own thread;
+        // without, then with, an idle-latency hold.
+        let holds = if o.paced_holds.is_empty() {
+            vec![None]
+        } else {
+            o.paced_holds.clone()
+        };
+        for hold in holds {
+            let _held = match hold.map(takt_sched::IdleLatency::hold) {
+                None => None,
+                Some(Ok(h)) => Some(h),
+                Some(Err(e)) => {
+                    doc.note(format!(
+                        "paced runs with an idle-latency hold skipped: {e} (needs root)"
+                    ));
+                    continue;
+                }
+            };
+            paced_runs(o, ctx, &mut im, runs, hold, &mut doc)?;
+        }
+    }
+    if o.runs_part(Part::Saturated) {
+        saturated_runs(o, ctx, &mut im, runs, &mut doc)?;
+    }
+    for st in [im.takt.stats(), im.local.stats()] {
+        if st.queue_full + st.too_large + st.undeliverable + st.type_mismatch + st.slow_consumer > 0
+        {
+            return Err(format!("takt-remote lost messages during the run: {st:?}"));
+        }
+    }
+
+    // One-way, until something gives (losses expected: not checked above).
+    if o.runs_part(Part::OneWay) {
+        one_way(o, ctx, &mut im.takt, runs, &mut doc)?;
+    }
+    if o.quick {
+        doc.note(format!(
+            "--quick: paced windows of {} s (p99 and p99.9 of fewer than 100 round trips are the maximum), saturated windows of {} ms",
+            paced_window(o).as_secs(),
+            saturated_window(o).as_millis()
+        ));
+    }
+    drop(im);
+    drop(server);
+    Ok(doc.finish())
+}
+
+/// `rtt` rows: back-to-back round trips per size and implementation.
+fn rtt_runs(
+    o: &Options,
+    ctx: &RunContext,
+    im: &mut Impls,
+    runs: usize,
+    doc: &mut DocumentBuilder,
+) -> Result<(), String> {
     let count = |size: usize| {
         let base = if o.quick { 300 } else { 3000 };
         if size >= 65536 {
@@ -314,33 +437,23 @@ fn run(o: &Options, ctx: &RunContext) -> Result<Document, String> {
             ));
         }
     }
+    Ok(())
+}
 
-    // Paced: every implementation at once, each on its own thread;
-    // without, then with, an idle-latency hold.
-    let holds = if o.paced_holds.is_empty() {
-        vec![None]
-    } else {
-        o.paced_holds.clone()
-    };
-    for hold in holds {
-        let _held = match hold.map(takt_sched::IdleLatency::hold) {
-            None => None,
-            Some(Ok(h)) => Some(h),
-            Some(Err(e)) => {
-                doc.note(format!(
-                    "paced runs with an idle-latency hold skipped: {e} (needs root)"
-                ));
-                continue;
-            }
-        };
-        paced_runs(o, ctx, &mut im, runs, hold, &mut doc)?;
-    }
-
+/// `saturated` and `saturated_ratio` rows: per depth, each implementation
+/// issues asks for a fixed window per run.
+fn saturated_runs(
+    o: &Options,
+    ctx: &RunContext,
+    im: &mut Impls,
+    runs: usize,
+    doc: &mut DocumentBuilder,
+) -> Result<(), String> {
     // Saturated: each run issues asks for a fixed window.
     let payload = vec![0x5a; SATURATED_SIZE];
     let window = saturated_window(o);
     let here = std::process::id();
-    for k in IN_FLIGHT {
+    for k in o.depths() {
         let mut by_impl: Vec<(&'static str, Vec<f64>)> = Vec::new();
         for w in [Which::Takt, Which::TaktInline, Which::Local, Which::Nats] {
             step(ctx, &format!("saturated {k} in flight: {}", w.name()))?;
@@ -399,29 +512,9 @@ fn run(o: &Options, ctx: &RunContext) -> Result<Document, String> {
             );
             by_impl.push((w.name(), samples));
         }
-        saturated_ratios(&by_impl, k, window, &mut doc);
+        saturated_ratios(&by_impl, k, window, doc);
     }
-    for st in [im.takt.stats(), im.local.stats()] {
-        if st.queue_full + st.too_large + st.undeliverable + st.type_mismatch + st.slow_consumer > 0
-        {
-            return Err(format!("takt-remote lost messages during the run: {st:?}"));
-        }
-    }
-
-    // One-way, until something gives (losses expected: not checked above).
-    if o.one_way {
-        one_way(o, ctx, &mut im.takt, runs, &mut doc)?;
-    }
-    if o.quick {
-        doc.note(format!(
-            "--quick: paced windows of {} s (p99 and p99.9 of fewer than 100 round trips are the maximum), saturated windows of {} ms",
-            paced_window(o).as_secs(),
-            saturated_window(o).as_millis()
-        ));
-    }
-    drop(im);
-    drop(server);
-    Ok(doc.finish())
+    Ok(())
 }
 
 /// `saturated_ratio` rows: each takt variant's round trips/s over bare
@@ -774,6 +867,8 @@ mod tests {
             paced_holds: vec![None, Some(Duration::ZERO)],
             one_way: true,
             responder: None,
+            only: None,
+            in_flight: Vec::new(),
         }
     }
 
@@ -800,6 +895,29 @@ mod tests {
             expected_duration(&default) - paced - Duration::from_secs(30),
             saturated * 11 / 6
         );
+    }
+
+    /// `--only` runs one part (one-way still needs `one_way`), and the
+    /// estimate counts only what runs, at the chosen depths.
+    #[test]
+    fn only_one_part_runs_and_is_estimated() {
+        let mut o = options(true);
+        assert!([Part::Rtt, Part::Paced, Part::Saturated, Part::OneWay]
+            .iter()
+            .all(|&p| o.runs_part(p)));
+        o.only = Some(Part::Saturated);
+        o.in_flight = vec![64];
+        assert!(o.runs_part(Part::Saturated));
+        assert!(!o.runs_part(Part::Rtt) && !o.runs_part(Part::Paced));
+        assert!(!o.runs_part(Part::OneWay));
+        assert_eq!(o.depths(), [64]);
+        let saturated = Duration::from_millis(120) * (6 * SATURATED_IMPLS) as u32;
+        assert_eq!(expected_duration(&o), saturated + Duration::from_secs(2));
+        o.only = Some(Part::OneWay);
+        o.one_way = false;
+        assert!(!o.runs_part(Part::OneWay));
+        assert_eq!("one-way".parse::<Part>(), Ok(Part::OneWay));
+        assert!("latency".parse::<Part>().is_err());
     }
 
     /// A ratio row per takt variant, run i over run i of async-nats; a
