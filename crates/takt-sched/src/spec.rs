@@ -26,6 +26,7 @@ pub struct ThreadSpec {
     name: String,
     cpus: Option<CpuSet>,
     policy: Option<SchedPolicy>,
+    reset_on_fork: bool,
 }
 
 /// Something the kernel changed while accepting a setting.
@@ -68,6 +69,9 @@ pub struct Applied {
     pub cpus: Option<CpuSet>,
     /// Values the kernel adjusted.
     pub warnings: Vec<SchedWarning>,
+    /// The kernel reports `SCHED_FLAG_RESET_ON_FORK` set (see
+    /// [`ThreadSpec::with_reset_on_fork`]).
+    pub reset_on_fork: bool,
 }
 
 impl ThreadSpec {
@@ -77,6 +81,7 @@ impl ThreadSpec {
             name: name.into(),
             cpus: None,
             policy: None,
+            reset_on_fork: false,
         }
     }
 
@@ -90,6 +95,21 @@ impl ThreadSpec {
     pub fn with_policy(mut self, policy: SchedPolicy) -> Self {
         self.policy = Some(policy);
         self
+    }
+
+    /// Sets `SCHED_FLAG_RESET_ON_FORK` with the policy: whatever the thread
+    /// creates — threads (through [`ThreadSpec::spawn`] or not) and
+    /// processes — starts at `SCHED_OTHER` nice 0 instead of inheriting a
+    /// real-time policy or a negative nice value. Only with
+    /// [`with_policy`](Self::with_policy); the flag is read back.
+    pub fn with_reset_on_fork(mut self) -> Self {
+        self.reset_on_fork = true;
+        self
+    }
+
+    /// Whether [`with_reset_on_fork`](Self::with_reset_on_fork) was asked.
+    pub fn resets_on_fork(&self) -> bool {
+        self.reset_on_fork
     }
 
     /// The same placement and policy under another name (e.g. `pool-3`).
@@ -206,6 +226,9 @@ impl fmt::Display for ThreadSpec {
         if let Some(p) = &self.policy {
             write!(f, " sched={p}")?;
         }
+        if self.reset_on_fork {
+            write!(f, " reset-on-fork")?;
+        }
         Ok(())
     }
 }
@@ -262,8 +285,12 @@ fn apply(spec: &ThreadSpec) -> Result<Applied, SchedError> {
         cpus_after = Some(crate::sys::get_affinity()?);
     }
     let mut policy_after = None;
+    let mut reset_after = false;
     if let Some(policy) = spec.policy {
-        let attr = attr_of(policy);
+        let mut attr = attr_of(policy);
+        if spec.reset_on_fork {
+            attr.sched_flags |= crate::sys::SCHED_FLAG_RESET_ON_FORK;
+        }
         sched_setattr(0, &attr).map_err(|errno| SchedError::Refused {
             setting: policy.to_string(),
             errno,
@@ -294,6 +321,13 @@ fn apply(spec: &ThreadSpec) -> Result<Applied, SchedError> {
                 errno: crate::Errno(libc::EINVAL),
             });
         }
+        reset_after = got.sched_flags & crate::sys::SCHED_FLAG_RESET_ON_FORK != 0;
+        if spec.reset_on_fork && !reset_after {
+            return Err(SchedError::Refused {
+                setting: format!("{policy} with reset-on-fork (the kernel reports the flag clear)"),
+                errno: crate::Errno(libc::EINVAL),
+            });
+        }
         policy_after = Some(effective);
     }
     Ok(Applied {
@@ -301,6 +335,7 @@ fn apply(spec: &ThreadSpec) -> Result<Applied, SchedError> {
         policy: policy_after,
         cpus: cpus_after,
         warnings,
+        reset_on_fork: reset_after,
     })
 }
 
@@ -387,5 +422,6 @@ fn apply(spec: &ThreadSpec) -> Result<Applied, SchedError> {
         policy: None,
         cpus: None,
         warnings: Vec::new(),
+        reset_on_fork: false,
     })
 }

@@ -28,6 +28,9 @@ mod linux {
 
     pub(crate) const SCHED_ATTR_SIZE: u32 = std::mem::size_of::<SchedAttr>() as u32;
 
+    /// `sched_attr.sched_flags`: children start at the default policy.
+    pub(crate) const SCHED_FLAG_RESET_ON_FORK: u64 = 0x01;
+
     /// The kernel thread id of the calling thread.
     pub fn gettid() -> i32 {
         // SAFETY: gettid has no preconditions and cannot fail.
@@ -116,7 +119,10 @@ mod linux {
 #[cfg(target_os = "linux")]
 pub use linux::{get_affinity, gettid};
 #[cfg(target_os = "linux")]
-pub(crate) use linux::{sched_getattr, sched_setattr, set_affinity, SchedAttr, SCHED_ATTR_SIZE};
+pub(crate) use linux::{
+    sched_getattr, sched_setattr, set_affinity, SchedAttr, SCHED_ATTR_SIZE,
+    SCHED_FLAG_RESET_ON_FORK,
+};
 
 /// Restricts the calling thread to `cpus`. Threads and processes it
 /// creates afterwards inherit the set, which is how a child process is

@@ -85,3 +85,55 @@ fn from_args_parses_cli_forms() {
     assert!(ThreadSpec::from_args("w", Some("1-0"), None).is_err());
     assert!(ThreadSpec::from_args("w", None, Some("turbo")).is_err());
 }
+
+/// The policy of what a thread under `spec` creates: a takt-sched thread
+/// with no policy of its own, a plain std thread, and a process.
+fn children_of(spec: ThreadSpec) -> Result<[SchedPolicy; 3], SchedError> {
+    let t = spec.spawn(|| {
+        let sched = ThreadSpec::new("child")
+            .spawn(|| takt_sched::current_policy().unwrap())
+            .unwrap()
+            .join()
+            .unwrap();
+        let plain = std::thread::spawn(|| takt_sched::current_policy().unwrap())
+            .join()
+            .unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let read = takt_sched::read_process(child.id() as i32);
+        let _ = child.kill();
+        let _ = child.wait();
+        [sched, plain, read.unwrap().threads[0].after.policy]
+    })?;
+    Ok(t.join().unwrap())
+}
+
+#[test]
+fn reset_on_fork_keeps_a_realtime_policy_from_children() {
+    let fifo: SchedPolicy = "fifo:prio=7".parse().unwrap();
+    let spec = ThreadSpec::new("rt-parent").with_policy(fifo);
+    // unprivileged, no real-time policy to inherit: the refusal is named
+    let inherited = match children_of(spec.clone()) {
+        Ok(c) => c,
+        Err(e) => {
+            assert!(e.to_string().contains("EPERM"), "{e}");
+            return;
+        }
+    };
+    // without the flag, every child inherits the policy…
+    assert_eq!(inherited, [fifo; 3]);
+    // …with it, none does
+    let t = spec
+        .clone()
+        .with_reset_on_fork()
+        .spawn(|| takt_sched::current_policy().unwrap())
+        .unwrap();
+    assert!(t.applied().reset_on_fork);
+    assert_eq!(t.join().unwrap(), fifo);
+    assert_eq!(
+        children_of(spec.with_reset_on_fork()).unwrap(),
+        [SchedPolicy::DEFAULT; 3]
+    );
+}

@@ -409,6 +409,31 @@ pub struct SearchResult {
     pub complete: bool,
 }
 
+impl SearchResult {
+    /// Whether every trial was generator-bound: the search measured the
+    /// generator, not the server (false without trials).
+    pub fn all_generator_bound(&self) -> bool {
+        !self.trials.is_empty() && self.trials.iter().all(|t| t.outcome.generator_bound)
+    }
+
+    /// The warning a result carries when [`all_generator_bound`]: `label`
+    /// names the case (`kamailio stateful m=4 default`).
+    ///
+    /// [`all_generator_bound`]: SearchResult::all_generator_bound
+    pub fn generator_bound_warning(&self, label: &str) -> Option<String> {
+        if !self.all_generator_bound() {
+            return None;
+        }
+        let causes = self.trials.iter().fold(SaturationCauses::NONE, |a, t| {
+            a.union(t.outcome.generator_causes)
+        });
+        Some(format!(
+            "warning: {label}: every one of its {} trials was generator-bound ({causes}): the generator failed as an instrument there, and its result says nothing about the server — rerun with the generator real-time (root or CAP_SYS_NICE), on a quieter machine, or at lower rates",
+            self.trials.len()
+        ))
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum State {
     Ramp { rate: f64 },

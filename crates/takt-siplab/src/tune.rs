@@ -17,12 +17,15 @@
 //! 3. The verdict ([`recommend`]): recommend the candidate when its drop
 //!    rate is significantly lower *and* its capacity is higher; keep the
 //!    default when the default is significantly better; otherwise "no
-//!    significant difference".
+//!    significant difference". A verdict comes only from real crossings:
+//!    when the default's or the best candidate's capacity is only a bound
+//!    — `≥ R (generator-bound)` above all — the tune is inconclusive
+//!    ("generator-bound: …"), whatever the pairs say.
 
 use serde::Serialize;
 
 use crate::profile::Profile;
-use crate::search::Capacity;
+use crate::search::{Capacity, Limit};
 use crate::sweep::{tables::Paired, SweepOutcome};
 
 /// Significance level of the A/B confirmation.
@@ -55,8 +58,9 @@ pub enum Verdict {
     KeepDefault,
     /// No candidate differed significantly from the default.
     NoSignificantDifference,
-    /// The evidence is missing (the run was stopped, or default's
-    /// capacity was not bracketed by two grid rates).
+    /// The evidence is missing: the run was stopped, or the default's or
+    /// the best candidate's capacity was not bracketed by two grid rates
+    /// (a generator-bound lower bound above all).
     Inconclusive {
         /// Why.
         reason: String,
@@ -137,9 +141,27 @@ pub fn recommend(s: &SweepOutcome) -> Vec<Recommendation> {
                 _ => None,
             };
             let ab = cmp.and_then(|c| c.comparison.drop);
+            // a verdict only from real crossings: a capacity that is only
+            // a bound (the generator's limit, the search's ceiling) or
+            // below every rate tried compares nothing
+            let bound = [("default", default), ("the best candidate", best_cap)]
+                .into_iter()
+                .find_map(|(side, c)| match c {
+                    Some(c @ Capacity::AtLeast { limit: Limit::Generator, .. })
+                    | Some(c @ Capacity::Below { generator_bound: true, .. }) => {
+                        Some(format!("generator-bound: {side}'s capacity is {c}, only a bound set by the generator, not a crossing of the server's"))
+                    }
+                    Some(c @ (Capacity::AtLeast { .. } | Capacity::Below { .. })) => Some(format!(
+                        "{side}'s capacity is {c}, a bound, not a crossing between two grid rates"
+                    )),
+                    _ => None,
+                });
             let verdict = match (&best, ab) {
                 (_, _) if s.interrupted => Verdict::Inconclusive {
                     reason: "the run was stopped (budget or Ctrl-C) before the A/B finished".into(),
+                },
+                (Some(_), _) if bound.is_some() => Verdict::Inconclusive {
+                    reason: bound.clone().unwrap_or_default(),
                 },
                 (None, _) | (_, None) => Verdict::Inconclusive {
                     reason: match default {
@@ -271,6 +293,61 @@ mod tests {
             Verdict::KeepDefault
         );
         // a stopped run decides nothing
+        let mut s = outcome(&worse, 2_060.0);
+        s.interrupted = true;
+        assert!(matches!(
+            recommend(&s)[0].verdict,
+            Verdict::Inconclusive { .. }
+        ));
+    }
+
+    #[test]
+    fn a_capacity_that_is_only_a_bound_gives_no_verdict() {
+        // a significant gain on the pairs, but the best side's capacity is
+        // the generator's lower bound
+        let drops = [
+            (0.020, 0.010),
+            (0.022, 0.013),
+            (0.019, 0.009),
+            (0.021, 0.012),
+            (0.020, 0.011),
+        ];
+        let mut s = outcome(&drops, 2_200.0);
+        s.cases[1].result.capacity = Some(Capacity::AtLeast {
+            cps: 2_200.0,
+            limit: Limit::Generator,
+        });
+        let r = &recommend(&s)[0];
+        let Verdict::Inconclusive { reason } = &r.verdict else {
+            panic!("{:?}", r.verdict);
+        };
+        assert!(reason.starts_with("generator-bound"), "{reason}");
+        assert!(render(r).contains("inconclusive: generator-bound"));
+        assert!(r.command().is_none());
+        // the default's side too, and a search ceiling is no crossing either
+        let mut s = outcome(&drops, 2_200.0);
+        s.cases[0].result.capacity = Some(Capacity::Below {
+            cps: 1_000.0,
+            generator_bound: true,
+        });
+        assert!(matches!(
+            &recommend(&s)[0].verdict,
+            Verdict::Inconclusive { reason } if reason.starts_with("generator-bound")
+        ));
+        let mut s = outcome(&drops, 2_200.0);
+        s.cases[1].result.capacity = Some(Capacity::AtLeast {
+            cps: 200_000.0,
+            limit: Limit::SearchCeiling,
+        });
+        assert!(matches!(
+            &recommend(&s)[0].verdict,
+            Verdict::Inconclusive { reason } if reason.contains("search ceiling")
+        ));
+    }
+
+    #[test]
+    fn a_stopped_run_decides_nothing() {
+        let worse = [(0.010, 0.020); 5];
         let mut s = outcome(&worse, 2_060.0);
         s.interrupted = true;
         assert!(matches!(

@@ -511,3 +511,74 @@ fn a_proxy_that_refuses_the_connection_is_an_error_before_the_run() {
     let e = takt_siplab::gen::run(&cfg, &Cancel::default()).unwrap_err();
     assert!(e.to_string().contains("over TCP"), "{e}");
 }
+
+/// Under a real-time policy (the commands' default where permitted) no
+/// loop of the generator spins: the UAC sleeps in `ppoll` up to each
+/// planned send, and an idle UAS blocks — so real-time throttling
+/// (`sched_rt_runtime_us`) never stops them. At the default policy the
+/// UAC does spin the last stretch, which shows the check can fail.
+#[test]
+fn under_a_realtime_policy_no_generator_loop_spins() {
+    let _turn = turn();
+    let g = takt_siplab::gen::GenPolicy::choose(None).unwrap();
+    if !g.is_realtime() {
+        // unprivileged: no real-time generator to check (CI runs as root)
+        assert!(g.warning().is_some());
+        return;
+    }
+    let mut cfg = config(2_000.0, 2_000);
+    cfg.spec = g.apply(ThreadSpec::new("gen"));
+    let r = through_proxy(Mode::Stateless, &cfg);
+    let uac = &r.uac.as_ref().unwrap().thread;
+    assert_eq!(uac.policy, "fifo:prio=10", "{uac:?}");
+    assert_eq!(uac.spin_s, 0.0, "{uac:?}");
+    assert_eq!(r.uas.as_ref().unwrap().thread.policy, "fifo:prio=10");
+    // the same run at the default policy spins towards each send
+    cfg.spec = ThreadSpec::new("gen").with_policy(takt_sched::SchedPolicy::DEFAULT);
+    let r = through_proxy(Mode::Stateless, &cfg);
+    let uac = &r.uac.as_ref().unwrap().thread;
+    assert_eq!(uac.policy, "other");
+    assert!(uac.spin_s > 0.0, "{uac:?}");
+    // a real-time UAS with nothing to answer blocks: a second of it costs
+    // milliseconds of CPU, not the second a busy loop would
+    let mut uas = config(1.0, 1);
+    uas.role = Role::Uas;
+    uas.calls = None;
+    uas.duration = Some(Duration::from_secs(1));
+    uas.spec = g.apply(ThreadSpec::new("gen"));
+    let r = takt_siplab::gen::run(&uas, &Cancel::default()).unwrap();
+    let t = &r.uas.as_ref().unwrap().thread;
+    assert_eq!(t.policy, "fifo:prio=10");
+    assert!(t.wall_s >= 0.9 && t.cpu_s < 0.05, "{t:?}");
+}
+
+/// A drain set to end on quiet ends once nothing has arrived for that
+/// long (here: never, the proxy is a black hole), not at its bound; the
+/// calls are then unfinished, as after a full drain.
+#[test]
+fn a_quiet_drain_ends_early_and_leaves_the_silent_calls_unfinished() {
+    let _turn = turn();
+    // a "proxy" that takes every datagram and answers none
+    let hole = std::net::UdpSocket::bind(loopback0()).unwrap();
+    let run = |quiet: Option<Duration>| {
+        let mut c = config(2_000.0, 200);
+        c.proxy = hole.local_addr().unwrap();
+        c.role = Role::Uac;
+        c.timers.retransmit = false;
+        c.drain = Duration::from_millis(1_500);
+        c.drain_quiet = quiet;
+        let r = takt_siplab::gen::run(&c, &Cancel::default()).unwrap();
+        let u = r.uac.unwrap();
+        assert_eq!((u.attempted, u.unfinished), (200, 200));
+        r.wall_s
+    };
+    let quiet = run(Some(Duration::from_millis(100)));
+    let full = run(None);
+    // 0.1 s of calls, then 0.1 s of quiet (not the 1.5 s bound)
+    assert!(quiet < 0.7, "{quiet}");
+    assert!(full >= 1.5, "{full}");
+    // it is refused where silence is normal
+    let mut c = config(2_000.0, 200);
+    c.drain_quiet = Some(Duration::from_millis(100));
+    assert!(c.validate().is_err(), "retransmissions on");
+}

@@ -516,6 +516,25 @@ fn proxy(a: ProxyArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// The generator's policy for a laboratory command: `given`
+/// (`--gen-sched`), else real-time where the process may use it (takt-siplab's
+/// `gen::policy`). What its result must say — the fallback to `SCHED_OTHER`,
+/// a real-time generator sharing the server's CPUs — is said here once on
+/// stderr, and the caller stamps it into the document.
+pub(crate) fn gen_policy(
+    given: Option<takt_sched::SchedPolicy>,
+    server: &takt_sched::CpuSet,
+    generator: &takt_sched::CpuSet,
+) -> Result<takt_siplab::gen::GenPolicy, String> {
+    let g = takt_siplab::gen::GenPolicy::choose(given)
+        .map_err(|e| e.to_string())?
+        .placed(server, generator);
+    for n in g.notes() {
+        eprintln!("{n}");
+    }
+    Ok(g)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

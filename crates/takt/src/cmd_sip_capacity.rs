@@ -48,9 +48,9 @@ pub struct CapacityArgs {
     /// The generator's CPUs (default: every CPU not given to the server).
     #[arg(long, value_name = "LIST", value_parser = crate::args::parse_cpus)]
     gen_cpus: Option<CpuSet>,
-    /// The generator's scheduling policy, e.g. `fifo:prio=10` (root): on
-    /// a busy host a real-time generator keeps its send lag, so fewer
-    /// points read generator-bound (default: the system's).
+    /// The generator's scheduling policy (default: `fifo:prio=10` where
+    /// permitted — root or CAP_SYS_NICE — so that on a busy host it keeps
+    /// its send lag; else the system's, and the output says so).
     #[arg(long, value_name = "POLICY", value_parser = crate::args::parse_policy)]
     gen_sched: Option<takt_sched::SchedPolicy>,
     #[command(flatten)]
@@ -246,7 +246,7 @@ pub fn run(a: CapacityArgs) -> Result<(), String> {
     let (server_cpus, gen_cpus) =
         takt_siplab::target::placement(a.sched.cpus.as_ref(), a.gen_cpus.as_ref());
     let mut base = TargetSetup::new("127.0.0.1:9".parse().expect("literal"));
-    base.cpus = Some(server_cpus);
+    base.cpus = Some(server_cpus.clone());
     base.workers = a.workers as usize;
     base.sched = a.sched.sched;
     base.transport = a.transport;
@@ -271,11 +271,9 @@ pub fn run(a: CapacityArgs) -> Result<(), String> {
         })
         .map_err(|e| format!("installing the Ctrl-C handler: {e}"))?;
     }
+    let gen_policy = crate::cmd_sip::gen_policy(a.gen_sched, &server_cpus, &gen_cpus)?;
     let mut gcfg = GenConfig::new("127.0.0.1:9".parse().expect("literal"), 1.0);
-    gcfg.spec = ThreadSpec::new("gen").with_cpus(gen_cpus);
-    if let Some(p) = a.gen_sched {
-        gcfg.spec = gcfg.spec.with_policy(p);
-    }
+    gcfg.spec = gen_policy.apply(ThreadSpec::new("gen").with_cpus(gen_cpus));
     gcfg.ports = a.ports;
     gcfg.transport = a.transport;
     gcfg.connections = usize::from(a.connections);
@@ -336,7 +334,8 @@ pub fn run(a: CapacityArgs) -> Result<(), String> {
             None => f,
         });
     }
-    let doc = doc.ok_or("nothing was measured")?;
+    let mut doc = doc.ok_or("nothing was measured")?;
+    gen_policy.stamp(&mut doc);
     if let Some(dir) = &a.plot {
         std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
         let path = dir.join("sip_capacity_drop_rate.svg");

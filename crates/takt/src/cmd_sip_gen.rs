@@ -11,7 +11,7 @@ use clap::error::ErrorKind;
 use clap::{Args, CommandFactory};
 use takt_sip::proxy::Transport;
 use takt_sip::ua::UaTimers;
-use takt_siplab::gen::{Arrivals, Cancel, GenConfig, Generator, Role};
+use takt_siplab::gen::{Arrivals, Cancel, GenConfig, GenPolicy, Generator, Role};
 
 use crate::args::SchedArgs;
 
@@ -105,7 +105,7 @@ fn usage_error(msg: String) -> ! {
 }
 
 impl GenArgs {
-    fn config(&self) -> GenConfig {
+    fn config(&self, policy: &GenPolicy) -> GenConfig {
         let proxy = match (self.role, self.proxy) {
             (Role::Uas, p) => p.unwrap_or(self.uas_listen),
             (_, Some(p)) => p,
@@ -132,7 +132,13 @@ impl GenArgs {
         c.drain = self.drain;
         c.lag_bound = self.lag_bound;
         c.rcvbuf = Some(self.rcvbuf);
-        c.spec = self.sched.spec("gen");
+        c.spec = policy.apply(
+            SchedArgs {
+                sched: None,
+                ..self.sched.clone()
+            }
+            .spec("gen"),
+        );
         if let (Some(server), None) = (&self.server_cpus, &self.sched.cpus) {
             if let Err(e) = c.avoid_cpus(server) {
                 usage_error(e.to_string());
@@ -144,7 +150,12 @@ impl GenArgs {
 
 /// Runs `takt sip gen`.
 pub fn run(a: GenArgs) -> Result<(), String> {
-    let cfg = a.config();
+    // the server is elsewhere: no CPUs of its to compare with
+    let policy = GenPolicy::choose(a.sched.sched).map_err(|e| e.to_string())?;
+    for n in policy.notes() {
+        eprintln!("{n}");
+    }
+    let cfg = a.config(&policy);
     if let Err(e) = cfg.validate() {
         usage_error(e.to_string());
     }
@@ -197,8 +208,9 @@ pub fn run(a: GenArgs) -> Result<(), String> {
     let _ = status.join();
     let report = report.map_err(|e| e.to_string())?;
     if a.json {
-        takt_measure::output::emit(&report.to_document(), true)
-            .map_err(|e| format!("writing the document: {e}"))?;
+        let mut doc = report.to_document();
+        policy.stamp(&mut doc);
+        takt_measure::output::emit(&doc, true).map_err(|e| format!("writing the document: {e}"))?;
     } else {
         print!("{}", report.summary());
     }

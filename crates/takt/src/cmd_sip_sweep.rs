@@ -15,7 +15,7 @@ use takt_sched::{CpuSet, SchedPolicy, ThreadSpec};
 use takt_sip::proxy::Mode;
 use takt_sip::transport::WorkerModel;
 use takt_siplab::capacity::GenLoad;
-use takt_siplab::gen::{Cancel, GenConfig};
+use takt_siplab::gen::{Cancel, GenConfig, GenPolicy};
 use takt_siplab::profile::Profile;
 use takt_siplab::search::SearchConfig;
 use takt_siplab::sweep::{self, paper, SweepOutcome, SweepPlan};
@@ -58,8 +58,9 @@ pub struct SweepArgs {
     /// or all of them when the server has them all).
     #[arg(long, value_name = "LIST", value_parser = crate::args::parse_cpus)]
     gen_cpus: Option<CpuSet>,
-    /// The generator's scheduling policy (default: inherited), e.g.
-    /// `other:nice=-10` so that on a shared machine the generator keeps up.
+    /// The generator's scheduling policy (default: `fifo:prio=10` where
+    /// permitted — root or CAP_SYS_NICE — so that on a busy host it keeps
+    /// its send lag; else the system's, and the output says so).
     #[arg(long, value_name = "POLICY", value_parser = parse_policy)]
     gen_sched: Option<SchedPolicy>,
     /// Drop-rate threshold.
@@ -260,9 +261,10 @@ pub fn run(a: SweepArgs) -> Result<(), String> {
         sampler_cpus: Some(gen_cpus.clone()),
         stop,
     };
+    let gen_policy = crate::cmd_sip::gen_policy(a.gen_sched, &server_cpus, &gen_cpus)?;
     let gcfg = gen_config(
         &gen_cpus,
-        a.gen_sched,
+        &gen_policy,
         a.ports,
         Duration::from_millis(if a.quick { 500 } else { 1_000 }),
     );
@@ -316,8 +318,10 @@ pub fn run(a: SweepArgs) -> Result<(), String> {
         |p| bars.on(p),
     );
     bars.finish(plan.stop.load(Ordering::Acquire));
-    let outcome = outcome.map_err(|e| e.to_string())?;
-    let doc = outcome.document(&plan);
+    let mut outcome = outcome.map_err(|e| e.to_string())?;
+    outcome.notes.extend(gen_policy.notes());
+    let mut doc = outcome.document(&plan);
+    gen_policy.stamp(&mut doc);
     let value = serde_json::to_value(&doc).map_err(|e| format!("encoding the document: {e}"))?;
     std::fs::create_dir_all(&a.out).map_err(|e| format!("creating {}: {e}", a.out.display()))?;
     let json_path = a.out.join("sweep.json");
@@ -477,15 +481,12 @@ pub(crate) fn record(value: &serde_json::Value, db: &Path) -> Result<i64, String
 /// The generator's configuration for sweeps and tunes.
 pub(crate) fn gen_config(
     gen_cpus: &CpuSet,
-    gen_sched: Option<SchedPolicy>,
+    policy: &GenPolicy,
     ports: usize,
     drain: Duration,
 ) -> GenConfig {
     let mut g = GenConfig::new("127.0.0.1:9".parse().expect("literal"), 1.0);
-    g.spec = ThreadSpec::new("gen").with_cpus(gen_cpus.clone());
-    if let Some(p) = gen_sched {
-        g.spec = g.spec.with_policy(p);
-    }
+    g.spec = policy.apply(ThreadSpec::new("gen").with_cpus(gen_cpus.clone()));
     g.ports = ports;
     g.drain = drain;
     g

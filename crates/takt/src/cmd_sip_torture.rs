@@ -59,6 +59,11 @@ pub struct TortureArgs {
     /// The generator's CPUs (default: every CPU not given to the server).
     #[arg(long, value_name = "LIST", value_parser = crate::args::parse_cpus)]
     gen_cpus: Option<CpuSet>,
+    /// The generator's scheduling policy (default: `fifo:prio=10` where
+    /// permitted — root or CAP_SYS_NICE; else the system's, and the output
+    /// says so).
+    #[arg(long, value_name = "POLICY", value_parser = crate::args::parse_policy)]
+    gen_sched: Option<takt_sched::SchedPolicy>,
     /// UAC source ports.
     #[arg(long, value_name = "N", default_value_t = 16)]
     ports: usize,
@@ -111,11 +116,12 @@ pub fn run(a: TortureArgs) -> Result<(), String> {
     let (server_cpus, gen_cpus) =
         takt_siplab::target::placement(a.sched.cpus.as_ref(), a.gen_cpus.as_ref());
     let mut setup = TargetSetup::new("127.0.0.1:9".parse().expect("literal"));
-    setup.cpus = Some(server_cpus);
+    setup.cpus = Some(server_cpus.clone());
     setup.workers = a.workers as usize;
     setup.sched = a.sched.sched;
+    let gen_policy = crate::cmd_sip::gen_policy(a.gen_sched, &server_cpus, &gen_cpus)?;
     let mut gen = GenConfig::new("127.0.0.1:9".parse().expect("literal"), 1.0);
-    gen.spec = ThreadSpec::new("gen").with_cpus(gen_cpus);
+    gen.spec = gen_policy.apply(ThreadSpec::new("gen").with_cpus(gen_cpus));
     gen.ports = a.ports;
     gen.drain = Duration::from_millis(if a.out.quick { 500 } else { 2_000 });
     let mut durations = if a.out.quick {
@@ -189,7 +195,8 @@ pub fn run(a: TortureArgs) -> Result<(), String> {
             doc.note(format!("{label}: {n}"));
         }
     }
-    let doc = doc.finish();
+    let mut doc = doc.finish();
+    gen_policy.stamp(&mut doc);
     takt_measure::output::emit(&doc, a.out.json)
         .map_err(|e| format!("writing the results: {e}"))?;
     a.record.store(&doc)

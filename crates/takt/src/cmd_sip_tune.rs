@@ -70,8 +70,9 @@ pub struct TuneArgs {
     /// The generator's CPUs (default: the others).
     #[arg(long, value_name = "LIST", value_parser = crate::args::parse_cpus)]
     gen_cpus: Option<CpuSet>,
-    /// The generator's scheduling policy (default: inherited), e.g.
-    /// `other:nice=-10` so that on a shared machine the generator keeps up.
+    /// The generator's scheduling policy (default: `fifo:prio=10` where
+    /// permitted — root or CAP_SYS_NICE; else the system's, and the output
+    /// says so).
     #[arg(long, value_name = "POLICY", value_parser = crate::cmd_sip_sweep::parse_policy)]
     gen_sched: Option<takt_sched::SchedPolicy>,
     /// UAC source ports.
@@ -108,7 +109,7 @@ pub fn run(a: TuneArgs) -> Result<(), String> {
     let (server_cpus, gen_cpus) =
         takt_siplab::target::placement(a.cpus.as_ref(), a.gen_cpus.as_ref());
     let mut base = TargetSetup::new("127.0.0.1:9".parse().expect("literal"));
-    base.cpus = Some(server_cpus);
+    base.cpus = Some(server_cpus.clone());
     let search = SearchConfig {
         reps: a.reps,
         grid_below: 1,
@@ -137,7 +138,8 @@ pub fn run(a: TuneArgs) -> Result<(), String> {
         stop: stop.clone(),
     };
     let drain = Duration::from_millis(500);
-    let gcfg = gen_config(&gen_cpus, a.gen_sched, a.ports, drain);
+    let gen_policy = crate::cmd_sip::gen_policy(a.gen_sched, &server_cpus, &gen_cpus)?;
+    let gcfg = gen_config(&gen_cpus, &gen_policy, a.ports, drain);
     let window = Duration::from_secs_f64(a.window);
     let trial_s = a.window + drain.as_secs_f64() + 0.7;
     let secs = estimate(profiles.len(), 1, 2, a.reps, a.pairs as usize, trial_s);
@@ -177,9 +179,11 @@ pub fn run(a: TuneArgs) -> Result<(), String> {
         |p| bars.on(p),
     );
     bars.finish(plan.stop.load(Ordering::Acquire));
-    let outcome = outcome.map_err(|e| e.to_string())?;
+    let mut outcome = outcome.map_err(|e| e.to_string())?;
+    outcome.notes.extend(gen_policy.notes());
     let recs = tune::recommend(&outcome);
     let mut doc = outcome.document(&plan);
+    gen_policy.stamp(&mut doc);
     doc.suite = "sip_tune".into();
     for r in &recs {
         let mut params = serde_json::Map::new();
@@ -222,7 +226,12 @@ pub fn run(a: TuneArgs) -> Result<(), String> {
     if a.json {
         takt_measure::output::emit(&doc, true).map_err(|e| format!("writing the results: {e}"))
     } else {
-        let text: String = recs.iter().map(tune::render).collect();
+        let mut text: String = outcome
+            .generator_bound_warnings()
+            .into_iter()
+            .map(|w| w + "\n")
+            .collect();
+        text.extend(recs.iter().map(tune::render));
         takt_measure::output::print(&text).map_err(|e| format!("writing the results: {e}"))
     }
 }

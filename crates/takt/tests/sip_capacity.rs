@@ -60,6 +60,22 @@ fn a_small_capacity_run_gives_a_document() {
     assert_eq!(cap["unit"], "cps");
     assert_eq!(cap["params"]["net"], "loopback");
     assert!(cap["detail"]["capacity"].is_string(), "{cap}");
+    // the generator's policy as the kernel applied it, on every row:
+    // real-time where permitted, else the default and a warning, once
+    let notes = doc["notes"].to_string();
+    let warned = notes.matches("generator at SCHED_OTHER").count();
+    match cap["params"]["gen_sched"].as_str() {
+        Some("fifo:prio=10") => assert_eq!(warned, 0, "{notes}"),
+        // the policy it inherits: `other`, or `idle` under `chrt -i 0`
+        Some(_) => {
+            assert_eq!(warned, 1, "{notes}");
+            assert_eq!(stderr.matches("generator at SCHED_OTHER").count(), 1);
+        }
+        None => panic!("no gen_sched: {cap}"),
+    }
+    assert!(rows
+        .iter()
+        .all(|r| r["params"]["gen_sched"] == cap["params"]["gen_sched"]));
     let cpu = rows
         .iter()
         .find(|r| r["name"] == "cpu_per_call" && r["params"]["rate_cps"] == 300.0)

@@ -2,7 +2,9 @@
 //!
 //! Each trial is one generator run at the trial's rate: `calls` calls
 //! (at least `min_calls`, else the rate times the window), then the
-//! generator's bounded drain. Retransmissions are off, so every message is
+//! generator's bounded drain, ended early once neither side has received
+//! anything for 200 ms (a lost message is never resent, so a silent call
+//! is a lost one). Retransmissions are off, so every message is
 //! sent once and the count per kind is exact: a message is *lost at the
 //! server* when one side sent it and the other never received it —
 //! requests (INVITE, ACK, BYE) from the UAC missing at the UAS, responses
@@ -31,6 +33,9 @@ use crate::error::{io, Result};
 use crate::gen::{self, Cancel, GenConfig};
 use crate::target::Target;
 
+/// How long both sides stay quiet before a trial's drain ends early.
+const DRAIN_QUIET: Duration = Duration::from_millis(200);
+
 /// Request kinds the UAC sends and the UAS receives.
 const REQUESTS: [&str; 3] = ["invite", "ack", "bye"];
 
@@ -56,14 +61,17 @@ impl GenLoad {
         min_calls: u64,
         cancel: Cancel,
     ) -> Result<GenLoad> {
-        let any = SocketAddr::new(ip, 0);
-        let uas = match base.transport {
-            Transport::Udp => UdpSocket::bind(any).and_then(|s| s.local_addr()),
-            Transport::Tcp => TcpListener::bind(any).and_then(|s| s.local_addr()),
-        }
-        .map_err(io(format!("picking the generator's UAS port on {ip}")))?;
+        let uas = uas_addr(ip, base.transport)
+            .map_err(io(format!("picking the generator's UAS port on {ip}")))?;
         base.timers.retransmit = false;
         base.duration = None;
+        // without retransmissions or hold, a call is silent only when a
+        // message of it is lost: once nothing has arrived for this long,
+        // the server has nothing left to deliver and waiting out the
+        // whole drain only costs time (half a second per lossy trial)
+        if base.hold.is_zero() {
+            base.drain_quiet = Some(DRAIN_QUIET);
+        }
         Ok(GenLoad {
             base,
             uas,
@@ -72,6 +80,46 @@ impl GenLoad {
             cancel,
         })
     }
+}
+
+/// Where the UAS listens for all of a load's trials: a free port below
+/// the kernel's ephemeral range (`net.ipv4.ip_local_port_range`), picked
+/// at random. Between two trials the port is unbound; an ephemeral one
+/// could meanwhile go to any process binding port 0 (a test, a resolver)
+/// and the next trial would fail to bind — this has ended sweeps on a
+/// shared machine. Only a process choosing that very port can take this
+/// one. Without a free port there, an ephemeral one as before.
+fn uas_addr(ip: IpAddr, transport: Transport) -> std::io::Result<SocketAddr> {
+    let bind = |port| {
+        let a = SocketAddr::new(ip, port);
+        match transport {
+            Transport::Udp => UdpSocket::bind(a).and_then(|s| s.local_addr()),
+            Transport::Tcp => TcpListener::bind(a).and_then(|s| s.local_addr()),
+        }
+    };
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32_768);
+    let from = low.saturating_sub(16_384).max(1_024);
+    if from < low {
+        let span = u64::from(low - from);
+        // a seed that differs between processes and calls
+        let mut x = u64::from(std::process::id())
+            ^ std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64);
+        for _ in 0..64 {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let port = from + ((x >> 33) % span) as u16;
+            if let Ok(a) = bind(port) {
+                return Ok(a);
+            }
+        }
+    }
+    bind(0)
 }
 
 impl Load for GenLoad {
@@ -112,5 +160,31 @@ impl Load for GenLoad {
             generator_bound: rep.saturation.generator_bound,
             generator_causes: rep.saturation.causes,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_uas_port_is_free_and_below_the_ephemeral_range() {
+        let low: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let lo: IpAddr = [127, 0, 0, 1].into();
+        for t in [Transport::Udp, Transport::Tcp] {
+            let a = uas_addr(lo, t).unwrap();
+            assert!(a.port() < low && a.port() >= 1_024, "{a}");
+            // free: a trial can bind it
+            match t {
+                Transport::Udp => drop(UdpSocket::bind(a).unwrap()),
+                Transport::Tcp => drop(TcpListener::bind(a).unwrap()),
+            }
+        }
     }
 }

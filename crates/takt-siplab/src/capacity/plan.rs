@@ -274,7 +274,11 @@ pub fn run<L: Load>(
         if let Some(n) = shm_note(label, &points) {
             doc.note(n);
         }
-        for row in rows(name, &params(plan, case), &search.result(), &points) {
+        let result = search.result();
+        if let Some(w) = result.generator_bound_warning(label) {
+            doc.note(w);
+        }
+        for row in rows(name, &params(plan, case), &result, &points) {
             doc.push(row);
         }
     }
@@ -298,6 +302,9 @@ mod tests {
         cap: f64,
         stop_after: Option<(usize, Arc<AtomicBool>)>,
         runs: usize,
+        /// Trials above this rate are generator-bound (a generator that
+        /// cannot keep up).
+        gen_ceiling: f64,
     }
 
     impl Load for Fake {
@@ -317,8 +324,12 @@ mod tests {
                 lost: if rate > self.cap { 700 } else { 0 },
                 completed_calls: 1_000,
                 failed_calls: 0,
-                generator_bound: false,
-                generator_causes: crate::gen::SaturationCauses::NONE,
+                generator_bound: rate > self.gen_ceiling,
+                generator_causes: if rate > self.gen_ceiling {
+                    std::iter::once(crate::gen::SaturationCause::SendLag).collect()
+                } else {
+                    crate::gen::SaturationCauses::NONE
+                },
             })
         }
     }
@@ -355,6 +366,7 @@ mod tests {
                     cap: caps.next().unwrap(),
                     stop_after: None,
                     runs: 0,
+                    gen_ceiling: f64::INFINITY,
                 })
             },
             |pr| seen.push(pr.case),
@@ -375,6 +387,34 @@ mod tests {
     }
 
     #[test]
+    fn a_case_whose_every_trial_was_generator_bound_is_warned_about() {
+        let p = plan();
+        let mut ceilings = vec![0.0, f64::INFINITY].into_iter();
+        let doc = run(
+            &p,
+            |_| {
+                Ok(Fake {
+                    cap: 3_000.0,
+                    stop_after: None,
+                    runs: 0,
+                    gen_ceiling: ceilings.next().unwrap(),
+                })
+            },
+            |_| {},
+        )
+        .unwrap();
+        let label = p.cases[0].label();
+        assert_eq!(doc.notes.len(), 1, "{:?}", doc.notes);
+        let n = &doc.notes[0];
+        assert!(
+            n.starts_with(&format!("warning: {label}: every one of its")),
+            "{n}"
+        );
+        assert!(n.contains("generator-bound (send-lag)"), "{n}");
+        assert!(!n.contains(&p.cases[1].label()), "{n}");
+    }
+
+    #[test]
     fn an_interrupted_run_keeps_its_points() {
         let p = plan();
         let stop = p.stop.clone();
@@ -385,6 +425,7 @@ mod tests {
                     cap: 3_000.0,
                     stop_after: Some((3, stop.clone())),
                     runs: 0,
+                    gen_ceiling: f64::INFINITY,
                 })
             },
             |_| {},

@@ -54,15 +54,21 @@
 //! next planned call (a sleep wakes ~70 µs late on a VM) and spins the
 //! rest, yielding the CPU on each turn so that a UAS sharing its CPU is
 //! not starved by the spin; sleeping and spinning both count as idle
-//! time. Under a real-time policy (`--sched fifo:…`) the UAC does not
-//! spin: above ~10,000 cps the gaps are shorter than the margin, a
-//! spinning real-time thread would use its CPU whole, and the kernel's
-//! real-time throttling (`sched_rt_runtime_us`, 95%) would then stop it
-//! for 50 ms every second — calls placed tens of ms late. A real-time
-//! thread sleeps with no timer slack, so `ppoll` alone wakes it close to
-//! the planned time. While placing a call the UAC also handles responses that arrived
-//! meanwhile, one `recvmmsg` batch at a time, and checks the schedule
-//! between batches: the arrivals come first.
+//! time (the spin alone is reported as `spin_s`). Under a real-time
+//! policy — the laboratory commands' default where permitted, see
+//! [`policy`] for why — the UAC does not spin: above ~10,000 cps the gaps
+//! are shorter than the margin, a spinning real-time thread would use its
+//! CPU whole, and the kernel's real-time throttling
+//! (`sched_rt_runtime_us`, 95%) would then stop it for 50 ms every second
+//! — calls placed tens of ms late. A real-time thread sleeps with no
+//! timer slack, so `ppoll` alone wakes it close to the planned time. No
+//! other loop of either thread spins either: both block in `ppoll`
+//! whenever nothing is due, and a TCP listener that stays readable after
+//! a failed `accept` (no descriptors left) is unwatched for a while
+//! instead of waking the UAS in a loop. While placing a call the UAC also
+//! handles responses that arrived meanwhile, one `recvmmsg` batch at a
+//! time, and checks the schedule between batches: the arrivals come
+//! first.
 //!
 //! ## A trial
 //! 1. Bind the sockets ([`Generator::bind`]; the UAS address is known
@@ -79,6 +85,7 @@
 pub mod arrivals;
 mod document;
 mod io;
+pub mod policy;
 mod report;
 mod socket;
 mod tcp;
@@ -97,6 +104,7 @@ use takt_sip::proxy::Transport;
 use takt_sip::ua::UaTimers;
 
 pub use arrivals::{achieved_rate, Arrivals, Schedule};
+pub use policy::{GenPolicy, PolicySource, OTHER_NOTE, REALTIME};
 pub use tcp::MAX_BACKLOG;
 
 pub use report::{
@@ -187,6 +195,11 @@ pub struct GenConfig {
     pub timers: UaTimers,
     /// Bounded wait after the last planned call for calls in progress.
     pub drain: Duration,
+    /// Ends the drain early once neither side has received a message for
+    /// this long: the server has nothing left to deliver, and what is
+    /// missing is lost. Only without retransmissions and hold time (both
+    /// keep a call silent for longer); `None`: the whole drain.
+    pub drain_quiet: Option<Duration>,
     /// Generator-bound when the send lag's p99 exceeds this.
     pub lag_bound: Duration,
     /// A call is late when its send lag exceeds this.
@@ -232,6 +245,7 @@ impl GenConfig {
             connections: 4,
             timers: UaTimers::default(),
             drain: Duration::from_secs(3),
+            drain_quiet: None,
             lag_bound: Duration::from_millis(1),
             late_after: Duration::from_millis(10),
             late_tolerance: 0.001,
@@ -279,6 +293,12 @@ impl GenConfig {
         }
         if !(0.0..=1.0).contains(&self.late_tolerance) || !(0.0..=1.0).contains(&self.min_idle) {
             return bad("late tolerance and minimum idle are fractions in [0, 1]".into());
+        }
+        if self.drain_quiet.is_some() && (self.timers.retransmit || !self.hold.is_zero()) {
+            return bad(
+                "a quiet-ended drain needs retransmissions off and no hold time (both keep calls silent)"
+                    .into(),
+            );
         }
         if self.max_calls == Some(0) || self.max_dialogs == 0 || self.max_dialogs > 1 << 31 {
             return bad("the call and dialog tables need at least one slot".into());
@@ -351,6 +371,8 @@ pub struct Live {
     pub max_lag_us: AtomicU64,
     /// Calls answered by the UAS.
     pub answered: AtomicU64,
+    /// Messages the UAS received.
+    pub uas_received: AtomicU64,
 }
 
 /// The UAS's bound socket.

@@ -54,6 +54,9 @@ pub struct ThreadReport {
     pub name: String,
     /// The CPUs it was allowed (empty: any).
     pub cpus: String,
+    /// Its scheduling policy as the kernel reported it when its loop
+    /// started (`fifo:prio=10`; empty if it could not be read).
+    pub policy: String,
     /// CPU time it consumed (user + system), s.
     pub cpu_s: f64,
     /// Wall time of its loop, s.
@@ -63,6 +66,9 @@ pub struct ThreadReport {
     pub idle_s: f64,
     /// `idle_s / wall_s`.
     pub idle_fraction: f64,
+    /// Of `idle_s`, the time spent spinning (yielding) towards a planned
+    /// send rather than blocked, s: always 0 under a real-time policy.
+    pub spin_s: f64,
 }
 
 /// Socket-level counts of one side.

@@ -44,6 +44,12 @@ pub const MAX_BACKLOG: usize = 4 << 20;
 /// The poller key of the listener; connection `slot` is `slot + 1`.
 const LISTENER: usize = 0;
 
+/// How long the listener is unwatched after `accept` failed for want of
+/// resources (descriptors, memory): it stays readable meanwhile, and a
+/// level-triggered wait would return at once — a busy loop, which a
+/// real-time generator must never run.
+const ACCEPT_PAUSE: Duration = Duration::from_millis(10);
+
 /// Bits of a port that name the slot; the ones above, its generation.
 const SLOT_BITS: u32 = 24;
 /// Generations wrap within 24 bits, so a port fits 48 bits.
@@ -80,6 +86,8 @@ pub(crate) struct TcpIo {
     framer: Framer,
     /// Slots with bytes staged or waiting.
     dirty: Vec<usize>,
+    /// The listener is unwatched until then ([`ACCEPT_PAUSE`]).
+    paused: Option<std::time::Instant>,
     counts: SocketReport,
 }
 
@@ -134,6 +142,7 @@ impl TcpIo {
             poller: Poller::new::<TcpStream>(&[])?,
             framer: Framer::new(READ_BUF),
             dirty: Vec::new(),
+            paused: None,
             counts: SocketReport {
                 drops: None,
                 ..SocketReport::default()
@@ -205,8 +214,18 @@ impl TcpIo {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => {
+                Err(e) => {
                     self.counts.recv_errors += 1;
+                    // out of descriptors or memory: the connection stays
+                    // queued, so stop watching the listener for a while
+                    let starved = [libc::EMFILE, libc::ENFILE, libc::ENOBUFS, libc::ENOMEM]
+                        .contains(&e.raw_os_error().unwrap_or(0));
+                    if starved && self.paused.is_none() {
+                        if let Some(l) = &self.listener {
+                            self.poller.remove(l.as_raw_fd());
+                            self.paused = Some(std::time::Instant::now() + ACCEPT_PAUSE);
+                        }
+                    }
                     return;
                 }
             }
@@ -241,6 +260,27 @@ impl TcpIo {
 impl SideIo for TcpIo {
     fn poller(&mut self) -> &mut Poller {
         &mut self.poller
+    }
+
+    fn ready(&mut self, out: &mut Vec<usize>) {
+        if self.paused.is_some_and(|t| std::time::Instant::now() >= t) {
+            self.paused = None;
+            if let Some(l) = &self.listener {
+                if self.poller.add(l.as_raw_fd(), LISTENER).is_err() {
+                    self.counts.recv_errors += 1;
+                }
+            }
+        }
+        self.poller.ready(out);
+    }
+
+    fn wait(&mut self, timeout: Duration) {
+        // a paused listener is watched again at the end of its pause
+        let timeout = match self.paused {
+            Some(t) => timeout.min(t.saturating_duration_since(std::time::Instant::now())),
+            None => timeout,
+        };
+        self.poller.wait(timeout);
     }
 
     fn recv<F: FnMut(&[u8], SocketAddr, usize)>(&mut self, key: usize, mut handle: F) -> Received {

@@ -146,12 +146,10 @@ impl<N: SideIo> Side<N> {
     }
 }
 
-/// Whether the calling thread runs under a real-time policy (FIFO, RR).
+/// Whether the calling thread runs under a real-time policy (FIFO, RR),
+/// as the kernel reports it (with or without reset-on-fork).
 fn realtime() -> bool {
-    // SAFETY: sched_getscheduler(0) reads the calling thread's policy; it
-    // has no preconditions.
-    let p = unsafe { libc::sched_getscheduler(0) };
-    p == libc::SCHED_FIFO || p == libc::SCHED_RR
+    takt_sched::current_policy().is_ok_and(|p| p.is_realtime())
 }
 
 /// ns from `t0` (clock ticks) to now.
@@ -237,6 +235,7 @@ fn run_on<N: SideIo>(
         ..
     } = parts;
     let cpu0 = takt_sched::thread_cpu_time();
+    let policy = takt_sched::current_policy().map_or_else(|_| String::new(), |p| p.to_string());
     let mut ucfg = UacConfig::new(locals[0], cfg.proxy).with_transport(transport);
     ucfg.locals = locals;
     ucfg.max_calls = cfg.call_table();
@@ -263,8 +262,12 @@ fn run_on<N: SideIo>(
     let mut ready: Vec<usize> = Vec::with_capacity(64);
     let wall0 = s.ns();
     let mut idle_ns = 0u64;
+    let mut spin_ns = 0u64;
     let mut drain_end: Option<u64> = None;
     let drain_ns = cfg.drain.as_nanos() as u64;
+    let quiet_ns = cfg.drain_quiet.map(|d| d.as_nanos() as u64);
+    // when either side last received a message, and the UAS's count then
+    let mut heard = (0u64, 0u64);
     // a real-time thread sleeps to the planned time instead (see the
     // module docs: spinning would get it throttled)
     let margin = if realtime() {
@@ -302,8 +305,18 @@ fn run_on<N: SideIo>(
         live.retransmitted
             .store(st.retransmitted.total(), Ordering::Relaxed);
         live.max_lag_us.store(s.lag.max() / 1000, Ordering::Relaxed);
-        // 5. The end: every planned call placed, then the drain.
+        // 5. The end: every planned call placed, then the drain (ended
+        //    early once both sides have been quiet, when so configured).
         let now = s.ns();
+        if let Some(q) = quiet_ns {
+            let uas_got = live.uas_received.load(Ordering::Relaxed);
+            if !ready.is_empty() || uas_got != heard.1 {
+                heard = (now, uas_got);
+            }
+            if s.next.is_none() && now.saturating_sub(heard.0.max(s.last_sent)) >= q {
+                break;
+            }
+        }
         if s.next.is_none() {
             let end = *drain_end.get_or_insert(now + drain_ns);
             if s.uac.active() == 0 || now >= end {
@@ -314,6 +327,9 @@ fn run_on<N: SideIo>(
         //    (or the next timer, or input), then spin to the planned time.
         let timer = s.uac.poll_timeout().unwrap_or(u64::MAX);
         let mut wake = timer.min(s.next.or(drain_end).unwrap_or(u64::MAX));
+        if let (Some(q), None) = (quiet_ns, s.next) {
+            wake = wake.min(heard.0.max(s.last_sent) + q);
+        }
         if s.io.backlog() {
             wake = wake.min(now + BACKLOG_WAIT_NS);
         }
@@ -328,7 +344,9 @@ fn run_on<N: SideIo>(
             while s.ns() < wake {
                 std::thread::yield_now();
             }
-            idle_ns += s.ns() - now;
+            let spun = s.ns() - now;
+            idle_ns += spun;
+            spin_ns += spun;
         }
     }
 
@@ -336,6 +354,7 @@ fn run_on<N: SideIo>(
     let wall_ns = s.ns() - wall0;
     let thread = ThreadReport {
         name: "gen-uac".into(),
+        policy,
         cpus: cfg
             .spec
             .pinned_nth(0)
@@ -349,6 +368,7 @@ fn run_on<N: SideIo>(
         } else {
             0.0
         },
+        spin_s: spin_ns as f64 / 1e9,
     };
     // the plan's window: to its end, or to the cancel
     let planned_end = s

@@ -85,6 +85,7 @@ fn run_on<N: SideIo>(
     let (cfg, t0, cancel, uac_done, live) = parts;
     let ns = || ns_since(t0);
     let cpu0 = takt_sched::thread_cpu_time();
+    let policy = takt_sched::current_policy().map_or_else(|_| String::new(), |p| p.to_string());
     let wall0 = ns();
     let mut scfg = UasConfig::new(contact);
     scfg.max_dialogs = cfg.max_dialogs;
@@ -130,6 +131,9 @@ fn run_on<N: SideIo>(
         }
         io.flush(&stage);
         live.answered.store(uas.stats().answered, Ordering::Relaxed);
+        if got > 0 {
+            live.uas_received.fetch_add(got as u64, Ordering::Relaxed);
+        }
         if got == 0 {
             let now = ns();
             let mut wake = uas
@@ -150,6 +154,7 @@ fn run_on<N: SideIo>(
     let wall_ns = ns() - wall0;
     let thread = ThreadReport {
         name: "gen-uas".into(),
+        policy,
         cpus: cfg
             .spec
             .pinned_nth(1)
@@ -163,6 +168,7 @@ fn run_on<N: SideIo>(
         } else {
             0.0
         },
+        spin_s: 0.0, // it never spins: it blocks when idle
     };
     Ok(UasReport::new(
         uas.stats(),

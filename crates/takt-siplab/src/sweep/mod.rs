@@ -679,6 +679,15 @@ fn params(plan: &SweepPlan, key: &CaseKey, policy: &str) -> Map<String, Value> {
 }
 
 impl SweepOutcome {
+    /// One warning per case whose trials were all generator-bound
+    /// ([`SearchResult::generator_bound_warning`]).
+    pub fn generator_bound_warnings(&self) -> Vec<String> {
+        self.cases
+            .iter()
+            .filter_map(|c| c.result.generator_bound_warning(&c.key.label()))
+            .collect()
+    }
+
     /// The generator's ceilings, one phrase per profile: `poll 31000,
     /// default ≥ 20000 (generator-bound)`; `None` without ceiling cases.
     pub fn ceiling_note(&self) -> Option<String> {
@@ -917,6 +926,9 @@ impl SweepOutcome {
         }
         if let Some(n) = self.ceiling_note() {
             doc.note(n);
+        }
+        for w in self.generator_bound_warnings() {
+            doc.note(w);
         }
         for n in &self.notes {
             doc.note(n.clone());

@@ -136,6 +136,11 @@ fn opt(v: Option<f64>, prec: usize) -> String {
 /// The sweep as text.
 pub fn render(s: &SweepOutcome) -> String {
     let mut o = String::new();
+    // the instrument's failures first: the tables below do not mean
+    // what they say for these cases
+    for w in s.generator_bound_warnings() {
+        let _ = writeln!(o, "{w}\n");
+    }
     // group by (target, mode, model)
     let mut groups: Vec<(&str, &str, &str)> = Vec::new();
     for c in s.cases.iter().filter(|c| !c.key.is_ceiling()) {
@@ -335,6 +340,38 @@ mod tests {
             row.contains("0.0203") && row.contains("0.0107") && row.contains("% ["),
             "{row}"
         );
+    }
+
+    #[test]
+    fn a_case_measured_only_by_a_failing_generator_is_warned_about_first() {
+        use crate::search::{Phase, TrialOutcome, TrialRecord};
+        let drops = [(0.020, 0.010), (0.022, 0.013), (0.019, 0.009)];
+        let mut s = crate::sweep::fixture::outcome(&drops, 2_200.0);
+        let trial = |rate_cps, generator_bound| TrialRecord {
+            phase: Phase::Ramp,
+            rate_cps,
+            outcome: TrialOutcome {
+                offered_cps: rate_cps,
+                achieved_cps: rate_cps,
+                sent: 1_000,
+                lost: 0,
+                failed_calls: 0,
+                generator_bound,
+                generator_causes: crate::gen::SaturationCauses::NONE,
+            },
+            rerun: false,
+        };
+        s.cases[2].result.trials = vec![trial(2_000.0, true), trial(2_000.0, true)];
+        // one passing trial among them: not the whole case
+        s.cases[1].result.trials = vec![trial(1_000.0, false), trial(2_000.0, true)];
+        let w = s.generator_bound_warnings();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("warning: kamailio stateful m=8 batch: every one of its 2 trials"),
+            "{}",
+            w[0]
+        );
+        assert!(render(&s).starts_with(&w[0]));
     }
 
     #[test]

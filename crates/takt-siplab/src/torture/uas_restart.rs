@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map};
 use takt_measure::result::{Better, ResultRow};
+use takt_sched::ThreadSpec;
 
 use super::{fault_rate, row, watch, Progress, Server, TorturePlan};
 use crate::error::{io, Error, Result};
@@ -29,12 +30,21 @@ use crate::server_stats;
 struct UasProcess(Child);
 
 impl UasProcess {
-    /// Starts it on `addr` and waits (up to 10 s) until its socket is bound.
-    fn start(exe: &std::path::Path, addr: SocketAddr) -> Result<UasProcess> {
-        let child = Command::new(exe)
-            .args(["sip", "gen", "--role", "uas", "--uas-listen"])
+    /// Starts it on `addr`, placed and scheduled as the generator's `spec`
+    /// says (its CPUs, off the server's; its policy, or the same
+    /// real-time default), and waits (up to 10 s) until its socket is bound.
+    fn start(exe: &std::path::Path, addr: SocketAddr, spec: &ThreadSpec) -> Result<UasProcess> {
+        let mut cmd = Command::new(exe);
+        cmd.args(["sip", "gen", "--role", "uas", "--uas-listen"])
             .arg(addr.to_string())
-            .args(["--duration", "3600s"])
+            .args(["--duration", "3600s"]);
+        if let Some(c) = spec.cpus() {
+            cmd.arg("--cpus").arg(c.to_string());
+        }
+        if let Some(p) = spec.policy() {
+            cmd.arg("--sched").arg(p.to_string());
+        }
+        let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -97,7 +107,7 @@ pub fn run(
     } else {
         plan.uas_listen
     };
-    let mut uas = Some(UasProcess::start(&exe, addr)?);
+    let mut uas = Some(UasProcess::start(&exe, addr, &plan.gen.spec)?);
     let server = Server::start(plan, addr)?;
     let rate = fault_rate(capacity);
     let mut cfg = plan.gen_cfg(Role::Uac, server.target.listen(), rate);
@@ -130,7 +140,7 @@ pub fn run(
             }
             if let (Some((k, _)), None) = (killed_at, back_at) {
                 if now >= k + d.outage {
-                    uas = Some(UasProcess::start(&exe, addr)?);
+                    uas = Some(UasProcess::start(&exe, addr, &plan.gen.spec)?);
                     progress(Progress::Step("uas restarted"));
                     back_at = Some((t0.elapsed(), live.completed.load(Ordering::Relaxed)));
                 }
