@@ -710,8 +710,9 @@ fn shedding_ramps_up_with_the_queue_delay() {
     );
 }
 
-#[test]
-fn full_table_sheds_invites_and_passes_others() {
+/// The configuration of a stateful proxy whose table is one shard of
+/// `max_transactions` records.
+fn one_shard_of(max_transactions: usize) -> ProxyConfig {
     let mut c = ProxyConfig::new(
         Mode::Stateful,
         Local {
@@ -721,7 +722,13 @@ fn full_table_sheds_invites_and_passes_others() {
     );
     c.next_hop = Some(udp(UAS));
     c.shards = 1;
-    c.max_transactions = 1;
+    c.max_transactions = max_transactions;
+    c
+}
+
+#[test]
+fn full_table_sheds_invites_and_passes_others() {
+    let mut c = one_shard_of(1);
     c.shed.table_high_water = 10.0; // only the hard bound
     let p = Proxy::new(c);
     let mut r = Rec::default();
@@ -792,17 +799,7 @@ fn whole_call(p: &Proxy, n: u32, now: u64, r: &mut Rec) -> Disposition {
 
 #[test]
 fn lingering_transactions_give_way_to_new_calls_live_ones_never() {
-    let mut c = ProxyConfig::new(
-        Mode::Stateful,
-        Local {
-            host: "10.0.0.9".into(),
-            port: 5060,
-        },
-    );
-    c.next_hop = Some(udp(UAS));
-    c.shards = 1;
-    c.max_transactions = 4;
-    let p = Proxy::new(c);
+    let p = Proxy::new(one_shard_of(4));
     let mut r = Rec::default();
     // 20 calls within a second: each leaves its INVITE (Accepted, Timer L)
     // and its BYE (Completed, Timer J) lingering for 32 s, 40 records for
