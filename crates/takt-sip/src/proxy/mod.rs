@@ -616,6 +616,18 @@ pub struct Proxy {
     order: order::Gate,
 }
 
+/// The part of Route URI `uri` (a span of `b`) that may stand as a
+/// Request-URI: without its header component (`?name=value…`), which RFC
+/// 3261 allows in a Route but not in a Request-URI (§19.1.1; a strict
+/// router's next hop loses it as a UAC's does, §12.2.1.1). A `?` can only
+/// begin that component in a SIP URI.
+fn request_uri_of(b: &[u8], uri: Span) -> Span {
+    match uri.of(b).iter().position(|&c| c == b'?') {
+        Some(i) => Span::new(uri.start(), uri.start() + i),
+        None => uri,
+    }
+}
+
 impl Proxy {
     /// A proxy with this configuration.
     pub fn new(cfg: ProxyConfig) -> Proxy {
@@ -904,7 +916,9 @@ impl Proxy {
         self.cfg.local.is_me(via.host.of(b), via.port)
     }
 
-    /// §16.4 route processing and §16.5–16.6 target selection.
+    /// §16.4 route processing and §16.5–16.6 target selection. A Route
+    /// URI that becomes the Request-URI (strict routing) loses its header
+    /// component ([`request_uri_of`]).
     fn plan(&self, m: &Message<'_>) -> Result<Plan, RouteError> {
         let b = m.buf();
         let routes = m.routes();
@@ -920,7 +934,7 @@ impl Proxy {
         };
         // a strict router before us put our Record-Route URI in the Request-URI
         if ruri.userinfo.is_none() && self.cfg.local.is_me(ruri.host.of(b), ruri.port) && last > 0 {
-            new_ruri = Some(routes[last - 1].uri);
+            new_ruri = Some(request_uri_of(b, routes[last - 1].uri));
             drop.push(last - 1);
             last -= 1;
         }
@@ -937,7 +951,7 @@ impl Proxy {
             if !r.lr {
                 // strict next hop: it becomes the Request-URI, the old one the last Route
                 append_route = Some(new_ruri.unwrap_or(ruri.span));
-                new_ruri = Some(r.uri);
+                new_ruri = Some(request_uri_of(b, r.uri));
                 drop.push(first);
             }
             t

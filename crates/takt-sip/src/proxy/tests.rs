@@ -328,6 +328,21 @@ fn loose_and_strict_routing() {
     let t = text(&fwd);
     assert!(t.starts_with("BYE sip:10.0.0.7:5070 SIP/2.0"), "{t}");
     assert!(t.contains("Route: <sip:service@10.0.0.9:5060>"), "{t}");
+    // a strict next hop's URI headers stay out of the Request-URI, where
+    // they are not allowed (§19.1.1): the forwarded request parses
+    let m = req(
+        "BYE",
+        "z9hG4bK-r3",
+        4,
+        Some("t1"),
+        "Route: <sip:10.0.0.7:5070?Subject=hi>\r\n",
+    );
+    feed(&p, &m, UAC, 0, &mut r);
+    let (to, fwd) = r.take().remove(0);
+    assert_eq!(to.addr, "10.0.0.7:5070".parse().unwrap());
+    let t = text(&fwd);
+    assert!(t.starts_with("BYE sip:10.0.0.7:5070 SIP/2.0"), "{t}");
+    Message::parse(&fwd).expect("the forwarded request parses");
 }
 
 #[test]
