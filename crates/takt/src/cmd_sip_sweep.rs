@@ -555,6 +555,12 @@ fn capacity_chart(s: &SweepOutcome) -> Chart<'static> {
             });
         }
     }
+    capacity_vs_m_chart(series)
+}
+
+/// The capacity-versus-m chart of `series`, with the paper's series beside
+/// them, every series in order of m.
+fn capacity_vs_m_chart(mut series: Vec<Series>) -> Chart<'static> {
     series.extend(paper_series());
     for se in &mut series {
         se.points.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -619,7 +625,7 @@ pub(crate) fn write_plots(s: &SweepOutcome, dir: &Path) -> Result<usize, String>
                 profiles.push(&c.key.profile);
             }
         }
-        let mut series: Vec<Series> = profiles
+        let series: Vec<Series> = profiles
             .iter()
             .map(|p| Series {
                 label: format!("{} {p}", g.0),
@@ -631,10 +637,6 @@ pub(crate) fn write_plots(s: &SweepOutcome, dir: &Path) -> Result<usize, String>
                 dashed: false,
             })
             .collect();
-        series.extend(paper_series());
-        for se in &mut series {
-            se.points.sort_by(|a, b| a.0.total_cmp(&b.0));
-        }
         let ceiling = cases.iter().any(|c| c.key.is_ceiling());
         n += if ceiling {
             0
@@ -642,15 +644,7 @@ pub(crate) fn write_plots(s: &SweepOutcome, dir: &Path) -> Result<usize, String>
             save(
                 dir,
                 file_name(&["capacity-vs-m", g.0, g.1, g.2]),
-                &Chart {
-                    x_desc: "worker threads m",
-                    y_desc: "1%-drop capacity (calls/s)",
-                    x_scale: Scale::Linear,
-                    y_scale: Scale::Linear,
-                    x_bytes: false,
-                    x_names: Vec::new(),
-                    series,
-                },
+                &capacity_vs_m_chart(series),
             )?
         };
         for p in &profiles {
