@@ -84,6 +84,19 @@
 //! in-dialog requests and responses are never shed. When the table is full
 //! of records that do not linger, non-INVITE requests are forwarded
 //! statelessly instead.
+//!
+//! The shed decision comes before anything else is spent on a new INVITE
+//! but the lookup that absorbs retransmissions of INVITEs the proxy holds
+//! (no loop check, no record): the 503 is built from the request's Via,
+//! From, To, Call-ID and CSeq with a To tag of its own (`taks…`), by which
+//! its ACK is recognised and ended before any table lookup (counted as
+//! `absorbed_shed`). A new INVITE that waited longer than
+//! [`ShedPolicy::drop_delay_ns`] (T1 by default) is dropped without an
+//! answer (`dropped_late`): its caller has retransmitted it by then, and the
+//! copy queued behind it is the one to answer. The transports keep the
+//! queue delay of new INVITEs apart from everything else's (the
+//! `transport` module's Overload section), so that it is new INVITEs that
+//! wait, and their socket that overflows.
 
 pub mod branch;
 pub mod build;
