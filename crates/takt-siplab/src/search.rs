@@ -206,6 +206,22 @@ impl SearchConfig {
         }
         Ok(())
     }
+
+    /// The same search started near a known crossing (another profile's
+    /// capacity for the same server, say): its ramp begins at `cps` and
+    /// steps by [`REBRACKET_STEPS`] grid steps instead of
+    /// [`SearchConfig::ramp_factor`], as after a re-bracket, so a crossing
+    /// within a few steps of `cps` is bracketed in two or three trials
+    /// rather than a doubling ramp's climb from the cold start. A `cps`
+    /// that is far off only costs more ramp trials: the result is the
+    /// same search's.
+    pub fn warm_started(&self, cps: f64) -> SearchConfig {
+        SearchConfig {
+            start_cps: whole(cps).clamp(self.min_cps, self.max_cps),
+            ramp_factor: 1.0 + REBRACKET_STEPS * self.step,
+            ..self.clone()
+        }
+    }
 }
 
 /// Which phase a trial belonged to.

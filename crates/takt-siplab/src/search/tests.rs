@@ -511,3 +511,63 @@ fn bad_configurations_are_refused() {
         assert!(Search::new(cfg).is_err());
     }
 }
+
+#[test]
+fn a_warm_start_finds_the_same_capacity_in_fewer_trials() {
+    // a sharp crossing at 23,700 cps; the warm start is another profile's
+    // capacity 4% above it, the cold start the sweep's 8,000 cps
+    let threshold = |rate: f64, _: usize| (if rate <= 23_700.0 { 10 } else { 500 }, false);
+    let cold_cfg = SearchConfig {
+        start_cps: 8_000.0,
+        reps: 2,
+        ..SearchConfig::default()
+    };
+    let mut cold = Search::new(cold_cfg.clone()).unwrap();
+    let cold_r = run(
+        &mut cold,
+        &mut Scripted {
+            f: threshold,
+            calls: 0,
+        },
+    )
+    .unwrap();
+    let mut warm = Search::new(cold_cfg.warm_started(24_650.0)).unwrap();
+    let warm_r = run(
+        &mut warm,
+        &mut Scripted {
+            f: threshold,
+            calls: 0,
+        },
+    )
+    .unwrap();
+    let (c, w) = (cold_r.capacity.unwrap(), warm_r.capacity.unwrap());
+    assert!(matches!(w, Capacity::Measured { .. }), "{w:?}");
+    // both bracket the crossing within a grid step
+    for x in [c, w] {
+        assert!(
+            x.cps() <= 23_700.0 && x.cps() >= 23_700.0 * (1.0 - 2.0 * cold_cfg.step),
+            "{x:?}"
+        );
+    }
+    assert!(
+        warm_r.trials.len() + 3 <= cold_r.trials.len(),
+        "warm {} cold {}",
+        warm_r.trials.len(),
+        cold_r.trials.len()
+    );
+    // a start far below the crossing still gets there
+    let mut far = Search::new(cold_cfg.warm_started(9_000.0)).unwrap();
+    let far_r = run(
+        &mut far,
+        &mut Scripted {
+            f: threshold,
+            calls: 0,
+        },
+    )
+    .unwrap();
+    let f = far_r.capacity.unwrap();
+    assert!(
+        f.cps() <= 23_700.0 && f.cps() >= 23_700.0 * (1.0 - 2.0 * cold_cfg.step),
+        "{f:?}"
+    );
+}

@@ -351,6 +351,7 @@ pub fn run<L: Load>(
                  m: usize,
                  profile: Profile,
                  enhanced: Option<EnhancedSlice>,
+                 warm: Option<f64>,
                  make_load: &mut dyn FnMut(IpAddr) -> Result<L>|
      -> Result<(Live<L>, Search)> {
         let mut resolved = profile.resolve(enhanced)?;
@@ -392,6 +393,9 @@ pub fn run<L: Load>(
         if let Some((_, s)) = plan.start_cps.iter().find(|(n, _)| n == kind.name()) {
             cfg.start_cps = s.clamp(cfg.min_cps, cfg.max_cps);
         }
+        if let Some(cps) = warm {
+            cfg = cfg.warm_started(cps);
+        }
         Ok((
             Live {
                 key,
@@ -407,7 +411,7 @@ pub fn run<L: Load>(
     let mut searches: Vec<Search> = Vec::new();
     for (kind, mode, m) in &groups {
         for p in profiles.iter().filter(|p| !p.is_derived()) {
-            let (l, s) = start(kind, *mode, *m, *p, None, &mut make_load)?;
+            let (l, s) = start(kind, *mode, *m, *p, None, None, &mut make_load)?;
             lives.push(l);
             searches.push(s);
         }
@@ -418,6 +422,7 @@ pub fn run<L: Load>(
             plan.modes[0],
             1,
             *p,
+            None,
             None,
             &mut make_load,
         )?;
@@ -516,8 +521,11 @@ pub fn run<L: Load>(
                 continue;
             };
             let e = EnhancedSlice::from_run_per_switch(us, cps)?;
+            // start near default's crossing: the derived profile's
+            // capacity is searched from there with a fine ramp
+            let warm = res.capacity.map(|c| c.cps()).filter(|&c| c > 0.0);
             for p in profiles.iter().filter(|p| p.is_derived()) {
-                let (l, s) = start(kind, *mode, *m, *p, Some(e), &mut make_load)?;
+                let (l, s) = start(kind, *mode, *m, *p, Some(e), warm, &mut make_load)?;
                 lives.push(l);
                 searches.push(s);
             }
