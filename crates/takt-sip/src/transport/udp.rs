@@ -76,7 +76,7 @@ pub(crate) const INVITE_SOCKET: u32 = 1;
 /// select [`INVITE_SOCKET`], anything else [`DIALOG_SOCKET`]. A payload
 /// shorter than four bytes makes the load fail, which ends the program
 /// with 0: the dialog socket.
-const SPLIT_PROGRAM: [libc::sock_filter; 4] = [
+static SPLIT_PROGRAM: [libc::sock_filter; 4] = [
     // A = payload[0..4]
     libc::sock_filter {
         code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
@@ -121,20 +121,35 @@ const SPLIT_PROGRAM: [libc::sock_filter; 4] = [
 /// the dialog socket bound first and the INVITE socket second, and
 /// nothing else.
 pub(crate) fn split_invites(sock: &UdpSocket) -> io::Result<()> {
-    let prog = libc::sock_fprog {
+    // The kernel is handed all of the option's bytes, so the struct has
+    // no padding: `libc::sock_fprog` with the gap after `len` spelled out
+    // as a zeroed field (a padding byte stays undefined whatever the
+    // initialisation, which memcheck reports at the system call).
+    #[repr(C)]
+    struct Fprog {
+        len: u16,
+        gap: [u8; GAP],
+        filter: *const libc::sock_filter,
+    }
+    const GAP: usize = std::mem::align_of::<*const libc::sock_filter>() - 2;
+    const _: () = assert!(size_of::<Fprog>() == size_of::<libc::sock_fprog>());
+    let prog = Fprog {
         len: SPLIT_PROGRAM.len() as u16,
-        filter: SPLIT_PROGRAM.as_ptr().cast_mut(),
+        gap: [0; GAP],
+        filter: SPLIT_PROGRAM.as_ptr(),
     };
-    // SAFETY: `prog` points at SPLIT_PROGRAM's four instructions, which
-    // outlive the call (a constant); the kernel copies the program and
-    // only reads through the pointer. fd is a valid socket.
+    // SAFETY: `prog` has sock_fprog's layout (`len` at 0, `filter` at the
+    // pointer's alignment, the same size: asserted above) and points at
+    // SPLIT_PROGRAM's four instructions, a static that outlives the call;
+    // the kernel copies the program and only reads through the pointer.
+    // fd is a valid socket.
     let r = unsafe {
         libc::setsockopt(
             sock.as_raw_fd(),
             libc::SOL_SOCKET,
             libc::SO_ATTACH_REUSEPORT_CBPF,
-            (&prog as *const libc::sock_fprog).cast(),
-            size_of::<libc::sock_fprog>() as libc::socklen_t,
+            (&prog as *const Fprog).cast(),
+            size_of::<Fprog>() as libc::socklen_t,
         )
     };
     if r == 0 {
