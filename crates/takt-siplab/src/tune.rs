@@ -246,15 +246,19 @@ mod tests {
 
     use crate::sweep::fixture::outcome;
 
+    /// Pairs of (default, candidate) drop rates whose difference is
+    /// significant at 5%.
+    const SIGNIFICANT_GAIN: [(f64, f64); 5] = [
+        (0.020, 0.010),
+        (0.022, 0.013),
+        (0.019, 0.009),
+        (0.021, 0.012),
+        (0.020, 0.011),
+    ];
+
     #[test]
     fn a_significant_gain_is_recommended_with_its_command() {
-        let drops = [
-            (0.020, 0.010),
-            (0.022, 0.013),
-            (0.019, 0.009),
-            (0.021, 0.012),
-            (0.020, 0.011),
-        ];
+        let drops = SIGNIFICANT_GAIN;
         let r = &recommend(&outcome(&drops, 2_200.0))[0];
         assert_eq!(
             r.verdict,
@@ -305,13 +309,7 @@ mod tests {
     fn a_capacity_that_is_only_a_bound_gives_no_verdict() {
         // a significant gain on the pairs, but the best side's capacity is
         // the generator's lower bound
-        let drops = [
-            (0.020, 0.010),
-            (0.022, 0.013),
-            (0.019, 0.009),
-            (0.021, 0.012),
-            (0.020, 0.011),
-        ];
+        let drops = SIGNIFICANT_GAIN;
         let mut s = outcome(&drops, 2_200.0);
         s.cases[1].result.capacity = Some(Capacity::AtLeast {
             cps: 2_200.0,
