@@ -43,7 +43,10 @@
 //! table_high_water = 0.9
 //! queue_delay_ms = 200          # K_rcv at which every new INVITE is shed
 //! queue_delay_ramp_ms = 20      # K_rcv at which shedding starts (0 → 100%)
+//! drop_delay_ms = 500           # K_rcv past which a new INVITE is dropped unanswered
 //! retry_after_s = 5
+//! split_invites = true          # shared model, lifo: new INVITEs on a socket of their own
+//! invite_rcvbuf = 16777216      # that socket's receive buffer, bytes
 //!
 //! [stats]
 //! endpoint = "127.0.0.1:9060"  # or "unix:/run/takt-sip.sock", or "off"
@@ -297,8 +300,17 @@ pub struct OverloadSection {
     /// Queue delay at which shedding new INVITEs starts, ms: the share
     /// shed rises linearly to `queue_delay_ms`.
     pub queue_delay_ramp_ms: u64,
+    /// Queue delay past which a new INVITE is dropped without an answer,
+    /// ms (at least `queue_delay_ms`).
+    pub drop_delay_ms: u64,
     /// Retry-After.
     pub retry_after_s: u32,
+    /// The `shared` model with `lifo` wake: let the kernel put new
+    /// INVITEs on a socket of their own (the transport module's Overload
+    /// section).
+    pub split_invites: bool,
+    /// That socket's receive buffer, bytes.
+    pub invite_rcvbuf: usize,
 }
 
 impl Default for OverloadSection {
@@ -307,7 +319,10 @@ impl Default for OverloadSection {
             table_high_water: 0.9,
             queue_delay_ms: crate::proxy::QUEUE_DELAY_MS,
             queue_delay_ramp_ms: crate::proxy::QUEUE_DELAY_RAMP_MS,
+            drop_delay_ms: crate::proxy::DROP_DELAY_MS,
             retry_after_s: 5,
+            split_invites: true,
+            invite_rcvbuf: crate::transport::SPLIT_INVITE_RCVBUF,
         }
     }
 }
@@ -420,6 +435,19 @@ impl Config {
                 "must not exceed overload.queue_delay_ms",
             ));
         }
+        if self.overload.drop_delay_ms < self.overload.queue_delay_ms {
+            return Err(bad(
+                "overload.drop_delay_ms",
+                "must be at least overload.queue_delay_ms",
+            ));
+        }
+        if self.overload.invite_rcvbuf < 4096 || self.overload.invite_rcvbuf > i32::MAX as usize / 2
+        {
+            return Err(bad(
+                "overload.invite_rcvbuf",
+                "must be within 4096..=1073741823",
+            ));
+        }
         if self.workers.max_message < 1024 || self.workers.max_message > 65_535 {
             return Err(bad("workers.max_message", "must be within 1024..=65535"));
         }
@@ -452,6 +480,7 @@ impl Config {
             table_high_water: self.overload.table_high_water,
             queue_delay_ns: self.overload.queue_delay_ms * ms,
             queue_delay_ramp_ns: self.overload.queue_delay_ramp_ms * ms,
+            drop_delay_ns: self.overload.drop_delay_ms * ms,
             retry_after_s: self.overload.retry_after_s,
         };
         let spec = match base {
@@ -466,6 +495,8 @@ impl Config {
         let mut sc = ServerConfig::new(listen);
         sc.model = self.workers.model;
         sc.wake = self.workers.wake;
+        sc.split_invites = self.overload.split_invites;
+        sc.invite_rcvbuf = Some(self.overload.invite_rcvbuf);
         sc.workers = self.workers.count;
         sc.rcvbuf = self.workers.rcvbuf;
         sc.batch = self.workers.batch.max(1);

@@ -464,7 +464,7 @@ fn proxy(a: ProxyArgs) -> Result<(), String> {
     }
     let info = first.server;
     eprintln!(
-        "takt sip proxy: {} {}{} x{} on {} (udp{}), next hop {}, rcvbuf {} B{}{}",
+        "takt sip proxy: {} {}{} x{} on {} (udp{}), next hop {}, rcvbuf {} B{}{}{}",
         info.mode,
         info.model,
         info.wake
@@ -475,6 +475,14 @@ fn proxy(a: ProxyArgs) -> Result<(), String> {
         if info.tcp { "+tcp" } else { "" },
         info.next_hop,
         info.rcvbuf_effective,
+        if info.invite_split {
+            format!(
+                " (INVITEs on their own socket, rcvbuf {} B)",
+                info.invite_rcvbuf_effective
+            )
+        } else {
+            String::new()
+        },
         idle_hold
             .as_ref()
             .map(|h| format!(

@@ -41,8 +41,17 @@ pub fn render_exit_summary(snap: &Snapshot) -> String {
         s.tcp
     );
     o.push_str(&format!(
-        "receive buffer: requested {} B, kernel reports {} B; uptime {:.1} s; transactions {} of {}\n\n",
-        s.rcvbuf_requested, s.rcvbuf_effective, snap.uptime_s, snap.transactions, snap.transaction_capacity
+        "receive buffer: requested {} B, kernel reports {} B{}; uptime {:.1} s; transactions {} of {}\n\n",
+        s.rcvbuf_requested,
+        s.rcvbuf_effective,
+        if s.invite_split {
+            format!(" (INVITE socket {} B)", s.invite_rcvbuf_effective)
+        } else {
+            String::new()
+        },
+        snap.uptime_s,
+        snap.transactions,
+        snap.transaction_capacity
     ));
     let mut t = Table::new()
         .text("kind")
@@ -89,8 +98,13 @@ pub fn render_exit_summary(snap: &Snapshot) -> String {
         o.push_str(&format!("parse errors: {}\n", counts(&snap.parse_errors)));
     }
     o.push_str(&format!(
-        "drops: sockets (SO_RXQ_OVFL) {}; host UDP since start: RcvbufErrors {} InErrors {} InDatagrams {} (drop rate {:.4})\n",
+        "drops: sockets (SO_RXQ_OVFL) {}{}; host UDP since start: RcvbufErrors {} InErrors {} InDatagrams {} (drop rate {:.4})\n",
         snap.socket_drops,
+        if snap.server.invite_split {
+            format!(" (INVITE socket {})", snap.invite_socket_drops)
+        } else {
+            String::new()
+        },
         snap.host_udp.rcvbuf_errors,
         snap.host_udp.in_errors,
         snap.host_udp.in_datagrams,

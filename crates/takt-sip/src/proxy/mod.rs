@@ -84,6 +84,19 @@
 //! in-dialog requests and responses are never shed. When the table is full
 //! of records that do not linger, non-INVITE requests are forwarded
 //! statelessly instead.
+//!
+//! The shed decision comes before anything else is spent on a new INVITE
+//! but the lookup that absorbs retransmissions of INVITEs the proxy holds
+//! (no loop check, no record): the 503 is built from the request's Via,
+//! From, To, Call-ID and CSeq with a To tag of its own (`taks…`), by which
+//! its ACK is recognised and ended before any table lookup (counted as
+//! `absorbed_shed`). A new INVITE that waited longer than
+//! [`ShedPolicy::drop_delay_ns`] (T1 by default) is dropped without an
+//! answer (`dropped_late`): its caller has retransmitted it by then, and the
+//! copy queued behind it is the one to answer. The transports keep the
+//! queue delay of new INVITEs apart from everything else's (the
+//! `transport` module's Overload section), so that it is new INVITEs that
+//! wait, and their socket that overflows.
 
 pub mod branch;
 pub mod build;
@@ -187,6 +200,15 @@ pub enum Mode {
 pub const QUEUE_DELAY_MS: u64 = 200;
 /// Default K_rcv at which shedding new INVITEs starts, ms.
 pub const QUEUE_DELAY_RAMP_MS: u64 = 20;
+/// Default K_rcv past which a new INVITE is dropped without an answer, ms
+/// (T1: its caller has retransmitted it).
+pub const DROP_DELAY_MS: u64 = 500;
+
+/// The To tag prefix of responses generated here.
+const LOCAL_TAG: &[u8; 4] = b"takt";
+/// The To tag prefix of the 503s new INVITEs are shed with: their ACKs
+/// are recognised before any table lookup (no record was made).
+const SHED_TAG: &[u8; 4] = b"taks";
 
 /// When to shed new INVITEs.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -206,6 +228,11 @@ pub struct ShedPolicy {
     /// decision is a hash of the transaction key against that share: an
     /// INVITE's retransmissions get the decision its first copy got.
     pub queue_delay_ramp_ns: u64,
+    /// Drop a new INVITE that waited longer than this silently, ns (at or
+    /// above `queue_delay_ns`; the default is T1, 500 ms: by then its
+    /// caller has sent it again, and the copy behind it in the queue is
+    /// the one to answer). Counted as `dropped_late`.
+    pub drop_delay_ns: u64,
     /// Retry-After seconds in the 503.
     pub retry_after_s: u32,
 }
@@ -226,6 +253,12 @@ impl ShedPolicy {
         }
     }
 
+    /// Whether a new INVITE that waited `delay_ns` is dropped without an
+    /// answer.
+    pub fn drops(&self, delay_ns: u64) -> bool {
+        delay_ns > self.drop_delay_ns.max(self.queue_delay_ns)
+    }
+
     /// Whether the new INVITE of transaction `key` is shed at `delay_ns`.
     pub fn sheds(&self, delay_ns: u64, key: u64) -> bool {
         let share = self.shed_share(delay_ns);
@@ -240,6 +273,7 @@ impl Default for ShedPolicy {
             table_high_water: 0.9,
             queue_delay_ns: QUEUE_DELAY_MS * 1_000_000,
             queue_delay_ramp_ns: QUEUE_DELAY_RAMP_MS * 1_000_000,
+            drop_delay_ns: DROP_DELAY_MS * 1_000_000,
             retry_after_s: 5,
         }
     }
@@ -409,6 +443,12 @@ pub enum Disposition {
     Replied(u16),
     /// A new INVITE shed with 503.
     Shed,
+    /// A new INVITE that waited past [`ShedPolicy::drop_delay_ns`],
+    /// dropped without an answer.
+    DroppedLate,
+    /// The ACK of a 503 this proxy shed with, ended here before any
+    /// table lookup (its To tag is the shed tag).
+    AbsorbedShed,
     /// Dropped: did not parse and could not be answered.
     DroppedMalformed,
     /// Dropped: a response whose top Via is not ours, or with no Via left.
@@ -430,6 +470,8 @@ impl Disposition {
             Disposition::Absorbed => "absorbed".into(),
             Disposition::Replied(c) => format!("replied_{c}"),
             Disposition::Shed => "shed".into(),
+            Disposition::DroppedLate => "dropped_late".into(),
+            Disposition::AbsorbedShed => "absorbed_shed".into(),
             Disposition::DroppedMalformed => "dropped_malformed".into(),
             Disposition::DroppedNotOurs => "dropped_not_ours".into(),
             Disposition::DroppedRejected => "dropped_rejected".into(),
@@ -806,12 +848,20 @@ impl Proxy {
 
     /// Our To tag for responses we generate to `m` (stable across retransmissions).
     fn local_tag(&self, m: &Message<'_>) -> [u8; 20] {
+        self.local_tag_as(m, LOCAL_TAG)
+    }
+
+    /// The To tag of responses generated here to `m`: `prefix` and 16
+    /// hex digits of a hash of the request's Call-ID, From tag and CSeq
+    /// number (what its ACK carries too).
+    fn local_tag_as(&self, m: &Message<'_>, prefix: &[u8; 4]) -> [u8; 20] {
         let h = Fnv::default()
             .field(m.call_id())
             .field(m.from_tag().unwrap_or(b""))
             .num(u64::from(m.cseq_num()))
             .finish();
-        let mut t = *b"takt0000000000000000";
+        let mut t = *b"----0000000000000000";
+        t[..4].copy_from_slice(prefix);
         const HEX: &[u8; 16] = b"0123456789abcdef";
         for i in 0..16 {
             t[4 + i] = HEX[((h >> ((15 - i) * 4)) & 0xf) as usize];
@@ -829,7 +879,21 @@ impl Proxy {
         extra: &[u8],
         s: &mut Scratch,
     ) {
-        let tag = self.local_tag(m);
+        self.reply_tagged(m, inb, code, reason, extra, &self.local_tag(m), s);
+    }
+
+    /// [`Proxy::reply`] with To tag `tag`.
+    #[allow(clippy::too_many_arguments)]
+    fn reply_tagged(
+        &self,
+        m: &Message<'_>,
+        inb: &Inbound<'_>,
+        code: u16,
+        reason: &str,
+        extra: &[u8],
+        tag: &[u8],
+        s: &mut Scratch,
+    ) {
         let start = s.mark();
         local_response(
             &mut s.out,
@@ -839,7 +903,7 @@ impl Proxy {
             LocalOpts {
                 skip_top_via: false,
                 stamp: Stamp::for_request(m, inb.from.addr),
-                to_tag: Some(&tag),
+                to_tag: Some(tag),
                 extra,
             },
         );
@@ -1078,12 +1142,20 @@ impl Proxy {
             40 - w.len()
         };
         let extra = &extra[..n];
-        self.reply(m, inb, 503, "Service Unavailable", extra, s);
+        let tag = self.local_tag_as(m, SHED_TAG);
+        self.reply_tagged(m, inb, 503, "Service Unavailable", extra, &tag, s);
         Outcome::new(MsgKind::Invite, Disposition::Shed)
     }
 
     fn on_request(&self, m: &Message<'_>, inb: &Inbound<'_>, s: &mut Scratch) -> Outcome {
         let kind = MsgKind::of(m);
+        // the ACK of a 503 we shed with: no record was made for it
+        if m.method() == Some(Method::Ack)
+            && m.to_tag()
+                .is_some_and(|t| t.starts_with(SHED_TAG) && t == self.local_tag_as(m, SHED_TAG))
+        {
+            return Outcome::new(kind, Disposition::AbsorbedShed);
+        }
         let key = request_key(m);
         // stateful: the key's shard stays locked from the lookup to the
         // new record's insertion (one lock, one lookup per request)
@@ -1102,12 +1174,19 @@ impl Proxy {
         {
             return Outcome::new(kind, Disposition::Absorbed);
         }
+        // overload: a new INVITE is refused (or dropped) before anything
+        // else is spent on it, the loop check included
+        if m.method() == Some(Method::Invite) && m.to_tag().is_none() {
+            if self.cfg.shed.drops(inb.queue_delay_ns) {
+                return Outcome::new(kind, Disposition::DroppedLate);
+            }
+            if self.should_shed(m, inb, key) {
+                return self.shed(m, inb, s);
+            }
+        }
         let lh = loop_hash(m);
         if let Err(r) = self.check(m, lh) {
             return self.refuse(m, inb, kind, r, s);
-        }
-        if self.should_shed(m, inb, key) {
-            return self.shed(m, inb, s);
         }
         if shard.is_some() && !(m.routes().is_empty() && self.cfg.next_hop.is_some()) {
             // planning may ask the system resolver: not under the shard's

@@ -642,17 +642,21 @@ fn overload_sheds_new_invites_only() {
     let p = proxy(Mode::Stateful);
     let mut r = Rec::default();
     let inv = req("INVITE", "z9hG4bK-s1", 1, None, "");
-    let o = feed_delay(&p, &inv, UAC, 0, 500 * MS, &mut r);
+    let o = feed_delay(&p, &inv, UAC, 0, 300 * MS, &mut r);
     assert_eq!(o.disposition, Disposition::Shed);
     let sent = r.take();
+    assert_eq!(sent.len(), 1);
     assert_eq!(status(&sent[0].1), Some(503));
     assert!(text(&sent[0].1).contains("Retry-After: 5\r\n"));
-    // the ACK to the 503 ends here
+    // no record was made: a retransmission is shed again
+    assert_eq!(p.transactions(), 0);
+    // the ACK to the 503 ends here, recognised by its tag
     let tag = Message::parse(&sent[0].1)
         .unwrap()
         .to_tag()
         .unwrap()
         .to_vec();
+    assert!(tag.starts_with(b"taks"), "{tag:?}");
     let ack = req(
         "ACK",
         "z9hG4bK-s1",
@@ -662,12 +666,50 @@ fn overload_sheds_new_invites_only() {
     );
     assert_eq!(
         feed(&p, &ack, UAC, 0, &mut r).disposition,
-        Disposition::Absorbed
+        Disposition::AbsorbedShed
     );
+    assert!(r.take().is_empty());
+    // an ACK with a shed-like tag that is not ours goes on
+    let forged = req("ACK", "z9hG4bK-s1", 1, Some("taks0000000000000000"), "");
+    assert_eq!(
+        feed(&p, &forged, UAC, 0, &mut r).disposition,
+        Disposition::Forwarded
+    );
+    r.take();
     // an in-dialog request at the same delay goes through
     let bye = req("BYE", "z9hG4bK-s2", 2, Some("u1"), "");
     assert_eq!(
         feed_delay(&p, &bye, UAC, 0, 500 * MS, &mut r).disposition,
+        Disposition::Forwarded
+    );
+}
+
+/// Past the drop delay (T1 by default) a new INVITE is dropped without an
+/// answer; a retransmission of an INVITE the proxy holds is still
+/// absorbed, and in-dialog requests still go through.
+#[test]
+fn overload_drops_new_invites_that_waited_past_t1() {
+    let p = proxy(Mode::Stateful);
+    let mut r = Rec::default();
+    assert_eq!(ShedPolicy::default().drop_delay_ns, 500 * MS);
+    let inv = req("INVITE", "z9hG4bK-d1", 1, None, "");
+    let o = feed_delay(&p, &inv, UAC, 0, 501 * MS, &mut r);
+    assert_eq!(o.disposition, Disposition::DroppedLate);
+    assert!(r.take().is_empty());
+    assert_eq!(p.transactions(), 0);
+    // held: a late retransmission is absorbed (its 100 Trying again)
+    let held = req("INVITE", "z9hG4bK-d2", 1, None, "");
+    assert_eq!(
+        feed(&p, &held, UAC, 0, &mut r).disposition,
+        Disposition::Forwarded
+    );
+    r.take();
+    let o = feed_delay(&p, &held, UAC, MS, 900 * MS, &mut r);
+    assert_eq!(o.disposition, Disposition::Absorbed);
+    assert_eq!(status(&r.take()[0].1), Some(100));
+    let bye = req("BYE", "z9hG4bK-d3", 2, Some("u1"), "");
+    assert_eq!(
+        feed_delay(&p, &bye, UAC, 0, 900 * MS, &mut r).disposition,
         Disposition::Forwarded
     );
 }

@@ -70,7 +70,7 @@ pub struct Sample {
 }
 
 const N_KIND: usize = MsgKind::ALL.len();
-const N_DISP: usize = 9;
+const N_DISP: usize = 11;
 
 fn disp_index(d: Disposition) -> usize {
     match d {
@@ -83,6 +83,8 @@ fn disp_index(d: Disposition) -> usize {
         Disposition::DroppedRejected => 6,
         Disposition::SendFailed => 7,
         Disposition::DroppedReordered => 8,
+        Disposition::DroppedLate => 9,
+        Disposition::AbsorbedShed => 10,
     }
 }
 
@@ -96,6 +98,8 @@ const DISP_NAMES: [&str; N_DISP] = [
     "dropped_rejected",
     "send_failed",
     "dropped_reordered",
+    "dropped_late",
+    "absorbed_shed",
 ];
 
 fn kind_index(k: MsgKind) -> usize {
@@ -122,6 +126,7 @@ pub struct WorkerStats {
     parse_errors: BTreeMap<&'static str, u64>,
     socket: usize,
     socket_drops: u64,
+    invite_socket_drops: u64,
     batches: u64,
     batched_messages: u64,
     /// ICMP errors read from the error queue, and those matched to a branch.
@@ -144,6 +149,7 @@ impl WorkerStats {
             parse_errors: BTreeMap::new(),
             socket: usize::MAX,
             socket_drops: 0,
+            invite_socket_drops: 0,
             batches: 0,
             batched_messages: 0,
             icmp_errors: 0,
@@ -201,6 +207,12 @@ impl WorkerStats {
         self.socket_drops = self.socket_drops.max(n);
     }
 
+    /// Sets the INVITE socket's cumulative drop count (`SO_RXQ_OVFL`;
+    /// the `shared` model's INVITE split, one socket all workers read).
+    pub fn set_invite_socket_drops(&mut self, n: u64) {
+        self.invite_socket_drops = self.invite_socket_drops.max(n);
+    }
+
     /// Counts a stream that could not be framed, by `rule` (a message
     /// dropped as malformed).
     pub fn record_unframeable(&mut self, rule: &'static str) {
@@ -235,8 +247,15 @@ pub struct ServerInfo {
     pub listen: String,
     /// Receive buffer asked for, bytes (0 = system default).
     pub rcvbuf_requested: usize,
-    /// Receive buffer the kernel reports (SO_RCVBUF; Linux doubles the request).
+    /// Receive buffer the kernel reports (SO_RCVBUF; Linux doubles the
+    /// request); with the INVITE split, the dialog socket's.
     pub rcvbuf_effective: usize,
+    /// New INVITEs have a socket of their own, which the kernel fills
+    /// (and overflows) apart from the dialog socket (the `shared` model's
+    /// INVITE split).
+    pub invite_split: bool,
+    /// The INVITE socket's receive buffer as the kernel reports it (0: no split).
+    pub invite_rcvbuf_effective: usize,
     /// Next hop.
     pub next_hop: String,
     /// TCP enabled.
@@ -299,6 +318,14 @@ impl Registry {
         *self.info.lock().unwrap_or_else(|p| p.into_inner()) = info;
     }
 
+    /// Records the INVITE split and its socket's receive buffer
+    /// (`invite_rcvbuf` bytes as the kernel reports them).
+    pub(crate) fn set_split(&self, invite_rcvbuf: usize) {
+        let mut i = self.info.lock().unwrap_or_else(|p| p.into_inner());
+        i.invite_split = true;
+        i.invite_rcvbuf_effective = invite_rcvbuf;
+    }
+
     /// Publishes what the handler holds (written by the timer thread).
     pub fn set_transactions(&self, h: Held) {
         // Relaxed: gauges and a counter read for display only.
@@ -322,6 +349,7 @@ impl Registry {
         let mut replied = BTreeMap::new();
         let mut parse_errors = BTreeMap::new();
         let mut drops_by_socket: BTreeMap<usize, u64> = BTreeMap::new();
+        let mut invite_socket_drops = 0;
         let mut batches = 0;
         let mut batched = 0;
         let (mut icmp_errors, mut icmp_errors_matched) = (0, 0);
@@ -357,6 +385,7 @@ impl Registry {
             }
             let d = drops_by_socket.entry(w.socket).or_insert(0);
             *d = (*d).max(w.socket_drops);
+            invite_socket_drops = invite_socket_drops.max(w.invite_socket_drops);
             batches += w.batches;
             batched += w.batched_messages;
             icmp_errors += w.icmp_errors;
@@ -395,7 +424,7 @@ impl Registry {
                 },
             );
         }
-        let socket_drops = drops_by_socket.values().sum();
+        let socket_drops = drops_by_socket.values().sum::<u64>() + invite_socket_drops;
         let host = UdpCounters::read().since(&self.snmp_start);
         let drop_rate = if host.in_datagrams + host.rcvbuf_errors > 0 {
             host.rcvbuf_errors as f64 / (host.in_datagrams + host.rcvbuf_errors) as f64
@@ -417,6 +446,7 @@ impl Registry {
             icmp_errors,
             icmp_errors_matched,
             socket_drops,
+            invite_socket_drops,
             host_udp: host,
             host_drop_rate: drop_rate,
             batches,
@@ -538,6 +568,10 @@ pub struct Snapshot {
     pub icmp_errors_matched: u64,
     /// Datagrams the proxy's sockets dropped (SO_RXQ_OVFL, summed over sockets).
     pub socket_drops: u64,
+    /// Of those, the INVITE socket's (the `shared` model's INVITE split):
+    /// new INVITEs the kernel dropped, every other message having its own
+    /// socket.
+    pub invite_socket_drops: u64,
     /// Host UDP counters since start (all processes).
     pub host_udp: UdpCounters,
     /// Host RcvbufErrors / (InDatagrams + RcvbufErrors) since start.
@@ -639,6 +673,11 @@ impl Snapshot {
                 "takt_sip_socket_drops_total",
                 "Datagrams dropped by the proxy's sockets (SO_RXQ_OVFL).",
                 self.socket_drops,
+            ),
+            (
+                "takt_sip_invite_socket_drops_total",
+                "Of those, the INVITE socket's (new INVITEs; the shared model's INVITE split).",
+                self.invite_socket_drops,
             ),
             (
                 "takt_sip_host_udp_rcvbuf_errors_total",

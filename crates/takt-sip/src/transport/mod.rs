@@ -33,6 +33,53 @@
 //!
 //! Receive buffers are configurable ([`ServerConfig::rcvbuf`]) and the size
 //! the kernel granted is reported in the statistics.
+//!
+//! ## Overload
+//! When a socket's receive buffer overflows the kernel drops whatever
+//! arrives next: ACKs, BYEs and responses of calls the proxy has already
+//! paid for as readily as new INVITEs. A lost ACK makes the UAS retransmit
+//! its 200 for 32 s, and those retransmissions keep the buffer full even
+//! once the offered load is back below capacity. So by default
+//! ([`ServerConfig::split_invites`]) the `shared` model with
+//! [`WakeOrder::Lifo`] binds two sockets in one `SO_REUSEPORT` group and
+//! gives the group a classic BPF program that sends datagrams beginning
+//! with `INVI` to the second socket and everything else to the first
+//! (`udp::split_invites` has the kernel's side of the contract). The
+//! workers wait for both on their epoll instance and drain the dialog
+//! socket first, taking one datagram from the INVITE socket after at most
+//! [`DIALOG_BURST`] dialog datagrams in a row when both have some queued.
+//! Under overload the INVITE socket's queue therefore grows, and only it:
+//! new INVITEs wait (and are refused by the proxy's shed policy, which
+//! reads their queue delay) or overflow the INVITE socket, while dialog
+//! messages keep a short queue. Its buffer holds the shed policy's delays
+//! at high rates ([`SPLIT_INVITE_RCVBUF`]). The statistics count each
+//! socket's drops (`invite_socket_drops` for the INVITE socket). A
+//! re-INVITE also starts with `INVI` and is treated as a new INVITE by the
+//! kernel (the proxy still handles it as in-dialog).
+//!
+//! The per-worker-socket models keep their hashed groups (the program's
+//! result is an index into one group, which would leave all but two
+//! workers without datagrams), and `fifo` workers block in `recvmsg` on one
+//! socket: neither splits.
+
+/// Dialog datagrams a worker of the split takes in a row while the INVITE
+/// socket has some queued, before it takes one from the INVITE socket (so
+/// INVITEs are delayed, never starved, by a steady dialog load).
+pub const DIALOG_BURST: u32 = 32;
+
+/// With the split and no [`ServerConfig::rcvbuf`]: the dialog socket's
+/// receive buffer asked for, bytes (the kernel doubles it for its
+/// bookkeeping: 8 MiB, about 3,600 datagrams of a loopback SIP message's
+/// 2,304-byte truesize, 40 ms of dialog traffic at 90,000 messages/s).
+pub const SPLIT_DIALOG_RCVBUF: usize = 4 << 20;
+
+/// With the split and no [`ServerConfig::invite_rcvbuf`]: the INVITE
+/// socket's receive buffer asked for, bytes (32 MiB as the kernel counts
+/// it, about 14,500 INVITEs of 2,304 bytes' truesize: the shed policy's
+/// default 200 ms of queue delay at 73,000 INVITEs/s, four times the
+/// project VM's half-CPU capacity).
+/// The memory is taken only while INVITEs queue.
+pub const SPLIT_INVITE_RCVBUF: usize = 16 << 20;
 
 mod errqueue;
 mod fdlimit;
@@ -130,6 +177,14 @@ pub struct ServerConfig {
     /// ([`WakeOrder`]; default: the one idle shortest). Ignored by the
     /// per-worker-socket models.
     pub wake: WakeOrder,
+    /// Let the kernel put new INVITEs on a socket of their own (see
+    /// [Overload](self#overload)); default on. Applies to the `shared`
+    /// model with [`WakeOrder::Lifo`] only ([`ServerConfig::splits`]).
+    pub split_invites: bool,
+    /// With the split, the INVITE socket's receive buffer, bytes (None:
+    /// [`SPLIT_INVITE_RCVBUF`]); the dialog socket's is `rcvbuf` (None:
+    /// [`SPLIT_DIALOG_RCVBUF`]).
+    pub invite_rcvbuf: Option<usize>,
 }
 
 impl ServerConfig {
@@ -148,7 +203,16 @@ impl ServerConfig {
             spec: ThreadSpec::new("sip"),
             spin: SpinBudget::NONE,
             wake: WakeOrder::Lifo,
+            split_invites: true,
+            invite_rcvbuf: None,
         }
+    }
+
+    /// Whether the server splits new INVITEs from the rest: asked for, and
+    /// the `shared` model with [`WakeOrder::Lifo`] (its workers wait on
+    /// one epoll instance, which can hold both sockets).
+    pub fn splits(&self) -> bool {
+        self.split_invites && self.model == WorkerModel::Shared && self.wake == WakeOrder::Lifo
     }
 }
 
@@ -175,19 +239,29 @@ fn host_of(ip: IpAddr) -> String {
 
 /// The sockets a server runs on, bound before its handler is made.
 struct Bound {
-    /// One UDP socket per worker (per-worker-socket models) or one.
+    /// One UDP socket per worker (per-worker-socket models) or one (the
+    /// dialog socket, with the split).
     socks: Vec<UdpSocket>,
+    /// With the split: the INVITE socket.
+    invites: Option<UdpSocket>,
     /// Receive buffer the kernel granted.
     rcvbuf: usize,
+    /// The INVITE socket's (0: no split).
+    invite_rcvbuf: usize,
     listener: Option<std::net::TcpListener>,
     local: SocketAddr,
 }
 
 fn bind(scfg: &ServerConfig) -> io::Result<Bound> {
-    let reuse = scfg.model != WorkerModel::Shared;
+    let split = scfg.splits();
+    let reuse = scfg.model != WorkerModel::Shared || split;
+    let rcvbuf = match (split, scfg.rcvbuf) {
+        (true, None) => Some(SPLIT_DIALOG_RCVBUF),
+        (_, r) => r,
+    };
     let mut attempt = 0;
     let (first, eff, listener) = loop {
-        let (s, eff) = udp::open(scfg.listen, reuse, scfg.rcvbuf)?;
+        let (s, eff) = udp::open(scfg.listen, reuse, rcvbuf)?;
         if !scfg.tcp {
             break (s, eff, None);
         }
@@ -200,14 +274,28 @@ fn bind(scfg: &ServerConfig) -> io::Result<Bound> {
     };
     let local = first.local_addr()?;
     let mut socks = vec![first];
-    if reuse {
+    let mut invites = None;
+    let mut invite_rcvbuf = 0;
+    if split {
+        // second in the group: udp::INVITE_SOCKET
+        let (s, eff) = udp::open(
+            local,
+            true,
+            Some(scfg.invite_rcvbuf.unwrap_or(SPLIT_INVITE_RCVBUF)),
+        )?;
+        udp::split_invites(&socks[0])?;
+        invites = Some(s);
+        invite_rcvbuf = eff;
+    } else if reuse {
         for _ in 1..scfg.workers.max(1) {
-            socks.push(udp::open(local, true, scfg.rcvbuf)?.0);
+            socks.push(udp::open(local, true, rcvbuf)?.0);
         }
     }
     Ok(Bound {
         socks,
+        invites,
         rcvbuf: eff,
+        invite_rcvbuf,
         listener,
         local,
     })
@@ -255,8 +343,14 @@ impl Server<Proxy> {
                 wake: (!reuse).then(|| sc.wake.name().into()),
                 workers: sc.workers.max(1),
                 listen: local.to_string(),
-                rcvbuf_requested: sc.rcvbuf.unwrap_or(0),
+                rcvbuf_requested: sc.rcvbuf.unwrap_or(if sc.splits() {
+                    SPLIT_DIALOG_RCVBUF
+                } else {
+                    0
+                }),
                 rcvbuf_effective: eff,
+                invite_split: false,
+                invite_rcvbuf_effective: 0,
                 next_hop: pcfg
                     .next_hop
                     .map(|t| {
@@ -296,12 +390,17 @@ impl<H: Handler> Server<H> {
         let reuse = scfg.model != WorkerModel::Shared;
         let Bound {
             socks,
+            invites,
             rcvbuf,
+            invite_rcvbuf,
             listener,
             local,
         } = bind(&scfg)?;
         let registry = Arc::new(Registry::new());
         let handler = Arc::new(make(local, &registry, rcvbuf)?);
+        if invites.is_some() {
+            registry.set_split(invite_rcvbuf);
+        }
         let ticks = handler.wants_ticks();
         registry.set_transactions(handler.held());
         let stop = Arc::new(AtomicBool::new(false));
@@ -329,7 +428,9 @@ impl<H: Handler> Server<H> {
         let mut owned = socks.into_iter();
         let shared = if reuse { None } else { owned.next() };
         let wait = match (&shared, scfg.wake) {
-            (Some(s), WakeOrder::Lifo) => Some(Arc::new(wake::SharedWait::new(s)?)),
+            (Some(s), WakeOrder::Lifo) => {
+                Some(Arc::new(wake::SharedWait::new(s, invites.as_ref())?))
+            }
             _ => None,
         };
         for i in 0..n {
@@ -339,6 +440,7 @@ impl<H: Handler> Server<H> {
                     .next()
                     .ok_or_else(|| io::Error::other("missing socket"))?,
             };
+            let invites = invites.as_ref().map(UdpSocket::try_clone).transpose()?;
             let timer_sock = (i == 0).then(|| sock.try_clone()).transpose()?;
             let stats = registry.add_worker(format!("sip-w{i}"));
             stats
@@ -349,6 +451,7 @@ impl<H: Handler> Server<H> {
             let w = Worker {
                 handler: handler.clone(),
                 sock,
+                invites,
                 tcp: tcp.clone(),
                 stats,
                 stop: stop.clone(),
@@ -366,6 +469,7 @@ impl<H: Handler> Server<H> {
                 .renamed(format!("sip-w{i}"))
                 .spawn(move || match model {
                     WorkerModel::Batched => w.run_batched(batch),
+                    _ if w.invites.is_some() => w.run_split(),
                     _ => w.run_single(),
                 })
                 .map_err(io::Error::other)?;

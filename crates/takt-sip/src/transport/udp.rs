@@ -64,6 +64,114 @@ pub(crate) fn open(
     Ok((s, eff))
 }
 
+/// The index, in bind order, of the split group's socket that receives
+/// everything but new INVITEs ([`split_invites`]).
+pub(crate) const DIALOG_SOCKET: u32 = 0;
+/// The index, in bind order, of the split group's socket that receives
+/// datagrams starting with `INVI` ([`split_invites`]).
+pub(crate) const INVITE_SOCKET: u32 = 1;
+
+/// The classic BPF program of [`split_invites`]: the first four bytes of
+/// the UDP payload (a 32-bit absolute load, big-endian) equal to `INVI`
+/// select [`INVITE_SOCKET`], anything else [`DIALOG_SOCKET`]. A payload
+/// shorter than four bytes makes the load fail, which ends the program
+/// with 0: the dialog socket.
+static SPLIT_PROGRAM: [libc::sock_filter; 4] = [
+    // A = payload[0..4]
+    libc::sock_filter {
+        code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
+        jt: 0,
+        jf: 0,
+        k: 0,
+    },
+    // A == "INVI" ? next : skip one
+    libc::sock_filter {
+        code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+        jt: 0,
+        jf: 1,
+        k: u32::from_be_bytes(*b"INVI"),
+    },
+    libc::sock_filter {
+        code: (libc::BPF_RET | libc::BPF_K) as u16,
+        jt: 0,
+        jf: 0,
+        k: INVITE_SOCKET,
+    },
+    libc::sock_filter {
+        code: (libc::BPF_RET | libc::BPF_K) as u16,
+        jt: 0,
+        jf: 0,
+        k: DIALOG_SOCKET,
+    },
+];
+
+/// Makes the kernel sort the datagrams of `sock`'s `SO_REUSEPORT` group
+/// by their first bytes: requests whose method starts with `INVI` (new
+/// INVITEs, and the rare re-INVITE) go to the group's socket
+/// [`INVITE_SOCKET`], everything else (ACK, BYE, CANCEL, responses, other
+/// requests) to [`DIALOG_SOCKET`] (`SO_ATTACH_REUSEPORT_CBPF`).
+///
+/// The kernel (`reuseport_select_sock` → `run_bpf_filter` in
+/// net/core/sock_reuseport.c) runs the program on the datagram with the
+/// UDP header pulled, so offset 0 is the payload, and uses its result as
+/// an index into the group's sockets, which are in the order they were
+/// bound (`reuseport_add_sock` appends; a socket that closes is replaced
+/// by the last one, so the group must keep exactly its two sockets). A
+/// result out of range falls back to the 4-tuple hash. The group must be
+/// the dialog socket bound first and the INVITE socket second, and
+/// nothing else.
+pub(crate) fn split_invites(sock: &UdpSocket) -> io::Result<()> {
+    // The kernel is handed all of the option's bytes, so the struct has
+    // no padding: `libc::sock_fprog` with the gap after `len` spelled out
+    // as a zeroed field (a padding byte stays undefined whatever the
+    // initialisation, which memcheck reports at the system call).
+    #[repr(C)]
+    struct Fprog {
+        len: u16,
+        gap: [u8; GAP],
+        filter: *const libc::sock_filter,
+    }
+    const GAP: usize = std::mem::align_of::<*const libc::sock_filter>() - 2;
+    const _: () = assert!(size_of::<Fprog>() == size_of::<libc::sock_fprog>());
+    let prog = Fprog {
+        len: SPLIT_PROGRAM.len() as u16,
+        gap: [0; GAP],
+        filter: SPLIT_PROGRAM.as_ptr(),
+    };
+    // SAFETY: `prog` has sock_fprog's layout (`len` at 0, `filter` at the
+    // pointer's alignment, the same size: asserted above) and points at
+    // SPLIT_PROGRAM's four instructions, a static that outlives the call;
+    // the kernel copies the program and only reads through the pointer.
+    // fd is a valid socket.
+    let r = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_ATTACH_REUSEPORT_CBPF,
+            (&prog as *const Fprog).cast(),
+            size_of::<Fprog>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Whether `a` or `b` has a datagram queued (or an error to report),
+/// without waiting: one `poll` with a zero timeout.
+pub(crate) fn poll_readable(a: &UdpSocket, b: &UdpSocket) -> bool {
+    let mut fds = [a, b].map(|s| libc::pollfd {
+        fd: s.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    });
+    // SAFETY: `fds` is a valid array of two pollfd for the call.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, 0) };
+    n > 0
+}
+
 /// CLOCK_REALTIME in nanoseconds (the clock of SO_TIMESTAMPNS).
 pub(crate) fn realtime_ns() -> u64 {
     let mut ts: libc::timespec = libc::timespec {
@@ -414,6 +522,54 @@ impl Batch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The kernel sorts by the first four bytes: INVITEs to the socket
+    /// bound second, everything else (other requests, responses, a
+    /// datagram too short to load) to the one bound first.
+    #[test]
+    fn split_group_sends_invites_to_their_socket() {
+        let (dialog, _) = open("127.0.0.1:0".parse().unwrap(), true, None).unwrap();
+        let at = dialog.local_addr().unwrap();
+        let (invites, _) = open(at, true, None).unwrap();
+        split_invites(&dialog).unwrap();
+        // several source ports: without the program the hash would spread them
+        let senders: Vec<UdpSocket> = (0..8)
+            .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
+            .collect();
+        let cases: [(&[u8], bool); 7] = [
+            (b"INVITE sip:b@x SIP/2.0\r\n\r\n", true),
+            (b"ACK sip:b@x SIP/2.0\r\n\r\n", false),
+            (b"BYE sip:b@x SIP/2.0\r\n\r\n", false),
+            (b"CANCEL sip:b@x SIP/2.0\r\n\r\n", false),
+            (b"SIP/2.0 200 OK\r\n\r\n", false),
+            (b"INV", false),
+            (b"\r\n\r\n", false),
+        ];
+        let mut buf = [0u8; 128];
+        let mut c = [0u8; CMSG_SPACE];
+        for tx in &senders {
+            for (bytes, invite) in cases {
+                tx.send_to(bytes, at).unwrap();
+                let (want, other) = if invite {
+                    (&invites, &dialog)
+                } else {
+                    (&dialog, &invites)
+                };
+                let m = recv_one(want, &mut buf, &mut c, 0).unwrap();
+                assert_eq!(&buf[..m.len], bytes);
+                let e = recv_one(other, &mut buf, &mut c, libc::MSG_DONTWAIT).unwrap_err();
+                assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
+            }
+        }
+        assert!(!poll_readable(&dialog, &invites));
+        tx_then_poll(&senders[0], at, &dialog, &invites);
+    }
+
+    fn tx_then_poll(tx: &UdpSocket, at: SocketAddr, a: &UdpSocket, b: &UdpSocket) {
+        tx.send_to(b"INVITE", at).unwrap();
+        // loopback delivery is synchronous with the send
+        assert!(poll_readable(a, b));
+    }
 
     #[test]
     fn timestamps_and_batches_over_loopback() {

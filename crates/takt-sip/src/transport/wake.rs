@@ -96,7 +96,10 @@ fn add(ep: &OwnedFd, fd: libc::c_int, flags: libc::c_int) -> io::Result<()> {
 }
 
 impl SharedWait {
-    pub(crate) fn new(sock: &UdpSocket) -> io::Result<SharedWait> {
+    /// The instance for `sock` and, with the INVITE split
+    /// ([`super::udp::split_invites`]), its INVITE socket `invites`
+    /// (registered the same way: a datagram on either wakes one waiter).
+    pub(crate) fn new(sock: &UdpSocket, invites: Option<&UdpSocket>) -> io::Result<SharedWait> {
         // SAFETY: plain system calls; each result is checked and owned once.
         let ep = unsafe { OwnedFd::from_raw_fd(check(libc::epoll_create1(libc::EPOLL_CLOEXEC))?) };
         // SAFETY: as above.
@@ -107,6 +110,9 @@ impl SharedWait {
             ))?)
         };
         add(&ep, sock.as_raw_fd(), libc::EPOLLET)?;
+        if let Some(i) = invites {
+            add(&ep, i.as_raw_fd(), libc::EPOLLET)?;
+        }
         add(&ep, stop.as_raw_fd(), 0)?;
         Ok(SharedWait { ep, stop })
     }
@@ -114,12 +120,16 @@ impl SharedWait {
     /// Blocks until a datagram has arrived since the socket was last
     /// drained, or [`wake_all`](Self::wake_all) was called. The caller
     /// then receives with `MSG_DONTWAIT` (another worker may have taken
-    /// the datagram) and checks its stop flag.
-    pub(crate) fn wait(&self) {
+    /// the datagram) and checks its stop flag. Returns the descriptor
+    /// whose event woke it (`None`: interrupted), so that a worker woken
+    /// for the INVITE socket reads that one first.
+    pub(crate) fn wait(&self) -> Option<libc::c_int> {
         let mut ev = libc::epoll_event { events: 0, u64: 0 };
         // SAFETY: `ev` is a valid buffer for one event. An error (EINTR)
         // is harmless: the caller polls the socket and waits again.
-        unsafe { libc::epoll_wait(self.ep.as_raw_fd(), &mut ev, 1, -1) };
+        let n = unsafe { libc::epoll_wait(self.ep.as_raw_fd(), &mut ev, 1, -1) };
+        // `add` stored the descriptor as the event's data
+        (n == 1).then_some(ev.u64 as libc::c_int)
     }
 
     /// Wakes every waiter, now and from now on (the eventfd stays

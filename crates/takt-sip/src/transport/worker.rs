@@ -3,6 +3,7 @@
 
 use std::io;
 use std::net::UdpSocket;
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -155,10 +156,57 @@ impl Busy {
     }
 }
 
+/// The order in which a worker of the INVITE split reads its two sockets
+/// (see [`Worker::run_split`]): a pure state machine over "which socket
+/// next", tested without sockets.
+#[derive(Debug, Default)]
+pub(crate) struct DrainOrder {
+    /// Dialog datagrams taken in a row.
+    streak: u32,
+    /// Woken for the INVITE socket: read it first, once.
+    invite_first: bool,
+}
+
+impl DrainOrder {
+    /// Receives the next datagram with `recv(invite)`, which reads the
+    /// INVITE socket when `invite` and the dialog socket otherwise, both
+    /// without waiting. Returns the datagram and whether it came from the
+    /// INVITE socket, `None` when both were empty, or the first error
+    /// other than `WouldBlock`.
+    pub(crate) fn next<T>(
+        &mut self,
+        mut recv: impl FnMut(bool) -> io::Result<T>,
+    ) -> io::Result<Option<(T, bool)>> {
+        let invite_first =
+            std::mem::take(&mut self.invite_first) || self.streak >= super::DIALOG_BURST;
+        for invite in [invite_first, !invite_first] {
+            match recv(invite) {
+                Ok(t) => {
+                    self.streak = if invite { 0 } else { self.streak + 1 };
+                    return Ok(Some((t, invite)));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.streak = 0;
+        Ok(None)
+    }
+
+    /// The wait ended with an event of the INVITE socket (`true`) or of
+    /// the dialog socket.
+    pub(crate) fn woken_by(&mut self, invite: bool) {
+        self.invite_first = invite;
+    }
+}
+
 /// Everything a worker needs.
 pub(crate) struct Worker<H> {
     pub(crate) handler: Arc<H>,
     pub(crate) sock: UdpSocket,
+    /// With the INVITE split: the INVITE socket (`sock` is then the dialog
+    /// socket, which every send uses).
+    pub(crate) invites: Option<UdpSocket>,
     pub(crate) tcp: Option<Arc<Tcp>>,
     pub(crate) stats: Arc<Mutex<WorkerStats>>,
     pub(crate) stop: Arc<AtomicBool>,
@@ -247,7 +295,6 @@ impl<H: Handler> Worker<H> {
 
     /// `shared` and `reuseport`: one `recvmsg`, handle, send, repeat.
     pub(crate) fn run_single(self) {
-        let c = self.clock;
         let mut buf = vec![0u8; self.max_message + 1];
         let mut cmsg = [0u8; CMSG_SPACE];
         let mut scratch = Scratch::new();
@@ -255,47 +302,104 @@ impl<H: Handler> Worker<H> {
             let meta =
                 match self.recv_spinning(|f| udp::recv_one(&self.sock, &mut buf, &mut cmsg, f)) {
                     Ok(m) => m,
-                    Err(e) if transient(&e) => continue,
-                    Err(_) => {
-                        // an ICMP error reported on the socket: read the
-                        // error queue; anything else: never spin
-                        if self.read_errors(&mut buf) == 0 {
-                            std::thread::sleep(ERROR_BACKOFF);
-                        }
+                    Err(e) => {
+                        self.recv_failed(&e, &mut buf);
                         continue;
                     }
                 };
-            let t_in_real = udp::realtime_ns();
-            let before = self.busy.others(self.index);
-            self.busy.set(self.index, true);
-            let t0 = c.now();
-            if meta.truncated || meta.len > self.max_message {
-                self.busy.set(self.index, false);
-                let mut st = self.stats.lock().unwrap_or_else(|p| p.into_inner());
-                st.record_oversized();
+            self.serve(&meta, &mut buf, &mut scratch, false);
+        }
+    }
+
+    /// The `shared` model with the INVITE split (see [`super`]'s Overload
+    /// section): the dialog socket first, the INVITE socket when the
+    /// dialog socket is empty or after [`super::DIALOG_BURST`] dialog
+    /// datagrams in a row; after a wait, the socket whose event woke the
+    /// worker first (an idle server adds no receive call to a message's
+    /// path).
+    pub(crate) fn run_split(self) {
+        let Some(invites) = self.invites.as_ref() else {
+            return self.run_single();
+        };
+        let mut buf = vec![0u8; self.max_message + 1];
+        let mut cmsg = [0u8; CMSG_SPACE];
+        let mut scratch = Scratch::new();
+        let mut order = DrainOrder::default();
+        let dialog_fd = self.sock.as_raw_fd();
+        let invite_fd = invites.as_raw_fd();
+        while !self.stopped() {
+            let got = match order.next(|invite| {
+                let s = if invite { invites } else { &self.sock };
+                udp::recv_one(s, &mut buf, &mut cmsg, libc::MSG_DONTWAIT)
+            }) {
+                Ok(got) => got,
+                Err(e) => {
+                    self.recv_failed(&e, &mut buf);
+                    continue;
+                }
+            };
+            let Some((meta, invite)) = got else {
+                // both empty: prepare, spin, then wait for either
+                self.handler.prepare_idle();
+                let mut polled = false;
+                if self.spin != SpinBudget::NONE {
+                    self.spin.spin_until(|| {
+                        polled = udp::poll_readable(&self.sock, invites);
+                        polled
+                    });
+                }
+                if !polled {
+                    if let Some(w) = &self.wait {
+                        order.woken_by(w.wait() == Some(invite_fd) && invite_fd != dialog_fd);
+                    }
+                }
                 continue;
-            }
-            let mut sink = NetSink::new(&self.sock, None, self.tcp.as_ref(), c);
-            let (mut sample, o) = self.handle_datagram(
-                &buf[..meta.len],
-                &meta,
-                t_in_real,
-                t0,
-                &mut scratch,
-                &mut sink,
-            );
-            sample.overlapped = before || self.busy.others(self.index);
+            };
+            self.serve(&meta, &mut buf, &mut scratch, invite);
+        }
+    }
+
+    /// After a failed receive: nothing for a timeout or an interruption;
+    /// an ICMP error reported on the socket: read the error queue;
+    /// anything else: back off (never spin).
+    fn recv_failed(&self, e: &io::Error, buf: &mut [u8]) {
+        if !transient(e) && self.read_errors(buf) == 0 {
+            std::thread::sleep(ERROR_BACKOFF);
+        }
+    }
+
+    /// Handles, times and counts one datagram received into `buf` (from
+    /// the INVITE socket when `invite`).
+    fn serve(&self, meta: &udp::RxMeta, buf: &mut [u8], scratch: &mut Scratch, invite: bool) {
+        let c = self.clock;
+        let t_in_real = udp::realtime_ns();
+        let before = self.busy.others(self.index);
+        self.busy.set(self.index, true);
+        let t0 = c.now();
+        if meta.truncated || meta.len > self.max_message {
             self.busy.set(self.index, false);
-            let pending = sink.errors_pending;
             let mut st = self.stats.lock().unwrap_or_else(|p| p.into_inner());
-            st.record(&sample, &o);
-            if let Some(d) = meta.drops {
+            st.record_oversized();
+            return;
+        }
+        let mut sink = NetSink::new(&self.sock, None, self.tcp.as_ref(), c);
+        let (mut sample, o) =
+            self.handle_datagram(&buf[..meta.len], meta, t_in_real, t0, scratch, &mut sink);
+        sample.overlapped = before || self.busy.others(self.index);
+        self.busy.set(self.index, false);
+        let pending = sink.errors_pending;
+        let mut st = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+        st.record(&sample, &o);
+        if let Some(d) = meta.drops {
+            if invite {
+                st.set_invite_socket_drops(u64::from(d));
+            } else {
                 st.set_socket_drops(u64::from(d));
             }
-            drop(st);
-            if pending {
-                self.read_errors(&mut buf);
-            }
+        }
+        drop(st);
+        if pending {
+            self.read_errors(buf);
         }
     }
 
@@ -456,5 +560,66 @@ pub(crate) fn run_timer<H: Handler>(
                 .record_icmp_errors(read, matched);
         }
         reg.set_transactions(handler.held());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::VecDeque;
+
+    /// Two queues standing in for the sockets: `true` is the INVITE one.
+    struct Queues {
+        dialog: VecDeque<u32>,
+        invites: VecDeque<u32>,
+    }
+
+    impl Queues {
+        fn recv(&mut self, invite: bool) -> io::Result<u32> {
+            let q = if invite {
+                &mut self.invites
+            } else {
+                &mut self.dialog
+            };
+            q.pop_front()
+                .ok_or_else(|| io::Error::from(io::ErrorKind::WouldBlock))
+        }
+    }
+
+    #[test]
+    fn dialog_first_invites_after_a_burst_and_after_their_wake() {
+        let burst = super::super::DIALOG_BURST;
+        let mut q = Queues {
+            dialog: (0..2 * burst + 5).collect(),
+            invites: (1000..1003).collect(),
+        };
+        let mut o = DrainOrder::default();
+        let mut got = Vec::new();
+        while let Some((m, invite)) = o.next(|i| q.recv(i)).unwrap() {
+            got.push((m, invite));
+        }
+        // a burst of dialog datagrams, one INVITE, another burst, one
+        // INVITE, the rest of the dialog ones, then the last INVITE
+        let b = burst as usize;
+        assert!(got[..b].iter().all(|&(_, i)| !i));
+        assert_eq!(got[b], (1000, true));
+        assert!(got[b + 1..2 * b + 1].iter().all(|&(_, i)| !i));
+        assert_eq!(got[2 * b + 1], (1001, true));
+        assert!(got[2 * b + 2..2 * b + 7].iter().all(|&(_, i)| !i));
+        assert_eq!(got[2 * b + 7], (1002, true));
+        assert_eq!(got.len(), 2 * b + 8);
+        // both empty: None, and the streak starts over
+        assert!(o.next(|i| q.recv(i)).unwrap().is_none());
+        // woken for the INVITE socket: that one first, once
+        q.dialog.extend([1, 2]);
+        q.invites.extend([7, 8]);
+        o.woken_by(true);
+        assert_eq!(o.next(|i| q.recv(i)).unwrap(), Some((7, true)));
+        assert_eq!(o.next(|i| q.recv(i)).unwrap(), Some((1, false)));
+        // an error other than WouldBlock is returned as it is
+        let e = o
+            .next(|_| Err::<u32, _>(io::Error::from(io::ErrorKind::ConnectionRefused)))
+            .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::ConnectionRefused);
     }
 }

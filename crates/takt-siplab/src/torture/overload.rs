@@ -269,6 +269,20 @@ fn rows(plan: &TorturePlan, capacity: f64, x: f64, goal: f64, m: &Level) -> Vec<
         "server_socket_drops".into(),
         json!(m.losses_end.socket_drops),
     );
+    // takt with the INVITE split: what its INVITE socket dropped (new
+    // INVITEs only) and so what every other socket dropped
+    det.insert(
+        "server_invite_socket_drops".into(),
+        json!(m.losses_end.invite_socket_drops),
+    );
+    det.insert(
+        "server_dialog_socket_drops".into(),
+        json!(m
+            .losses_end
+            .socket_drops
+            .saturating_sub(m.losses_end.invite_socket_drops)),
+    );
+    det.insert("dropped_by_server".into(), json!(m.losses_end.dropped));
     det.insert(
         "uas_ack_timeouts".into(),
         json!(uas.map_or(0, |u| u.ack_timeouts)),

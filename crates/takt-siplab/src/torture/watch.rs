@@ -51,6 +51,9 @@ pub fn memory(pids: &[i32]) -> Memory {
 pub struct Losses {
     /// Datagrams its UDP sockets dropped (`/proc/net/udp`).
     pub socket_drops: u64,
+    /// Of those, as takt counts them, its INVITE socket's (new INVITEs;
+    /// the `shared` model's INVITE split).
+    pub invite_socket_drops: u64,
     /// Messages it shed with a 503, by kind (takt only).
     pub shed: std::collections::BTreeMap<String, u64>,
     /// Messages that did not parse, by rule (takt only).
@@ -63,9 +66,17 @@ pub struct Losses {
 }
 
 impl Losses {
-    /// Everything lost: socket drops plus shed messages.
+    /// Everything lost: socket drops, shed messages and new INVITEs
+    /// dropped unanswered for their queue delay (`dropped_late`).
     pub fn total(&self) -> u64 {
-        self.socket_drops + self.shed.values().sum::<u64>()
+        self.socket_drops
+            + self.shed.values().sum::<u64>()
+            + self
+                .dropped
+                .iter()
+                .filter(|(k, _)| k.ends_with(":dropped_late"))
+                .map(|(_, n)| n)
+                .sum::<u64>()
     }
 }
 
@@ -84,6 +95,10 @@ pub fn losses(t: &Target) -> Losses {
         l.parse_errors = counts(&v, |x| Some(x), "parse_errors");
         l.replied = counts(&v, |x| Some(x), "replied");
         l.dropped = dropped(&v);
+        l.invite_socket_drops = v
+            .get("invite_socket_drops")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
     }
     l
 }
