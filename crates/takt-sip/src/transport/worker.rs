@@ -244,12 +244,23 @@ impl<H: Handler> Worker<H> {
     /// Reads the socket's error queue (ICMP errors for datagrams sent
     /// from it) into `buf` and hands every entry to the handler
     /// ([`errqueue::drain`]); counts them. Returns the entries read.
+    ///
+    /// With the INVITE split both sockets are drained: the kernel delivers
+    /// an ICMP error for a datagram the proxy sent to a socket of the
+    /// port's reuseport group chosen by the addresses' hash (the error
+    /// path looks the socket up without the packet, so the split program
+    /// does not run), which is the INVITE socket about half the time.
     #[cold]
     fn read_errors(&self, buf: &mut [u8]) -> u64 {
         let c = self.clock;
         let mut sink = NetSink::new(&self.sock, None, self.tcp.as_ref(), c);
-        let (read, matched) =
+        let (mut read, mut matched) =
             errqueue::drain(&*self.handler, &self.sock, buf, now_ns(c), &mut sink);
+        if let Some(invites) = &self.invites {
+            let (r, m) = errqueue::drain(&*self.handler, invites, buf, now_ns(c), &mut sink);
+            read += r;
+            matched += m;
+        }
         if read > 0 {
             let mut st = self.stats.lock().unwrap_or_else(|p| p.into_inner());
             st.record_icmp_errors(read, matched);
