@@ -576,7 +576,8 @@ pub struct Snapshot {
     pub host_udp: UdpCounters,
     /// Host RcvbufErrors / (InDatagrams + RcvbufErrors) since start.
     pub host_drop_rate: f64,
-    /// Receive batches (batched model).
+    /// Receive batches: every `recvmmsg` of the batched model, and of the
+    /// INVITE socket with the INVITE split.
     pub batches: u64,
     /// Mean messages per batch.
     pub mean_batch: f64,
