@@ -170,6 +170,9 @@ pub fn run(a: TortureArgs) -> Result<(), String> {
                 ..SearchConfig::default()
             },
             search_window: Duration::from_secs(1),
+            // the searched capacity checked with trials as long as an
+            // overload level: down to 0.74× of it (one step with --quick)
+            sustain_steps: if a.out.quick { 1 } else { 6 },
             gen: gen.clone(),
             uas_listen: a.uas,
             durations,

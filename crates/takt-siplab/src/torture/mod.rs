@@ -3,10 +3,12 @@
 //!
 //! Scenarios ([`Scenario`]), each against a server started fresh:
 //! - **overload** ([`overload`]): the server's 1%-drop capacity first (the
-//!   capacity search, or `--capacity`), then 2× and 1.5× that rate for a
-//!   while, then half of it: goodput against capacity, losses of ACK and
-//!   BYE against refused INVITEs, peak memory, and the seconds until the
-//!   server loses nothing once the load is back to half its capacity.
+//!   capacity search's short trials, then [`sustained`]: trials as long as
+//!   an overload level, stepping down until one passes; or `--capacity`),
+//!   then 2× and 1.5× the sustained rate for a while, then half of it:
+//!   goodput against that capacity, losses of ACK and BYE against refused
+//!   INVITEs, peak memory, and the seconds until the server loses nothing
+//!   once the load is back to half its capacity.
 //! - **uas-restart** ([`uas_restart`]): the UAS, a separate
 //!   `takt sip gen --role uas` process, killed and restarted during a run:
 //!   calls failed during the outage by how they failed (503 or 408 from
@@ -30,8 +32,10 @@
 //!
 //! The result document has one row per scenario and metric (`params`
 //! name the target, `mode`, `workers`, `model`, `cpu_limit`, the
-//! `scenario` and its setting); a Ctrl-C ends the current scenario early
-//! and keeps the rows of the finished ones.
+//! `scenario` and its setting); `capacity` is the search's answer and
+//! `capacity_sustained` the long trials' (each trial in its detail); a
+//! Ctrl-C ends the current scenario early and keeps the rows of the
+//! finished ones.
 
 pub mod cgroup;
 pub mod conn_flood;
@@ -46,6 +50,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 use takt_measure::result::{Better, Document, DocumentBuilder, ResultRow};
 use takt_sip::proxy::Mode;
@@ -53,7 +58,7 @@ use takt_sip::proxy::Mode;
 use crate::capacity::{GenLoad, TargetTrial};
 use crate::error::{Error, Result};
 use crate::gen::{Cancel, GenConfig};
-use crate::search::{self, Capacity, Search, SearchConfig};
+use crate::search::{self, Capacity, Search, SearchConfig, TrialOutcome};
 use crate::target::{Target, TargetKind, TargetSetup};
 use cgroup::CpuLimit;
 
@@ -174,6 +179,10 @@ pub struct TorturePlan {
     pub search: SearchConfig,
     /// Seconds of calls per search trial.
     pub search_window: Duration,
+    /// Steps of [`SUSTAIN_STEP`] the sustained-capacity check ([`sustained`])
+    /// may take below the searched capacity; 0: no check (the searched
+    /// capacity is used).
+    pub sustain_steps: usize,
     /// The generator's placement, ports and saturation bounds.
     pub gen: GenConfig,
     /// Where the UAS listens (port 0: any); for an `addr` target, the
@@ -364,13 +373,136 @@ pub fn capacity(
     }
 }
 
+/// Each step of the sustained-capacity check lowers the rate by this
+/// fraction.
+pub const SUSTAIN_STEP: f64 = 0.05;
+
+/// One trial of the sustained-capacity check.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SustainTrial {
+    /// The rate offered, calls/s.
+    pub rate_cps: f64,
+    /// What it measured.
+    pub outcome: TrialOutcome,
+    /// The server's CPU time per completed call, µs.
+    pub cpu_per_call_us: Option<f64>,
+}
+
+/// What the sustained-capacity check found ([`sustained`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sustained {
+    /// The highest rate tried whose long trial passed; when none did, the
+    /// lowest rate tried, an upper bound (`passed` false).
+    pub cps: f64,
+    /// Whether a trial passed (so `cps` is a measured capacity).
+    pub passed: bool,
+    /// Seconds of calls per trial.
+    pub window_s: f64,
+    /// The trials, in the order run.
+    pub trials: Vec<SustainTrial>,
+    /// What to say about the value.
+    pub note: String,
+}
+
+/// The capacity the server sustains over a run as long as an overload
+/// level ([`Durations::overload`]): the searched capacity's short trials
+/// overstate it where the server's state grows over longer runs (the
+/// stateful table keeps a completed transaction for Timer J's 32 s, so a
+/// 1-s trial never sees a full one). Trials of that length, each against
+/// a fresh server under the plan's CPU limit (as an overload level
+/// starts), from `searched` down in steps of [`SUSTAIN_STEP`] until one
+/// passes (drop rate within the search's threshold, generator not
+/// bound), at most [`TorturePlan::sustain_steps`] steps.
+pub fn sustained(
+    plan: &TorturePlan,
+    searched: f64,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Sustained> {
+    let window = plan.durations.overload;
+    let window_s = window.as_secs_f64();
+    let threshold = plan.search.threshold;
+    let mut trials = Vec::new();
+    for rate in sustain_rates(searched, plan.sustain_steps) {
+        if plan.stopped() {
+            return Err(Error::Interrupted);
+        }
+        progress(Progress::Step(&format!(
+            "sustained capacity: {rate:.0} cps for {window_s:.0} s"
+        )));
+        let load = GenLoad::new(
+            plan.gen.clone(),
+            plan.setup.listen_ip,
+            window,
+            100,
+            plan.cancel.clone(),
+        )?;
+        let Server { target, limit } = Server::start(plan, crate::capacity::Load::uas(&load))?;
+        let mut trial = TargetTrial::new(target, load).with_stop(plan.stop.clone());
+        let outcome = search::Trial::trial(&mut trial, rate);
+        let (points, stopped) = trial.finish();
+        drop(limit);
+        let outcome = outcome?;
+        stopped?;
+        progress(Progress::Trial {
+            rate_cps: rate,
+            drop_rate: outcome.drop_rate(),
+        });
+        trials.push(SustainTrial {
+            rate_cps: rate,
+            outcome,
+            cpu_per_call_us: points.last().and_then(|p| p.cpu_per_call_us),
+        });
+        if sustains(&outcome, threshold) {
+            return Ok(Sustained {
+                cps: rate,
+                passed: true,
+                window_s,
+                trials,
+                note: format!(
+                    "{window_s:.0}-s trials from the searched capacity down by {:.0}% until one drops at most {:.1}% with the generator keeping up",
+                    SUSTAIN_STEP * 100.0,
+                    threshold * 100.0
+                ),
+            });
+        }
+    }
+    let lowest = trials.last().map_or(searched, |t| t.rate_cps);
+    Ok(Sustained {
+        cps: lowest,
+        passed: false,
+        window_s,
+        trials,
+        note: format!(
+            "no {window_s:.0}-s trial passed (drop at most {:.1}%, generator keeping up): the sustained capacity is below {lowest:.0} cps, which is used (an upper bound)",
+            threshold * 100.0
+        ),
+    })
+}
+
+/// The rates the sustained check tries: `searched`, then `steps` times
+/// [`SUSTAIN_STEP`] lower each (whole calls/s).
+fn sustain_rates(searched: f64, steps: usize) -> impl Iterator<Item = f64> {
+    std::iter::successors(Some(searched), |r| Some((r * (1.0 - SUSTAIN_STEP)).round()))
+        .take(steps + 1)
+}
+
+/// Whether a long trial passed: something sent, the drop rate within
+/// `threshold`, and the generator kept up (a generator-bound trial says
+/// nothing about the server, so the check goes on below it).
+fn sustains(o: &TrialOutcome, threshold: f64) -> bool {
+    !o.generator_bound && o.sent > 0 && o.drop_rate() <= threshold
+}
+
 /// Runs the plan's scenarios in turn; `progress` hears of each step.
 pub fn run(plan: &TorturePlan, mut progress: impl FnMut(Progress<'_>)) -> Result<Document> {
     if plan.scenarios.is_empty() {
         return Err(Error::Config("no scenario to run".into()));
     }
     let mut doc = DocumentBuilder::start("sip_torture");
+    // the capacity the scenarios use (the sustained one where checked)
+    // and the searched one
     let mut cap = None;
+    let mut searched = None;
     let outcome = (|| -> Result<()> {
         for &sc in &plan.scenarios {
             if plan.stopped() {
@@ -384,7 +516,7 @@ pub fn run(plan: &TorturePlan, mut progress: impl FnMut(Progress<'_>)) -> Result
                     ResultRow::new(
                         "capacity",
                         plan.kind.name(),
-                        p,
+                        p.clone(),
                         "cps",
                         Better::Higher,
                         vec![c],
@@ -392,11 +524,37 @@ pub fn run(plan: &TorturePlan, mut progress: impl FnMut(Progress<'_>)) -> Result
                     )
                     .with_note(how),
                 );
-                cap = Some(c);
+                let mut used = c;
+                if plan.capacity.is_none() && plan.sustain_steps > 0 {
+                    let s = sustained(plan, c, &mut progress)?;
+                    used = s.cps;
+                    let mut det = Map::new();
+                    det.insert("searched_cps".into(), json!(c));
+                    det.insert("passed".into(), json!(s.passed));
+                    det.insert("window_s".into(), json!(s.window_s));
+                    det.insert("trials".into(), json!(s.trials));
+                    doc.push(
+                        ResultRow::new(
+                            "capacity_sustained",
+                            plan.kind.name(),
+                            p,
+                            "cps",
+                            Better::Higher,
+                            vec![s.cps],
+                            0.0,
+                        )
+                        .with_detail(det)
+                        .with_note(s.note),
+                    );
+                }
+                cap = Some(used);
+                searched = Some(c);
             }
             progress(Progress::Step(sc.name()));
             let rows = match sc {
-                Scenario::Overload => overload::run(plan, cap.unwrap_or_default(), &mut progress)?,
+                Scenario::Overload => {
+                    overload::run(plan, cap.unwrap_or_default(), searched, &mut progress)?
+                }
                 Scenario::UasRestart => uas_restart::run(plan, cap, &mut progress)?,
                 Scenario::Garbage => garbage::run(plan, cap, &mut progress)?,
                 Scenario::Soak => soak::run(plan, cap.unwrap_or_default(), &mut progress)?,
@@ -444,4 +602,30 @@ fn row(
         0.0,
     )
     .with_detail(detail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sustained_check_steps_down_five_percent_at_a_time() {
+        let r: Vec<f64> = sustain_rates(20_000.0, 3).collect();
+        assert_eq!(r, [20_000.0, 19_000.0, 18_050.0, 17_148.0]);
+        assert_eq!(sustain_rates(20_000.0, 0).count(), 1);
+    }
+
+    #[test]
+    fn a_long_trial_passes_only_within_the_threshold_with_the_generator_keeping_up() {
+        let o = |sent, lost, generator_bound| TrialOutcome {
+            sent,
+            lost,
+            generator_bound,
+            ..TrialOutcome::default()
+        };
+        assert!(sustains(&o(10_000, 100, false), 0.01));
+        assert!(!sustains(&o(10_000, 101, false), 0.01));
+        assert!(!sustains(&o(10_000, 0, true), 0.01));
+        assert!(!sustains(&o(0, 0, false), 0.01));
+    }
 }

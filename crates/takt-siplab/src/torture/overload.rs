@@ -7,7 +7,10 @@
 //!
 //! Measured per level:
 //! - **goodput**: calls completed per second during the overload window,
-//!   against the capacity (targets: ≥ 80% at 2×, ≥ 90% at 1.5×);
+//!   against the capacity the levels are multiples of — the sustained
+//!   one (`super::sustained`) where it was checked (targets: ≥ 80% at 2×,
+//!   ≥ 90% at 1.5×); the searched capacity and the ratio to it are in the
+//!   row's detail;
 //! - **refused INVITEs**: calls that failed (503 from the server, another
 //!   final response, or no answer within Timer B), of those attempted;
 //! - **dialog messages lost**: ACKs to 2xx the UACs sent that never
@@ -43,9 +46,14 @@ const EVERY: Duration = Duration::from_millis(200);
 pub const RECOVERY_TARGET_S: f64 = 5.0;
 
 /// Runs both levels; returns their rows.
+/// `capacity` is the one the levels offer multiples of and goodput is
+/// compared against (the sustained one where it was checked);
+/// `searched`, when it differs, the capacity search's answer, shown
+/// beside it.
 pub fn run(
     plan: &TorturePlan,
     capacity: f64,
+    searched: Option<f64>,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Vec<ResultRow>> {
     if capacity.is_nan() || capacity <= 0.0 {
@@ -59,7 +67,7 @@ pub fn run(
         progress(Progress::Step(&format!(
             "overload {x}x of {capacity:.0} cps"
         )));
-        rows.extend(level(plan, capacity, x, goal)?);
+        rows.extend(level(plan, capacity, searched, x, goal)?);
     }
     Ok(rows)
 }
@@ -75,7 +83,13 @@ struct Level {
     throttling: Option<super::cgroup::Throttling>,
 }
 
-fn level(plan: &TorturePlan, capacity: f64, x: f64, goal: f64) -> Result<Vec<ResultRow>> {
+fn level(
+    plan: &TorturePlan,
+    capacity: f64,
+    searched: Option<f64>,
+    x: f64,
+    goal: f64,
+) -> Result<Vec<ResultRow>> {
     let d = plan.durations;
     let half = capacity / 2.0;
     // the UAS binds first: the server forwards to it
@@ -155,21 +169,32 @@ fn level(plan: &TorturePlan, capacity: f64, x: f64, goal: f64) -> Result<Vec<Res
         return Err(Error::Interrupted);
     }
     stopped?;
-    Ok(rows(plan, capacity, x, goal, &m))
+    Ok(rows(plan, capacity, searched, x, goal, &m))
 }
 
-fn rows(plan: &TorturePlan, capacity: f64, x: f64, goal: f64, m: &Level) -> Vec<ResultRow> {
+fn rows(
+    plan: &TorturePlan,
+    capacity: f64,
+    searched: Option<f64>,
+    x: f64,
+    goal: f64,
+    m: &Level,
+) -> Vec<ResultRow> {
     let d = plan.durations;
     let over = d.overload.as_secs_f64();
     let mut p = plan.params(super::Scenario::Overload);
     p.insert("offered_x".into(), json!(x));
-    let at = |t: f64| {
-        m.samples
-            .iter()
-            .rev()
-            .find(|s| s.t_s <= t)
-            .map_or(0, |s| s.completed)
+    // calls completed (or failed) by time t, as last sampled
+    let ended = |t: f64, failed: bool| {
+        m.samples.iter().rev().find(|s| s.t_s <= t).map_or(0, |s| {
+            if failed {
+                s.failed
+            } else {
+                s.completed
+            }
+        })
     };
+    let at = |t: f64| ended(t, false);
     // completions in the window, skipping its first second (calls offered
     // before the overload began are still finishing)
     let skip = over.min(1.0);
@@ -177,6 +202,10 @@ fn rows(plan: &TorturePlan, capacity: f64, x: f64, goal: f64, m: &Level) -> Vec<
     let mut out = Vec::new();
     let mut det = Map::new();
     det.insert("capacity_cps".into(), json!(capacity));
+    if let Some(c) = searched {
+        det.insert("capacity_searched_cps".into(), json!(c));
+        det.insert("ratio_to_searched".into(), json!(goodput / c));
+    }
     det.insert("offered_cps".into(), json!(capacity * x));
     det.insert("ratio".into(), json!(goodput / capacity));
     det.insert("target_ratio".into(), json!(goal));
@@ -222,9 +251,22 @@ fn rows(plan: &TorturePlan, capacity: f64, x: f64, goal: f64, m: &Level) -> Vec<
         .filter(|(k, _)| **k != "bye_failed")
         .map(|(_, n)| n)
         .sum();
+    // the ratio is over the whole level (its recovery part refuses
+    // nothing); calls that ended inside the window, by how they ended,
+    // show the window alone
+    let (done_w, failed_w) = (
+        ended(over, false) - ended(skip, false),
+        ended(over, true) - ended(skip, true),
+    );
     let mut det = Map::new();
     det.insert("attempted".into(), json!(attempted));
     det.insert("failures".into(), json!(failures));
+    det.insert("window_completed".into(), json!(done_w));
+    det.insert("window_failed".into(), json!(failed_w));
+    det.insert(
+        "window_failed_ratio".into(),
+        json!(failed_w as f64 / (done_w + failed_w).max(1) as f64),
+    );
     out.push(row(
         plan,
         "invites_refused",
