@@ -130,65 +130,6 @@ fn an_overflow_drops_only_invites_and_dialog_messages_are_read_first() {
     assert!(seen[21..].iter().all(|&i| i), "{seen:?}");
 }
 
-/// A handler that answers every INVITE to its sender with a datagram
-/// naming it, and blocks in its first message like [`Gate`].
-#[derive(Debug, Default)]
-struct Answering(Gate);
-
-impl Handler for Answering {
-    fn handle(&self, inb: &Inbound<'_>, s: &mut Scratch, sink: &mut dyn Sink) -> Outcome {
-        let o = self.0.handle(inb, s, sink);
-        if inb.bytes.starts_with(b"INVITE") {
-            let call = inb.bytes.split(|&b| b == b'\n').nth(2).unwrap_or_default();
-            sink.send(&inb.from, call).unwrap();
-        }
-        o
-    }
-
-    fn tick(&self, _: u64, _: &mut dyn Sink) {}
-
-    fn wants_ticks(&self) -> bool {
-        false
-    }
-}
-
-/// INVITEs queued while the dialog socket is empty are read in batches
-/// (`recvmmsg`), and the answers to a batch all leave (`sendmmsg`): every
-/// one of 100 queued INVITEs is answered once.
-#[test]
-fn queued_invites_are_read_in_batches_and_every_answer_leaves() {
-    let mut sc = ServerConfig::new("127.0.0.1:0".parse().unwrap());
-    sc.model = WorkerModel::Shared;
-    sc.wake = WakeOrder::Lifo;
-    sc.workers = 1;
-    sc.tcp = false;
-    sc.spec = ThreadSpec::new("split-batch");
-    let srv = Server::start_with(sc, |_, _, _| Ok(Answering::default())).unwrap();
-    let to = srv.local_addr();
-    let c = UdpSocket::bind("127.0.0.1:0").unwrap();
-    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    c.send_to(&msg("OPTIONS", 0), to).unwrap();
-    wait_for("the worker takes the first message", || {
-        srv.handler().0.seen().len() == 1
-    });
-    for i in 0..100 {
-        c.send_to(&msg("INVITE", i), to).unwrap();
-    }
-    srv.handler().0.open();
-    let mut answers = std::collections::BTreeSet::new();
-    let mut buf = [0u8; 256];
-    while answers.len() < 100 {
-        let n = c.recv(&mut buf).expect("an answer within 10 s");
-        assert!(answers.insert(buf[..n].to_vec()), "answered twice");
-    }
-    let snap = srv.stop();
-    assert_eq!(snap.invite_socket_drops, 0);
-    // 100 INVITEs in batches of at most 16: at least 7, and fewer than
-    // one per INVITE
-    assert!(snap.batches >= 7 && snap.batches < 100, "{snap:?}");
-    assert!(snap.mean_batch > 1.0, "{snap:?}");
-}
-
 /// Only the `shared` model with `lifo` wake splits; the others say so.
 #[test]
 fn only_the_shared_lifo_model_splits() {

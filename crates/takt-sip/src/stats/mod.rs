@@ -576,8 +576,7 @@ pub struct Snapshot {
     pub host_udp: UdpCounters,
     /// Host RcvbufErrors / (InDatagrams + RcvbufErrors) since start.
     pub host_drop_rate: f64,
-    /// Receive batches: every `recvmmsg` of the batched model, and of the
-    /// INVITE socket with the INVITE split.
+    /// Receive batches (batched model).
     pub batches: u64,
     /// Mean messages per batch.
     pub mean_batch: f64,

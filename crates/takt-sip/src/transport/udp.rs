@@ -379,31 +379,19 @@ impl Batch {
     /// which returns `WouldBlock` when nothing is queued), then takes what
     /// is queued (MSG_WAITFORONE). Returns how many were received.
     pub fn recv(&mut self, sock: &UdpSocket, flags: libc::c_int) -> io::Result<usize> {
-        self.recv_at_most(sock, flags, self.n)
-    }
-
-    /// [`Batch::recv`] of at most `max` datagrams (1 ≤ `max` ≤ the
-    /// capacity; clamped to that range).
-    pub fn recv_at_most(
-        &mut self,
-        sock: &UdpSocket,
-        flags: libc::c_int,
-        max: usize,
-    ) -> io::Result<usize> {
-        let max = max.clamp(1, self.n);
         self.iovs.clear();
         self.hdrs.clear();
         self.meta.clear();
         self.slots.clear();
         let base = self.data.as_mut_ptr();
-        for i in 0..max {
+        for i in 0..self.n {
             self.iovs.push(libc::iovec {
                 // SAFETY: i * slot is inside `data` (n * slot bytes).
                 iov_base: unsafe { base.add(i * self.slot) }.cast(),
                 iov_len: self.slot,
             });
         }
-        for i in 0..max {
+        for i in 0..self.n {
             // SAFETY: all-zero is a valid mmsghdr; pointers set below point into self.
             let mut h: libc::mmsghdr = unsafe { zeroed() };
             h.msg_hdr.msg_name = (&mut self.names[i] as *mut libc::sockaddr_storage).cast();
@@ -414,12 +402,12 @@ impl Batch {
             h.msg_hdr.msg_controllen = CMSG_SPACE as _;
             self.hdrs.push(h);
         }
-        // SAFETY: hdrs describes max valid receive buffers owned by self.
+        // SAFETY: hdrs describes n valid receive buffers owned by self.
         let r = unsafe {
             libc::recvmmsg(
                 sock.as_raw_fd(),
                 self.hdrs.as_mut_ptr(),
-                max as u32,
+                self.n as u32,
                 libc::MSG_WAITFORONE | flags,
                 std::ptr::null_mut(),
             )

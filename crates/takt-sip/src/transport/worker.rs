@@ -168,23 +168,19 @@ pub(crate) struct DrainOrder {
 }
 
 impl DrainOrder {
-    /// Receives the next datagrams with `recv(invite, dialog_empty)`,
-    /// which reads the INVITE socket when `invite` and the dialog socket
-    /// otherwise, both without waiting; `dialog_empty` says the INVITE
-    /// socket is read because the dialog socket was just found empty (so
-    /// a batch of INVITEs keeps no dialog datagram waiting that was queued
-    /// then). Returns what `recv` returned and whether it came from the
+    /// Receives the next datagram with `recv(invite)`, which reads the
+    /// INVITE socket when `invite` and the dialog socket otherwise, both
+    /// without waiting. Returns the datagram and whether it came from the
     /// INVITE socket, `None` when both were empty, or the first error
-    /// other than `WouldBlock`. One call counts as one datagram against
-    /// [`super::DIALOG_BURST`].
+    /// other than `WouldBlock`.
     pub(crate) fn next<T>(
         &mut self,
-        mut recv: impl FnMut(bool, bool) -> io::Result<T>,
+        mut recv: impl FnMut(bool) -> io::Result<T>,
     ) -> io::Result<Option<(T, bool)>> {
         let invite_first =
             std::mem::take(&mut self.invite_first) || self.streak >= super::DIALOG_BURST;
-        for (invite, dialog_empty) in [(invite_first, false), (!invite_first, !invite_first)] {
-            match recv(invite, dialog_empty) {
+        for invite in [invite_first, !invite_first] {
+            match recv(invite) {
                 Ok(t) => {
                     self.streak = if invite { 0 } else { self.streak + 1 };
                     return Ok(Some((t, invite)));
@@ -202,20 +198,6 @@ impl DrainOrder {
     pub(crate) fn woken_by(&mut self, invite: bool) {
         self.invite_first = invite;
     }
-}
-
-/// Most INVITEs a worker of the split takes from the INVITE socket in one
-/// `recvmmsg` when the dialog socket is empty (see [`Worker::run_split`]):
-/// at the project VM's ~2 µs to refuse one, a batch keeps a dialog
-/// datagram that arrives meanwhile waiting ~30 µs at most.
-pub(crate) const INVITE_BATCH: usize = 16;
-
-/// What one receive of [`Worker::run_split`] got.
-enum Got {
-    /// A dialog datagram, in the worker's buffer.
-    Dialog(udp::RxMeta),
-    /// This many INVITE datagrams, in the worker's receive batch.
-    Invites(usize),
 }
 
 /// Everything a worker needs.
@@ -346,18 +328,6 @@ impl<H: Handler> Worker<H> {
     /// datagrams in a row; after a wait, the socket whose event woke the
     /// worker first (an idle server adds no receive call to a message's
     /// path).
-    ///
-    /// The dialog socket is read a datagram at a time (`recvmsg`). The
-    /// INVITE socket is read with `recvmmsg`: up to [`INVITE_BATCH`]
-    /// datagrams when the dialog socket was just found empty, one when
-    /// the burst rule or a wake picked it, so that INVITEs never hold up
-    /// more dialog datagrams than before. The sends of a batch of INVITEs
-    /// (mostly 503s under overload, 100 Trying and the forwarded INVITE
-    /// otherwise) leave in one `sendmmsg`. A queue of INVITEs, which is
-    /// what overload makes, thus costs two system calls per batch instead
-    /// of three per INVITE (the empty dialog read, the INVITE's, the
-    /// 503's); an idle server's single INVITE still costs one receive and
-    /// one send call per datagram it sends.
     pub(crate) fn run_split(self) {
         let Some(invites) = self.invites.as_ref() else {
             return self.run_single();
@@ -365,22 +335,13 @@ impl<H: Handler> Worker<H> {
         let mut buf = vec![0u8; self.max_message + 1];
         let mut cmsg = [0u8; CMSG_SPACE];
         let mut scratch = Scratch::new();
-        let mut rx = Batch::new(INVITE_BATCH, self.max_message + 1);
-        let mut tx = Batch::new(INVITE_BATCH, 1);
-        let mut per_msg = Vec::with_capacity(INVITE_BATCH);
         let mut order = DrainOrder::default();
         let dialog_fd = self.sock.as_raw_fd();
         let invite_fd = invites.as_raw_fd();
         while !self.stopped() {
-            let got = match order.next(|invite, dialog_empty| {
-                if invite {
-                    let at_most = if dialog_empty { INVITE_BATCH } else { 1 };
-                    rx.recv_at_most(invites, libc::MSG_DONTWAIT, at_most)
-                        .map(Got::Invites)
-                } else {
-                    udp::recv_one(&self.sock, &mut buf, &mut cmsg, libc::MSG_DONTWAIT)
-                        .map(Got::Dialog)
-                }
+            let got = match order.next(|invite| {
+                let s = if invite { invites } else { &self.sock };
+                udp::recv_one(s, &mut buf, &mut cmsg, libc::MSG_DONTWAIT)
             }) {
                 Ok(got) => got,
                 Err(e) => {
@@ -388,38 +349,24 @@ impl<H: Handler> Worker<H> {
                     continue;
                 }
             };
-            match got {
-                Some((Got::Dialog(meta), _)) => self.serve(&meta, &mut buf, &mut scratch, false),
-                Some((Got::Invites(n), _)) => {
-                    if n > 0 {
-                        self.serve_batch(
-                            n,
-                            &rx,
-                            &mut tx,
-                            &mut scratch,
-                            &mut per_msg,
-                            &mut buf,
-                            true,
-                        );
+            let Some((meta, invite)) = got else {
+                // both empty: prepare, spin, then wait for either
+                self.handler.prepare_idle();
+                let mut polled = false;
+                if self.spin != SpinBudget::NONE {
+                    self.spin.spin_until(|| {
+                        polled = udp::poll_readable(&self.sock, invites);
+                        polled
+                    });
+                }
+                if !polled {
+                    if let Some(w) = &self.wait {
+                        order.woken_by(w.wait() == Some(invite_fd) && invite_fd != dialog_fd);
                     }
                 }
-                None => {
-                    // both empty: prepare, spin, then wait for either
-                    self.handler.prepare_idle();
-                    let mut polled = false;
-                    if self.spin != SpinBudget::NONE {
-                        self.spin.spin_until(|| {
-                            polled = udp::poll_readable(&self.sock, invites);
-                            polled
-                        });
-                    }
-                    if !polled {
-                        if let Some(w) = &self.wait {
-                            order.woken_by(w.wait() == Some(invite_fd) && invite_fd != dialog_fd);
-                        }
-                    }
-                }
-            }
+                continue;
+            };
+            self.serve(&meta, &mut buf, &mut scratch, invite);
         }
     }
 
@@ -511,106 +458,83 @@ impl<H: Handler> Worker<H> {
     /// sends are queued), one `sendmmsg`; K_snd is split over the batch's
     /// messages by the datagrams each queued.
     pub(crate) fn run_batched(self, batch: usize) {
+        let c = self.clock;
         let mut rx = Batch::new(batch, self.max_message + 1);
         let mut tx = Batch::new(batch, 1);
         let mut scratch = Scratch::new();
-        let mut per_msg = Vec::with_capacity(batch);
+        let mut per_msg: Vec<(Sample, crate::proxy::Outcome, usize)> = Vec::with_capacity(batch);
         let mut quote = vec![0u8; errqueue::QUOTE];
+        let mut pending = false;
         while !self.stopped() {
             let n = match self.recv_spinning(|f| rx.recv(&self.sock, f)) {
                 Ok(n) => n,
-                Err(e) => {
-                    self.recv_failed(&e, &mut quote);
+                Err(e) if transient(&e) => continue,
+                Err(_) => {
+                    if self.read_errors(&mut quote) == 0 {
+                        std::thread::sleep(ERROR_BACKOFF);
+                    }
                     continue;
                 }
             };
-            self.serve_batch(
-                n,
-                &rx,
-                &mut tx,
-                &mut scratch,
-                &mut per_msg,
-                &mut quote,
-                false,
-            );
-        }
-    }
-
-    /// Handles the `n` datagrams `rx` received (from the INVITE socket
-    /// when `invite`), queueing their UDP sends into `tx`, sends them with
-    /// one `sendmmsg`, and records the batch under one lock of the
-    /// statistics. K_snd is split over the messages by the datagrams each
-    /// queued. `per_msg` is room reused between batches; `quote` receives
-    /// error-queue entries.
-    #[allow(clippy::too_many_arguments)]
-    fn serve_batch(
-        &self,
-        n: usize,
-        rx: &Batch,
-        tx: &mut Batch,
-        scratch: &mut Scratch,
-        per_msg: &mut Vec<(Sample, crate::proxy::Outcome, usize)>,
-        quote: &mut [u8],
-        invite: bool,
-    ) {
-        let c = self.clock;
-        let t_in_real = udp::realtime_ns();
-        per_msg.clear();
-        let mut oversized = 0;
-        let mut drops = None;
-        let mut pending = false;
-        for i in 0..n {
-            let meta = *rx.meta(i);
-            if meta.drops.is_some() {
-                drops = meta.drops;
+            let t_in_real = udp::realtime_ns();
+            per_msg.clear();
+            let mut oversized = 0;
+            let mut drops = None;
+            for i in 0..n {
+                let meta = rx.meta[i];
+                if meta.drops.is_some() {
+                    drops = meta.drops;
+                }
+                if meta.truncated || meta.len > self.max_message {
+                    oversized += 1;
+                    continue;
+                }
+                let before = self.busy.others(self.index);
+                self.busy.set(self.index, true);
+                let t0 = c.now();
+                let mut sink = NetSink::new(&self.sock, Some(&mut tx), self.tcp.as_ref(), c);
+                // K_snd so far covers only TCP sends; the UDP datagrams this
+                // message queued get their share of the sendmmsg below.
+                let (mut sample, o) = self.handle_datagram(
+                    rx.datagram(i),
+                    &meta,
+                    t_in_real,
+                    t0,
+                    &mut scratch,
+                    &mut sink,
+                );
+                sample.overlapped = before || self.busy.others(self.index);
+                self.busy.set(self.index, false);
+                pending |= sink.errors_pending;
+                per_msg.push((sample, o, sink.queued));
+                // the ranges just queued stay valid until the flush below
+                scratch.hold();
             }
-            if meta.truncated || meta.len > self.max_message {
-                oversized += 1;
-                continue;
-            }
-            let before = self.busy.others(self.index);
-            self.busy.set(self.index, true);
+            let total_queued = tx.queued();
             let t0 = c.now();
-            let mut sink = NetSink::new(&self.sock, Some(&mut *tx), self.tcp.as_ref(), c);
-            // K_snd so far covers only TCP sends; the UDP datagrams this
-            // message queued get their share of the sendmmsg below.
-            let (mut sample, o) =
-                self.handle_datagram(rx.datagram(i), &meta, t_in_real, t0, scratch, &mut sink);
-            sample.overlapped = before || self.busy.others(self.index);
-            self.busy.set(self.index, false);
-            pending |= sink.errors_pending;
-            per_msg.push((sample, o, sink.queued));
-            // the ranges just queued stay valid until the flush below
-            scratch.hold();
-        }
-        let total_queued = tx.queued();
-        let t0 = c.now();
-        if total_queued > 0 {
-            pending |= tx.flush(&self.sock, scratch.output()).1;
-        }
-        scratch.release();
-        let snd = c.ticks_to_ns(c.now().saturating_sub(t0));
-        let mut st = self.stats.lock().unwrap_or_else(|p| p.into_inner());
-        st.record_batch(n);
-        for _ in 0..oversized {
-            st.record_oversized();
-        }
-        for (s, o, q) in per_msg.iter_mut() {
             if total_queued > 0 {
-                s.k_snd_ns += snd * *q as u64 / total_queued as u64;
+                pending |= tx.flush(&self.sock, scratch.output()).1;
             }
-            st.record(s, o);
-        }
-        if let Some(d) = drops {
-            if invite {
-                st.set_invite_socket_drops(u64::from(d));
-            } else {
+            scratch.release();
+            let snd = c.ticks_to_ns(c.now().saturating_sub(t0));
+            let mut st = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+            st.record_batch(n);
+            for _ in 0..oversized {
+                st.record_oversized();
+            }
+            for (s, o, q) in &mut per_msg {
+                if total_queued > 0 {
+                    s.k_snd_ns += snd * *q as u64 / total_queued as u64;
+                }
+                st.record(s, o);
+            }
+            if let Some(d) = drops {
                 st.set_socket_drops(u64::from(d));
             }
-        }
-        drop(st);
-        if pending {
-            self.read_errors(quote);
+            drop(st);
+            if std::mem::take(&mut pending) {
+                self.read_errors(&mut quote);
+            }
         }
     }
 }
@@ -682,7 +606,7 @@ mod tests {
         };
         let mut o = DrainOrder::default();
         let mut got = Vec::new();
-        while let Some((m, invite)) = o.next(|i, _| q.recv(i)).unwrap() {
+        while let Some((m, invite)) = o.next(|i| q.recv(i)).unwrap() {
             got.push((m, invite));
         }
         // a burst of dialog datagrams, one INVITE, another burst, one
@@ -696,16 +620,16 @@ mod tests {
         assert_eq!(got[2 * b + 7], (1002, true));
         assert_eq!(got.len(), 2 * b + 8);
         // both empty: None, and the streak starts over
-        assert!(o.next(|i, _| q.recv(i)).unwrap().is_none());
+        assert!(o.next(|i| q.recv(i)).unwrap().is_none());
         // woken for the INVITE socket: that one first, once
         q.dialog.extend([1, 2]);
         q.invites.extend([7, 8]);
         o.woken_by(true);
-        assert_eq!(o.next(|i, _| q.recv(i)).unwrap(), Some((7, true)));
-        assert_eq!(o.next(|i, _| q.recv(i)).unwrap(), Some((1, false)));
+        assert_eq!(o.next(|i| q.recv(i)).unwrap(), Some((7, true)));
+        assert_eq!(o.next(|i| q.recv(i)).unwrap(), Some((1, false)));
         // an error other than WouldBlock is returned as it is
         let e = o
-            .next(|_, _| Err::<u32, _>(io::Error::from(io::ErrorKind::ConnectionRefused)))
+            .next(|_| Err::<u32, _>(io::Error::from(io::ErrorKind::ConnectionRefused)))
             .unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::ConnectionRefused);
     }
