@@ -48,11 +48,6 @@
 //! workers wait for both on their epoll instance and drain the dialog
 //! socket first, taking one datagram from the INVITE socket after at most
 //! [`DIALOG_BURST`] dialog datagrams in a row when both have some queued.
-//! When the dialog socket is empty they take queued INVITEs in batches
-//! (`recvmmsg`, up to 16) and send what those produce (503s under
-//! overload) with one `sendmmsg`: a refused INVITE and its 503 cost a
-//! fraction of a system call instead of three (its ACK, on the dialog
-//! socket, still one).
 //! Under overload the INVITE socket's queue therefore grows, and only it:
 //! new INVITEs wait (and are refused by the proxy's shed policy, which
 //! reads their queue delay) or overflow the INVITE socket, while dialog
