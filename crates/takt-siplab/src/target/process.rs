@@ -27,7 +27,7 @@ use crate::server_stats::process_group;
 /// How long a server gets to exit after SIGTERM before SIGKILL.
 pub(crate) const STOP_GRACE: Duration = Duration::from_secs(5);
 /// How long a paused server runs again before it is asked to stop.
-const RESUME_SETTLE: Duration = Duration::from_millis(200);
+const RESUME_SETTLE: Duration = Duration::from_millis(100);
 /// Bytes of stderr quoted in an error.
 const STDERR_TAIL: u64 = 2_000;
 
