@@ -21,8 +21,9 @@
 //!    reaches them alike. If the grid missed the crossing — every point
 //!    passes, or the lowest fails — a lucky single trial set the bracket:
 //!    the ramp resumes from the grid's edge with a finer factor (1 + 4
-//!    steps), then bisection and a new grid, at most three times; all grid
-//!    points measured count in the decision.
+//!    steps), then bisection and a new grid, at most
+//!    [`SearchConfig::max_rebrackets`] times (default 3); all grid points
+//!    measured count in the decision.
 //!
 //! # The decision
 //! A grid point *passes* when the upper end of its 95% interval for the
@@ -166,6 +167,10 @@ pub struct SearchConfig {
     pub grid_below: usize,
     /// Grid points above it.
     pub grid_above: usize,
+    /// Times the search re-brackets when its grid misses the crossing
+    /// before it decides on what it has (see the module docs); 0 decides
+    /// on the first grid.
+    pub max_rebrackets: usize,
 }
 
 impl Default for SearchConfig {
@@ -180,6 +185,7 @@ impl Default for SearchConfig {
             ramp_factor: 2.0,
             grid_below: 2,
             grid_above: 2,
+            max_rebrackets: DEFAULT_MAX_REBRACKETS,
         }
     }
 }
@@ -492,9 +498,10 @@ pub struct Search {
     capacity: Option<Capacity>,
 }
 
-/// Times a search re-brackets when its grid misses the crossing (a lucky
-/// single trial in the ramp or bisection) before it decides on what it has.
-const MAX_REBRACKETS: usize = 3;
+/// Default of [`SearchConfig::max_rebrackets`]: times a search re-brackets
+/// when its grid misses the crossing (a lucky single trial in the ramp or
+/// bisection, or a server that drifts) before it decides on what it has.
+pub const DEFAULT_MAX_REBRACKETS: usize = 3;
 
 /// The ramp multiplier after a re-bracket, in grid steps.
 const REBRACKET_STEPS: f64 = 4.0;
@@ -738,7 +745,7 @@ impl Search {
     /// After a grid round: if the grid missed the crossing (every point
     /// passes, or the lowest fails) the bracket was set by a lucky single
     /// trial; search it again from the grid's edge with a finer ramp.
-    /// Otherwise, or after [`MAX_REBRACKETS`], decide.
+    /// Otherwise, or after [`SearchConfig::max_rebrackets`], decide.
     fn grid_round_done(&mut self) {
         let s = self.summaries();
         let (Some(bottom), Some(top)) = (s.first(), s.last()) else {
@@ -747,7 +754,7 @@ impl Search {
         };
         let all_pass = s.iter().all(|p| p.verdict == Verdict::Pass);
         let lowest_fails = bottom.verdict != Verdict::Pass;
-        let again = self.rebrackets < MAX_REBRACKETS;
+        let again = self.rebrackets < self.cfg.max_rebrackets;
         self.ramp_factor = 1.0 + REBRACKET_STEPS * self.cfg.step;
         let up = whole(top.rate_cps * self.ramp_factor);
         let down = whole(bottom.rate_cps / self.ramp_factor);

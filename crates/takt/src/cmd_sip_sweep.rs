@@ -17,7 +17,7 @@ use takt_sip::transport::WorkerModel;
 use takt_siplab::capacity::GenLoad;
 use takt_siplab::gen::{Cancel, GenConfig, GenPolicy};
 use takt_siplab::profile::Profile;
-use takt_siplab::search::SearchConfig;
+use takt_siplab::search::{SearchConfig, DEFAULT_MAX_REBRACKETS};
 use takt_siplab::sweep::{self, paper, SweepOutcome, SweepPlan};
 use takt_siplab::target::{TaktOptions, TargetKind, TargetSetup};
 
@@ -72,6 +72,10 @@ pub struct SweepArgs {
     /// Repetitions per grid point (default 5; --quick 2; --paper 30).
     #[arg(long, value_name = "N")]
     reps: Option<usize>,
+    /// Times a search re-brackets when its grid misses the crossing
+    /// before it decides on what it has (default 3; --quick 1).
+    #[arg(long, value_name = "N")]
+    rebrackets: Option<usize>,
     /// Table III pairs per profile and m (default 5; --quick 3; --paper 30).
     #[arg(long, value_name = "N")]
     pairs: Option<usize>,
@@ -239,6 +243,9 @@ pub fn run(a: SweepArgs) -> Result<(), String> {
         reps,
         grid_below: 1,
         grid_above: 1,
+        max_rebrackets: a
+            .rebrackets
+            .unwrap_or(if a.quick { 1 } else { DEFAULT_MAX_REBRACKETS }),
         start_cps: a.start_cps.unwrap_or(1_000.0).min(a.max_cps),
         min_cps: SearchConfig::default().min_cps.min(a.max_cps),
         max_cps: a.max_cps,

@@ -183,9 +183,17 @@ pub fn run(a: TortureArgs) -> Result<(), String> {
             Progress::Trial {
                 rate_cps,
                 drop_rate,
-            } => eprintln!(
-                "takt sip torture: {label}: capacity trial {rate_cps:>8.0} cps drop {drop_rate:.4}"
-            ),
+                generator_causes,
+            } => {
+                let flag = if generator_causes.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (generator-bound: {generator_causes})")
+                };
+                eprintln!(
+                    "takt sip torture: {label}: capacity trial {rate_cps:>8.0} cps drop {drop_rate:.4}{flag}"
+                )
+            }
         })
         .map_err(|e| format!("{label}: {e}"))?;
         for r in part.results {

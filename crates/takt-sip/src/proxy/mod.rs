@@ -119,7 +119,7 @@ use self::build::{
 use self::route::{Resolver, RouteError};
 use self::table::Table;
 use self::txn::Timers;
-use crate::wire::{HeaderName, Message, Method, ParseError, Rport, Span, Via};
+use crate::wire::{HeaderName, Message, Method, ParseError, Rport, Span, Uri, Via};
 
 /// A transport protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -661,12 +661,16 @@ pub struct Proxy {
 /// The part of Route URI `uri` (a span of `b`) that may stand as a
 /// Request-URI: without its header component (`?name=value…`), which RFC
 /// 3261 allows in a Route but not in a Request-URI (§19.1.1; a strict
-/// router's next hop loses it as a UAC's does, §12.2.1.1). A `?` can only
-/// begin that component in a SIP URI.
+/// router's next hop loses it as a UAC's does, §12.2.1.1). The component
+/// is the URI parser's: a `?` in the user part (`user-unreserved`) does
+/// not begin it.
 fn request_uri_of(b: &[u8], uri: Span) -> Span {
-    match uri.of(b).iter().position(|&c| c == b'?') {
-        Some(i) => Span::new(uri.start(), uri.start() + i),
-        None => uri,
+    match crate::wire::parse_uri(b, uri.start(), uri.end(), true) {
+        // `h` starts after the `?`
+        Ok(Uri {
+            headers: Some(h), ..
+        }) => Span::new(uri.start(), h.start() - 1),
+        _ => uri,
     }
 }
 

@@ -343,6 +343,26 @@ fn loose_and_strict_routing() {
     let t = text(&fwd);
     assert!(t.starts_with("BYE sip:10.0.0.7:5070 SIP/2.0"), "{t}");
     Message::parse(&fwd).expect("the forwarded request parses");
+    // a `?` in the user part is part of the user (user-unreserved), not the
+    // start of the header component (found by the proxy fuzz target)
+    for (n, route) in [
+        (5, "<sip:a?b@10.0.0.7:5070>"),
+        (6, "<sip:a?b@10.0.0.7:5070?Subject=hi>"),
+    ] {
+        let m = req(
+            "BYE",
+            &format!("z9hG4bK-r{n}"),
+            n,
+            Some("t1"),
+            &format!("Route: {route}\r\n"),
+        );
+        feed(&p, &m, UAC, 0, &mut r);
+        let (to, fwd) = r.take().remove(0);
+        assert_eq!(to.addr, "10.0.0.7:5070".parse().unwrap());
+        let t = text(&fwd);
+        assert!(t.starts_with("BYE sip:a?b@10.0.0.7:5070 SIP/2.0"), "{t}");
+        Message::parse(&fwd).expect("the forwarded request parses");
+    }
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! Each trial is one generator run at the trial's rate: `calls` calls
 //! (at least `min_calls`, else the rate times the window), then the
 //! generator's bounded drain, ended early once neither side has received
-//! anything for 200 ms (a lost message is never resent, so a silent call
+//! anything for 100 ms (a lost message is never resent, so a silent call
 //! is a lost one). Retransmissions are off, so every message is
 //! sent once and the count per kind is exact: a message is *lost at the
 //! server* when one side sent it and the other never received it —
@@ -34,7 +34,7 @@ use crate::gen::{self, Cancel, GenConfig};
 use crate::target::Target;
 
 /// How long both sides stay quiet before a trial's drain ends early.
-const DRAIN_QUIET: Duration = Duration::from_millis(200);
+const DRAIN_QUIET: Duration = Duration::from_millis(100);
 
 /// Request kinds the UAC sends and the UAS receives.
 const REQUESTS: [&str; 3] = ["invite", "ack", "bye"];

@@ -571,3 +571,38 @@ fn a_warm_start_finds_the_same_capacity_in_fewer_trials() {
         "{f:?}"
     );
 }
+
+#[test]
+fn max_rebrackets_bounds_the_grids_of_a_drifting_server() {
+    // A server whose crossing falls 2% with every trial (a table that keeps
+    // filling, a host that slows): each grid finds its lowest point failing
+    // and the search re-brackets downwards until its allowance is spent.
+    let drifting = || Scripted {
+        f: |rate: f64, n: usize| {
+            let crossing = 20_000.0 * 0.98f64.powi(n as i32);
+            (if rate < crossing { 20 } else { 300 }, false)
+        },
+        calls: 0,
+    };
+    let grid_rounds = |r: &SearchResult| {
+        // a grid round starts where a grid trial follows a non-grid one
+        let phases: Vec<Phase> = r.trials.iter().map(|t| t.phase).collect();
+        phases
+            .windows(2)
+            .filter(|w| w[0] != Phase::Grid && w[1] == Phase::Grid)
+            .count()
+    };
+    let mut trials = Vec::new();
+    for max in [0, 1, DEFAULT_MAX_REBRACKETS] {
+        let mut s = Search::new(SearchConfig {
+            max_rebrackets: max,
+            ..SearchConfig::default()
+        })
+        .unwrap();
+        let r = run(&mut s, &mut drifting()).unwrap();
+        assert_eq!(grid_rounds(&r), max + 1, "max_rebrackets {max}");
+        assert!(r.capacity.is_some(), "max_rebrackets {max}: decided");
+        trials.push(r.trials.len());
+    }
+    assert!(trials[0] < trials[1] && trials[1] < trials[2], "{trials:?}");
+}

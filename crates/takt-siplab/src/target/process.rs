@@ -24,10 +24,12 @@ use takt_sched::{CpuSet, SchedPolicy, ThreadSpec};
 use crate::error::{io, Error, Result};
 use crate::server_stats::process_group;
 
-/// How long a server gets to exit after SIGTERM before SIGKILL.
-pub(crate) const STOP_GRACE: Duration = Duration::from_secs(5);
+/// How long a server gets to exit after SIGTERM before SIGKILL. Kamailio's
+/// main process, after a minute at twice its capacity (gigabytes of
+/// transactions in shared memory), took about 20 s.
+pub(crate) const STOP_GRACE: Duration = Duration::from_secs(30);
 /// How long a paused server runs again before it is asked to stop.
-const RESUME_SETTLE: Duration = Duration::from_millis(200);
+const RESUME_SETTLE: Duration = Duration::from_millis(100);
 /// Bytes of stderr quoted in an error.
 const STDERR_TAIL: u64 = 2_000;
 

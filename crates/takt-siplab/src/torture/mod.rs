@@ -52,7 +52,7 @@ use takt_sip::proxy::Mode;
 
 use crate::capacity::{GenLoad, TargetTrial};
 use crate::error::{Error, Result};
-use crate::gen::{Cancel, GenConfig};
+use crate::gen::{Cancel, GenConfig, SaturationCauses};
 use crate::search::{self, Capacity, Search, SearchConfig};
 use crate::target::{Target, TargetKind, TargetSetup};
 use cgroup::CpuLimit;
@@ -281,10 +281,13 @@ impl Server {
         self.limit.as_ref().map(CpuLimit::throttling)
     }
 
-    /// Stops the server and removes its limit.
+    /// Removes the server's limit and stops it. The limit goes first: its
+    /// processes go back to the root group and shut down at full speed —
+    /// Kamailio, limited to half a CPU after an overload, was still busy
+    /// 5 s after SIGTERM.
     pub fn stop(self) -> Result<()> {
-        let stopped = self.target.stop();
         let removed = self.limit.map_or(Ok(()), CpuLimit::remove);
+        let stopped = self.target.stop();
         stopped.and(removed)
     }
 }
@@ -300,6 +303,9 @@ pub enum Progress<'a> {
         rate_cps: f64,
         /// Its drop rate.
         drop_rate: f64,
+        /// The generator's criteria that fired (empty: the trial measured
+        /// the server; otherwise the search does not count it).
+        generator_causes: SaturationCauses,
     },
 }
 
@@ -343,6 +349,7 @@ pub fn capacity(
                     progress(Progress::Trial {
                         rate_cps: t.rate_cps,
                         drop_rate: t.outcome.drop_rate(),
+                        generator_causes: t.outcome.generator_causes,
                     });
                 }
                 recorded = r.trials.len();
