@@ -2,10 +2,11 @@
 # takt's whole test suite: what CI runs (.ci/run calls this and nothing else).
 #   1. installs required tools (scripts/setup.sh)
 #   2. cargo fmt --check and clippy -D warnings
-#   3. cargo test over the workspace
-#   4. loom models (RUSTFLAGS="--cfg loom", bounded preemptions)
-#   5. the unsafe-heavy tests under valgrind memcheck
-#   6. a short run of each of takt-sip's fuzz targets (scripts/fuzz.sh)
+#   3. the ractor_cluster peer (its own workspace): fmt, build, clippy, tests
+#   4. cargo test over the workspace
+#   5. loom models (RUSTFLAGS="--cfg loom", bounded preemptions)
+#   6. the unsafe-heavy tests under valgrind memcheck
+#   7. a short run of each of takt-sip's fuzz targets (scripts/fuzz.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,6 +25,18 @@ cargo fmt --all -- --check
 
 step "clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+
+# The ractor_cluster peer of `takt bench remote` is a cargo workspace of its
+# own (its ractor `cluster` feature and rustls/aws-lc-rs stay out of takt's
+# build), built into takt's target directory next to target/release/takt,
+# where the run finds it and takt-lab's tests require it. Its clippy runs
+# on the release profile to share the build's compiled dependencies.
+step "ractor_cluster peer (peers/ractor-cluster)"
+peer=peers/ractor-cluster/Cargo.toml
+cargo fmt --manifest-path "$peer" -- --check
+cargo build --release --locked --manifest-path "$peer" --target-dir target
+cargo clippy --release --all-targets --locked --manifest-path "$peer" --target-dir target -- -D warnings
+cargo test --release --locked --manifest-path "$peer" --target-dir target
 
 step "tests"
 cargo test --workspace --locked

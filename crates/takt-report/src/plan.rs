@@ -370,6 +370,7 @@ pub fn plan_on(opts: &Options, host: &Host) -> (Vec<StagePlan>, Vec<String>) {
                     paced_holds: Vec::new(),
                     one_way: false,
                     responder: None,
+                    ractor_peer: None,
                     only: None,
                     in_flight: Vec::new(),
                 };

@@ -22,7 +22,8 @@ pub enum BenchCmd {
     Sme(cmd_bench_sme::SmeCmd),
     /// Agents in two nodes over NATS (takt-remote): round trips by size,
     /// paced at 75/80/100 ms, saturated at 1-256 in flight, beside bare
-    /// async-nats, raw TCP with TCP_NODELAY and raw TCP with Nagle on.
+    /// async-nats, raw TCP with TCP_NODELAY, raw TCP with Nagle on and
+    /// ractor_cluster (the separately built `takt-peer-ractor`).
     Remote(RemoteCmd),
 }
 
@@ -55,6 +56,11 @@ pub struct RemoteCmd {
     /// default 1,16,64,256).
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub in_flight: Vec<u32>,
+    /// The `takt-peer-ractor` executable of the ractor-cluster rows
+    /// (default: the one next to this `takt`; without one the run leaves
+    /// the rows out and says how to build it).
+    #[arg(long, value_name = "PATH")]
+    pub ractor_peer: Option<std::path::PathBuf>,
     /// Internal: serve as the answering node of a `takt bench remote` run
     /// (its child process) on --url as --node, until stdin closes.
     #[arg(long, hide = true, requires_all = ["url", "node"])]
@@ -127,6 +133,7 @@ fn run_remote(cmd: RemoteCmd) -> Result<(), String> {
         paced_holds: cmd.idle_latency.iter().map(|&IdleLimit(l)| l).collect(),
         one_way: cmd.one_way,
         responder: None,
+        ractor_peer: cmd.ractor_peer,
         only: cmd.only,
         in_flight: cmd.in_flight.iter().map(|&k| k as usize).collect(),
     };

@@ -1,6 +1,8 @@
 //! `takt bench remote`: agents in two nodes over NATS (takt-remote),
-//! beside bare async-nats request/reply, raw TCP with `TCP_NODELAY`, and
-//! raw TCP with Nagle on and split writes, in the same run.
+//! beside bare async-nats request/reply, raw TCP with `TCP_NODELAY`, raw
+//! TCP with Nagle on and split writes, and ractor_cluster (ractor's own
+//! remoting, direct TCP without a broker; reported with no ratio target),
+//! in the same run.
 //!
 //! - `rtt`: back-to-back round trips of 64 B, 1 KiB and 64 KiB (µs per
 //!   round trip, the mean of each run).
@@ -13,8 +15,8 @@
 //!   says so in its notes).
 //! - `saturated`: 1, 16, 64 and 256 round trips in flight (round trips/s),
 //!   for `takt`, `takt-inline` (the same echo answered on the answering
-//!   node's bridge thread, `Node::export_ask_inline`), `takt-in-process`
-//!   and bare async-nats,
+//!   node's bridge thread, `Node::export_ask_inline`), `takt-in-process`,
+//!   bare async-nats and `ractor-cluster`,
 //!   each run issuing asks for a fixed window (1 s, 120 ms with `--quick`)
 //!   and then waiting for the last; the `takt` rows' notes say where the
 //!   CPU time went, per round trip and per thread, in both processes.
@@ -33,8 +35,14 @@
 //! dispatchers. `takt-in-process` runs the same two nodes in this process
 //! (two connections, two bridge threads). The run starts its own
 //! nats-server unless given a URL.
+//!
+//! The `ractor-cluster` rows are two processes of the `takt-peer-ractor`
+//! executable (built from `peers/ractor-cluster`, a cargo workspace of its
+//! own), found next to `takt` or at `--ractor-peer`; without it the run
+//! leaves them out and says how to build it (see `ractor.rs`).
 
 mod nats;
+mod ractor;
 pub mod responder;
 mod server;
 mod takt;
@@ -75,6 +83,9 @@ pub struct Options {
     /// executable, `takt`, as `bench remote --responder` with the
     /// `--cpus`/`--sched` of [`thread`](Self::thread) and the `--spin`).
     pub responder: Option<(std::path::PathBuf, Vec<String>)>,
+    /// The `takt-peer-ractor` executable (`None`: the one next to the
+    /// current executable, if it is built; an explicit path must exist).
+    pub ractor_peer: Option<std::path::PathBuf>,
     /// Only this part of the run (`None`: every part; `one_way` still
     /// needs [`one_way`](Self::one_way)).
     pub only: Option<Part>,
@@ -158,8 +169,14 @@ const PACED_SIZE: usize = 64;
 const SATURATED_SIZE: usize = 64;
 const ONE_WAY_SIZE: usize = 64;
 
-/// The implementations of the `saturated` rows.
+/// The takt and async-nats implementations of the `saturated` rows.
 const SATURATED_IMPLS: usize = 4;
+
+/// The `takt-peer-ractor` this run would use (see [`ractor::locate`]).
+fn ractor_peer(o: &Options) -> Result<ractor::Located, String> {
+    let me = std::env::current_exe().map_err(|e| format!("the takt executable: {e}"))?;
+    ractor::locate(o.ractor_peer.as_deref(), &me)
+}
 
 /// How long the run takes, about.
 pub fn expected_duration(o: &Options) -> Duration {
@@ -178,7 +195,8 @@ pub fn expected_duration(o: &Options) -> Duration {
     let runs = o.runs.max(5) + 1;
     // Each run's window, plus the drain of the last asks.
     let saturated = if o.runs_part(Part::Saturated) {
-        saturated_window(o) * (runs * o.depths().len() * SATURATED_IMPLS) as u32
+        let ractor = matches!(ractor_peer(o), Ok(ractor::Located::At(_)));
+        saturated_window(o) * (runs * o.depths().len() * (SATURATED_IMPLS + ractor as usize)) as u32
     } else {
         Duration::ZERO
     };
@@ -191,6 +209,16 @@ pub fn expected_duration(o: &Options) -> Duration {
         (true, false) => 30,
     });
     paced + one_way + saturated + rtt
+}
+
+/// Process `pid`'s CPU time: this process's from the kernel's process
+/// clock, another's summed over its live threads.
+fn cpu_time(pid: u32) -> Duration {
+    if pid == std::process::id() {
+        takt_sched::process_cpu_time()
+    } else {
+        threads::Snapshot::of(pid).cpu()
+    }
 }
 
 /// How long each saturated run issues asks.
@@ -213,6 +241,8 @@ struct Impls {
     nats: nats::BareNats,
     tcp: tcp::TcpEcho,
     nagle: tcp::TcpEcho,
+    /// `None` when `takt-peer-ractor` is not built.
+    ractor: Option<ractor::RactorPeer>,
 }
 
 enum Which {
@@ -221,6 +251,7 @@ enum Which {
     Local,
     Nats,
     Tcp,
+    Ractor,
 }
 
 impl Which {
@@ -231,6 +262,7 @@ impl Which {
             Which::Local => "takt-in-process",
             Which::Nats => "async-nats",
             Which::Tcp => "tcp-nodelay",
+            Which::Ractor => "ractor-cluster",
         }
     }
 }
@@ -243,6 +275,38 @@ impl Impls {
             Which::Local => self.local.round_trip(payload),
             Which::Nats => self.nats.round_trip(payload),
             Which::Tcp => self.tcp.round_trip(payload),
+            Which::Ractor => self.ractor()?.round_trip(payload),
+        }
+    }
+
+    /// The ractor_cluster peer, which rows ask for only when it runs.
+    fn ractor(&mut self) -> Result<&mut ractor::RactorPeer, String> {
+        self.ractor
+            .as_mut()
+            .ok_or_else(|| "ractor-cluster is not running".to_string())
+    }
+
+    /// The implementations of the `rtt` rows.
+    fn rtt_impls(&self) -> Vec<Which> {
+        let mut w = vec![Which::Takt, Which::Local, Which::Nats, Which::Tcp];
+        w.extend(self.ractor.as_ref().map(|_| Which::Ractor));
+        w
+    }
+
+    /// The implementations of the `saturated` rows.
+    fn saturated_impls(&self) -> Vec<Which> {
+        let mut w = vec![Which::Takt, Which::TaktInline, Which::Local, Which::Nats];
+        w.extend(self.ractor.as_ref().map(|_| Which::Ractor));
+        w
+    }
+
+    /// The process that asks for implementation `w`'s round trips, and the
+    /// one that answers them if it is another process.
+    fn processes(&self, w: &Which) -> (u32, Option<u32>) {
+        match (w, &self.ractor) {
+            (Which::Ractor, Some(r)) => (r.node_a_pid(), Some(r.node_b_pid())),
+            (Which::Takt | Which::TaktInline, _) => (std::process::id(), self.takt.answerer_pid()),
+            _ => (std::process::id(), None),
         }
     }
 }
@@ -334,6 +398,19 @@ fn run(o: &Options, ctx: &RunContext) -> Result<Document, String> {
         nats: nats::BareNats::start(&url)?,
         tcp: tcp::TcpEcho::start(tcp::Mode::NoDelay)?,
         nagle: tcp::TcpEcho::start(tcp::Mode::NagleSplit)?,
+        ractor: match ractor_peer(o)? {
+            ractor::Located::At(p) => {
+                doc.note(format!(
+                    "ractor-cluster: ractor_cluster 0.16 (ractor's remoting, direct TCP with TCP_NODELAY, no broker) from {}, both nodes in child processes: node A on a tokio runtime with one worker thread, asking with `call` and timing each round trip itself; node B's echo actor, node server and session on one current-thread runtime; payloads are `Vec<u8>` in ractor's protobuf frames; no ratio target",
+                    p.display()
+                ));
+                Some(ractor::RactorPeer::start(&p)?)
+            }
+            ractor::Located::Missing(why) => {
+                doc.note(why);
+                None
+            }
+        },
     };
     doc.note(format!(
         "server {url}; takt: the asking node here, the answering node in a child process (bridge threads {}), asked from a plain thread, answered by an agent on a one_thread dispatcher (spin {}); takt-in-process: both nodes in this process; payloads are `bytes::Bytes`",
@@ -410,19 +487,21 @@ fn rtt_runs(
     };
     for size in SIZES {
         let payload = vec![0x5a; size];
-        for w in [Which::Takt, Which::Local, Which::Nats, Which::Tcp] {
+        for w in im.rtt_impls() {
             step(ctx, &format!("rtt {size} B: {}", w.name()))?;
             let n = count(size);
             let mut samples = Vec::with_capacity(runs);
             let mut cpu = Duration::ZERO;
+            // The asking process's CPU time (node A's for ractor-cluster).
+            let (asker, _) = im.processes(&w);
             for r in 0..=runs {
-                let c0 = takt_sched::process_cpu_time();
+                let c0 = cpu_time(asker);
                 let mut sum = Duration::ZERO;
                 for _ in 0..n {
                     sum += im.round_trip(&w, &payload)?;
                 }
                 if r > 0 {
-                    cpu += takt_sched::process_cpu_time().saturating_sub(c0);
+                    cpu += cpu_time(asker).saturating_sub(c0);
                     samples.push(sum.as_secs_f64() * 1e6 / n as f64);
                 }
             }
@@ -452,40 +531,42 @@ fn saturated_runs(
     // Saturated: each run issues asks for a fixed window.
     let payload = vec![0x5a; SATURATED_SIZE];
     let window = saturated_window(o);
-    let here = std::process::id();
     for k in o.depths() {
         let mut by_impl: Vec<(&'static str, Vec<f64>)> = Vec::new();
-        for w in [Which::Takt, Which::TaktInline, Which::Local, Which::Nats] {
+        for w in im.saturated_impls() {
             step(ctx, &format!("saturated {k} in flight: {}", w.name()))?;
             let mut samples = Vec::with_capacity(runs);
             let mut cpu = Duration::ZERO;
             let mut total = 0u64;
-            let child = match w {
-                Which::Takt | Which::TaktInline => im.takt.answerer_pid(),
-                _ => None,
-            };
+            let (asker, child) = im.processes(&w);
             let (mut before, mut before_child) = Default::default();
             for r in 0..=runs {
                 if r == 1 {
-                    before = threads::Snapshot::of(here);
+                    before = threads::Snapshot::of(asker);
                     before_child = child.map(threads::Snapshot::of);
                 }
-                let c0 = takt_sched::process_cpu_time();
+                let c0 = cpu_time(asker);
                 let (n, d) = match w {
                     Which::Takt => im.takt.saturate(&payload, k, window, false)?,
                     Which::TaktInline => im.takt.saturate(&payload, k, window, true)?,
                     Which::Local => im.local.saturate(&payload, k, window, false)?,
+                    Which::Ractor => im.ractor()?.saturate(&payload, k, window)?,
                     _ => im.nats.saturate(&payload, k, window)?,
                 };
                 if r > 0 {
-                    cpu += takt_sched::process_cpu_time().saturating_sub(c0);
+                    cpu += cpu_time(asker).saturating_sub(c0);
                     samples.push(n as f64 / d.as_secs_f64());
                     total += n;
                 }
             }
+            let asking = if asker == std::process::id() {
+                "this process"
+            } else {
+                "the asking process"
+            };
             let mut note = format!(
-                "per round trip: this process {}",
-                threads::Snapshot::of(here).per_op(&before, total, 4)
+                "per round trip: {asking} {}",
+                threads::Snapshot::of(asker).per_op(&before, total, 4)
             );
             if let (Some(pid), Some(b)) = (child, &before_child) {
                 note.push_str(&format!(
@@ -529,7 +610,8 @@ fn saturated_ratios(
     let Some((_, nats)) = by_impl.iter().find(|(n, _)| *n == Which::Nats.name()) else {
         return;
     };
-    for (name, s) in by_impl.iter().filter(|(n, _)| *n != Which::Nats.name()) {
+    // The takt variants only: the other peers are reported, not targeted.
+    for (name, s) in by_impl.iter().filter(|(n, _)| n.starts_with("takt")) {
         let ratios: Vec<f64> = s
             .iter()
             .zip(nats)
@@ -589,10 +671,11 @@ fn paced_runs(
                 nats,
                 tcp,
                 nagle,
+                ractor,
             } = im;
             let p = &payload;
             let pace_d = Duration::from_millis(pace);
-            let h = vec![
+            let mut h = vec![
                 (
                     "takt",
                     s.spawn(move || paced(|| takt.round_trip(p), pace_d, window, cancel)),
@@ -614,6 +697,12 @@ fn paced_runs(
                     s.spawn(move || paced(|| nagle.round_trip(p), pace_d, window, cancel)),
                 ),
             ];
+            if let Some(r) = ractor.as_mut() {
+                h.push((
+                    Which::Ractor.name(),
+                    s.spawn(move || paced(|| r.round_trip(p), pace_d, window, cancel)),
+                ));
+            }
             h.into_iter()
                 .map(|(n, j)| {
                     (
@@ -867,6 +956,7 @@ mod tests {
             paced_holds: vec![None, Some(Duration::ZERO)],
             one_way: true,
             responder: None,
+            ractor_peer: None,
             only: None,
             in_flight: Vec::new(),
         }
@@ -920,8 +1010,9 @@ mod tests {
         assert!("latency".parse::<Part>().is_err());
     }
 
-    /// A ratio row per takt variant, run i over run i of async-nats; a
-    /// run of async-nats that completed nothing is left out, not divided by.
+    /// A ratio row per takt variant (none for the other peers), run i over
+    /// run i of async-nats; a run of async-nats that completed nothing is
+    /// left out, not divided by.
     #[test]
     fn saturated_ratios_pair_runs_and_skip_empty_ones() {
         let mut doc = DocumentBuilder::start("remote");
@@ -929,6 +1020,8 @@ mod tests {
             ("takt", vec![40.0, 60.0, 10.0]),
             ("takt-inline", vec![80.0, 90.0, 10.0]),
             ("async-nats", vec![100.0, 120.0, 0.0]),
+            // Reported, not targeted: no ratio row.
+            ("ractor-cluster", vec![50.0, 50.0, 50.0]),
         ];
         saturated_ratios(&by_impl, 64, Duration::from_millis(120), &mut doc);
         let d = doc.finish();

@@ -8,6 +8,7 @@
 //! that each took one.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use takt_sched::ThreadSchedStats;
 
@@ -40,6 +41,11 @@ impl Snapshot {
             }
         }
         Snapshot { threads }
+    }
+
+    /// The CPU time its threads have run, in all.
+    pub(super) fn cpu(&self) -> Duration {
+        self.threads.values().map(|(_, s)| s.run).sum()
     }
 
     /// What each thread alive in both snapshots did in between, per one of

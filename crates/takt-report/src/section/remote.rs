@@ -20,8 +20,10 @@ const METHOD: &str = "two takt-remote nodes in one process (two NATS connections
     64-byte requests through a nats-server the run starts; the asking side is a plain thread calling ask, the \
     answering side an agent on a one_thread dispatcher. Paced: one round trip every 75, 80 and 100 ms for every \
     implementation at once, the quantiles taken per fifth of the window; saturated: a fixed number of round trips \
-    kept in flight; bare async-nats request/reply and raw TCP (TCP_NODELAY, and Nagle with split writes) run \
-    beside takt in the same run";
+    kept in flight; bare async-nats request/reply, raw TCP (TCP_NODELAY, and Nagle with split writes) and \
+    ractor_cluster (ractor's own remoting over direct TCP, both nodes in processes of the separately built \
+    takt-peer-ractor; absent when it is not built) run beside takt in the \
+    same run";
 
 /// The quantiles of the paced rows, in column order.
 const QUANTILES: [&str; 4] = ["p50", "p99", "p99.9", "max"];
