@@ -63,7 +63,28 @@ impl Store {
         Store::open_with(path, false, STEPS)
     }
 
+    /// [`Store::try_open`], again while another connection's setup keeps
+    /// the file busy, up to [`BUSY_TIMEOUT`]: SQLite answers some of the
+    /// first statements on a file that another connection is switching
+    /// to write-ahead logging with `SQLITE_BUSY` at once, without waiting
+    /// in the busy handler (4 threads opening a fresh file saw it under
+    /// load).
     pub(crate) fn open_with(path: &Path, create: bool, steps: &[schema::Step]) -> Result<Store> {
+        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+        let mut pause = Duration::from_millis(2);
+        loop {
+            match Store::try_open(path, create, steps) {
+                Err(e) if is_busy(&e) && std::time::Instant::now() < deadline => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(100));
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// Opens (creating if `create`), checks and migrates the file once.
+    fn try_open(path: &Path, create: bool, steps: &[schema::Step]) -> Result<Store> {
         let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         if create {
             flags |= OpenFlags::SQLITE_OPEN_CREATE;
@@ -479,4 +500,17 @@ fn insert_document(tx: &Transaction<'_>, run: i64, seq: i64, d: &Document) -> Re
         }
     }
     Ok(())
+}
+
+/// Whether `e` is SQLite's "database is busy" (or locked), from any step of
+/// opening a store.
+fn is_busy(e: &Error) -> bool {
+    let source = match e {
+        Error::Sqlite(s) | Error::Open { source: s, .. } | Error::Migration { source: s, .. } => s,
+        _ => return false,
+    };
+    matches!(
+        source.sqlite_error_code(),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    )
 }
