@@ -1,6 +1,8 @@
 //! The statistics endpoint: a tiny HTTP/1.0 responder on loopback (or a
 //! Unix socket). `GET /metrics` gives Prometheus text, `GET /stats` (or
-//! `/`) the JSON snapshot. One thread, one request per connection; it
+//! `/`) the JSON snapshot, `GET /counters` the same JSON without the
+//! distributions (cheap enough to poll many times a second: see
+//! [`Registry::counters`]). One thread, one request per connection; it
 //! blocks in `accept` and costs nothing between requests.
 
 use std::io::{BufRead, BufReader, Write};
@@ -103,6 +105,7 @@ fn respond(stream: &mut dyn ReadWrite, reg: &Registry) {
             reg.snapshot().prometheus(),
         ),
         "/" | "/stats" | "/stats.json" => ("200 OK", "application/json", reg.snapshot().json()),
+        "/counters" => ("200 OK", "application/json", reg.counters().json()),
         _ => ("404 Not Found", "text/plain", "not found\n".to_string()),
     };
     let _ = write!(
@@ -189,7 +192,8 @@ mod tests {
         };
         for (path, want) in [
             ("/metrics", "takt_sip_transactions"),
-            ("/stats", "\"uptime_s\""),
+            ("/stats", "\"distributions\": true"),
+            ("/counters", "\"distributions\": false"),
             ("/nope", "404"),
         ] {
             let mut s = TcpStream::connect(a).unwrap();

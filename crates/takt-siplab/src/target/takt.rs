@@ -92,8 +92,33 @@ pub(super) fn start(setup: &TargetSetup, o: &TaktOptions) -> Result<Target> {
     })
 }
 
+/// What to fetch from takt's statistics endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum StatsPath {
+    /// `/stats`: everything, the per-kind distributions included (the
+    /// server merges every worker's histograms to answer).
+    Full,
+    /// `/counters`: the counts alone, cheap to poll under load.
+    Counters,
+}
+
+impl StatsPath {
+    fn path(self) -> &'static str {
+        match self {
+            StatsPath::Full => "/stats",
+            StatsPath::Counters => "/counters",
+        }
+    }
+}
+
 /// `GET /stats` over the endpoint's Unix socket, parsed.
 pub(super) fn fetch_stats(sock: &Path) -> Result<serde_json::Value> {
+    fetch(sock, StatsPath::Full)
+}
+
+/// `GET` `what` over the endpoint's Unix socket, parsed.
+pub(super) fn fetch(sock: &Path, what: StatsPath) -> Result<serde_json::Value> {
+    let path = what.path();
     let bad = |reason: String| Error::Stats {
         target: NAME,
         reason,
@@ -102,11 +127,11 @@ pub(super) fn fetch_stats(sock: &Path) -> Result<serde_json::Value> {
         .map_err(|e| bad(format!("connecting to {}: {e}", sock.display())))?;
     s.set_read_timeout(Some(STATS_TIMEOUT))
         .and_then(|()| s.set_write_timeout(Some(STATS_TIMEOUT)))
-        .and_then(|()| s.write_all(b"GET /stats HTTP/1.0\r\n\r\n"))
-        .map_err(|e| bad(format!("requesting /stats: {e}")))?;
+        .and_then(|()| s.write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes()))
+        .map_err(|e| bad(format!("requesting {path}: {e}")))?;
     let mut body = Vec::new();
     s.read_to_end(&mut body)
-        .map_err(|e| bad(format!("reading /stats: {e}")))?;
+        .map_err(|e| bad(format!("reading {path}: {e}")))?;
     let text = String::from_utf8_lossy(&body);
     let (head, json) = text
         .split_once("\r\n\r\n")

@@ -81,7 +81,9 @@ impl Losses {
 }
 
 /// The target's [`Losses`] now. Socket drops need a local target; takt's
-/// counters come from its `/stats`.
+/// counters come from its `/counters` (no distributions: the overload
+/// scenario samples every 200 ms, and merging histograms would take the
+/// server's CPU from the calls being measured).
 pub fn losses(t: &Target) -> Losses {
     let mut l = Losses {
         socket_drops: t
@@ -90,7 +92,7 @@ pub fn losses(t: &Target) -> Losses {
             .unwrap_or(0),
         ..Losses::default()
     };
-    if let Some(Ok(v)) = t.takt_stats() {
+    if let Some(Ok(v)) = t.takt_counters() {
         l.shed = counts(&v, |k| k.pointer("/outcomes/shed"), "kinds");
         l.parse_errors = counts(&v, |x| Some(x), "parse_errors");
         l.replied = counts(&v, |x| Some(x), "replied");
