@@ -146,7 +146,7 @@ pub fn run(
     if plan.stopped() {
         return Err(Error::Interrupted);
     }
-    stopped?;
+    let unclean = super::stop_verdict(stopped)?;
     let mut out = Vec::new();
     for (phase, r, tcp) in &phases {
         out.extend(phase_rows(plan, phase, r, tcp.clone()));
@@ -179,7 +179,7 @@ pub fn run(
     } else {
         r
     });
-    Ok(out)
+    Ok(super::stop_noted(out, unclean))
 }
 
 /// takt's TCP counters from its `/stats` (`None` for other targets).

@@ -185,7 +185,7 @@ pub fn run(
     if plan.stopped() {
         return Err(Error::Interrupted);
     }
-    stopped?;
+    let unclean = super::stop_verdict(stopped)?;
     let mut out = Vec::new();
     for (class, before, after, burst_s, answered) in &classes {
         let mut p = plan.params(super::Scenario::Garbage);
@@ -241,7 +241,7 @@ pub fn run(
         (u.failed + u.unfinished) as f64,
         det,
     ));
-    Ok(out)
+    Ok(super::stop_noted(out, unclean))
 }
 
 #[cfg(test)]

@@ -568,8 +568,20 @@ pub fn run(plan: &TorturePlan, mut progress: impl FnMut(Progress<'_>)) -> Result
                 Scenario::Soak => soak::run(plan, cap.unwrap_or_default(), &mut progress)?,
                 Scenario::ConnFlood => conn_flood::run(plan, cap, &mut progress)?,
             };
+            let mut unclean: Vec<String> = Vec::new();
             for r in rows {
+                if let Some(reason) = r.detail.get(SERVER_STOP).and_then(Value::as_str) {
+                    if !unclean.iter().any(|u| u == reason) {
+                        unclean.push(reason.to_string());
+                    }
+                }
                 doc.push(r);
+            }
+            for reason in unclean {
+                doc.note(format!(
+                    "{}: {reason} (after its measurement: the rows stand)",
+                    sc.name()
+                ));
             }
         }
         Ok(())
@@ -583,6 +595,34 @@ pub fn run(plan: &TorturePlan, mut progress: impl FnMut(Progress<'_>)) -> Result
     }
     Ok(doc.finish())
 }
+
+/// Whether a server's stop at the end of a scenario voids it. A server
+/// that had to be killed, or exited with a failure, once its measurement
+/// was over ([`Error::Stop`]: Kamailio after an overload can take longer
+/// than the grace period to shut down) does not: the reason comes back,
+/// for [`stop_noted`]. Any other failure (the server had exited during
+/// the measurement) is the scenario's.
+fn stop_verdict(stopped: Result<()>) -> Result<Option<String>> {
+    match stopped {
+        Ok(()) => Ok(None),
+        Err(e @ Error::Stop { .. }) => Ok(Some(e.to_string())),
+        Err(e) => Err(e),
+    }
+}
+
+/// `rows` with an unclean stop's reason (from [`stop_verdict`]) in each
+/// row's `detail.server_stop`; [`run`] also notes it on the document.
+fn stop_noted(mut rows: Vec<ResultRow>, unclean: Option<String>) -> Vec<ResultRow> {
+    if let Some(reason) = unclean {
+        for r in &mut rows {
+            r.detail.insert(SERVER_STOP.into(), json!(reason));
+        }
+    }
+    rows
+}
+
+/// The row detail that holds an unclean stop's reason.
+const SERVER_STOP: &str = "server_stop";
 
 /// A light load for the fault scenarios: a quarter of the capacity when
 /// known, else 500 calls/s.
@@ -615,6 +655,39 @@ fn row(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_server_killed_after_its_measurement_keeps_the_rows_with_the_reason() {
+        let one = || {
+            vec![ResultRow::new(
+                "goodput",
+                "kamailio",
+                Map::new(),
+                "cps",
+                Better::Higher,
+                vec![1.0],
+                0.0,
+            )]
+        };
+        // a clean stop: the rows as they were
+        assert_eq!(stop_verdict(Ok(())).unwrap(), None);
+        assert!(stop_noted(one(), None)[0].detail.is_empty());
+        // killed after the grace period: the rows stand, the reason on each
+        let killed = Error::Stop {
+            target: "kamailio",
+            reason: "still running 30 s after SIGTERM; killed".into(),
+        };
+        let unclean = stop_verdict(Err(killed)).unwrap();
+        let rows = stop_noted(one(), unclean);
+        let reason = rows[0].detail[SERVER_STOP].as_str().unwrap();
+        assert!(reason.contains("did not stop cleanly") && reason.contains("killed"));
+        // a server that died during the measurement voids the scenario
+        let died = Error::Exited {
+            target: "kamailio",
+            reason: "signal 9".into(),
+        };
+        assert!(matches!(stop_verdict(Err(died)), Err(Error::Exited { .. })));
+    }
 
     #[test]
     fn the_sustained_check_steps_down_five_percent_at_a_time() {

@@ -168,8 +168,11 @@ fn level(
     if plan.stopped() {
         return Err(Error::Interrupted);
     }
-    stopped?;
-    Ok(rows(plan, capacity, searched, x, goal, &m))
+    let unclean = super::stop_verdict(stopped)?;
+    Ok(super::stop_noted(
+        rows(plan, capacity, searched, x, goal, &m),
+        unclean,
+    ))
 }
 
 fn rows(

@@ -76,7 +76,7 @@ pub fn run(
     if plan.stopped() {
         return Err(Error::Interrupted);
     }
-    stopped?;
+    let unclean = super::stop_verdict(stopped)?;
     let u = rep
         .uac
         .as_ref()
@@ -131,5 +131,5 @@ pub fn run(
         growth,
         det,
     ));
-    Ok(out)
+    Ok(super::stop_noted(out, unclean))
 }

@@ -165,7 +165,7 @@ pub fn run(
     if plan.stopped() {
         return Err(Error::Interrupted);
     }
-    stopped?;
+    let unclean = super::stop_verdict(stopped)?;
     let (Some(_), Some(_)) = (killed_at, back_at) else {
         return Err(Error::Config(
             "the run ended before the UAS was killed and restarted".into(),
@@ -220,5 +220,5 @@ pub fn run(
     } else {
         r.with_note("no call completed after the UAS came back (the value is the rest of the run)")
     });
-    Ok(out)
+    Ok(super::stop_noted(out, unclean))
 }
