@@ -13,6 +13,7 @@
 //! shards = 0                   # 0: two per worker (power of two, 2..=64)
 //! udp_size_limit = 1300        # larger requests go over TCP (RFC 3261 §18.1.1)
 //! order_responses = true       # stateless: never send a 1xx after a later final (proxy::order)
+//! resolve_names = true         # look names in Route/Request-URIs up (false: 404, IP literals only)
 //!
 //! [timers]
 //! t1_ms = 500
@@ -125,6 +126,8 @@ pub struct ProxySection {
     pub udp_size_limit: usize,
     /// Stateless response ordering gate.
     pub order_responses: bool,
+    /// Look host names up (else only IP literals route).
+    pub resolve_names: bool,
 }
 
 impl Default for ProxySection {
@@ -140,6 +143,7 @@ impl Default for ProxySection {
             shards: 0,
             udp_size_limit: 1300,
             order_responses: true,
+            resolve_names: true,
         }
     }
 }
@@ -470,6 +474,7 @@ impl Config {
         pc.shards = p.shards;
         pc.udp_size_limit = p.udp_size_limit;
         pc.order_responses = p.order_responses;
+        pc.resolve_names = p.resolve_names;
         pc.timers = Timers {
             t1: t.t1_ms * ms,
             t2: t.t2_ms * ms,

@@ -4,7 +4,11 @@
 //! lacks `;lr`), else the configured static next hop (the benchmark's
 //! UAC → proxy → UAS topology), else the Request-URI's host and port. IP
 //! literals are used as they are; names go to the system resolver
-//! (`getaddrinfo`) through a small cache. RFC 3263 NAPTR/SRV is not done.
+//! (`getaddrinfo`, on the thread handling the request) through a small
+//! cache that keeps failures too ([`RESOLVE_NEGATIVE_TTL`]), or, with
+//! [`ProxyConfig::resolve_names`](super::ProxyConfig::resolve_names) off,
+//! are unresolvable (404) without a lookup. RFC 3263 NAPTR/SRV is not
+//! done.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
@@ -16,6 +20,10 @@ use crate::wire::{parse_uri, Scheme, Uri};
 
 /// How long a resolved name is kept.
 pub const RESOLVE_TTL: Duration = Duration::from_secs(60);
+/// How long a name that did not resolve is kept as unresolvable: a flood
+/// of requests to one bad name costs one lookup per this period, not one
+/// per request.
+pub const RESOLVE_NEGATIVE_TTL: Duration = Duration::from_secs(10);
 /// Most names kept.
 pub const RESOLVE_CACHE_MAX: usize = 4096;
 
@@ -77,13 +85,30 @@ pub(crate) fn dotted_quad(s: &[u8]) -> Option<[u8; 4]> {
     Some(out)
 }
 
-/// Resolves hosts, caching names.
-#[derive(Debug, Default)]
+/// A name and port, lower-cased as looked up.
+type NameKey = (String, u16);
+
+/// What a lookup gave (`None`: it did not resolve), and when.
+type Looked = (Option<SocketAddr>, Instant);
+
+/// Resolves hosts, caching names (and failures).
+#[derive(Debug)]
 pub struct Resolver {
-    cache: Mutex<HashMap<(String, u16), (SocketAddr, Instant)>>,
+    /// Whether names are looked up at all (else only IP literals resolve).
+    names: bool,
+    cache: Mutex<HashMap<NameKey, Looked>>,
 }
 
 impl Resolver {
+    /// A resolver that looks names up with the system's resolver if
+    /// `names`, else resolves IP literals only.
+    pub fn new(names: bool) -> Resolver {
+        Resolver {
+            names,
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
     /// Resolves `host` (bytes as in a URI; IPv6 in brackets) and `port`.
     pub fn resolve(&self, host: &[u8], port: u16) -> Result<SocketAddr, RouteError> {
         if let Some(v4) = dotted_quad(host) {
@@ -97,26 +122,38 @@ impl Resolver {
         if let Ok(ip) = bare.parse::<IpAddr>() {
             return Ok(SocketAddr::new(ip, port));
         }
+        if !self.names {
+            return Err(RouteError::Unresolvable);
+        }
         let key = (h.to_ascii_lowercase(), port);
         if let Ok(c) = self.cache.lock() {
             if let Some((a, t)) = c.get(&key) {
-                if t.elapsed() < RESOLVE_TTL {
-                    return Ok(*a);
+                let ttl = if a.is_some() {
+                    RESOLVE_TTL
+                } else {
+                    RESOLVE_NEGATIVE_TTL
+                };
+                if t.elapsed() < ttl {
+                    return a.ok_or(RouteError::Unresolvable);
                 }
             }
         }
         let addr = (bare, port)
             .to_socket_addrs()
             .ok()
-            .and_then(|mut it| it.next())
-            .ok_or(RouteError::Unresolvable)?;
+            .and_then(|mut it| it.next());
         if let Ok(mut c) = self.cache.lock() {
             if c.len() >= RESOLVE_CACHE_MAX {
                 c.clear();
             }
             c.insert(key, (addr, Instant::now()));
         }
-        Ok(addr)
+        addr.ok_or(RouteError::Unresolvable)
+    }
+
+    /// Names held in the cache, failures included.
+    pub fn cached(&self) -> usize {
+        self.cache.lock().map_or(0, |c| c.len())
     }
 
     /// The target a SIP URI designates (maddr, port, transport param; sips → TCP).
@@ -171,7 +208,7 @@ mod tests {
 
     #[test]
     fn literals_and_params() {
-        let r = Resolver::default();
+        let r = Resolver::new(true);
         let b = b"sip:bob@192.0.2.7:5070;transport=tcp";
         let u = parse_uri(b, 0, b.len(), false).unwrap();
         let t = r.target_of(b, &u).unwrap();
@@ -189,5 +226,28 @@ mod tests {
         let b = b"sip:localhost:5099";
         let u = parse_uri(b, 0, b.len(), false).unwrap();
         assert_eq!(r.target_of(b, &u).unwrap().addr.port(), 5099);
+    }
+
+    #[test]
+    fn names_off_resolve_literals_only_and_failed_names_are_kept() {
+        let off = Resolver::new(false);
+        assert_eq!(
+            off.resolve(b"192.0.2.7", 5070),
+            Ok("192.0.2.7:5070".parse().unwrap())
+        );
+        assert_eq!(off.resolve(b"[::1]", 5060).unwrap().port(), 5060);
+        assert_eq!(
+            off.resolve(b"localhost", 5060),
+            Err(RouteError::Unresolvable)
+        );
+        assert_eq!(off.cached(), 0, "no lookup, nothing kept");
+        // a name that cannot resolve (RFC 6761's `.invalid`) is kept as
+        // unresolvable: the next request for it is answered from the cache
+        let on = Resolver::new(true);
+        let bad = on.resolve(b"no-such-host.invalid", 5060);
+        assert_eq!(bad, Err(RouteError::Unresolvable));
+        assert_eq!(on.cached(), 1);
+        assert_eq!(on.resolve(b"No-Such-Host.INVALID", 5060), bad);
+        assert_eq!(on.cached(), 1, "the same name (any case): no new entry");
     }
 }

@@ -287,6 +287,34 @@ fn proxy_require_and_unknown_scheme() {
 }
 
 #[test]
+fn names_off_answers_a_named_destination_404_and_routes_ip_literals() {
+    let mut c = ProxyConfig::new(
+        Mode::Stateless,
+        Local {
+            host: "10.0.0.9".into(),
+            port: 5060,
+        },
+    );
+    c.resolve_names = false;
+    let p = Proxy::new(c);
+    let mut r = Rec::default();
+    let to = |uri: &str| {
+        String::from_utf8(req("OPTIONS", "z9hG4bK-n", 1, None, ""))
+            .unwrap()
+            .replacen("sip:service@10.0.0.9:5060", uri, 1)
+            .into_bytes()
+    };
+    assert_eq!(
+        feed(&p, &to("sip:bob@example.com"), UAC, 0, &mut r).disposition,
+        Disposition::Replied(404)
+    );
+    assert_eq!(
+        feed(&p, &to("sip:bob@10.0.0.2:5062"), UAC, 0, &mut r).disposition,
+        Disposition::Forwarded
+    );
+}
+
+#[test]
 fn loose_and_strict_routing() {
     let mut c = ProxyConfig::new(
         Mode::Stateless,
