@@ -531,6 +531,9 @@ mod tests {
         assert_eq!(pc.mode, Mode::Stateful);
         assert_eq!(sc.model, WorkerModel::Shared);
         assert!(pc.next_hop.is_some());
+        assert!(pc.resolve_names);
+        let c = Config::parse("[proxy]\nresolve_names = false\n", "x").unwrap();
+        assert!(!c.runtime(None).unwrap().0.resolve_names);
     }
 
     #[test]
