@@ -25,9 +25,6 @@ pub enum LabError {
     /// The idle-latency limit could not be held (root, `/dev/cpu_dma_latency`).
     #[error("--idle-latency: {0}")]
     IdleLatency(#[source] takt_sched::SchedError),
-    /// A `takt sip load` run failed.
-    #[error(transparent)]
-    Load(#[from] crate::sip::LoadError),
     /// The run was cancelled (Ctrl-C) before it finished.
     #[error("{0}: interrupted")]
     Interrupted(&'static str),

@@ -12,7 +12,6 @@
 //! - `agents_peers` (feature `peers`, on by default): the agent benchmarks on
 //!   actix, kameo, ractor and a crossbeam-channel floor.
 //! - [`sme`]: `takt bench sme`, the C++SME thesis benchmarks.
-//! - [`sip`]: `takt sip load`, SIPp against the in-process SIP proxy.
 //! - [`remote`]: `takt bench remote`, agents over NATS (takt-remote)
 //!   beside bare async-nats and raw TCP.
 //!
@@ -54,7 +53,6 @@ pub mod agents;
 pub mod agents_peers;
 pub mod error;
 pub mod remote;
-pub mod sip;
 pub mod sme;
 
 pub use takt_measure::{env, output, params, result, sampler, stats};

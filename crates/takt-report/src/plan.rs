@@ -300,7 +300,7 @@ pub fn plan_on(opts: &Options, host: &Host) -> (Vec<StagePlan>, Vec<String>) {
             }
             Stage::Sip => {
                 let sipp = find_tool("sipp");
-                let mut load = takt_lab::sip::LoadPlan::new(sipp.clone().unwrap_or_default());
+                let mut load = takt_siplab::load::LoadPlan::new(sipp.clone().unwrap_or_default());
                 let mut args = strings(&["sip", "load", "--json"]);
                 if opts.quick {
                     load = load.quick();

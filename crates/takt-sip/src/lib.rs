@@ -18,6 +18,7 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod config;
+pub mod name;
 pub mod proxy;
 pub mod stats;
 pub mod transport;

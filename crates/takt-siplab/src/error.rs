@@ -9,6 +9,17 @@ pub enum Error {
     /// target options, a host that cannot provide what was asked).
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// A name that is none of a setting's values (a target, a scenario,
+    /// a network path, an arrival process).
+    #[error("unknown {what} {name:?} ({choices})")]
+    Unknown {
+        /// What was being named (`target`, `scenario`).
+        what: &'static str,
+        /// The name given.
+        name: String,
+        /// The names accepted.
+        choices: &'static str,
+    },
     /// A tool the target needs is not installed.
     #[error("{tool} is not installed ({hint})")]
     Missing {
@@ -66,6 +77,33 @@ pub enum Error {
         #[source]
         source: Box<Error>,
     },
+    /// The proxy's configuration (file or flags) is invalid.
+    #[error(transparent)]
+    ProxyConfig(#[from] takt_sip::config::ConfigError),
+    /// A CPU idle-latency limit could not be held (root,
+    /// `/dev/cpu_dma_latency`).
+    #[error("--idle-latency: {0}")]
+    IdleLatency(#[source] takt_sched::SchedError),
+    /// The results or artefacts could not be encoded.
+    #[error("encoding {what}: {source}")]
+    Encode {
+        /// What was being encoded.
+        what: String,
+        /// The encoder's error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A plot could not be drawn.
+    #[error("plot: {0}")]
+    Plot(String),
+    /// SIPp misbehaved (fatal exit, no statistics, hung).
+    #[error("sipp: {0}")]
+    Sipp(String),
+    /// SIPp could not bind its port (taken between choosing and binding
+    /// it, e.g. by another program's ephemeral socket); `takt sip load`
+    /// retries the run on other ports.
+    #[error("sipp: {0}")]
+    SippBind(String),
     /// The run was interrupted (Ctrl-C); finished points are kept.
     #[error("interrupted")]
     Interrupted,
@@ -83,6 +121,15 @@ pub enum Error {
 pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(io::Error) -> Error {
     let what = what.into();
     move |source| Error::Io { what, source }
+}
+
+/// `Error::Unknown` for `name`.
+pub(crate) fn unknown(what: &'static str, name: &str, choices: &'static str) -> Error {
+    Error::Unknown {
+        what,
+        name: name.to_string(),
+        choices,
+    }
 }
 
 /// The crate's result type.

@@ -161,6 +161,35 @@ impl Profile {
     }
 }
 
+/// Keys that continue the previous profile in a comma-separated list
+/// (`rr:prio=10,timeslice=5ms`, `other:nice=-5,slice=200us`).
+const PROFILE_KEYS: [&str; 4] = ["nice", "slice", "prio", "timeslice"];
+
+impl Profile {
+    /// Profiles from comma-separated lists as the command line writes
+    /// them: `default,server` and `rr:prio=10,timeslice=5ms,batch` (a
+    /// `key=value` part that names a parameter continues the profile
+    /// before it).
+    pub fn parse_list(args: &[String]) -> Result<Vec<Profile>> {
+        let mut items: Vec<String> = Vec::new();
+        for a in args {
+            for part in a.split(',') {
+                let continues = part
+                    .split_once('=')
+                    .is_some_and(|(k, _)| PROFILE_KEYS.contains(&k.trim()));
+                match items.last_mut() {
+                    Some(last) if continues => {
+                        last.push(',');
+                        last.push_str(part);
+                    }
+                    _ => items.push(part.to_string()),
+                }
+            }
+        }
+        items.iter().map(|s| s.parse()).collect()
+    }
+}
+
 impl FromStr for Profile {
     type Err = Error;
 
@@ -434,6 +463,29 @@ pub fn apply_to_server(pids: &[i32], policy: SchedPolicy) -> Result<ReadBack> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn profile_lists_keep_their_parameters() {
+        let p = Profile::parse_list(&[
+            "default,rr:prio=10,timeslice=5ms,other:nice=-5,slice=200us".into(),
+            "base-slice=3ms".into(),
+        ])
+        .unwrap();
+        let s: Vec<String> = p.iter().map(|p| p.to_string()).collect();
+        assert_eq!(
+            s,
+            [
+                "default",
+                "rr:prio=10,timeslice=5ms",
+                "other:nice=-5,slice=200us",
+                "base-slice=3ms"
+            ]
+        );
+        let e = Profile::parse_list(&["default,fast".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("fast"), "{e}");
+    }
 
     #[test]
     fn parses_and_prints_profiles() {

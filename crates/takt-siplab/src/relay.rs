@@ -251,6 +251,31 @@ impl Relay {
     }
 }
 
+/// `takt sip relay`: places the calling thread by `spec`, binds, says
+/// where it relays to `log`, relays until `cancel` is raised, and says
+/// what it counted.
+pub fn serve(
+    cfg: RelayConfig,
+    spec: &takt_sched::ThreadSpec,
+    cancel: &takt_measure::suite::Cancel,
+    log: &mut dyn FnMut(&str),
+) -> Result<RelayCounts> {
+    spec.apply_to_current()?;
+    let (uas, uac) = (cfg.uas, cfg.uac);
+    let relay = Relay::bind(cfg)?;
+    let local = relay.local_addr()?;
+    log(&format!(
+        "takt sip relay: {local} -> requests to {uas}, responses to {}",
+        uac.map_or_else(|| "their top Via".to_string(), |u| u.to_string())
+    ));
+    let c = relay.run(&cancel.flag())?;
+    log(&format!(
+        "takt sip relay: {} requests, {} responses in {} batches; dropped {} truncated, {} empty, {} without a usable Via; {} send errors",
+        c.requests, c.responses, c.batches, c.truncated, c.empty, c.unroutable, c.send_errors
+    ));
+    Ok(c)
+}
+
 /// Where the top Via of a message says its response goes: the sent-by's
 /// IP literal and port (5060 if absent), overridden by `received=` and
 /// `rport=N` (RFC 3581). `None` if the headers end first, or the top Via

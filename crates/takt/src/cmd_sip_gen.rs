@@ -1,17 +1,17 @@
 //! `takt sip gen`: the native SIP load generator against any proxy
-//! (takt-siplab's `gen`), with a status line per second on stderr, a
-//! summary at the end, and `--json` for one result document.
+//! (takt-siplab's `gen` suite behind flags), with a status line per
+//! second on stderr, a summary at the end, and `--json` for one result
+//! document.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::error::ErrorKind;
 use clap::{Args, CommandFactory};
+use takt_measure::suite::run_command;
 use takt_sip::proxy::Transport;
 use takt_sip::ua::UaTimers;
-use takt_siplab::gen::{Arrivals, Cancel, GenConfig, GenPolicy, Generator, Role};
+use takt_siplab::gen::{Arrivals, GenConfig, GenPolicy, GenSuite, Role};
 
 use crate::args::SchedArgs;
 
@@ -46,7 +46,7 @@ pub struct GenArgs {
     ports: u16,
     /// Transport of both sides: udp, or tcp (the UAC connects to the
     /// proxy, the UAS listens; URIs carry ;transport=tcp).
-    #[arg(long, value_name = "udp|tcp", default_value = "udp", value_parser = crate::cmd_sip::parse_transport)]
+    #[arg(long, value_name = "udp|tcp", default_value = "udp")]
     transport: Transport,
     /// TCP connections from the UAC to the proxy the calls are spread
     /// over (TCP).
@@ -75,7 +75,7 @@ pub struct GenArgs {
     sched: SchedArgs,
     /// The CPUs of the server under test: without --cpus, the generator
     /// runs on the other online CPUs.
-    #[arg(long, value_name = "LIST", value_parser = crate::args::parse_cpus)]
+    #[arg(long, value_name = "LIST", value_parser = clap::value_parser!(takt_sched::CpuSet))]
     server_cpus: Option<takt_sched::CpuSet>,
     /// Print exactly one JSON document on stdout instead of the summary.
     #[arg(long)]
@@ -152,68 +152,9 @@ impl GenArgs {
 pub fn run(a: GenArgs) -> Result<(), String> {
     // the server is elsewhere: no CPUs of its to compare with
     let policy = GenPolicy::choose(a.sched.sched).map_err(|e| e.to_string())?;
-    for n in policy.notes() {
-        eprintln!("{n}");
-    }
-    let cfg = a.config(&policy);
-    if let Err(e) = cfg.validate() {
-        usage_error(e.to_string());
-    }
-    if cfg.role == Role::Uas && cfg.duration.is_none() {
-        eprintln!("takt sip gen: answering on {} until Ctrl-C", cfg.uas_listen);
-    }
-    let g = Generator::bind(&cfg).map_err(|e| e.to_string())?;
-    let cancel = Cancel::default();
-    let c2 = cancel.clone();
-    ctrlc::set_handler(move || c2.cancel())
-        .map_err(|e| format!("installing the Ctrl-C handler: {e}"))?;
-    if let Some(u) = g.uas_addr() {
-        if cfg.role == Role::Both {
-            eprintln!(
-                "takt sip gen: UAS on {u}: the proxy at {} must forward to it",
-                cfg.proxy
-            );
-        }
-    }
-    let live = g.live();
-    let done = Arc::new(AtomicBool::new(false));
-    let d2 = Arc::clone(&done);
-    let status = std::thread::Builder::new()
-        .name("gen-status".into())
-        .spawn(move || {
-            let start = Instant::now();
-            let mut last = 0u64;
-            while !d2.load(Ordering::Acquire) {
-                std::thread::sleep(Duration::from_millis(100));
-                let secs = start.elapsed().as_secs();
-                if secs <= last {
-                    continue;
-                }
-                last = secs;
-                let l = |v: &std::sync::atomic::AtomicU64| v.load(Ordering::Relaxed);
-                eprintln!(
-                    "{secs:>4}s  placed {:>9}  completed {:>9}  failed {:>7}  retrans {:>7}  max lag {:>7} µs  answered {:>9}",
-                    l(&live.attempted),
-                    l(&live.completed),
-                    l(&live.failed),
-                    l(&live.retransmitted),
-                    l(&live.max_lag_us),
-                    l(&live.answered)
-                );
-            }
-        })
-        .map_err(|e| format!("starting the status thread: {e}"))?;
-    let report = g.run(&cancel);
-    done.store(true, Ordering::Release);
-    let _ = status.join();
-    let report = report.map_err(|e| e.to_string())?;
-    if a.json {
-        let mut doc = report.to_document();
-        policy.stamp(&mut doc);
-        takt_measure::output::emit(&doc, true).map_err(|e| format!("writing the document: {e}"))?;
-    } else {
-        print!("{}", report.summary());
-    }
+    let suite =
+        GenSuite::new(a.config(&policy), policy).unwrap_or_else(|e| usage_error(e.to_string()));
+    crate::cmd_bench::measured(run_command("takt sip gen", &suite, a.json))?;
     Ok(())
 }
 

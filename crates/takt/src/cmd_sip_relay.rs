@@ -1,15 +1,15 @@
 //! `takt sip relay` (hidden): the null relay of the SIP laboratory as its
 //! own process — requests to `--uas`, responses (datagrams starting with
 //! `SIP/2.0 `) to `--uac` or, without it, to their top Via; no other SIP
-//! processing (see takt-siplab's `relay` module). `takt sip capacity` starts it as the `null-relay` target; it
-//! runs until SIGINT or SIGTERM and prints its counts on stderr.
+//! processing (takt-siplab's `relay`). `takt sip capacity` starts it as
+//! the `null-relay` target; it runs until SIGINT or SIGTERM and prints its
+//! counts on stderr.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use clap::Args;
-use takt_siplab::relay::{Relay, RelayConfig, DEFAULT_BATCH, MAX_BATCH};
+use takt_measure::suite::Cancel;
+use takt_siplab::relay::{serve, RelayConfig, DEFAULT_BATCH, MAX_BATCH};
 
 use crate::args::SchedArgs;
 
@@ -43,36 +43,20 @@ fn parse_batch(s: &str) -> Result<usize, String> {
 }
 
 pub fn run(a: RelayArgs) -> Result<(), String> {
-    a.sched
-        .spec("sip-relay")
-        .apply_to_current()
-        .map_err(|e| format!("placing the relay: {e}"))?;
-    let relay = Relay::bind(RelayConfig {
+    let cancel = Cancel::new();
+    cancel.on_ctrl_c().map_err(|e| e.to_string())?;
+    let cfg = RelayConfig {
         listen: a.listen,
         uas: a.uas,
         uac: a.uac,
         rcvbuf: a.rcvbuf,
         batch: a.batch,
+    };
+    serve(cfg, &a.sched.spec("sip-relay"), &cancel, &mut |l| {
+        eprintln!("{l}")
     })
-    .map_err(|e| e.to_string())?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let s2 = stop.clone();
-    // Release pairs with the Acquire load in the relay loop.
-    ctrlc::set_handler(move || s2.store(true, Ordering::Release))
-        .map_err(|e| format!("installing the signal handler: {e}"))?;
-    let local = relay.local_addr().map_err(|e| e.to_string())?;
-    eprintln!(
-        "takt sip relay: {local} -> requests to {}, responses to {}",
-        a.uas,
-        a.uac
-            .map_or_else(|| "their top Via".to_string(), |u| u.to_string())
-    );
-    let c = relay.run(&stop).map_err(|e| e.to_string())?;
-    eprintln!(
-        "takt sip relay: {} requests, {} responses in {} batches; dropped {} truncated, {} empty, {} without a usable Via; {} send errors",
-        c.requests, c.responses, c.batches, c.truncated, c.empty, c.unroutable, c.send_errors
-    );
-    Ok(())
+    .map(|_| ())
+    .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -1,30 +1,19 @@
 //! `takt sip tune`: the best scheduler setting for one server and worker
-//! count within a time budget (takt-siplab's `tune`: a sweep over the
-//! candidates, then an interleaved A/B against the default).
+//! count within a time budget (takt-siplab's `tune` suite: a sweep over
+//! the candidates, then an interleaved A/B against the default).
 
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use clap::Args;
-use takt_measure::progress::Progress;
-use takt_measure::result::{Better, ResultRow};
-use takt_sched::CpuSet;
+use takt_measure::suite::{run_command, SuiteOutput};
+use takt_sched::{CpuSet, SchedPolicy};
 use takt_sip::proxy::Mode;
 use takt_sip::transport::WorkerModel;
-use takt_siplab::capacity::GenLoad;
-use takt_siplab::search::SearchConfig;
-use takt_siplab::sweep::{self, CompareWhich, SweepPlan};
-use takt_siplab::target::{TaktOptions, TargetKind, TargetSetup};
-use takt_siplab::tune;
+use takt_siplab::tune::{self, TuneOptions};
 
-use crate::cmd_sip_capacity::{parse_mode, parse_target};
-use crate::cmd_sip_sweep::{
-    estimate, gen_config, record, start_rates, stop_on_ctrl_c, write_plots, SweepBars,
-};
-
-/// Fewest calls in a trial.
-const MIN_CALLS: u64 = 100;
+use crate::cmd_bench::measured;
+use crate::cmd_sip_sweep::record;
+use crate::cmd_sip_sweep_plots::write_plots;
 
 /// `takt sip tune` flags.
 #[derive(Args, Debug)]
@@ -36,7 +25,7 @@ pub struct TuneArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     workers: u32,
     /// Proxy mode.
-    #[arg(long, value_name = "stateless|stateful", default_value = "stateful", value_parser = parse_mode)]
+    #[arg(long, value_name = "stateless|stateful", default_value = "stateful")]
     mode: Mode,
     /// takt's worker model.
     #[arg(
@@ -65,16 +54,16 @@ pub struct TuneArgs {
     #[arg(long, value_name = "CPS", default_value_t = 200_000.0)]
     max_cps: f64,
     /// The server's CPUs (default: the last CPU).
-    #[arg(long, value_name = "LIST", value_parser = crate::args::parse_cpus)]
+    #[arg(long, value_name = "LIST", value_parser = clap::value_parser!(CpuSet))]
     cpus: Option<CpuSet>,
     /// The generator's CPUs (default: the others).
-    #[arg(long, value_name = "LIST", value_parser = crate::args::parse_cpus)]
+    #[arg(long, value_name = "LIST", value_parser = clap::value_parser!(CpuSet))]
     gen_cpus: Option<CpuSet>,
     /// The generator's scheduling policy (default: `fifo:prio=10` where
     /// permitted — root or CAP_SYS_NICE; else the system's, and the output
     /// says so).
-    #[arg(long, value_name = "POLICY", value_parser = crate::cmd_sip_sweep::parse_policy)]
-    gen_sched: Option<takt_sched::SchedPolicy>,
+    #[arg(long, value_name = "POLICY", value_parser = clap::value_parser!(SchedPolicy))]
+    gen_sched: Option<SchedPolicy>,
     /// UAC source ports.
     #[arg(long, value_name = "N", default_value_t = 16)]
     ports: usize,
@@ -90,148 +79,37 @@ pub struct TuneArgs {
 }
 
 pub fn run(a: TuneArgs) -> Result<(), String> {
-    if !(a.budget > 0.0 && a.budget.is_finite()) {
-        return Err(format!(
-            "--budget {} is not a positive number of minutes",
-            a.budget
-        ));
-    }
-    let kind = match parse_target(&a.target, a.model)? {
-        TargetKind::NullRelay => {
-            return Err("the null relay has no scheduler setting to tune".into())
-        }
-        TargetKind::Takt(_) => TargetKind::Takt(TaktOptions {
-            model: a.model,
-            extra_args: Vec::new(),
-        }),
-        k => k,
-    };
-    let (server_cpus, gen_cpus) =
-        takt_siplab::target::placement(a.cpus.as_ref(), a.gen_cpus.as_ref());
-    let mut base = TargetSetup::new("127.0.0.1:9".parse().expect("literal"));
-    base.cpus = Some(server_cpus.clone());
-    let search = SearchConfig {
+    let suite = TuneOptions {
+        target: a.target,
+        workers: a.workers as usize,
+        mode: a.mode,
+        model: a.model,
+        budget_min: a.budget,
         reps: a.reps,
-        grid_below: 1,
-        grid_above: 1,
-        start_cps: a.start_cps.unwrap_or(1_000.0).min(a.max_cps),
-        min_cps: SearchConfig::default().min_cps.min(a.max_cps),
-        max_cps: a.max_cps,
-        ..SearchConfig::default()
-    };
-    let (stop, cancel) = stop_on_ctrl_c()?;
-    let profiles = tune::candidates();
-    let plan = SweepPlan {
-        targets: vec![kind],
-        modes: vec![a.mode],
-        workers: vec![a.workers as usize],
-        profiles: profiles.clone(),
-        base,
-        search,
-        start_cps: match a.start_cps {
-            Some(_) => Vec::new(),
-            None => start_rates(),
-        },
         pairs: a.pairs as usize,
-        compare: CompareWhich::BestCapacity,
-        sampler_cpus: Some(gen_cpus.clone()),
-        stop: stop.clone(),
-    };
-    let drain = Duration::from_millis(500);
-    let gen_policy = crate::cmd_sip::gen_policy(a.gen_sched, &server_cpus, &gen_cpus)?;
-    let gcfg = gen_config(&gen_cpus, &gen_policy, a.ports, drain);
-    let window = Duration::from_secs_f64(a.window);
-    let trial_s = a.window + drain.as_secs_f64() + 0.7;
-    let secs = estimate(profiles.len(), 1, 2, a.reps, a.pairs as usize, trial_s);
-    eprintln!(
-        "takt sip tune: {} {} m={}: {} settings by capacity, then the best against default in {} interleaved pairs; about {:.0} minutes on a quiet machine, budget {} minutes",
-        a.target,
-        match a.mode {
-            Mode::Stateless => "stateless",
-            Mode::Stateful => "stateful",
-        },
-        a.workers,
-        profiles.len(),
-        a.pairs,
-        (secs / 60.0).ceil(),
-        a.budget
-    );
-    let shown = Progress::auto();
-    // the budget: stop the run (after the current trial) when it is spent
-    {
-        let (stop, cancel, shown) = (stop.clone(), cancel.clone(), shown.clone());
-        let budget = Duration::from_secs_f64(a.budget * 60.0);
-        std::thread::Builder::new()
-            .name("tune-budget".into())
-            .spawn(move || {
-                std::thread::sleep(budget);
-                shown.println("takt sip tune: the budget is spent; stopping after this trial");
-                // Release pairs with the Acquire load before each trial.
-                stop.store(true, Ordering::Release);
-                cancel.cancel();
-            })
-            .map_err(|e| format!("starting the budget timer: {e}"))?;
+        window: a.window,
+        start_cps: a.start_cps,
+        max_cps: a.max_cps,
+        cpus: a.cpus,
+        gen_cpus: a.gen_cpus,
+        gen_sched: a.gen_sched,
+        ports: a.ports,
+        out: Some(a.out.clone()),
     }
-    let mut bars = SweepBars::new(shown, trial_s);
-    let outcome = sweep::run(
-        &plan,
-        |ip| GenLoad::new(gcfg.clone(), ip, window, MIN_CALLS, cancel.clone()),
-        |p| bars.on(p),
-    );
-    bars.finish(plan.stop.load(Ordering::Acquire));
-    let mut outcome = outcome.map_err(|e| e.to_string())?;
-    outcome.notes.extend(gen_policy.notes());
-    let recs = tune::recommend(&outcome);
-    let mut doc = outcome.document(&plan);
-    gen_policy.stamp(&mut doc);
-    doc.suite = "sip_tune".into();
-    for r in &recs {
-        let mut params = serde_json::Map::new();
-        params.insert("mode".into(), r.mode.into());
-        params.insert("workers".into(), r.workers.into());
-        params.insert("test".into(), "paired t, two-sided".into());
-        params.insert("alpha".into(), tune::ALPHA.into());
-        let mut d = serde_json::Map::new();
-        d.insert("recommendation".into(), serde_json::json!(r));
-        d.insert("command".into(), serde_json::json!(r.command()));
-        if let Some(g) = r.gain_pct {
-            doc.results.push(
-                ResultRow::new(
-                    "tune_gain",
-                    r.target,
-                    params,
-                    "%",
-                    Better::Higher,
-                    vec![g],
-                    0.0,
-                )
-                .with_detail(d),
-            );
-        } else {
-            doc.notes.push(format!("tune: {}", serde_json::json!(r)));
-        }
-    }
-    let value = serde_json::to_value(&doc).map_err(|e| format!("encoding the document: {e}"))?;
-    std::fs::create_dir_all(&a.out).map_err(|e| format!("creating {}: {e}", a.out.display()))?;
-    let json_path = a.out.join("tune.json");
-    std::fs::write(&json_path, format!("{value:#}\n"))
-        .map_err(|e| format!("writing {}: {e}", json_path.display()))?;
-    let plots = write_plots(&outcome, &a.out)?;
-    let id = record(&value, &a.db)?;
+    .resolve()
+    .map_err(|e| e.to_string())?;
+    let out = measured(run_command("takt sip tune", &suite, a.json))?;
+    let plots = write_plots(&out.outcome, &a.out)?;
+    let id = record(out.document(), &a.db)?;
+    let written: Vec<String> = out
+        .written
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
     eprintln!(
         "wrote {} and {plots} plot(s); recorded as run {id} in {}",
-        json_path.display(),
+        written.join(", "),
         a.db.display()
     );
-    if a.json {
-        takt_measure::output::emit(&doc, true).map_err(|e| format!("writing the results: {e}"))
-    } else {
-        let mut text: String = outcome
-            .generator_bound_warnings()
-            .into_iter()
-            .map(|w| w + "\n")
-            .collect();
-        text.extend(recs.iter().map(tune::render));
-        takt_measure::output::print(&text).map_err(|e| format!("writing the results: {e}"))
-    }
+    Ok(())
 }

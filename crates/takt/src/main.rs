@@ -17,8 +17,11 @@ mod cmd_sched;
 mod cmd_sip;
 mod cmd_sip_capacity;
 mod cmd_sip_gen;
+mod cmd_sip_load;
+mod cmd_sip_proxy;
 mod cmd_sip_relay;
 mod cmd_sip_sweep;
+mod cmd_sip_sweep_plots;
 mod cmd_sip_torture;
 mod cmd_sip_tune;
 

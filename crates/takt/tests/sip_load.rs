@@ -17,7 +17,7 @@ fn can_run_sipp() -> bool {
         eprintln!("skipping under valgrind (SIPp's timers need a native-speed proxy)");
         return false;
     }
-    if takt_lab::sip::find_sipp().is_some() {
+    if takt_siplab::load::find_sipp().is_some() {
         return true;
     }
     if std::env::var_os("CI").is_some() {

@@ -131,6 +131,17 @@ pub enum Transport {
     Tcp,
 }
 
+impl std::str::FromStr for Transport {
+    type Err = crate::name::UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "udp" => Ok(Transport::Udp),
+            "tcp" => Ok(Transport::Tcp),
+            _ => Err(crate::name::UnknownName::new("transport", s, "udp, tcp")),
+        }
+    }
+}
+
 /// Identifies a TCP connection inside the transport layer.
 pub type ConnId = u64;
 
@@ -194,6 +205,21 @@ pub enum Mode {
     Stateless,
     /// Transaction-stateful.
     Stateful,
+}
+
+impl std::str::FromStr for Mode {
+    type Err = crate::name::UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "stateless" => Ok(Mode::Stateless),
+            "stateful" => Ok(Mode::Stateful),
+            _ => Err(crate::name::UnknownName::new(
+                "mode",
+                s,
+                "stateless, stateful",
+            )),
+        }
+    }
 }
 
 /// Default K_rcv at which every new INVITE is shed, ms.

@@ -131,14 +131,16 @@ impl WorkerModel {
 }
 
 impl std::str::FromStr for WorkerModel {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::name::UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "shared" => Ok(WorkerModel::Shared),
             "reuseport" => Ok(WorkerModel::Reuseport),
             "batched" => Ok(WorkerModel::Batched),
-            _ => Err(format!(
-                "unknown worker model {s:?} (shared, reuseport, batched)"
+            _ => Err(crate::name::UnknownName::new(
+                "worker model",
+                s,
+                "shared, reuseport, batched",
             )),
         }
     }

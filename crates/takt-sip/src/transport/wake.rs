@@ -53,12 +53,16 @@ impl WakeOrder {
 }
 
 impl std::str::FromStr for WakeOrder {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::name::UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "fifo" => Ok(WakeOrder::Fifo),
             "lifo" => Ok(WakeOrder::Lifo),
-            other => Err(format!("unknown wake order {other:?} (fifo, lifo)")),
+            other => Err(crate::name::UnknownName::new(
+                "wake order",
+                other,
+                "fifo, lifo",
+            )),
         }
     }
 }

@@ -21,10 +21,12 @@ mod gen_load;
 mod plan;
 pub mod plot;
 mod rows;
+mod suite;
 mod trial;
 
 pub use fixed::{run_fixed, FixedCase, FixedPlan, FixedProgress};
 pub use gen_load::GenLoad;
 pub use plan::{run, CapacityCase, CapacityPlan, NetKind, Progress};
 pub use rows::{kind_rows, rows, shm_note, SHM_LIMIT_FRACTION};
+pub use suite::{CapacityOptions, CapacitySuite, MIN_CALLS, PLOT_FILE};
 pub use trial::{KindWindow, Load, LoadOutcome, PointDetail, TargetTrial};

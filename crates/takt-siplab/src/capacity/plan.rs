@@ -37,6 +37,17 @@ impl NetKind {
     }
 }
 
+impl std::str::FromStr for NetKind {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<NetKind> {
+        match s {
+            "loopback" => Ok(NetKind::Loopback),
+            "veth" => Ok(NetKind::Veth),
+            _ => Err(crate::error::unknown("network", s, "loopback, veth")),
+        }
+    }
+}
+
 /// One searched case.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CapacityCase {

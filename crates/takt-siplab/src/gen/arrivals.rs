@@ -18,12 +18,12 @@ pub enum Arrivals {
 }
 
 impl std::str::FromStr for Arrivals {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::Error;
+    fn from_str(s: &str) -> Result<Self, crate::Error> {
         match s {
             "poisson" => Ok(Arrivals::Poisson),
             "constant" => Ok(Arrivals::Constant),
-            _ => Err(format!("unknown arrivals {s:?} (poisson, constant)")),
+            _ => Err(crate::error::unknown("arrivals", s, "poisson, constant")),
         }
     }
 }

@@ -88,6 +88,7 @@ mod io;
 pub mod policy;
 mod report;
 mod socket;
+mod suite;
 mod tcp;
 #[cfg(test)]
 mod tests;
@@ -105,6 +106,10 @@ use takt_sip::ua::UaTimers;
 
 pub use arrivals::{achieved_rate, Arrivals, Schedule};
 pub use policy::{GenPolicy, PolicySource, OTHER_NOTE, REALTIME};
+pub use suite::{GenOutput, GenSuite};
+/// Ends a run early when set, from any thread (takt-measure's one
+/// cancellation flag; cloning shares it).
+pub use takt_measure::suite::Cancel;
 pub use tcp::MAX_BACKLOG;
 
 pub use report::{
@@ -151,13 +156,13 @@ impl Role {
 }
 
 impl std::str::FromStr for Role {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
         match s {
             "uac" => Ok(Role::Uac),
             "uas" => Ok(Role::Uas),
             "both" => Ok(Role::Both),
-            _ => Err(format!("unknown role {s:?} (uac, uas, both)")),
+            _ => Err(crate::error::unknown("role", s, "uac, uas, both")),
         }
     }
 }
@@ -336,22 +341,6 @@ impl GenConfig {
             n = n.min(c);
         }
         n.clamp(1024, 1 << 21) as usize
-    }
-}
-
-/// Ends a run early when set, from any thread. Cloning shares it.
-#[derive(Debug, Clone, Default)]
-pub struct Cancel(Arc<AtomicBool>);
-
-impl Cancel {
-    /// Asks the run to stop.
-    pub fn cancel(&self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-
-    /// Whether it was asked.
-    pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
     }
 }
 

@@ -82,9 +82,9 @@ pub struct GenPolicy {
     pub shared: Option<CpuSet>,
 }
 
-/// Whether this process may ask for a real-time priority `prio`, by its
-/// capabilities and limits: `Err` says why not.
-pub fn realtime_permitted(prio: u8) -> Result<(), String> {
+/// Why this process may not ask for a real-time priority `prio`, by its
+/// capabilities and limits (`None`: it may).
+pub fn realtime_refused(prio: u8) -> Option<String> {
     let cap = cap_sys_nice();
     let mut rl = libc::rlimit {
         rlim_cur: 0,
@@ -97,12 +97,12 @@ pub fn realtime_permitted(prio: u8) -> Result<(), String> {
         0
     };
     match cap {
-        Some(true) => Ok(()),
-        _ if limit >= u64::from(prio) => Ok(()),
-        Some(false) => Err(format!(
+        Some(true) => None,
+        _ if limit >= u64::from(prio) => None,
+        Some(false) => Some(format!(
             "no CAP_SYS_NICE, and RLIMIT_RTPRIO {limit} < {prio}"
         )),
-        None => Err(format!(
+        None => Some(format!(
             "CAP_SYS_NICE unknown (/proc/self/status unreadable), and RLIMIT_RTPRIO {limit} < {prio}"
         )),
     }
@@ -142,9 +142,9 @@ impl GenPolicy {
                 shared: None,
             });
         }
-        let refused = match realtime_permitted(rt_prio(REALTIME)) {
-            Err(why) => why,
-            Ok(()) => match probe(Self::spec_for(ThreadSpec::new("gen-probe"), Some(REALTIME))) {
+        let refused = match realtime_refused(rt_prio(REALTIME)) {
+            Some(why) => why,
+            None => match probe(Self::spec_for(ThreadSpec::new("gen-probe"), Some(REALTIME))) {
                 Ok(applied) => {
                     return Ok(GenPolicy {
                         policy: Some(REALTIME),
@@ -274,7 +274,7 @@ mod tests {
                 assert!(g.warning().unwrap().starts_with(OTHER_NOTE));
             }
         }
-        if realtime_permitted(10).is_err() {
+        if realtime_refused(10).is_some() {
             assert_eq!(g.source, PolicySource::Fallback);
         }
     }

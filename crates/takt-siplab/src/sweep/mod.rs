@@ -6,7 +6,7 @@
 //! # How a sweep runs
 //! 1. Machine-wide leftovers of a crashed run are repaired
 //!    ([`crate::system`]); the receive queue's bytes per datagram are
-//!    calibrated (for the Little's-law K_rcv, [`load`]).
+//!    calibrated (for the Little's-law K_rcv, [`sampled_load`]).
 //! 2. **Cases** are (target, mode, m, profile). Every case gets a server
 //!    started fresh with the profile's policy (takt through `--sched`;
 //!    then every thread of every process of any server gets it again
@@ -32,9 +32,10 @@
 
 #[cfg(test)]
 pub(crate) mod fixture;
-pub mod load;
 pub mod paper;
 mod render;
+pub mod sampled_load;
+mod suite;
 pub mod tables;
 
 use std::cell::RefCell;
@@ -56,8 +57,13 @@ use crate::search::{run_interleaved, Capacity, Search, SearchConfig, SearchResul
 use crate::system::SystemSettings;
 use crate::target::{TargetKind, TargetSetup};
 
-pub use load::{PointExtra, SweepLoad};
 pub use render::{capacity_markdown, render};
+pub use sampled_load::{PointExtra, SweepLoad};
+pub(crate) use suite::write_json;
+pub use suite::{
+    estimate_secs, gen_config, start_rates, Preset, SweepOptions, SweepOutput, SweepSuite,
+    JSON_FILE, MARKDOWN_FILE, PAPER_CALLS,
+};
 pub use tables::{Comparison, Crossing, PairSide};
 
 /// Everything a sweep needs besides the load.
@@ -279,7 +285,7 @@ struct Live<L: Load> {
     key: CaseKey,
     resolved: Resolved,
     readback: ReadBack,
-    extras: load::Extras,
+    extras: sampled_load::Extras,
     trial: TargetTrial<SweepLoad<L>>,
 }
 
@@ -324,7 +330,7 @@ pub fn run<L: Load>(
         p.resolve(None)?;
     }
     let sys = Rc::new(RefCell::new(SystemSettings::new()?));
-    let truesize = load::truesize()?;
+    let truesize = sampled_load::truesize()?;
     let mut notes = Vec::new();
     for c in sys.borrow().repaired() {
         notes.push(format!(
@@ -922,7 +928,7 @@ impl SweepOutcome {
         doc.note(format!("system settings: {}", self.system));
         doc.note(format!(
             "K_rcv of servers without per-message timestamps (kamailio) is estimated by Little's law from /proc/net/udp rx_queue samples every {} ms, {:.0} bytes per queued datagram (calibrated)",
-            load::SAMPLE_EVERY.as_millis(),
+            sampled_load::SAMPLE_EVERY.as_millis(),
             self.truesize
         ));
         if let Some(c) = &plan.base.cpus {

@@ -18,7 +18,7 @@ use serde::Serialize;
 use crate::interval::{inc_beta, t_quantile};
 use crate::search::{Capacity, Phase, SearchResult};
 
-use super::load::PointExtra;
+use super::sampled_load::PointExtra;
 use crate::capacity::PointDetail;
 
 /// One column of Table I/II: a grid rate over its repetitions.

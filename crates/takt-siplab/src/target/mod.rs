@@ -195,6 +195,25 @@ impl Default for TaktOptions {
     }
 }
 
+/// `takt` (the `shared` worker model, see [`TargetKind::with_model`]),
+/// `kamailio`, `null-relay`, or the `ip:port` of a running proxy.
+impl std::str::FromStr for TargetKind {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<TargetKind> {
+        match s {
+            "takt" => Ok(TargetKind::Takt(TaktOptions {
+                model: WorkerModel::Shared,
+                extra_args: Vec::new(),
+            })),
+            "kamailio" => Ok(TargetKind::Kamailio),
+            "null-relay" => Ok(TargetKind::NullRelay),
+            a => a.parse::<SocketAddr>().map(TargetKind::Addr).map_err(|_| {
+                crate::error::unknown("target", s, "takt, kamailio, null-relay, or ip:port")
+            }),
+        }
+    }
+}
+
 /// A kind of system under test.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TargetKind {
@@ -216,6 +235,15 @@ impl TargetKind {
             TargetKind::NullRelay => "null-relay",
             TargetKind::Kamailio => "kamailio",
             TargetKind::Addr(_) => "addr",
+        }
+    }
+
+    /// The same kind with takt's worker model set to `model` (other
+    /// kinds are returned as they are).
+    pub fn with_model(self, model: WorkerModel) -> TargetKind {
+        match self {
+            TargetKind::Takt(o) => TargetKind::Takt(TaktOptions { model, ..o }),
+            k => k,
         }
     }
 

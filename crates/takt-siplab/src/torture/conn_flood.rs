@@ -1,6 +1,6 @@
 //! The conn-flood scenario: many TCP connections held against the server
 //! while UDP calls go on, and fresh TCP clients probe it
-//! ([`crate::conn_flood`] does the flood).
+//! ([`crate::tcp_flood`] does the flood).
 //!
 //! The server is started with TCP on its listen port
 //! ([`TargetSetup::tcp`](crate::target::TargetSetup::tcp)), its table
@@ -45,10 +45,10 @@ use serde_json::{json, Map, Value};
 use takt_measure::result::{Better, ResultRow};
 
 use super::{fault_rate, row, Progress, Server, TorturePlan};
-use crate::conn_flood::{self, FloodConfig, FloodReport};
 use crate::error::{Error, Result};
 use crate::gen::{Generator, Role};
 use crate::target::TcpSetup;
+use crate::tcp_flood::{self, FloodConfig, FloodReport};
 
 /// Half-open connections in the second phase (fewer if the flood is
 /// smaller).
@@ -131,7 +131,7 @@ pub fn run(
             fc.settle = SETTLE;
             fc.probes = PROBES;
             fc.source_base = base;
-            let r = conn_flood::run(&fc)?;
+            let r = tcp_flood::run(&fc)?;
             let after = takt_tcp(&server);
             phases.push((phase, r, tcp_delta(before, after)));
         }

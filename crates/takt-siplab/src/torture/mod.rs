@@ -42,6 +42,7 @@ pub mod conn_flood;
 pub mod garbage;
 pub mod overload;
 pub mod soak;
+mod suite;
 pub mod uas_restart;
 pub mod watch;
 
@@ -61,6 +62,8 @@ use crate::gen::{Cancel, GenConfig, SaturationCauses};
 use crate::search::{self, Capacity, Search, SearchConfig, TrialOutcome};
 use crate::target::{Target, TargetKind, TargetSetup};
 use cgroup::CpuLimit;
+
+pub use suite::{TortureOptions, TortureSuite};
 
 /// One torture scenario.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,8 +103,8 @@ impl Scenario {
 }
 
 impl std::str::FromStr for Scenario {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
+    type Err = crate::Error;
+    fn from_str(s: &str) -> Result<Self> {
         [
             Scenario::Overload,
             Scenario::UasRestart,
@@ -112,7 +115,11 @@ impl std::str::FromStr for Scenario {
         .into_iter()
         .find(|x| x.name() == s)
         .ok_or_else(|| {
-            format!("unknown scenario {s:?} (overload, uas-restart, garbage, soak, conn-flood)")
+            crate::error::unknown(
+                "scenario",
+                s,
+                "overload, uas-restart, garbage, soak, conn-flood",
+            )
         })
     }
 }

@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 use takt_sched::CpuSet;
 use takt_sip::proxy::Transport;
 
+use crate::error::Error;
+
 /// Where `sipp` is on `PATH` (Debian package `sip-tester`), if anywhere.
 pub fn find_sipp() -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
@@ -201,23 +203,26 @@ pub struct UacTotals {
 
 /// Parses the last line of a SIPp statistics file (`;`-separated, header
 /// first; the `(C)` columns are cumulative).
-pub fn parse_stat_csv(text: &str) -> Result<UacTotals, String> {
+pub fn parse_stat_csv(text: &str) -> Result<UacTotals, Error> {
+    let bad = |what: String| Error::Sipp(what);
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-    let header = lines.next().ok_or("empty SIPp statistics file")?;
+    let header = lines
+        .next()
+        .ok_or_else(|| bad("empty SIPp statistics file".into()))?;
     let last = lines
         .next_back()
-        .ok_or("SIPp statistics file has no data line")?;
+        .ok_or_else(|| bad("SIPp statistics file has no data line".into()))?;
     let cols: HashMap<&str, &str> = header
         .split(';')
         .map(str::trim)
         .zip(last.split(';').map(str::trim))
         .collect();
-    let get = |k: &str| -> Result<u64, String> {
+    let get = |k: &str| -> Result<u64, Error> {
         let v = cols
             .get(k)
-            .ok_or_else(|| format!("SIPp statistics file has no column {k}"))?;
+            .ok_or_else(|| bad(format!("SIPp statistics file has no column {k}")))?;
         v.parse()
-            .map_err(|_| format!("SIPp statistics column {k}: not a count: {v:?}"))
+            .map_err(|_| bad(format!("SIPp statistics column {k}: not a count: {v:?}")))
     };
     Ok(UacTotals {
         attempted: get("TotalCallCreated")?,
@@ -289,17 +294,19 @@ mod tests {
                  x;10;10;10;0;0;\n\
                  x;50;40;49;1;3;\n";
         assert_eq!(
-            parse_stat_csv(t),
-            Ok(UacTotals {
+            parse_stat_csv(t).unwrap(),
+            UacTotals {
                 attempted: 50,
                 succeeded: 49,
                 failed: 1,
                 retransmissions: 3
-            })
+            }
         );
         assert!(parse_stat_csv("").is_err());
         assert!(parse_stat_csv("TotalCallCreated;\n").is_err());
-        let e = parse_stat_csv("TotalCallCreated;\n5;\n").unwrap_err();
+        let e = parse_stat_csv("TotalCallCreated;\n5;\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("SuccessfulCall(C)"), "{e}");
     }
 }

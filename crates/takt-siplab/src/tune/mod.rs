@@ -22,7 +22,11 @@
 //!    — `≥ R (generator-bound)` above all — the tune is inconclusive
 //!    ("generator-bound: …"), whatever the pairs say.
 
+mod suite;
+
 use serde::Serialize;
+
+pub use suite::{document, TuneOptions, TuneOutput, TuneSuite, JSON_FILE};
 
 use crate::profile::Profile;
 use crate::search::{Capacity, Limit};

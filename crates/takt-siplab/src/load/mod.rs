@@ -1,14 +1,13 @@
 //! # `takt sip load`: a call generator against the takt proxy, per-message costs
 //!
-//! The benchmark of the issue's target, *median T_sip per message type at
-//! a fixed call rate*, measured the way the seed paper measures its proxy
+//! *Median T_sip per message type at a fixed call rate*, measured the way the seed paper measures its proxy
 //! (Krishnamurthy & Rouskas, equations (1)): real SIPp call generators on
 //! loopback, `sipp -sn uac` at a fixed rate (`-r`) for a bounded number of
 //! calls (`-m`) → the takt proxy → `sipp -sn uas`, every call
 //! INVITE / 100 / 180 / 200 / ACK / BYE / 200.
 //!
 //! [`LoadPlan::generator`] puts takt's native generator
-//! ([`takt_siplab::gen`], Poisson arrivals at the rate) in SIPp's place, on
+//! ([`crate::gen`], Poisson arrivals at the rate) in SIPp's place, on
 //! threads of this process whose CPU time is taken out of the proxy's;
 //! [`LoadPlan::transport`] runs every hop over UDP or TCP (SIPp with
 //! `-t t1`).
@@ -39,32 +38,30 @@
 //! core is not lent to the host between messages.
 //!
 //! ```no_run
-//! use takt_lab::sip::{LoadCase, LoadPlan};
+//! use takt_siplab::load::{LoadCase, LoadPlan};
 //! use takt_sip::proxy::Mode;
 //! use takt_sip::transport::WorkerModel;
 //!
-//! let mut plan = LoadPlan::new(takt_lab::sip::find_sipp().expect("sipp installed"));
+//! let mut plan = LoadPlan::new(takt_siplab::load::find_sipp().expect("sipp installed"));
 //! plan.cases = vec![LoadCase {
 //!     mode: Mode::Stateful,
 //!     model: WorkerModel::Shared,
 //!     workers: 2,
 //!     idle_latency: None,
 //! }];
-//! let doc = takt_lab::sip::run(&plan, &mut |line| eprintln!("{line}")).unwrap();
-//! takt_lab::output::emit(&doc, true).unwrap();
+//! let doc = takt_siplab::load::run(&plan, &mut |line| eprintln!("{line}")).unwrap();
+//! takt_measure::output::emit(&doc, true).unwrap();
 //! ```
-//!
-//! [`render_exit_summary`] lays out `takt sip proxy`'s statistics at exit.
 //!
 //! Every SIPp child is killed and reaped on every path out of a run
 //! (error, interruption through [`LoadPlan::stop`], panic), and its
 //! scratch directory removed.
 
+mod options;
 mod sipp;
-mod summary;
 
+pub use options::LoadOptions;
 pub use sipp::{find_sipp, free_port, parse_stat_csv, UacTotals};
-pub use summary::render_exit_summary;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -74,14 +71,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
-use takt_sched::{CpuSet, IdleLatency, SchedError, SpinBudget, ThreadSpec};
+use takt_sched::{CpuSet, IdleLatency, SpinBudget, ThreadSpec};
 use takt_sip::proxy::build::Local;
 use takt_sip::proxy::{Mode, ProxyConfig, Target, Transport};
 use takt_sip::stats::Snapshot;
 use takt_sip::transport::{Server, ServerConfig, WakeOrder, WorkerModel};
 
-use crate::error::LabError;
-use crate::result::{idle_latency_param, Better, Document, DocumentBuilder, ResultRow};
+use takt_measure::result::{idle_latency_param, Better, Document, DocumentBuilder, ResultRow};
+
+use crate::error::{io, Error};
 use sipp::{Kid, ScratchDir};
 use takt_measure::suite::{RunContext, Suite};
 
@@ -106,10 +104,21 @@ pub enum LoadGenerator {
     /// SIPp's built-in `uac` and `uas` scenarios in child processes, calls
     /// opened at a fixed rate on SIPp's millisecond lattice.
     Sipp,
-    /// takt's native generator ([`takt_siplab::gen`]) on threads of this
+    /// takt's native generator ([`crate::gen`]) on threads of this
     /// process: Poisson arrivals at the rate, no retransmissions lost to
     /// its own lag unnoticed.
     Takt,
+}
+
+impl std::str::FromStr for LoadGenerator {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<LoadGenerator, Error> {
+        match s {
+            "sipp" => Ok(LoadGenerator::Sipp),
+            "takt" => Ok(LoadGenerator::Takt),
+            _ => Err(crate::error::unknown("generator", s, "sipp, takt")),
+        }
+    }
 }
 
 impl LoadGenerator {
@@ -220,55 +229,19 @@ impl LoadPlan {
         Duration::from_secs_f64(case * self.cases.len() as f64)
     }
 
-    fn check_stop(&self) -> Result<(), LoadError> {
+    fn check_stop(&self) -> Result<(), Error> {
         // Acquire pairs with the Release store of whoever interrupts.
         if self.stop.load(Ordering::Acquire) {
-            Err(LoadError::Interrupted)
+            Err(Error::Interrupted)
         } else {
             Ok(())
         }
     }
 }
 
-/// Why a load run failed.
-#[derive(Debug, thiserror::Error)]
-pub enum LoadError {
-    /// The proxy or a socket could not be set up.
-    #[error("{context}: {source}")]
-    Io {
-        /// What was being done.
-        context: String,
-        /// The error.
-        source: std::io::Error,
-    },
-    /// SIPp misbehaved (fatal exit, no statistics, hung).
-    #[error("sipp: {0}")]
-    Sipp(String),
-    /// SIPp could not bind its port (taken between choosing and binding
-    /// it, e.g. by another program's ephemeral socket); the run is retried
-    /// on other ports.
-    #[error("sipp: {0}")]
-    Bind(String),
-    /// A scheduling setting of the plan was refused (e.g. an idle-latency
-    /// limit without root).
-    #[error(transparent)]
-    Sched(#[from] SchedError),
-    /// takt's native generator failed.
-    #[error("takt sip gen: {0}")]
-    Gen(#[from] takt_siplab::Error),
-    /// [`LoadPlan::stop`] was set.
-    #[error("interrupted")]
-    Interrupted,
-}
-
 /// Holds the case's idle-latency limit, if it has one, until dropped.
-fn hold_idle(case: LoadCase) -> Result<Option<IdleLatency>, LoadError> {
+fn hold_idle(case: LoadCase) -> Result<Option<IdleLatency>, Error> {
     Ok(case.idle_latency.map(IdleLatency::hold).transpose()?)
-}
-
-fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> LoadError {
-    let context = context.into();
-    move |source| LoadError::Io { context, source }
 }
 
 /// Medians of one message kind in one run, microseconds.
@@ -388,11 +361,11 @@ const SIPP_EXIT_BIND: i32 = 254;
 const BIND_ATTEMPTS: usize = 3;
 
 /// [`run_once`], retried on other ports when SIPp could not bind.
-fn run_fresh_ports(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult, LoadError> {
+fn run_fresh_ports(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult, Error> {
     let mut attempt = 1;
     loop {
         match run_once(plan, case, calls) {
-            Err(LoadError::Bind(_)) if attempt < BIND_ATTEMPTS => attempt += 1,
+            Err(Error::SippBind(_)) if attempt < BIND_ATTEMPTS => attempt += 1,
             other => return other,
         }
     }
@@ -400,7 +373,7 @@ fn run_fresh_ports(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunRes
 
 /// The in-process proxy of one run, forwarding to `uas` over the plan's
 /// transport (and listening on TCP too when that is TCP).
-fn start_proxy(plan: &LoadPlan, case: LoadCase, uas: SocketAddr) -> Result<Server, LoadError> {
+fn start_proxy(plan: &LoadPlan, case: LoadCase, uas: SocketAddr) -> Result<Server, Error> {
     let mut pc = ProxyConfig::new(
         case.mode,
         Local {
@@ -426,7 +399,7 @@ fn start_proxy(plan: &LoadPlan, case: LoadCase, uas: SocketAddr) -> Result<Serve
 
 /// One run: a fresh proxy and generator (a SIPp pair, or takt's
 /// generator), `calls` calls at the plan's rate.
-pub fn run_once(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult, LoadError> {
+pub fn run_once(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult, Error> {
     plan.check_stop()?;
     match plan.generator {
         LoadGenerator::Sipp => run_sipp(plan, case, calls),
@@ -436,9 +409,9 @@ pub fn run_once(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult
 
 /// One run with takt's generator on threads of this process; their CPU
 /// time is taken out of the process's, so `cpu_s` stays the proxy's.
-fn run_native(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult, LoadError> {
+fn run_native(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult, Error> {
     let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
-    let mut gc = takt_siplab::gen::GenConfig::new(loopback, f64::from(plan.cps));
+    let mut gc = crate::gen::GenConfig::new(loopback, f64::from(plan.cps));
     gc.uas_listen = loopback;
     gc.calls = Some(calls);
     gc.transport = plan.transport;
@@ -447,15 +420,13 @@ fn run_native(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult, 
         Some(c) => ThreadSpec::new("gen").with_cpus(c.clone()),
         None => ThreadSpec::new("gen"),
     };
-    let mut g = takt_siplab::gen::Generator::bind(&gc)?;
-    let uas = g.uas_addr().ok_or_else(|| {
-        LoadError::Gen(takt_siplab::Error::Config(
-            "the generator bound no UAS".into(),
-        ))
-    })?;
+    let mut g = crate::gen::Generator::bind(&gc)?;
+    let uas = g
+        .uas_addr()
+        .ok_or_else(|| Error::Config("the generator bound no UAS".into()))?;
     let server = start_proxy(plan, case, uas)?;
     g.set_proxy(server.local_addr())?;
-    let cancel = takt_siplab::gen::Cancel::default();
+    let cancel = crate::gen::Cancel::default();
     let cpu0 = takt_sched::process_cpu_time();
     let t0 = Instant::now();
     let report = std::thread::scope(|scope| {
@@ -472,16 +443,10 @@ fn run_native(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult, 
     let wall = t0.elapsed().as_secs_f64();
     let cpu = takt_sched::process_cpu_time().saturating_sub(cpu0);
     let snap = server.stop();
-    let report = report.map_err(|_| {
-        LoadError::Gen(takt_siplab::Error::Thread(
-            "the generator's thread panicked".into(),
-        ))
-    })??;
+    let report = report.map_err(|_| Error::Thread("the generator's thread panicked".into()))??;
     plan.check_stop()?;
     let (Some(uac), Some(uas)) = (&report.uac, &report.uas) else {
-        return Err(LoadError::Gen(takt_siplab::Error::Thread(
-            "the generator ran without both sides".into(),
-        )));
+        return Err(Error::Thread("the generator ran without both sides".into()));
     };
     let totals = UacTotals {
         attempted: uac.attempted,
@@ -497,7 +462,7 @@ fn run_native(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult, 
 }
 
 /// One run with a SIPp pair in child processes.
-fn run_sipp(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult, LoadError> {
+fn run_sipp(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult, Error> {
     let dir = ScratchDir::new().map_err(io("creating a scratch directory for sipp"))?;
     let uas_port = free_port().map_err(io("finding a port for the UAS"))?;
     let uac_port = loop {
@@ -519,9 +484,9 @@ fn run_sipp(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult, Lo
     .map_err(io("starting sipp"))?;
     sipp::wait_bound(&mut uas, uas_port, plan.transport, Duration::from_secs(10)).map_err(|e| {
         if e.kind() == std::io::ErrorKind::TimedOut {
-            LoadError::Sipp(e.to_string())
+            Error::Sipp(e.to_string())
         } else {
-            LoadError::Bind(e.to_string())
+            Error::SippBind(e.to_string())
         }
     })?;
 
@@ -552,7 +517,7 @@ fn run_sipp(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult, Lo
             break st;
         }
         if Instant::now() >= deadline {
-            return Err(LoadError::Sipp(format!(
+            return Err(Error::Sipp(format!(
                 "uac did not finish {calls} calls within {} s",
                 (deadline - t0).as_secs()
             )));
@@ -565,19 +530,19 @@ fn run_sipp(plan: &LoadPlan, case: LoadCase, calls: u64) -> Result<RunResult, Lo
     let snap = server.stop();
     drop(uas);
     let stat = std::fs::read_to_string(dir.path().join("uac.csv")).map_err(|e| {
-        LoadError::Sipp(format!(
+        Error::Sipp(format!(
             "uac exited ({status}) without a statistics file: {e}"
         ))
     })?;
-    let totals = parse_stat_csv(&stat).map_err(LoadError::Sipp)?;
+    let totals = parse_stat_csv(&stat)?;
     let code = status.code();
     if code == Some(SIPP_EXIT_BIND) && totals.attempted == 0 {
-        return Err(LoadError::Bind(format!(
+        return Err(Error::SippBind(format!(
             "uac could not bind 127.0.0.1:{uac_port} ({status})"
         )));
     }
     if !matches!(code, Some(0) | Some(1)) && totals.attempted == 0 {
-        return Err(LoadError::Sipp(format!(
+        return Err(Error::Sipp(format!(
             "uac failed before placing a call ({status})"
         )));
     }
@@ -593,7 +558,7 @@ const HOT_CALLS: u64 = 1000;
 /// ([`takt_sip::ua::synth::hot_costs`]), on a thread made from the plan's
 /// spec like the workers. Next to the run's T_sip it tells a cold core's
 /// cost (the ratio) from the host's speed at that moment (this value).
-pub fn hot_reference(plan: &LoadPlan, mode: Mode) -> Result<Vec<(&'static str, f64)>, LoadError> {
+pub fn hot_reference(plan: &LoadPlan, mode: Mode) -> Result<Vec<(&'static str, f64)>, Error> {
     let t = plan
         .spec
         .renamed("sip-hot")
@@ -606,11 +571,7 @@ pub fn hot_reference(plan: &LoadPlan, mode: Mode) -> Result<Vec<(&'static str, f
 }
 
 /// The discarded warm-up run of `case` (none when `warmup_calls` is 0).
-fn warm_up(
-    plan: &LoadPlan,
-    case: LoadCase,
-    progress: &mut dyn FnMut(&str),
-) -> Result<(), LoadError> {
+fn warm_up(plan: &LoadPlan, case: LoadCase, progress: &mut dyn FnMut(&str)) -> Result<(), Error> {
     if plan.warmup_calls > 0 {
         progress(&format!(
             "{}: warm-up, {} calls",
@@ -629,7 +590,7 @@ fn measured_run(
     case: LoadCase,
     i: usize,
     progress: &mut dyn FnMut(&str),
-) -> Result<RunResult, LoadError> {
+) -> Result<RunResult, Error> {
     let idle = hold_idle(case)?;
     let mut r = run_fresh_ports(plan, case, plan.calls)?;
     // right after the run, so both see the host in the same state (not
@@ -669,7 +630,7 @@ pub fn run_case(
     plan: &LoadPlan,
     case: LoadCase,
     progress: &mut dyn FnMut(&str),
-) -> Result<Vec<RunResult>, LoadError> {
+) -> Result<Vec<RunResult>, Error> {
     warm_up(plan, case, progress)?;
     (0..plan.runs.max(1))
         .map(|i| measured_run(plan, case, i, progress))
@@ -930,7 +891,7 @@ pub fn rows(plan: &LoadPlan, case: LoadCase, runs: &[RunResult]) -> Vec<ResultRo
 
 impl Suite for LoadPlan {
     type Output = Document;
-    type Error = LabError;
+    type Error = Error;
 
     fn name(&self) -> &str {
         "sip load"
@@ -951,20 +912,17 @@ impl Suite for LoadPlan {
     }
 
     /// Runs the plan with its stop flag raised by `ctx`'s cancellation.
-    fn run(&self, ctx: &RunContext) -> Result<Document, LabError> {
+    fn run(&self, ctx: &RunContext) -> Result<Document, Error> {
         let plan = LoadPlan {
             stop: ctx.cancel().flag(),
             ..self.clone()
         };
-        run(&plan, &mut |line| ctx.step(line)).map_err(|e| match e {
-            LoadError::Interrupted => LabError::Interrupted("sip load"),
-            e => LabError::Load(e),
-        })
+        run(&plan, &mut |line| ctx.step(line))
     }
 }
 
 /// Runs every case of the plan and closes the document (suite `sip_load`).
-pub fn run(plan: &LoadPlan, progress: &mut dyn FnMut(&str)) -> Result<Document, LoadError> {
+pub fn run(plan: &LoadPlan, progress: &mut dyn FnMut(&str)) -> Result<Document, Error> {
     let mut doc = DocumentBuilder::start("sip_load");
     // Round by round: run i of every case before run i + 1 of any, each
     // case warmed up just before its first run. The host's load drifts

@@ -1,0 +1,251 @@
+//! The SVG plots of `takt sip sweep` and `takt sip tune`, written beside
+//! their documents in the output directory.
+
+use std::path::Path;
+
+use takt_report::plot::{Chart, Scale, Series};
+use takt_siplab::sweep::{paper, SweepOutcome};
+
+/// The paper's published capacities versus m, dashed.
+fn paper_series() -> Vec<Series> {
+    [
+        ("paper baseline (OpenSIPS, CFS)", 0usize),
+        ("paper enhanced", 1),
+    ]
+    .into_iter()
+    .map(|(label, pick)| Series {
+        label: label.into(),
+        points: paper::ENHANCED_GRANULARITY_US
+            .iter()
+            .filter_map(|(m, _)| {
+                let (b, e) = paper::capacity(*m)?;
+                Some((*m as f64, if pick == 0 { b } else { e }))
+            })
+            .collect(),
+        dashed: true,
+    })
+    .collect()
+}
+
+/// Capacity versus m for every server and profile in one chart (see
+/// [`write_plots`]).
+fn capacity_chart(s: &SweepOutcome) -> Chart<'static> {
+    let servers: Vec<_> = s.cases.iter().filter(|c| !c.key.is_ceiling()).collect();
+    let mut series: Vec<Series> = Vec::new();
+    for c in &servers {
+        let label = if servers.iter().any(|o| {
+            o.key.target == c.key.target && (o.key.mode, o.key.model) != (c.key.mode, c.key.model)
+        }) {
+            format!(
+                "{} {} {} {}",
+                c.key.target, c.key.mode, c.key.model, c.key.profile
+            )
+        } else {
+            format!("{} {}", c.key.target, c.key.profile)
+        };
+        let Some(cap) = c.result.capacity else {
+            continue;
+        };
+        let point = (c.key.workers as f64, cap.cps());
+        match series.iter_mut().find(|se| se.label == label) {
+            Some(se) => se.points.push(point),
+            None => series.push(Series {
+                label,
+                points: vec![point],
+                dashed: false,
+            }),
+        }
+    }
+    let ms: Vec<f64> = servers.iter().map(|c| c.key.workers as f64).collect();
+    let (lo, hi) = ms.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), m| {
+        (lo.min(*m), hi.max(*m))
+    });
+    for c in s.cases.iter().filter(|c| c.key.is_ceiling()) {
+        if let (Some(cap), true) = (c.result.capacity, lo <= hi) {
+            series.push(Series {
+                label: format!("generator ceiling, {}", c.key.profile),
+                points: vec![(lo, cap.cps()), (hi, cap.cps())],
+                dashed: true,
+            });
+        }
+    }
+    capacity_vs_m_chart(series)
+}
+
+/// The capacity-versus-m chart of `series`, with the paper's series beside
+/// them, every series in order of m.
+fn capacity_vs_m_chart(mut series: Vec<Series>) -> Chart<'static> {
+    series.extend(paper_series());
+    for se in &mut series {
+        se.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    Chart {
+        x_desc: "worker threads m",
+        y_desc: "1%-drop capacity (calls/s)",
+        x_scale: Scale::Linear,
+        y_scale: Scale::Linear,
+        x_bytes: false,
+        x_names: Vec::new(),
+        series,
+    }
+}
+
+fn file_name(parts: &[&str]) -> String {
+    let s: Vec<String> = parts
+        .iter()
+        .map(|p| {
+            p.chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+                .collect()
+        })
+        .collect();
+    format!("{}.svg", s.join("-"))
+}
+
+fn save(dir: &Path, name: String, chart: &Chart<'_>) -> Result<usize, String> {
+    let Some(svg) = chart.to_svg() else {
+        return Ok(0);
+    };
+    let path = dir.join(name);
+    std::fs::write(&path, svg).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    Ok(1)
+}
+
+/// `capacity_vs_m.svg`: capacity versus m, one curve per (target,
+/// profile) of every server, the paper's published capacities dashed and
+/// each generator ceiling as a dashed level; then per (target, mode,
+/// model) the same with its profiles only, and per profile drop rate,
+/// K_rcv and T_sip versus cps over every counted trial, one curve per m
+/// (for a ceiling, the null relay, the drop rate only). Returns how many
+/// files were written.
+pub(crate) fn write_plots(s: &SweepOutcome, dir: &Path) -> Result<usize, String> {
+    let mut n = save(dir, "capacity_vs_m.svg".into(), &capacity_chart(s))?;
+    let mut groups: Vec<(&str, &str, &str)> = Vec::new();
+    for c in &s.cases {
+        let g = (c.key.target, c.key.mode, c.key.model);
+        if !groups.contains(&g) {
+            groups.push(g);
+        }
+    }
+    for g in groups {
+        let cases: Vec<_> = s
+            .cases
+            .iter()
+            .filter(|c| (c.key.target, c.key.mode, c.key.model) == g)
+            .collect();
+        let mut profiles: Vec<&str> = Vec::new();
+        for c in &cases {
+            if !profiles.contains(&c.key.profile.as_str()) {
+                profiles.push(&c.key.profile);
+            }
+        }
+        let series: Vec<Series> = profiles
+            .iter()
+            .map(|p| Series {
+                label: format!("{} {p}", g.0),
+                points: cases
+                    .iter()
+                    .filter(|c| c.key.profile == *p)
+                    .filter_map(|c| Some((c.key.workers as f64, c.result.capacity?.cps())))
+                    .collect(),
+                dashed: false,
+            })
+            .collect();
+        let ceiling = cases.iter().any(|c| c.key.is_ceiling());
+        n += if ceiling {
+            0
+        } else {
+            save(
+                dir,
+                file_name(&["capacity-vs-m", g.0, g.1, g.2]),
+                &capacity_vs_m_chart(series),
+            )?
+        };
+        for p in &profiles {
+            let of_p: Vec<_> = cases.iter().filter(|c| c.key.profile == *p).collect();
+            let per_m = |f: &dyn Fn(&takt_siplab::sweep::CaseOutcome) -> Vec<(f64, f64)>| {
+                of_p.iter()
+                    .map(|c| Series {
+                        label: format!("m = {}", c.key.workers),
+                        points: f(c),
+                        dashed: false,
+                    })
+                    .collect::<Vec<_>>()
+            };
+            // per trial (all phases): the curves over the whole range
+            let trials =
+                |c: &takt_siplab::sweep::CaseOutcome,
+                 f: &dyn Fn(&takt_siplab::sweep::PointExtra) -> Option<f64>| {
+                    let mut v: Vec<(f64, f64)> = c
+                        .result
+                        .trials
+                        .iter()
+                        .zip(&c.extras)
+                        .filter(|(t, _)| !t.rerun)
+                        .filter_map(|(t, e)| Some((t.rate_cps, f(e)?)))
+                        .collect();
+                    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    v
+                };
+            let drop = per_m(&|c| {
+                let mut v: Vec<(f64, f64)> = c
+                    .result
+                    .trials
+                    .iter()
+                    .filter(|t| !t.rerun && t.outcome.sent > 0)
+                    .map(|t| (t.rate_cps, t.outcome.drop_rate()))
+                    .collect();
+                v.sort_by(|a, b| a.0.total_cmp(&b.0));
+                v
+            });
+            let k = per_m(&|c| trials(c, &|e| e.k_rcv_us.or(e.k_rcv_est_us)));
+            let t = per_m(&|c| trials(c, &|e| e.t_sip_us));
+            let est = g.0 != "takt";
+            for (what, y, series, scale) in [
+                ("drop", "drop rate (lost / sent)", drop, Scale::Linear),
+                (
+                    "k_rcv",
+                    if est {
+                        "K_rcv (µs, Little's-law estimate)"
+                    } else {
+                        "K_rcv (µs)"
+                    },
+                    k,
+                    Scale::Log,
+                ),
+                ("t_sip", "T_sip (µs)", t, Scale::Linear),
+            ] {
+                if ceiling && what != "drop" {
+                    continue;
+                }
+                n += save(
+                    dir,
+                    file_name(&[what, g.0, g.1, g.2, p]),
+                    &Chart {
+                        x_desc: "offered load (calls/s)",
+                        y_desc: y,
+                        x_scale: Scale::Linear,
+                        y_scale: scale,
+                        x_bytes: false,
+                        x_names: Vec::new(),
+                        series,
+                    },
+                )?;
+            }
+        }
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plot_file_names_are_plain() {
+        assert_eq!(
+            file_name(&["drop", "takt", "stateful", "shared", "other:slice=1ms"]),
+            "drop-takt-stateful-shared-other-slice-1ms.svg"
+        );
+    }
+}
