@@ -86,3 +86,9 @@ pub mod torture;
 pub mod tune;
 
 pub use error::{Error, Result};
+
+/// The README's Rust examples, compiled as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeExamples;
+

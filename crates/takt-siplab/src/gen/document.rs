@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Map, Value};
 use takt_measure::result::{Better, Document, DocumentBuilder, ResultRow};
+use takt_measure::table::Table;
 
 use super::report::{ByKind, GenReport, Percentiles};
 
@@ -130,15 +131,29 @@ impl GenReport {
                 let f: Vec<String> = u.failures.iter().map(|(k, v)| format!("{k} {v}")).collect();
                 let _ = writeln!(o, "failures: {}", f.join(", "));
             }
-            let p = |name: &str, unit: &str, p: &Percentiles| {
-                format!(
-                    "{name:<15} p50 {:>9.3}  p90 {:>9.3}  p99 {:>9.3}  max {:>9.3} {unit}\n",
-                    p.p50, p.p90, p.p99, p.max
-                )
-            };
-            o.push_str(&p("INVITE→180", "ms", &u.invite_to_180_ms));
-            o.push_str(&p("INVITE→200", "ms", &u.invite_to_200_ms));
-            o.push_str(&p("send lag", "µs", &u.send_lag_us));
+            let mut times = Table::new()
+                .text("")
+                .number("p50")
+                .number("p90")
+                .number("p99")
+                .number("max")
+                .text("unit");
+            for (name, unit, p) in [
+                ("INVITE→180", "ms", &u.invite_to_180_ms),
+                ("INVITE→200", "ms", &u.invite_to_200_ms),
+                ("send lag", "µs", &u.send_lag_us),
+            ] {
+                let f = |v: f64| format!("{v:.3}");
+                times.push(vec![
+                    name.into(),
+                    f(p.p50),
+                    f(p.p90),
+                    f(p.p99),
+                    f(p.max),
+                    unit.into(),
+                ]);
+            }
+            o.push_str(&times.render());
             let _ = writeln!(o, "late calls: {}", u.late_calls);
         }
         if let Some(s) = &self.uas {
@@ -159,23 +174,26 @@ impl GenReport {
         let (ss, sr, sx) = self.uas.as_ref().map_or((&empty, &empty, &empty), |u| {
             (&u.sent, &u.received, &u.retransmitted)
         });
-        let _ = writeln!(
-            o,
-            "\n{:<8} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8}",
-            "kind", "uac sent", "uac recv", "uac rtx", "uas sent", "uas recv", "uas rtx"
-        );
+        let mut messages = Table::new()
+            .text("kind")
+            .number("uac sent")
+            .number("uac recv")
+            .number("uac rtx")
+            .number("uas sent")
+            .number("uas recv")
+            .number("uas rtx");
         for k in kinds {
             let g = |m: &ByKind| m.get(k).copied().unwrap_or(0);
             let row = [g(cs), g(cr), g(cx), g(ss), g(sr), g(sx)];
             if row.iter().all(|&v| v == 0) {
                 continue;
             }
-            let _ = writeln!(
-                o,
-                "{:<8} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8}",
-                k, row[0], row[1], row[2], row[3], row[4], row[5]
-            );
+            let mut cells = vec![k.to_string()];
+            cells.extend(row.iter().map(u64::to_string));
+            messages.push(cells);
         }
+        o.push('\n');
+        o.push_str(&messages.render());
         o.push('\n');
         let threads = self
             .uac

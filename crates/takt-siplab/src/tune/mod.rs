@@ -25,6 +25,7 @@
 mod suite;
 
 use serde::Serialize;
+use takt_measure::table::Table;
 
 pub use suite::{document, TuneOptions, TuneOutput, TuneSuite, JSON_FILE};
 
@@ -208,17 +209,21 @@ pub fn recommend(s: &SweepOutcome) -> Vec<Recommendation> {
 /// The recommendation as text.
 pub fn render(r: &Recommendation) -> String {
     let mut o = format!(
-        "takt sip tune: {} {} with {} workers\n  capacity per setting (calls/s):\n",
+        "takt sip tune: {} {} with {} workers\n",
         r.target, r.mode, r.workers
     );
+    let mut settings = Table::new()
+        .text("setting")
+        .text("policy")
+        .text("capacity (calls/s)");
     for (label, policy, cap) in &r.capacities {
-        o += &format!(
-            "    {:<36} {:<22} {}\n",
-            label,
-            policy,
-            cap.map_or("unfinished".into(), |c| c.to_string())
-        );
+        settings.push(vec![
+            label.clone(),
+            policy.clone(),
+            cap.map_or("unfinished".into(), |c| c.to_string()),
+        ]);
     }
+    o += &settings.render();
     if let (Some((label, _)), Some(p), Some(rate)) = (&r.best, r.ab, r.ab_rate_cps) {
         o += &format!(
             "  A/B at {rate:.0} cps, {} pairs (order swapped every pair): drop rate default {:.4} vs {label} {:.4}; difference {:.4} [95% {:.4}, {:.4}], paired t-test p = {:.3}\n",
