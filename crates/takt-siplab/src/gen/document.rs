@@ -97,12 +97,10 @@ impl GenReport {
         b.finish()
     }
 
-    /// Every kind of row a `sip_gen` document can hold (UAC or both, UAS
-    /// only; UDP and TCP), built by [`GenReport::to_document`] from
-    /// synthetic reports: the input of the document-shape snapshot test.
-    /// Runs nothing.
-    #[doc(hidden)]
-    pub fn synthetic_rows() -> Vec<ResultRow> {
+    /// A report of a run in `role` over `transport` (`udp`, `tcp`) with
+    /// every figure set: a synthetic input of the document-shape snapshot
+    /// test (here and in the torture scenarios' rows).
+    pub(crate) fn synthetic(role: super::Role, transport: &'static str) -> GenReport {
         use super::report::{Saturation, UacReport, UasReport};
         let p = Percentiles {
             count: 10,
@@ -147,38 +145,45 @@ impl GenReport {
             sockets: Default::default(),
             thread: Default::default(),
         };
-        let mut rows = Vec::new();
-        for (role, transport) in [
+        GenReport {
+            role,
+            cps: 100.0,
+            arrivals: super::Arrivals::Poisson,
+            seed: 1,
+            hold_ms: 0.0,
+            transport,
+            ports: 1,
+            connections: 1,
+            retransmit: true,
+            proxy: "127.0.0.1:5060".into(),
+            uas_addr: "127.0.0.1:5070".into(),
+            send_s: 1.0,
+            window_s: 1.0,
+            achieved_cps: 100.0,
+            wall_s: 1.0,
+            cancelled: false,
+            uac: role.has_uac().then_some(uac),
+            uas: (role != super::Role::Uac).then_some(uas),
+            saturation: Saturation::default(),
+            cpu_us_per_call: Some(10.0),
+            busy_us_per_call: Some(5.0),
+        }
+    }
+
+    /// Every kind of row a `sip_gen` document can hold (UAC or both, UAS
+    /// only; UDP and TCP), built by [`GenReport::to_document`] from
+    /// synthetic reports: the input of the document-shape snapshot test.
+    /// Runs nothing.
+    #[doc(hidden)]
+    pub fn synthetic_rows() -> Vec<ResultRow> {
+        [
             (super::Role::Both, "udp"),
             (super::Role::Uac, "tcp"),
             (super::Role::Uas, "udp"),
-        ] {
-            let report = GenReport {
-                role,
-                cps: 100.0,
-                arrivals: super::Arrivals::Poisson,
-                seed: 1,
-                hold_ms: 0.0,
-                transport,
-                ports: 1,
-                connections: 1,
-                retransmit: true,
-                proxy: "127.0.0.1:5060".into(),
-                uas_addr: "127.0.0.1:5070".into(),
-                send_s: 1.0,
-                window_s: 1.0,
-                achieved_cps: 100.0,
-                wall_s: 1.0,
-                cancelled: false,
-                uac: role.has_uac().then(|| uac.clone()),
-                uas: (role != super::Role::Uac).then(|| uas.clone()),
-                saturation: Saturation::default(),
-                cpu_us_per_call: Some(10.0),
-                busy_us_per_call: Some(5.0),
-            };
-            rows.extend(report.to_document().results);
-        }
-        rows
+        ]
+        .into_iter()
+        .flat_map(|(role, transport)| GenReport::synthetic(role, transport).to_document().results)
+        .collect()
     }
 
     /// A summary for people: calls and outcomes, messages per kind on
