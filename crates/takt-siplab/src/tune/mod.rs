@@ -27,7 +27,7 @@ mod suite;
 use serde::Serialize;
 use takt_measure::table::Table;
 
-pub use suite::{document, TuneOptions, TuneOutput, TuneSuite, JSON_FILE};
+pub use suite::{document, gain_row, TuneOptions, TuneOutput, TuneSuite, JSON_FILE};
 
 use crate::profile::Profile;
 use crate::search::{Capacity, Limit};

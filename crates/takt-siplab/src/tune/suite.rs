@@ -203,6 +203,33 @@ impl TuneOutput {
     }
 }
 
+/// The `tune_gain` row of a recommendation with a gain (%, the
+/// recommendation and the command in `detail`); `None` without one (the
+/// recommendation then goes into the document's notes).
+pub fn gain_row(r: &Recommendation) -> Option<ResultRow> {
+    let g = r.gain_pct?;
+    let mut params = Map::new();
+    params.insert("mode".into(), r.mode.into());
+    params.insert("workers".into(), r.workers.into());
+    params.insert("test".into(), "paired t, two-sided".into());
+    params.insert("alpha".into(), ALPHA.into());
+    let mut d = Map::new();
+    d.insert("recommendation".into(), json!(r));
+    d.insert("command".into(), json!(r.command()));
+    Some(
+        ResultRow::new(
+            "tune_gain",
+            r.target,
+            params,
+            "%",
+            Better::Higher,
+            vec![g],
+            0.0,
+        )
+        .with_detail(d),
+    )
+}
+
 /// The sweep's document as suite `sip_tune`, with a `tune_gain` row (%,
 /// the recommendation and the command in `detail`) per recommendation
 /// that has a gain, and a note for each that has none.
@@ -211,29 +238,9 @@ pub fn document(suite: &SweepSuite, outcome: &SweepOutcome, recs: &[Recommendati
     suite.gen_policy.stamp(&mut doc);
     doc.suite = "sip_tune".into();
     for r in recs {
-        let mut params = Map::new();
-        params.insert("mode".into(), r.mode.into());
-        params.insert("workers".into(), r.workers.into());
-        params.insert("test".into(), "paired t, two-sided".into());
-        params.insert("alpha".into(), ALPHA.into());
-        let mut d = Map::new();
-        d.insert("recommendation".into(), json!(r));
-        d.insert("command".into(), json!(r.command()));
-        if let Some(g) = r.gain_pct {
-            doc.results.push(
-                ResultRow::new(
-                    "tune_gain",
-                    r.target,
-                    params,
-                    "%",
-                    Better::Higher,
-                    vec![g],
-                    0.0,
-                )
-                .with_detail(d),
-            );
-        } else {
-            doc.notes.push(format!("tune: {}", json!(r)));
+        match gain_row(r) {
+            Some(row) => doc.results.push(row),
+            None => doc.notes.push(format!("tune: {}", json!(r))),
         }
     }
     doc
