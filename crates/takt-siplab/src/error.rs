@@ -93,9 +93,9 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
-    /// A plot could not be drawn.
-    #[error("plot: {0}")]
-    Plot(String),
+    /// takt-measure failed: a chart could not be drawn or written.
+    #[error(transparent)]
+    Measure(#[from] takt_measure::error::MeasureError),
     /// SIPp misbehaved (fatal exit, no statistics, hung).
     #[error("sipp: {0}")]
     Sipp(String),

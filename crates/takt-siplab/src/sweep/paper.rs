@@ -3,6 +3,8 @@
 //! (OpenSIPS on Linux 2.6.32, CFS, one core, 30 repetitions per column),
 //! printed beside a sweep's own.
 
+use takt_measure::table::Table;
+
 /// One published column: threads, cps, arrival rate (packets/s), T_sip
 /// (µs), K_rcv (µs), RCV errors, total messages, drop rate.
 pub type Column = (usize, f64, f64, f64, f64, f64, f64, f64);
@@ -86,6 +88,17 @@ pub fn table_iii(m: usize) -> Option<(f64, f64)> {
 /// The published tables as text, for the human output.
 pub fn render() -> String {
     let mut s = String::new();
+    let columns = || {
+        Table::new()
+            .number("m")
+            .number("cps")
+            .number("pkts/s")
+            .number("T_sip")
+            .number("K_rcv")
+            .number("RcvErr")
+            .number("msgs")
+            .number("drop")
+    };
     for (title, t) in [
         (
             "Table I (paper: OpenSIPS, CFS baseline \"server\" mode, 1 core)",
@@ -93,23 +106,37 @@ pub fn render() -> String {
         ),
         ("Table II (paper: enhanced \"server\" mode)", &TABLE_II),
     ] {
-        s += &format!("{title}\n");
-        s += &format!(
-            "{:>3} {:>6} {:>8} {:>8} {:>9} {:>7} {:>8} {:>7}\n",
-            "m", "cps", "pkts/s", "T_sip", "K_rcv", "RcvErr", "msgs", "drop"
-        );
+        let mut table = columns();
         for c in t.iter() {
-            s += &format!(
-                "{:>3} {:>6.0} {:>8.0} {:>8.2} {:>9.2} {:>7.0} {:>8.0} {:>7.4}\n",
-                c.0, c.1, c.2, c.3, c.4, c.5, c.6, c.7
-            );
+            table.push(vec![
+                c.0.to_string(),
+                format!("{:.0}", c.1),
+                format!("{:.0}", c.2),
+                format!("{:.2}", c.3),
+                format!("{:.2}", c.4),
+                format!("{:.0}", c.5),
+                format!("{:.0}", c.6),
+                format!("{:.4}", c.7),
+            ]);
         }
+        s += &format!("{title}\n");
+        s += &table.render();
+    }
+    let mut table = Table::new()
+        .number("m")
+        .number("cps")
+        .number("drop")
+        .number("K_rcv");
+    for r in TABLE_III {
+        table.push(vec![
+            r.0.to_string(),
+            format!("{:.0}", r.1),
+            format!("{:.1}%", r.2),
+            format!("{:.1}%", r.3),
+        ]);
     }
     s += "Table III (paper: enhanced vs baseline, % lower)\n";
-    s += &format!("{:>3} {:>6} {:>8} {:>8}\n", "m", "cps", "drop", "K_rcv");
-    for r in TABLE_III {
-        s += &format!("{:>3} {:>6.0} {:>7.1}% {:>7.1}%\n", r.0, r.1, r.2, r.3);
-    }
+    s += &table.render();
     s
 }
 

@@ -5,6 +5,8 @@
 
 use std::fmt::Write;
 
+use takt_measure::table::Table;
+
 use super::{paper, CaseOutcome, SweepOutcome};
 use crate::search::{Capacity, Limit};
 
@@ -169,13 +171,12 @@ pub fn render(s: &SweepOutcome) -> String {
             "\n== {} {} ({} model): 1%-drop capacity, calls/s ==",
             g.0, g.1, g.2
         );
-        let _ = write!(o, "{:>12}", "profile \\ m");
+        let mut caps = Table::new().text("profile \\ m");
         for m in &ms {
-            let _ = write!(o, " {:>24}", m);
+            caps = caps.number(m.to_string());
         }
-        o.push('\n');
         for p in &profiles {
-            let _ = write!(o, "{p:>12}");
+            let mut cells = vec![p.to_string()];
             for m in &ms {
                 let cell = cases
                     .iter()
@@ -194,10 +195,11 @@ pub fn render(s: &SweepOutcome) -> String {
                             None => cap,
                         }
                     });
-                let _ = write!(o, " {cell:>24}");
+                cells.push(cell);
             }
-            o.push('\n');
+            caps.push(cells);
         }
+        o += &caps.render();
         for p in &profiles {
             let _ = writeln!(
                 o,
@@ -206,11 +208,15 @@ pub fn render(s: &SweepOutcome) -> String {
                 g.0,
                 g.1
             );
-            let _ = writeln!(
-                o,
-                "{:>3} {:>7} {:>9} {:>8} {:>10} {:>8} {:>9} {:>8}",
-                "m", "cps", "pkts/s", "T_sip", "K_rcv", "RcvErr", "msgs", "drop"
-            );
+            let mut crossing = Table::new()
+                .number("m")
+                .number("cps")
+                .number("pkts/s")
+                .number("T_sip")
+                .number("K_rcv")
+                .number("RcvErr")
+                .number("msgs")
+                .number("drop");
             for c in cases.iter().filter(|c| c.key.profile == *p) {
                 for col in [&c.crossing.below, &c.crossing.above].into_iter().flatten() {
                     let t_sip = match col.t_sip_us {
@@ -219,24 +225,23 @@ pub fn render(s: &SweepOutcome) -> String {
                             .cpu_per_msg_us
                             .map_or("-".into(), |t| format!("~{t:.1}")),
                     };
-                    let _ = writeln!(
-                        o,
-                        "{:>3} {:>7.0} {:>9.0} {:>8} {:>10} {:>8.1} {:>9.0} {:>8.4}",
-                        c.key.workers,
-                        col.rate_cps,
-                        col.arrival_pps,
+                    crossing.push(vec![
+                        c.key.workers.to_string(),
+                        format!("{:.0}", col.rate_cps),
+                        format!("{:.0}", col.arrival_pps),
                         t_sip,
                         format!(
                             "{}{}",
                             if col.k_rcv_estimated { "~" } else { "" },
                             opt(col.k_rcv_us, 1)
                         ),
-                        col.rcv_errors,
-                        col.total_messages,
-                        col.drop_rate
-                    );
+                        format!("{:.1}", col.rcv_errors),
+                        format!("{:.0}", col.total_messages),
+                        format!("{:.4}", col.drop_rate),
+                    ]);
                 }
             }
+            o += &crossing.render();
         }
         let cmps: Vec<_> = s
             .comparisons
@@ -249,19 +254,16 @@ pub fn render(s: &SweepOutcome) -> String {
                 "\n-- Table III ({} {}): each profile against default at default's first failing rate; % lower [95% interval] --",
                 g.0, g.1
             );
-            let _ = writeln!(
-                o,
-                "{:>3} {:>7} {:<28} {:>8} {:>8} {:>24} {:>9} {:>9} {:>24}",
-                "m",
-                "cps",
-                "profile",
-                "drop def",
-                "drop p",
-                "drop % lower",
-                "K def",
-                "K p",
-                "K_rcv % lower"
-            );
+            let mut table = Table::new()
+                .number("m")
+                .number("cps")
+                .text("profile")
+                .number("drop def")
+                .number("drop p")
+                .number("drop % lower")
+                .number("K def")
+                .number("K p")
+                .number("K_rcv % lower");
             for c in cmps {
                 let cell = |p: &Option<super::tables::Paired>| -> (String, String, String) {
                     match p {
@@ -281,20 +283,19 @@ pub fn render(s: &SweepOutcome) -> String {
                 } else {
                     ""
                 };
-                let _ = writeln!(
-                    o,
-                    "{:>3} {:>7.0} {:<28} {:>8} {:>8} {:>24} {:>9} {:>9} {:>24}",
-                    c.key.workers,
-                    c.comparison.rate_cps,
-                    c.label,
+                table.push(vec![
+                    c.key.workers.to_string(),
+                    format!("{:.0}", c.comparison.rate_cps),
+                    c.label.clone(),
                     d.0,
                     d.1,
                     d.2,
                     format!("{est}{}", k.0.split('.').next().unwrap_or("-")),
                     format!("{est}{}", k.1.split('.').next().unwrap_or("-")),
-                    k.2
-                );
+                    k.2,
+                ]);
             }
+            o += &table.render();
         }
     }
     if let Some(n) = s.ceiling_note() {
