@@ -70,6 +70,13 @@
 //! - A message that cannot be delivered (its agent finished, its queue torn
 //!   down at shutdown) is counted, never silently lost.
 //!
+//! ## Errors
+//! Each fallible operation has its own small error type ([`RegError`],
+//! [`DefineError`], [`AskError`], [`TimerError`], [`MboxTypeMismatch`],
+//! [`UnknownState`]), with `Display` and `std::error::Error` written by
+//! hand rather than derived with `thiserror`, so that the runtime depends
+//! on takt-sched and crossbeam only.
+//!
 //! ## How it is fast
 //! A message of up to 16 bytes travels inline in a 32-byte queue slot
 //! with a monomorphized event function; a send between agents of one
