@@ -71,11 +71,22 @@
 //!   down at shutdown) is counted, never silently lost.
 //!
 //! ## Errors
-//! Each fallible operation has its own small error type ([`RegError`],
-//! [`DefineError`], [`AskError`], [`TimerError`], [`MboxTypeMismatch`],
-//! [`UnknownState`]), with `Display` and `std::error::Error` written by
-//! hand rather than derived with `thiserror`, so that the runtime depends
-//! on takt-sched and crossbeam only.
+//! Each fallible operation returns its own small error type, every variant
+//! of which can happen there, so a caller's `match` has no impossible arms:
+//! registering ([`RegError`], wrapping a [`DefineError`], a
+//! [`BindingError`] or the [`takt_sched::SchedError`] of a dispatcher
+//! thread), asking ([`AskError`]), timers ([`TimerError`]), named mailboxes
+//! ([`MboxTypeMismatch`]) and state changes ([`UnknownState`]). The crate
+//! has no umbrella error on purpose: an agent's reply slot holds an
+//! [`AskError`], which is `Copy` and one byte, and would grow to hold
+//! registration errors it can never see; registration and asking happen in
+//! different places of a program (set-up and handlers), so one enum would
+//! only add arms. None carries a `String` in place of a cause: a refused
+//! thread is the kernel's [`takt_sched::SchedError`], reachable through
+//! `source()`. `Display` and `std::error::Error` are written by hand rather
+//! than derived with `thiserror`, so that the runtime depends on
+//! takt-sched and crossbeam only; `?` turns any of them into a
+//! `Box<dyn Error>` where a caller wants one type.
 //!
 //! ## How it is fast
 //! A message of up to 16 bytes travels inline in a 32-byte queue slot
@@ -119,7 +130,7 @@ pub use agent::{Agent, AgentId, Message};
 pub use ask::{pending, Ask, AskError, Pending, Promise};
 pub use coop::{CoopBuilder, CoopHandle, RegError};
 pub use ctx::{Ctx, UnknownState};
-pub use dispatcher::{Binding, Dispatcher, DispatcherKind};
+pub use dispatcher::{Binding, BindingError, Dispatcher, DispatcherKind};
 pub use handle::{Accept, Answer, Recipient, Requester};
 pub use limits::{Limits, Overflow};
 pub use mbox::{Mbox, MboxTypeMismatch};
