@@ -73,7 +73,8 @@
 //! ## Errors
 //! Each fallible operation returns its own small error type, every variant
 //! of which can happen there, so a caller's `match` has no impossible arms:
-//! registering ([`RegError`], wrapping a [`DefineError`], a
+//! registering ([`RegError`], wrapping a [`DefineError`] (a list of
+//! [`DefineProblem`]s), a
 //! [`BindingError`] or the [`takt_sched::SchedError`] of a dispatcher
 //! thread), asking ([`AskError`]), timers ([`TimerError`]), named mailboxes
 //! ([`MboxTypeMismatch`]) and state changes ([`UnknownState`]). The crate
@@ -136,7 +137,7 @@ pub use limits::{Limits, Overflow};
 pub use mbox::{Mbox, MboxTypeMismatch};
 pub use panic::{PanicReaction, PanicReport};
 pub use runtime::{Config, Runtime, RuntimeHandle, ShutdownReport};
-pub use state::{DefineError, Definer, State, StateBuilder};
+pub use state::{DefineError, DefineProblem, Definer, State, StateBuilder};
 pub use stats::{AgentStats, DispatcherStats};
 pub use timer::{TimerError, TimerHandle};
 pub use trace::{TraceEvent, TraceFilter, TraceKind, Tracer};

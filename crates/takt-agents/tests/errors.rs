@@ -4,7 +4,9 @@
 use std::error::Error as _;
 use std::time::Duration;
 
-use takt_agents::{Agent, BindingError, Config, Definer, DispatcherKind, RegError, Runtime};
+use takt_agents::{
+    Agent, BindingError, Config, DefineProblem, Definer, DispatcherKind, RegError, Runtime, State,
+};
 use takt_sched::{CpuSet, SchedError, ThreadSpec};
 
 struct Idle;
@@ -101,4 +103,42 @@ fn a_timer_thread_the_kernel_refuses_is_a_timer_error_with_its_cause() {
     drop(coop);
     rt.shutdown();
     disp.shutdown();
+}
+
+/// Declares state 1 as its own parent and starts in undeclared state 5.
+struct IllDefined;
+
+impl Agent for IllDefined {
+    fn define(def: &mut Definer<Self>) {
+        def.state(State::new(1)).parent(State::new(1));
+        def.initial(State::new(5));
+    }
+}
+
+#[test]
+fn an_ill_defined_agent_type_lists_its_problems_as_values() {
+    let rt = Runtime::new(Config::default());
+    let d = rt.one_thread("d").unwrap();
+    let mut coop = rt.coop("c");
+    let err = coop.add(IllDefined, &d).unwrap_err();
+    let RegError::Define(e) = &err else {
+        panic!("not a definition error: {err:?}")
+    };
+    assert_eq!(
+        e.problems,
+        [
+            DefineProblem::OwnParent { state: 1 },
+            DefineProblem::UndefinedInitial { state: 5 },
+        ]
+    );
+    assert!(e.agent.ends_with("IllDefined"), "{}", e.agent);
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "agent {} is ill-defined: state 1 cannot be its own parent; initial state 5 is not defined",
+            e.agent
+        )
+    );
+    drop(coop);
+    rt.shutdown();
 }
