@@ -389,7 +389,7 @@ fn a_tcp_run_through_takts_proxy_completes_every_call_in_both_modes() {
     }
 }
 
-/// Issue 13's stateful TCP capacity search lost every call of its later
+/// A stateful TCP capacity search could lose every call of its later
 /// trials: each completed call leaves its INVITE's record in the table for
 /// 32 s (RFC 6026's Accepted state), so a few trials at tens of thousands
 /// of calls/s filled the table, and every new INVITE was shed with 503

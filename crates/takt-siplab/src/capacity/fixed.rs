@@ -1,6 +1,6 @@
 //! Server CPU time per completed call at a fixed rate: the cost side of
-//! the capacity table, measured where every target keeps up (the issue's
-//! setting: one worker, no spinning, takt and the null relay at 10,000
+//! the capacity table, measured where every target keeps up (`takt sip
+//! capacity`'s setting: one worker, no spinning, takt and the null relay at 10,000
 //! cps, Kamailio at 2,000).
 //!
 //! Each case gets a fresh server, as in [`super::run`]; the cases take

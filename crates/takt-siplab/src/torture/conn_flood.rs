@@ -14,7 +14,7 @@
 //! 1. **idle**: [`TorturePlan::flood_connections`] connections opened
 //!    and held without a byte sent;
 //! 2. **half-open**, after a pause in which the kernel frees the first
-//!    phase's sockets: up to [`HALF_OPEN`] connections (the issue's
+//!    phase's sockets: up to [`HALF_OPEN`] connections (the
 //!    target: new clients served within 1 s behind 1,000) each sent the
 //!    first half of a request and held.
 //!
