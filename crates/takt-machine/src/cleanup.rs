@@ -3,16 +3,19 @@
 //! when its [`Guard`] drops, when the run ends ([`run_all`]), or when the
 //! process is interrupted.
 //!
-//! [`install_interrupt_handler`] starts one thread (through
-//! [`takt_sched::ThreadSpec`]) that waits for SIGINT, SIGTERM or SIGHUP with
-//! `signal-hook`, removes everything still registered, and exits with
-//! `128 + signal`. Cleanup runs in that ordinary thread, never inside a
-//! signal handler, so it may spawn `ip netns del` and wait for it.
+//! Signals are [`takt_measure::cancel`]'s: [`install_interrupt_handler`]
+//! installs its handlers. The first SIGINT, SIGTERM or SIGHUP is seen by
+//! the measurement loops ([`interrupted`]); the run stops, removes what it
+//! registered ([`run_all`]) and returns the interruption, which the binary
+//! turns into the exit status `128 + signal`. A second signal runs
+//! [`run_all`] from the signal watcher thread (never inside a signal
+//! handler, so it may spawn `ip netns del` and wait for it) and ends the
+//! process of that signal.
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 /// Something to remove.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,10 +71,6 @@ impl Item {
 
 static REGISTRY: Mutex<Vec<(u64, Item)>> = Mutex::new(Vec::new());
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-/// The signal that interrupted the run, 0 while none has. Relaxed: it is a
-/// stand-alone flag, read only to stop loops early.
-static INTERRUPTED: AtomicI32 = AtomicI32::new(0);
-static HANDLER: OnceLock<()> = OnceLock::new();
 /// Held while items are being removed, by [`run_all`] and by a dropping
 /// [`Guard`]: whoever exits the process after a cleanup (the watcher, or
 /// the main thread returning the interruption) has first waited for every
@@ -142,31 +141,16 @@ pub fn pending() -> Vec<Item> {
 
 /// The signal that interrupted the run, if one did.
 pub fn interrupted() -> Option<i32> {
-    match INTERRUPTED.load(Ordering::Relaxed) {
-        0 => None,
-        s => Some(s),
-    }
+    takt_measure::cancel::received().map(takt_measure::cancel::Signal::number)
 }
 
-/// Starts the interrupt watcher once per process. On SIGINT, SIGTERM or
-/// SIGHUP it removes everything registered and exits with `128 + signal`.
+/// Installs the process's signal handling ([`takt_measure::cancel`]) with
+/// [`run_all`] as a hook of a second signal.
 pub fn install_interrupt_handler() {
-    HANDLER.get_or_init(|| {
-        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
-            return;
-        };
-        let spawned = takt_sched::ThreadSpec::new("takt-cleanup").spawn(move || {
-            if let Some(sig) = signals.forever().next() {
-                INTERRUPTED.store(sig, Ordering::Relaxed);
-                eprintln!("takt machine: signal {sig}, cleaning up");
-                run_all();
-                std::process::exit(128 + sig);
-            }
-        });
-        // The watcher runs until the process exits; its handle is not needed.
-        drop(spawned);
-    });
+    // Without handlers a signal ends the process at once, as it would
+    // anyway; the cleanup then is the registered guards' drop.
+    let _ = takt_measure::cancel::install();
+    takt_measure::cancel::at_forced_exit(run_all);
 }
 
 /// A fresh scratch directory `takt-machine-<pid>-<n>` under `parent`,

@@ -64,7 +64,9 @@
 //! ## Cleanup
 //! Every file, network namespace and child process the suite creates is
 //! registered with [`cleanup`] and removed when the run ends, fails or is
-//! interrupted (SIGINT, SIGTERM, SIGHUP).
+//! interrupted (SIGINT, SIGTERM, SIGHUP: the run stops at its next sample
+//! and returns [`MachineError::Interrupted`]; a second signal cleans up
+//! and ends the process at once).
 //!
 //! ## Example
 //!
@@ -529,8 +531,10 @@ impl Ctx {
 /// Runs the selected measurements and returns the document, with
 /// progress lines on stderr when `cfg.progress` is set.
 ///
-/// Installs the interrupt handler of [`cleanup`] first: on SIGINT/SIGTERM
-/// everything created so far is removed and the process exits with 130.
+/// Installs the process's signal handling first
+/// ([`cleanup::install_interrupt_handler`]): after SIGINT, SIGTERM or
+/// SIGHUP the run stops at its next sample, removes everything it created
+/// and returns [`MachineError::Interrupted`].
 pub fn run(cfg: Config) -> Result<MachineDocument, MachineError> {
     let progress = if cfg.progress {
         Progress::lines()
@@ -563,12 +567,6 @@ impl Suite for Config {
 
     fn describe(&self) -> String {
         format!("{} run", self.mode.name())
-    }
-
-    /// [`cleanup`] handles SIGINT, SIGTERM and SIGHUP: it removes what
-    /// the run created and ends the process.
-    fn handles_signals(&self) -> bool {
-        true
     }
 
     fn run(&self, ctx: &RunContext) -> Result<MachineDocument, MachineError> {

@@ -13,6 +13,9 @@
 //!   steal time, load);
 //! - [`table`]: the one table model for everything printed for people;
 //! - [`output`]: a document's human tables and `--json` output;
+//! - [`cancel`]: [`Cancel`](cancel::Cancel), the one cancellation token,
+//!   and the one place that installs the process's SIGINT, SIGTERM and
+//!   SIGHUP handling (first signal cancels, second ends the process);
 //! - [`suite`]: the one suite shape ([`Suite`](suite::Suite): estimate,
 //!   run with a [`RunContext`](suite::RunContext), return a document) and
 //!   the measuring command built on it;
@@ -48,6 +51,7 @@
 //! ```
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+pub mod cancel;
 pub mod env;
 pub mod error;
 pub mod output;

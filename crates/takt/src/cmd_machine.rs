@@ -106,20 +106,11 @@ pub fn run(cmd: MachineCmd) -> Result<(), String> {
         ]
     });
     let Some(n) = cmd.repeat else {
-        return match takt_measure::suite::run_command("takt machine", &cfg, cmd.json) {
-            Ok(doc) => cmd.record.store(&doc),
-            // After a signal, whatever the run returned, exit as the signal's
-            // watcher does (`run_all` waits for its removals), so the status
-            // says "interrupted" whichever thread gets there first.
-            Err(e) => match machine::cleanup::interrupted() {
-                Some(sig) => {
-                    machine::cleanup::run_all();
-                    eprintln!("takt machine: {e}");
-                    std::process::exit(128 + sig);
-                }
-                None => Err(e.to_string()),
-            },
-        };
+        // After a signal the run returns its interruption, cleaned up;
+        // `main` turns it into the exit status 128 + N.
+        let doc = takt_measure::suite::run_command("takt machine", &cfg, cmd.json)
+            .map_err(|e| e.to_string())?;
+        return cmd.record.store(&doc);
     };
     eprintln!(
         "takt machine: {} run x {n}, expected about {} s",
