@@ -116,7 +116,7 @@ mod net;
 mod netns;
 mod pagefault;
 pub mod peer;
-pub mod plot;
+mod plot;
 pub mod repeat;
 pub mod stats;
 mod syscalls;

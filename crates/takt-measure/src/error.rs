@@ -23,6 +23,22 @@ pub enum MeasureError {
     /// The results could not be written.
     #[error("writing the results: {0}")]
     Output(#[from] std::io::Error),
+    /// A chart could not be drawn (no drawable point, a layout error).
+    #[error("chart {chart}: {reason}")]
+    Chart {
+        /// The chart's title (or its axes).
+        chart: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// A file could not be written.
+    #[error("writing {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
 }
 
 impl MeasureError {

@@ -15,6 +15,8 @@
 //!   steal time, load);
 //! - [`table`]: the one table model for everything printed for people,
 //!   rendered as text, Markdown or HTML;
+//! - [`chart`]: the one chart model (series with error bars, linear or log
+//!   axes, reference lines, the legend beside the data), drawn as SVG;
 //! - [`output`]: a document's human tables and `--json` output;
 //! - [`cancel`]: [`Cancel`](cancel::Cancel), the one cancellation token,
 //!   and the one place that installs the process's SIGINT, SIGTERM and
@@ -55,6 +57,7 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod cancel;
+pub mod chart;
 pub mod env;
 pub mod error;
 pub mod output;
