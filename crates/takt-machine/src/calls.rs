@@ -220,7 +220,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
                 s.push((called - base) / INNER as f64);
             }
         }
-        if crate::cleanup::interrupted().is_some() {
+        if crate::interrupted().is_some() {
             break;
         }
     }

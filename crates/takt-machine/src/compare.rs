@@ -105,10 +105,10 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::cleanup::{register, Item};
 use crate::peer::Peer;
 use crate::stats::Sampled;
 use crate::{Comparison, Ctx, Mode};
+use takt_host::cleanup::{register, Item};
 use takt_measure::result::ResultRow;
 
 /// Tool runs per quantity (result documents want at least 5).
@@ -332,7 +332,7 @@ fn alternate(
             ours.push(a);
             theirs.push(b);
         }
-        if crate::cleanup::interrupted().is_some() {
+        if crate::interrupted().is_some() {
             break;
         }
     }

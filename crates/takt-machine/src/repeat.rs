@@ -21,7 +21,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use takt_measure::table::{fmt_num, fmt_value, Table};
 
-use crate::{cleanup, Family, MachineDocument, MachineError};
+use takt_host::cleanup;
+
+use crate::{Family, MachineDocument, MachineError};
 
 /// The target: medians of repeated runs within ±10% of each other.
 pub const TOLERANCE: f64 = 0.10;
@@ -276,7 +278,7 @@ pub fn run_separately(
     runs: usize,
     mut progress: impl FnMut(&str),
 ) -> Result<MachineDocument, MachineError> {
-    cleanup::install_interrupt_handler();
+    crate::install_signal_handling();
     let mut docs = Vec::with_capacity(runs);
     for i in 1..=runs {
         progress(&format!("run {i} of {runs}"));
@@ -296,7 +298,7 @@ pub fn run_separately(
         let guard = cleanup::register(cleanup::Item::Child(child.id() as i32));
         let (status, stdout) = wait_forwarding(&mut child).map_err(|e| failed(e.to_string()))?;
         guard.keep();
-        if let Some(sig) = cleanup::interrupted() {
+        if let Some(sig) = crate::interrupted() {
             return Err(MachineError::Interrupted(sig));
         }
         let out = std::process::Output {
@@ -348,7 +350,7 @@ fn wait_forwarding(
         if let Some(status) = child.try_wait()? {
             break status;
         }
-        if let (false, Some(sig)) = (forwarded, cleanup::interrupted()) {
+        if let (false, Some(sig)) = (forwarded, crate::interrupted()) {
             // SAFETY: kill on our own child, not yet reaped (try_wait
             // returned None), so the pid is still its.
             unsafe { libc::kill(child.id() as i32, sig) };

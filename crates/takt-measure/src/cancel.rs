@@ -26,7 +26,7 @@
 //!    [`at_forced_exit`] run (the cleanup registry restores everything
 //!    still registered there), then the signal's default disposition is
 //!    restored and the signal raised again, so the process dies of it and
-//!    the shell sees `128 + N`. No library calls `process::exit`.
+//!    the shell sees `128 + N`. No library exits the process itself.
 //! 4. A process killed outright (SIGKILL, a crash) runs nothing; what it
 //!    changed machine-wide is repaired by the next run's start from the
 //!    cleanup registry's journal.
