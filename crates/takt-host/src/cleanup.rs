@@ -56,6 +56,14 @@ pub enum Item {
         /// Its value before the change.
         original: String,
     },
+    /// A cgroup (v1 or v2 directory): its processes moved to `parent`'s
+    /// group, then the directory removed.
+    Cgroup {
+        /// The group's directory.
+        dir: PathBuf,
+        /// The group its processes go back to (the hierarchy's root).
+        parent: PathBuf,
+    },
     /// A child process: SIGKILL, then reaped. Not journaled.
     Child(i32),
     /// A command that undoes something (`sudo -n ip netns del NAME`).
@@ -81,6 +89,7 @@ impl Item {
             Item::Write { path, original } => {
                 let _ = std::fs::write(path, original);
             }
+            Item::Cgroup { dir, parent } => remove_cgroup(dir, parent),
             Item::Command(argv) => {
                 if let Some((prog, args)) = argv.split_first() {
                     let _ = Command::new(prog)
@@ -105,6 +114,28 @@ impl Item {
     /// Whether the item goes into the journal.
     fn journaled(&self) -> bool {
         !matches!(self, Item::Child(_))
+    }
+}
+
+/// Tries to empty and remove a cgroup before giving up.
+const CGROUP_TRIES: usize = 50;
+/// Pause between the tries (a process may be moving or exiting).
+const CGROUP_PAUSE: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// Moves every process of the group `dir` to `parent` and removes `dir` (a
+/// group can only be removed once empty; a process that exits meanwhile is
+/// fine).
+fn remove_cgroup(dir: &Path, parent: &Path) {
+    for _ in 0..CGROUP_TRIES {
+        let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+        for pid in procs.split_whitespace() {
+            let _ = std::fs::write(parent.join("cgroup.procs"), pid);
+        }
+        match std::fs::remove_dir(dir) {
+            Ok(()) => return,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+            Err(_) => std::thread::sleep(CGROUP_PAUSE),
+        }
     }
 }
 
@@ -324,6 +355,35 @@ mod tests {
         assert!(dir2.exists());
         assert!(!pending().contains(&Item::Dir(dir2.clone())));
         std::fs::remove_dir_all(dir2).unwrap();
+    }
+
+    #[test]
+    fn a_cgroup_is_emptied_and_removed() {
+        // a real cgroup hierarchy: v2 at the mount point, or v1's cpu
+        let Some(root) = ["/sys/fs/cgroup", "/sys/fs/cgroup/cpu"]
+            .into_iter()
+            .map(Path::new)
+            .find(|r| r.join("cgroup.procs").is_file())
+        else {
+            return eprintln!("skipped: no cgroup hierarchy");
+        };
+        let dir = root.join(format!("takt-host-test-{}", std::process::id()));
+        if std::fs::create_dir(&dir).is_err() || !dir.join("cgroup.procs").is_file() {
+            let _ = std::fs::remove_dir(&dir);
+            return eprintln!("skipped: cannot create a cgroup under {}", root.display());
+        }
+        let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+        let moved = std::fs::write(dir.join("cgroup.procs"), child.id().to_string()).is_ok();
+        drop(register(Item::Cgroup {
+            dir: dir.clone(),
+            parent: root.to_path_buf(),
+        }));
+        assert!(
+            !dir.exists(),
+            "the group was not removed (child moved: {moved})"
+        );
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 
     #[test]
