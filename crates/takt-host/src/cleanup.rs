@@ -147,8 +147,17 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// for every undo in flight on another thread to finish.
 static UNDOING: Mutex<()> = Mutex::new(());
 /// The first registration's start-up work: the forced-exit hook, the
-/// repair of dead runs' journals (what it undid, or why it could not).
-static STARTED: OnceLock<std::result::Result<Vec<Item>, String>> = OnceLock::new();
+/// repair of dead runs' journals.
+static STARTED: OnceLock<Started> = OnceLock::new();
+
+/// What the repair at the first registration did.
+#[derive(Debug)]
+struct Started {
+    /// The items it undid.
+    repaired: Vec<Item>,
+    /// Why it stopped early, if it did (reported once on stderr).
+    failed: Option<crate::HostError>,
+}
 
 fn lock<T>(m: &'static Mutex<T>) -> std::sync::MutexGuard<'static, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -196,17 +205,34 @@ fn save_journal(registry: &[(u64, Item)]) {
 fn start() {
     STARTED.get_or_init(|| {
         takt_measure::cancel::at_forced_exit(run_all);
-        repair(&state_dir()).map_err(|e| e.to_string())
+        match repair(&state_dir()) {
+            Ok(repaired) => Started {
+                repaired,
+                failed: None,
+            },
+            Err(e) => {
+                eprintln!("takt: repairing what earlier runs left: {e}");
+                Started {
+                    repaired: Vec::new(),
+                    failed: Some(e),
+                }
+            }
+        }
     });
 }
 
 /// What the repair at this process's first registration undid (empty
 /// before it, or when it failed).
 pub fn repaired() -> Vec<Item> {
-    match STARTED.get() {
-        Some(Ok(items)) => items.clone(),
-        _ => Vec::new(),
-    }
+    STARTED
+        .get()
+        .map(|s| s.repaired.clone())
+        .unwrap_or_default()
+}
+
+/// Why the repair at this process's first registration failed, if it did.
+pub fn repair_failure() -> Option<&'static crate::HostError> {
+    STARTED.get().and_then(|s| s.failed.as_ref())
 }
 
 fn alive(pid: u32) -> bool {

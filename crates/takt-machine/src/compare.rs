@@ -93,18 +93,34 @@ fn installed(tool: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-fn output(prog: &str, args: &[&str]) -> Result<String, String> {
+/// Why a reference tool gave no output.
+#[derive(Debug, thiserror::Error)]
+enum ToolError {
+    /// It could not be started.
+    #[error("cannot run {prog}: {source}")]
+    Run {
+        prog: String,
+        source: std::io::Error,
+    },
+    /// It ran and failed.
+    #[error("`{command}` failed: {stderr}")]
+    Failed { command: String, stderr: String },
+}
+
+fn output(prog: &str, args: &[&str]) -> Result<String, ToolError> {
     let out = Command::new(prog)
         .args(args)
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| format!("cannot run {prog}: {e}"))?;
+        .map_err(|source| ToolError::Run {
+            prog: prog.to_string(),
+            source,
+        })?;
     if !out.status.success() {
-        return Err(format!(
-            "`{prog} {}` failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        return Err(ToolError::Failed {
+            command: format!("{prog} {}", args.join(" ")),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
@@ -282,11 +298,11 @@ fn need(ctx: &mut Ctx, tool: &str, package: &str, what: &str) -> bool {
 /// trend in the load favours neither side. A pair counts only when both
 /// runs produced a figure. Returns `(takt, tool)`, index for index, or the
 /// tool's error.
-fn alternate(
+fn alternate<E>(
     runs: usize,
     mut takt: impl FnMut() -> Option<f64>,
-    mut tool: impl FnMut() -> Result<Option<f64>, String>,
-) -> Result<(Vec<f64>, Vec<f64>), String> {
+    mut tool: impl FnMut() -> Result<Option<f64>, E>,
+) -> Result<(Vec<f64>, Vec<f64>), E> {
     let (mut ours, mut theirs) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
     for i in 0..runs {
         let (a, b) = if i % 2 == 0 {
@@ -356,7 +372,7 @@ fn perf(ctx: &mut Ctx) {
                     interleaved: Some(ours),
                 },
             ),
-            Err(e) => ctx.skip("compare perf bench sched pipe", e),
+            Err(e) => ctx.skip("compare perf bench sched pipe", e.to_string()),
         }
     } else {
         ctx.skip(
@@ -400,7 +416,7 @@ fn perf(ctx: &mut Ctx) {
                     interleaved: Some(ours),
                 },
             ),
-            Err(e) => ctx.skip("compare perf bench syscall basic", e),
+            Err(e) => ctx.skip("compare perf bench syscall basic", e.to_string()),
         }
     } else {
         ctx.skip(
@@ -499,7 +515,7 @@ fn sysbench(ctx: &mut Ctx) {
                     interleaved: Some(ours),
                 },
             ),
-            Err(e) => ctx.skip("compare sysbench", e),
+            Err(e) => ctx.skip("compare sysbench", e.to_string()),
         }
     }
 }
@@ -585,7 +601,7 @@ fn iperf3(ctx: &mut Ctx) {
                 let (v, _) = crate::net::tcp_bandwidth(p.addr(), window, 1, placement).ok()?;
                 (!v.is_empty()).then(|| takt_measure::stats::median(&v))
             },
-            || Ok(iperf3_once(&port, &secs, &client_s, &server_s)),
+            || Ok::<_, ToolError>(iperf3_once(&port, &secs, &client_s, &server_s)),
         )
         .unwrap_or_default();
         drop(peer);
@@ -712,7 +728,7 @@ fn fio(ctx: &mut Ctx) {
             },
             || {
                 let r = output("taskset", &args).map(|t| parse_fio(&t))?;
-                Ok(match r {
+                Ok::<_, ToolError>(match r {
                     Some(r) if sequential => Some(r.bw_bytes / 1e6),
                     Some(r) => {
                         means.push(r.clat_mean_ns / 1000.0);
@@ -726,7 +742,7 @@ fn fio(ctx: &mut Ctx) {
         let (ours, s) = match got {
             Ok(v) => v,
             Err(e) => {
-                ctx.skip(&format!("compare fio {rw}"), e);
+                ctx.skip(&format!("compare fio {rw}"), e.to_string());
                 continue;
             }
         };
@@ -799,7 +815,7 @@ mod tests {
             },
             || {
                 log.borrow_mut().push('T');
-                Ok(Some(10.0))
+                Ok::<_, String>(Some(10.0))
             },
         )
         .unwrap();

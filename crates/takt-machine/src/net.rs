@@ -426,7 +426,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
                 );
                 drop(host);
             }
-            Err(e) => ctx.skip("net netns", e),
+            Err(e) => ctx.skip("net netns", e.to_string()),
         },
     }
     if let Some(remote) = ctx.cfg.remote.clone() {

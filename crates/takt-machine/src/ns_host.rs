@@ -19,11 +19,38 @@ use std::time::{Duration, Instant};
 
 use takt_host::cleanup::{register, Guard, Item};
 use takt_host::netns::{Veth, VethSpec};
+use takt_host::HostError;
 
 /// The port the namespace peer listens on.
 pub(crate) const PEER_PORT: u16 = 7878;
 /// How long the peer may take to answer.
 const PEER_START: Duration = Duration::from_secs(5);
+
+/// Why there is no namespace host (the row's skip reason).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum NsHostError {
+    /// Not root, and sudo declined.
+    #[error("not measured: needs root for ip netns/veth, and sudo was declined")]
+    SudoDeclined,
+    /// Not root, and nobody to ask.
+    #[error("not measured: needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN) for ip netns and veth; run as root or interactively to be asked about sudo")]
+    NotRoot,
+    /// The namespace or the pair could not be made.
+    #[error(transparent)]
+    Host(#[from] HostError),
+    /// No program to run inside.
+    #[error("no peer command to run in the namespace")]
+    NoPeerCommand,
+    /// The peer did not start.
+    #[error("cannot start the namespace peer: {0}")]
+    PeerStart(std::io::Error),
+    /// The peer did not answer.
+    #[error("the namespace peer did not answer on {addr} within {} s", PEER_START.as_secs())]
+    PeerSilent {
+        /// Where it should listen.
+        addr: SocketAddr,
+    },
+}
 
 /// A namespace host; dropping it removes the peer, the pair and the
 /// namespace.
@@ -71,7 +98,7 @@ pub(crate) fn create(
     peer_command: &[String],
     root: bool,
     interactive: bool,
-) -> Result<NsHost, String> {
+) -> Result<NsHost, NsHostError> {
     let sudo = if root {
         false
     } else if interactive && std::io::stdin().is_terminal() {
@@ -80,19 +107,17 @@ pub(crate) fn create(
         ) {
             true
         } else {
-            return Err("not measured: needs root for ip netns/veth, and sudo was declined".into());
+            return Err(NsHostError::SudoDeclined);
         }
     } else {
-        return Err(
-            "not measured: needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN) for ip netns and veth; run as root or interactively to be asked about sudo".into(),
-        );
+        return Err(NsHostError::NotRoot);
     };
-    let veth = Veth::create(spec(sudo)).map_err(|e| e.to_string())?;
+    let veth = Veth::create(spec(sudo))?;
     let s = veth.spec().clone();
     let addr = SocketAddr::from((s.ns_ip, PEER_PORT));
     let (prog, args) = peer_command
         .split_first()
-        .ok_or("no peer command to run in the namespace")?;
+        .ok_or(NsHostError::NoPeerCommand)?;
     let child = veth
         .exec(prog)
         .args(args)
@@ -101,17 +126,14 @@ pub(crate) fn create(
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| format!("cannot start the namespace peer: {e}"))?;
+        .map_err(NsHostError::PeerStart)?;
     let peer_guard = register(Item::Child(child.id() as i32));
     // The child is reaped by the guard; forget the std handle.
     std::mem::forget(child);
     let t0 = Instant::now();
     while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
         if t0.elapsed() > PEER_START {
-            return Err(format!(
-                "the namespace peer did not answer on {addr} within {} s",
-                PEER_START.as_secs()
-            ));
+            return Err(NsHostError::PeerSilent { addr });
         }
         std::thread::sleep(Duration::from_millis(50));
     }

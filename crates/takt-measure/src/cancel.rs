@@ -182,43 +182,47 @@ static RECEIVED: AtomicI32 = AtomicI32::new(NO_SIGNAL);
 static WATCHED: Mutex<Vec<Cancel>> = Mutex::new(Vec::new());
 /// Hooks run before a second signal ends the process.
 static FORCED_EXIT: Mutex<Vec<fn()>> = Mutex::new(Vec::new());
-/// Set once the watcher thread runs: the handlers' installation result.
-static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+/// Set by the first [`install`]: why the handlers could not be installed,
+/// or `None` when they were (an `io::Error` is not `Clone`; later calls
+/// return its message).
+static INSTALLED: OnceLock<Option<String>> = OnceLock::new();
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Starts the watcher thread over SIGINT, SIGTERM and SIGHUP.
+fn start_watcher() -> std::io::Result<()> {
+    let mut signals = signal_hook::iterator::Signals::new(Signal::ALL.map(Signal::number))?;
+    takt_sched::ThreadSpec::new("takt-signals")
+        .spawn(move || {
+            for n in signals.forever() {
+                let Some(sig) = Signal::from_number(n) else {
+                    continue;
+                };
+                if RECEIVED
+                    .compare_exchange(NO_SIGNAL, n, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    first_signal(sig);
+                } else {
+                    second_signal(sig);
+                }
+            }
+        })
+        // The watcher runs until the process ends; its handle is not needed.
+        .map(drop)
+        .map_err(std::io::Error::other)
 }
 
 /// Installs the process's SIGINT, SIGTERM and SIGHUP handling (once; later
 /// calls return the first call's result). See the module docs for what a
 /// first and a second signal do.
 pub fn install() -> Result<(), MeasureError> {
-    INSTALLED
-        .get_or_init(|| {
-            let numbers = Signal::ALL.map(Signal::number);
-            let mut signals =
-                signal_hook::iterator::Signals::new(numbers).map_err(|e| e.to_string())?;
-            takt_sched::ThreadSpec::new("takt-signals")
-                .spawn(move || {
-                    for n in signals.forever() {
-                        let Some(sig) = Signal::from_number(n) else {
-                            continue;
-                        };
-                        if RECEIVED
-                            .compare_exchange(NO_SIGNAL, n, Ordering::Relaxed, Ordering::Relaxed)
-                            .is_ok()
-                        {
-                            first_signal(sig);
-                        } else {
-                            second_signal(sig);
-                        }
-                    }
-                })
-                .map(drop)
-                .map_err(|e| e.to_string())
-        })
-        .clone()
-        .map_err(MeasureError::Signal)
+    match INSTALLED.get_or_init(|| start_watcher().err().map(|e| e.to_string())) {
+        None => Ok(()),
+        Some(reason) => Err(MeasureError::Signal(reason.clone())),
+    }
 }
 
 fn first_signal(sig: Signal) {

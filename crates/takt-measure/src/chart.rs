@@ -630,7 +630,7 @@ fn base(axis: &Axis) -> f64 {
 fn draw_legend(
     area: &DrawingArea<SVGBackend<'_>, Shift>,
     entries: &[(&str, ShapeStyle, bool)],
-) -> Result<(), Box<dyn std::error::Error>> {
+) -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
     let font = ("sans-serif", FONT)
         .into_font()
         .color(&BLACK)
@@ -641,19 +641,16 @@ fn draw_legend(
         if *dashed {
             for k in 0..3 {
                 let a = x + k * 8;
-                area.draw(&PathElement::new(vec![(a, y), (a + 5, y)], *style))
-                    .map_err(|e| e.to_string())?;
+                area.draw(&PathElement::new(vec![(a, y), (a + 5, y)], *style))?;
             }
         } else {
-            area.draw(&PathElement::new(vec![(x, y), (x + SAMPLE, y)], *style))
-                .map_err(|e| e.to_string())?;
+            area.draw(&PathElement::new(vec![(x, y), (x + SAMPLE, y)], *style))?;
         }
         area.draw(&Text::new(
             label.to_string(),
             (x + SAMPLE + 6, y),
             font.clone(),
-        ))
-        .map_err(|e| e.to_string())?;
+        ))?;
     }
     Ok(())
 }
