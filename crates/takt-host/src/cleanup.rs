@@ -1,7 +1,7 @@
 //! The cleanup registry: everything a run creates or changes outside its
 //! own memory — scratch files, network namespaces and links, values
-//! written to `/proc/sys` or `/sys`, child processes, commands that undo
-//! something — is registered here and undone when its [`Guard`] drops,
+//! written to `/proc/sys` or `/sys`, cgroups, child processes, commands
+//! that undo something — is registered here and undone when its [`Guard`] drops,
 //! when the run ends ([`run_all`]), or when the process is interrupted.
 //!
 //! # What is guaranteed
