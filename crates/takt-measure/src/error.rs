@@ -54,3 +54,25 @@ impl MeasureError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interruptions_map_to_128_plus_the_signal() {
+        let by = |signal| MeasureError::Interrupted {
+            suite: "agents".into(),
+            signal,
+        };
+        assert_eq!(by(Some(Signal::Terminate)).exit_code(), 143);
+        assert_eq!(by(Some(Signal::Hangup)).exit_code(), 129);
+        assert_eq!(by(None).exit_code(), 130);
+        assert_eq!(
+            by(Some(Signal::Interrupt)).to_string(),
+            "agents: interrupted by SIGINT"
+        );
+        assert_eq!(by(None).to_string(), "agents: interrupted");
+        assert_eq!(MeasureError::Signal("x".into()).exit_code(), 1);
+    }
+}
