@@ -226,7 +226,7 @@ pub fn install() -> Result<(), MeasureError> {
 }
 
 fn first_signal(sig: Signal) {
-    eprintln!("\ninterrupted ({sig}): finishing the current step (again ends at once)");
+    eprintln!("\ninterrupted ({sig}): finishing the current step (a second signal ends at once)");
     for c in lock(&WATCHED).iter() {
         c.raise(sig);
     }
