@@ -55,7 +55,6 @@
 //! - [`proxy_run`]: the proxy in this process until stopped, and its
 //!   statistics at exit.
 //! - [`net`]: `--net veth`, the server in its own network namespace.
-//! - [`interval`]: the confidence bounds the search uses.
 //! - [`profile`]: scheduler profiles (`default`, `server`, `enhanced`,
 //!   `batch`, real-time, `poll`, base slice, any policy) applied to every
 //!   thread of a server and read back; [`system`]: the machine-wide
@@ -69,9 +68,7 @@
 pub mod capacity;
 mod error;
 pub mod gen;
-pub mod interval;
 pub mod load;
-pub mod net;
 pub mod profile;
 pub mod proxy_run;
 pub mod relay;
@@ -79,13 +76,17 @@ pub mod search;
 mod search_bars;
 pub mod server_stats;
 pub mod sweep;
-pub mod system;
 pub mod target;
 pub mod tcp_flood;
 pub mod torture;
 pub mod tune;
 
 pub use error::{Error, Result};
+/// `--net veth`: the server in its own network namespace (takt-host's
+/// `netns`).
+pub use takt_host::netns as net;
+/// The machine-wide settings a run changes (takt-host's `settings`).
+pub use takt_host::settings as system;
 
 /// The README's Rust examples, compiled as doctests so they stay true.
 #[cfg(doctest)]

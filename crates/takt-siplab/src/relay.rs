@@ -257,7 +257,7 @@ impl Relay {
 pub fn serve(
     cfg: RelayConfig,
     spec: &takt_sched::ThreadSpec,
-    cancel: &takt_measure::suite::Cancel,
+    cancel: &takt_measure::cancel::Cancel,
     log: &mut dyn FnMut(&str),
 ) -> Result<RelayCounts> {
     spec.apply_to_current()?;

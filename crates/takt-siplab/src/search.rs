@@ -72,8 +72,8 @@ use std::collections::VecDeque;
 use serde::Serialize;
 
 use crate::gen::SaturationCauses;
-use crate::interval;
 use crate::Error;
+use takt_measure::stats::{clopper_pearson, t_interval};
 
 /// Default drop-rate threshold (1%).
 pub const DEFAULT_THRESHOLD: f64 = 0.01;
@@ -302,8 +302,8 @@ impl PointSummary {
         let sent = trials.iter().map(|t| t.sent).sum();
         let lost = trials.iter().map(|t| t.lost).sum();
         let rates: Vec<f64> = trials.iter().map(TrialOutcome::drop_rate).collect();
-        let (blo, bhi) = interval::clopper_pearson(lost, sent, CONFIDENCE);
-        let (tlo, thi) = interval::student_t(&rates, CONFIDENCE);
+        let (blo, bhi) = clopper_pearson(lost, sent, CONFIDENCE);
+        let (tlo, thi) = t_interval(&rates, CONFIDENCE);
         let upper = bhi.max(thi);
         let verdict = if trials.iter().any(|t| t.generator_bound) {
             Verdict::GeneratorBound

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use clap::Args;
-use takt_measure::suite::Cancel;
+use takt_measure::cancel::Cancel;
 use takt_sched::SpinBudget;
 use takt_sip::config::Config;
 use takt_sip::proxy::{Mode, Transport};
@@ -194,7 +194,7 @@ pub fn run(a: ProxyArgs) -> Result<(), String> {
             .and_then(|d| Duration::try_from_secs_f64(d.max(0.0)).ok()),
     };
     let cancel = Cancel::new();
-    cancel.on_ctrl_c().map_err(|e| e.to_string())?;
+    cancel.on_signals().map_err(|e| e.to_string())?;
     let snap = run
         .run(&cancel, &mut |line| eprintln!("{line}"))
         .map_err(|e| e.to_string())?;

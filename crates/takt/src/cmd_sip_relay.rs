@@ -8,7 +8,7 @@
 use std::net::SocketAddr;
 
 use clap::Args;
-use takt_measure::suite::Cancel;
+use takt_measure::cancel::Cancel;
 use takt_siplab::relay::{serve, RelayConfig, DEFAULT_BATCH, MAX_BATCH};
 
 use crate::args::SchedArgs;
@@ -44,7 +44,7 @@ fn parse_batch(s: &str) -> Result<usize, String> {
 
 pub fn run(a: RelayArgs) -> Result<(), String> {
     let cancel = Cancel::new();
-    cancel.on_ctrl_c().map_err(|e| e.to_string())?;
+    cancel.on_signals().map_err(|e| e.to_string())?;
     let cfg = RelayConfig {
         listen: a.listen,
         uas: a.uas,

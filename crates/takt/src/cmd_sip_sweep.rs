@@ -14,7 +14,6 @@ use takt_sip::transport::WorkerModel;
 use takt_siplab::sweep::{Preset, SweepOptions};
 
 use crate::cmd_bench::measured;
-use crate::cmd_sip_sweep_plots::write_plots;
 
 /// `takt sip sweep` flags.
 #[derive(Args, Debug)]
@@ -129,7 +128,6 @@ pub fn run(a: SweepArgs) -> Result<(), String> {
     .resolve()
     .map_err(|e| e.to_string())?;
     let out = measured(run_command("takt sip sweep", &suite, a.json))?;
-    let plots = write_plots(&out.outcome, &a.out)?;
     let id = record(out.document(), &a.db)?;
     let written: Vec<String> = out
         .written
@@ -137,8 +135,9 @@ pub fn run(a: SweepArgs) -> Result<(), String> {
         .map(|p| p.display().to_string())
         .collect();
     eprintln!(
-        "wrote {} and {plots} plot(s) to {}; recorded as run {id} in {}",
+        "wrote {} and {} plot(s) to {}; recorded as run {id} in {}",
         written.join(", "),
+        out.plots,
         a.out.display(),
         a.db.display()
     );

@@ -13,7 +13,6 @@ use takt_siplab::tune::{self, TuneOptions};
 
 use crate::cmd_bench::measured;
 use crate::cmd_sip_sweep::record;
-use crate::cmd_sip_sweep_plots::write_plots;
 
 /// `takt sip tune` flags.
 #[derive(Args, Debug)]
@@ -99,7 +98,6 @@ pub fn run(a: TuneArgs) -> Result<(), String> {
     .resolve()
     .map_err(|e| e.to_string())?;
     let out = measured(run_command("takt sip tune", &suite, a.json))?;
-    let plots = write_plots(&out.outcome, &a.out)?;
     let id = record(out.document(), &a.db)?;
     let written: Vec<String> = out
         .written
@@ -107,8 +105,9 @@ pub fn run(a: TuneArgs) -> Result<(), String> {
         .map(|p| p.display().to_string())
         .collect();
     eprintln!(
-        "wrote {} and {plots} plot(s); recorded as run {id} in {}",
+        "wrote {} and {} plot(s); recorded as run {id} in {}",
         written.join(", "),
+        out.plots,
         a.db.display()
     );
     Ok(())

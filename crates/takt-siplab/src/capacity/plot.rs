@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use plotters::prelude::*;
 use serde_json::Value;
+use takt_measure::chart::{Axis, Chart, Series};
 use takt_measure::result::Document;
 
 use crate::error::{Error, Result};
@@ -69,79 +69,31 @@ pub fn curves(doc: &Document) -> Vec<Curve> {
 /// Draws [`curves`] of `doc` into the SVG file `path`, the drop rate in
 /// percent (clipped at 4 × the threshold, so the crossing stays readable)
 /// against offered calls/s on a logarithmic axis (the ramp doubles the
-/// rate), the threshold as a dashed grey line.
+/// rate), the threshold as a grey reference line; an error when there is
+/// no point to draw.
 pub fn drop_rate_svg(doc: &Document, threshold: f64, path: &Path) -> Result<()> {
     let curves = curves(doc);
-    let bad = |e: &dyn std::fmt::Display| Error::Io {
-        what: format!("drawing {}", path.display()),
-        source: std::io::Error::other(e.to_string()),
-    };
-    let (x0, x1) = curves
-        .iter()
-        .flat_map(|c| c.points.iter().map(|p| p.0))
-        .fold(None, |b: Option<(f64, f64)>, x| {
-            Some(b.map_or((x, x), |(lo, hi)| (lo.min(x), hi.max(x))))
-        })
-        .ok_or_else(|| Error::Config("no capacity points to plot".into()))?;
-    let top = 400.0 * threshold;
-    let root = SVGBackend::new(path, (960, 600)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| bad(&e))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption("drop rate against offered call rate", ("sans-serif", 22))
-        .margin(16)
-        .x_label_area_size(48)
-        .y_label_area_size(64)
-        .build_cartesian_2d((x0 * 0.8..x1 * 1.25).log_scale(), 0f64..top)
-        .map_err(|e| bad(&e))?;
-    chart
-        .configure_mesh()
-        .x_desc("offered calls/s")
-        .y_desc("drop rate, % of messages sent to the server")
-        .x_label_formatter(&|v| format!("{v:.0}"))
-        .draw()
-        .map_err(|e| bad(&e))?;
-    let grey = RGBColor(140, 140, 140);
-    chart
-        .draw_series(DashedLineSeries::new(
-            vec![
-                (x0 * 0.8, threshold * 100.0),
-                (x1 * 1.25, threshold * 100.0),
-            ],
-            6,
-            4,
-            grey.stroke_width(1),
-        ))
-        .map_err(|e| bad(&e))?
-        .label(format!("threshold {:.1}%", threshold * 100.0))
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], grey));
-    let palette = [BLUE, RED, GREEN, MAGENTA, CYAN, BLACK];
-    for (i, c) in curves.iter().enumerate() {
-        let color = palette[i % palette.len()];
-        let pts: Vec<(f64, f64)> = c
-            .points
-            .iter()
-            .map(|&(x, y)| (x, (y * 100.0).min(top)))
-            .collect();
-        chart
-            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
-            .map_err(|e| bad(&e))?
-            .label(c.label.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
-        chart
-            .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
-            .map_err(|e| bad(&e))?;
+    if curves.is_empty() {
+        return Err(Error::Config("no capacity points to plot".into()));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| bad(&e))?;
-    root.present().map_err(|e| bad(&e))?;
-    Ok(())
+    let top = 400.0 * threshold;
+    let mut chart = Chart::new(
+        Axis::log("offered calls/s"),
+        Axis::linear("drop rate, % of messages sent to the server").range(0.0, top),
+    )
+    .title("drop rate against offered call rate")
+    .size(960, 600)
+    .horizontal(
+        format!("threshold {:.1}%", threshold * 100.0),
+        threshold * 100.0,
+    );
+    for c in &curves {
+        chart = chart.series(Series::new(
+            c.label.clone(),
+            c.points.iter().map(|&(x, y)| (x, (y * 100.0).min(top))),
+        ));
+    }
+    Ok(chart.write_svg(path)?)
 }
 
 #[cfg(test)]

@@ -107,9 +107,9 @@ use takt_sip::ua::UaTimers;
 pub use arrivals::{achieved_rate, Arrivals, Schedule};
 pub use policy::{GenPolicy, PolicySource, OTHER_NOTE, REALTIME};
 pub use suite::{GenOutput, GenSuite};
-/// Ends a run early when set, from any thread (takt-measure's one
-/// cancellation flag; cloning shares it).
-pub use takt_measure::suite::Cancel;
+/// Ends a run early when set, from any thread; cloning shares it (the
+/// laboratory's one cancellation token).
+pub use takt_measure::cancel::Cancel;
 pub use tcp::MAX_BACKLOG;
 
 pub use report::{

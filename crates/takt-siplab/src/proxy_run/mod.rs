@@ -18,8 +18,8 @@ mod summary;
 
 use std::time::{Duration, Instant};
 
+use takt_measure::cancel::Cancel;
 use takt_measure::result::idle_latency_param;
-use takt_measure::suite::Cancel;
 use takt_sched::{IdleLatency, SpinBudget, ThreadSpec};
 use takt_sip::config::Config;
 use takt_sip::stats::{serve, EndpointAddr, Snapshot};

@@ -32,6 +32,7 @@
 
 pub(crate) mod fixture;
 pub mod paper;
+mod plots;
 mod render;
 pub mod sampled_load;
 mod suite;
@@ -56,6 +57,7 @@ use crate::search::{run_interleaved, Capacity, Search, SearchConfig, SearchResul
 use crate::system::SystemSettings;
 use crate::target::{TargetKind, TargetSetup};
 
+pub use plots::write_plots;
 pub use render::{capacity_markdown, render};
 pub use sampled_load::{PointExtra, SweepLoad};
 pub(crate) use suite::write_json;

@@ -91,15 +91,12 @@ pub fn capacity_markdown(s: &SweepOutcome) -> String {
             rows.push(row);
         }
     }
-    let mut o = String::from("| target | profile |");
+    let mut table = Table::new().text("target").text("profile");
     for m in &ms {
-        let _ = write!(o, " m = {m} |");
+        table = table.text(format!("m = {m}"));
     }
-    o += "\n|---|---|";
-    o += &"---|".repeat(ms.len());
-    o.push('\n');
     for (name, target, mode, model, profile) in &rows {
-        let _ = write!(o, "| {name} | {profile} |");
+        let mut cells = vec![name.clone(), profile.to_string()];
         for m in &ms {
             let cell = servers
                 .iter()
@@ -109,10 +106,11 @@ pub fn capacity_markdown(s: &SweepOutcome) -> String {
                         && c.key.profile == *profile
                 })
                 .map_or("–".to_string(), |c| capacity_cell(c.result.capacity));
-            let _ = write!(o, " {cell} |");
+            cells.push(cell);
         }
-        o.push('\n');
+        table.push(cells);
     }
+    let mut o = table.to_markdown();
     o += "\nCalls/s at 1% drop: the last passing – the first failing grid rate (the crossing lies between); \
           ≥ R (generator-bound): the generator could not offer more, the server's capacity is higher.\n";
     let ceilings: Vec<String> = s
@@ -436,7 +434,7 @@ mod tests {
         let md = capacity_markdown(&s);
         let lines: Vec<&str> = md.lines().collect();
         assert_eq!(lines[0], "| target | profile | m = 2 | m = 16 |", "{md}");
-        assert_eq!(lines[1], "|---|---|---|---|");
+        assert_eq!(lines[1], "| --- | --- | --- | --- |");
         assert_eq!(
             lines[2],
             "| takt | default | ≥ 24,100 (generator-bound) | 18,000–18,540 |"

@@ -18,7 +18,9 @@ use takt_sched::{CpuSet, SchedPolicy, ThreadSpec};
 use takt_sip::proxy::Mode;
 use takt_sip::transport::WorkerModel;
 
-use super::{capacity_markdown, ceiling_profiles, render, run, CompareWhich, Progress};
+use super::{
+    capacity_markdown, ceiling_profiles, render, run, write_plots, CompareWhich, Progress,
+};
 use super::{SweepOutcome, SweepPlan};
 use crate::capacity::{GenLoad, MIN_CALLS};
 use crate::error::{io, Error, Result};
@@ -427,8 +429,11 @@ pub struct SweepOutput {
     pub outcome: SweepOutcome,
     /// The result document (suite `sip_sweep`).
     pub doc: Document,
-    /// Files written to the output directory.
+    /// Files written to the output directory (the document, the
+    /// Markdown table).
     pub written: Vec<PathBuf>,
+    /// SVG plots written beside them.
+    pub plots: usize,
 }
 
 impl Serialize for SweepOutput {
@@ -457,16 +462,18 @@ pub(crate) fn write_json(doc: &Document, path: &Path) -> Result<()> {
 }
 
 impl SweepOutput {
-    /// Writes `sweep.json` and `capacity_vs_m.md` into `dir` (made if
-    /// missing); returns their paths.
-    pub fn write_artefacts(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+    /// Writes `sweep.json`, the SVG plots ([`write_plots`]) and
+    /// `capacity_vs_m.md` into `dir` (made if missing); returns the
+    /// document's and the table's paths and the number of plots.
+    pub fn write_artefacts(&self, dir: &Path) -> Result<(Vec<PathBuf>, usize)> {
         std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
         let json = dir.join(JSON_FILE);
         write_json(&self.doc, &json)?;
+        let plots = write_plots(&self.outcome, dir)?;
         let md = dir.join(MARKDOWN_FILE);
         std::fs::write(&md, capacity_markdown(&self.outcome))
             .map_err(io(format!("writing {}", md.display())))?;
-        Ok(vec![json, md])
+        Ok((vec![json, md], plots))
     }
 }
 
@@ -499,9 +506,10 @@ impl Suite for SweepSuite {
             outcome,
             doc,
             written: Vec::new(),
+            plots: 0,
         };
         if let Some(dir) = &self.out {
-            out.written = out.write_artefacts(dir)?;
+            (out.written, out.plots) = out.write_artefacts(dir)?;
         }
         Ok(out)
     }

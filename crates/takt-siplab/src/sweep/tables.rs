@@ -15,8 +15,8 @@
 
 use serde::Serialize;
 
-use crate::interval::{inc_beta, t_quantile};
 use crate::search::{Capacity, Phase, SearchResult};
+pub use takt_measure::stats::{paired_t, Paired};
 
 use super::sampled_load::PointExtra;
 use crate::capacity::PointDetail;
@@ -181,70 +181,6 @@ pub fn enhanced_rate(result: &SearchResult, threshold: f64) -> Option<f64> {
             .max_by(f64::total_cmp)
             .or_else(|| tried().map(|t| t.rate_cps).min_by(f64::total_cmp)),
     }
-}
-
-/// A paired comparison: mean difference and its 95% interval, and the
-/// two-sided p-value of "no difference" (paired Student's t).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Paired {
-    /// Pairs.
-    pub n: usize,
-    /// Mean of a (the baseline).
-    pub mean_a: f64,
-    /// Mean of b.
-    pub mean_b: f64,
-    /// Mean of a − b.
-    pub diff: f64,
-    /// 95% interval of the mean difference.
-    pub diff_ci95: [f64; 2],
-    /// Two-sided p-value (1 when every difference is equal and zero).
-    pub p: f64,
-}
-
-impl Paired {
-    /// `100 (a − b) / a`: how much lower b is than a, %, with the
-    /// interval scaled alike; `None` when a's mean is 0.
-    pub fn pct_lower(&self) -> Option<(f64, [f64; 2])> {
-        (self.mean_a != 0.0).then(|| {
-            let s = 100.0 / self.mean_a;
-            (
-                self.diff * s,
-                [self.diff_ci95[0] * s, self.diff_ci95[1] * s],
-            )
-        })
-    }
-}
-
-/// Paired Student's t over `a[i] − b[i]`; `None` with fewer than 2 pairs.
-pub fn paired_t(a: &[f64], b: &[f64]) -> Option<Paired> {
-    let n = a.len().min(b.len());
-    if n < 2 {
-        return None;
-    }
-    let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| x - y).collect();
-    let m = d.iter().sum::<f64>() / n as f64;
-    let var = d.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1) as f64;
-    let se = (var / n as f64).sqrt();
-    let df = (n - 1) as f64;
-    let q = t_quantile(0.975, df);
-    let p = if se == 0.0 {
-        if m == 0.0 {
-            1.0
-        } else {
-            0.0
-        }
-    } else {
-        let t = m / se;
-        inc_beta(df / 2.0, 0.5, df / (df + t * t))
-    };
-    Some(Paired {
-        n,
-        mean_a: a[..n].iter().sum::<f64>() / n as f64,
-        mean_b: b[..n].iter().sum::<f64>() / n as f64,
-        diff: m,
-        diff_ci95: [m - q * se, m + q * se],
-        p,
-    })
 }
 
 /// One Table III row: a profile against `default` at one rate.

@@ -2,7 +2,7 @@
 //! into a [`TuneSuite`] — a sweep of one (target, mode, m) over the
 //! [`candidates`](super::candidates) within a time budget — whose
 //! [`TuneOutput`] carries the recommendations as result rows and text and
-//! writes `tune.json` to the output directory.
+//! writes `tune.json` and the plots to the output directory.
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -22,8 +22,8 @@ use crate::error::{io, Error, Result};
 use crate::gen::GenPolicy;
 use crate::search::SearchConfig;
 use crate::sweep::{
-    estimate_secs, gen_config, start_rates, write_json, CompareWhich, SweepOutcome, SweepPlan,
-    SweepSuite,
+    estimate_secs, gen_config, start_rates, write_json, write_plots, CompareWhich, SweepOutcome,
+    SweepPlan, SweepSuite,
 };
 use crate::target::{placement, TargetKind, TargetSetup};
 
@@ -163,8 +163,10 @@ pub struct TuneOutput {
     pub recommendations: Vec<Recommendation>,
     /// The result document (suite `sip_tune`).
     pub doc: Document,
-    /// Files written to the output directory.
+    /// Files written to the output directory (the document).
     pub written: Vec<PathBuf>,
+    /// SVG plots written beside it.
+    pub plots: usize,
 }
 
 impl Serialize for TuneOutput {
@@ -194,12 +196,14 @@ impl SuiteOutput for TuneOutput {
 }
 
 impl TuneOutput {
-    /// Writes `tune.json` into `dir` (made if missing); returns its path.
-    pub fn write_artefacts(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+    /// Writes `tune.json` and the sweep's SVG plots into `dir` (made if
+    /// missing); returns the document's path and the number of plots.
+    pub fn write_artefacts(&self, dir: &Path) -> Result<(Vec<PathBuf>, usize)> {
         std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
         let json = dir.join(JSON_FILE);
         write_json(&self.doc, &json)?;
-        Ok(vec![json])
+        let plots = write_plots(&self.outcome, dir)?;
+        Ok((vec![json], plots))
     }
 }
 
@@ -293,9 +297,10 @@ impl Suite for TuneSuite {
             recommendations,
             doc,
             written: Vec::new(),
+            plots: 0,
         };
         if let Some(dir) = &self.sweep.out {
-            out.written = out.write_artefacts(dir)?;
+            (out.written, out.plots) = out.write_artefacts(dir)?;
         }
         Ok(out)
     }

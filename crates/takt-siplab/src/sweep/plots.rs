@@ -1,10 +1,48 @@
-//! The SVG plots of `takt sip sweep` and `takt sip tune`, written beside
-//! their documents in the output directory.
+//! The SVG plots of a sweep (and a tune), written beside its document in
+//! the output directory: capacity versus m with the paper's published
+//! capacities and the generator's ceilings, and per profile drop rate,
+//! K_rcv and T_sip versus the offered load — on takt-measure's one chart
+//! model.
 
 use std::path::Path;
 
-use takt_report::plot::{Chart, Scale, Series};
-use takt_siplab::sweep::{paper, SweepOutcome};
+use takt_measure::chart::{Axis, Chart};
+
+use super::{paper, CaseOutcome, PointExtra, SweepOutcome};
+use crate::error::{io, Result};
+
+/// One curve before it becomes a chart series: its label, its points,
+/// whether it is drawn dashed (published figures, ceilings).
+#[derive(Debug, Clone)]
+struct Series {
+    label: String,
+    points: Vec<(f64, f64)>,
+    dashed: bool,
+}
+
+/// An axis's scale.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scale {
+    Linear,
+    Log,
+}
+
+/// A chart of `series` against the offered load or m.
+fn chart(x_desc: &str, y_desc: &str, y_scale: Scale, series: Vec<Series>) -> Chart {
+    let y = match y_scale {
+        Scale::Linear => Axis::linear(y_desc),
+        Scale::Log => Axis::log(y_desc),
+    };
+    let mut c = Chart::new(Axis::linear(x_desc), y);
+    for s in series {
+        let mut se = takt_measure::chart::Series::new(s.label, s.points);
+        if s.dashed {
+            se = se.dashed();
+        }
+        c = c.series(se);
+    }
+    c
+}
 
 /// The paper's published capacities versus m, dashed.
 fn paper_series() -> Vec<Series> {
@@ -29,7 +67,7 @@ fn paper_series() -> Vec<Series> {
 
 /// Capacity versus m for every server and profile in one chart (see
 /// [`write_plots`]).
-fn capacity_chart(s: &SweepOutcome) -> Chart<'static> {
+fn capacity_chart(s: &SweepOutcome) -> Chart {
     let servers: Vec<_> = s.cases.iter().filter(|c| !c.key.is_ceiling()).collect();
     let mut series: Vec<Series> = Vec::new();
     for c in &servers {
@@ -74,20 +112,17 @@ fn capacity_chart(s: &SweepOutcome) -> Chart<'static> {
 
 /// The capacity-versus-m chart of `series`, with the paper's series beside
 /// them, every series in order of m.
-fn capacity_vs_m_chart(mut series: Vec<Series>) -> Chart<'static> {
+fn capacity_vs_m_chart(mut series: Vec<Series>) -> Chart {
     series.extend(paper_series());
     for se in &mut series {
         se.points.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
-    Chart {
-        x_desc: "worker threads m",
-        y_desc: "1%-drop capacity (calls/s)",
-        x_scale: Scale::Linear,
-        y_scale: Scale::Linear,
-        x_bytes: false,
-        x_names: Vec::new(),
+    chart(
+        "worker threads m",
+        "1%-drop capacity (calls/s)",
+        Scale::Linear,
         series,
-    }
+    )
 }
 
 fn file_name(parts: &[&str]) -> String {
@@ -102,12 +137,14 @@ fn file_name(parts: &[&str]) -> String {
     format!("{}.svg", s.join("-"))
 }
 
-fn save(dir: &Path, name: String, chart: &Chart<'_>) -> Result<usize, String> {
-    let Some(svg) = chart.to_svg() else {
+/// Writes `chart` as `dir/name`; a chart without a drawable point is left
+/// out. Returns how many files were written.
+fn save(dir: &Path, name: String, chart: &Chart) -> Result<usize> {
+    let Ok(svg) = chart.to_svg() else {
         return Ok(0);
     };
     let path = dir.join(name);
-    std::fs::write(&path, svg).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    std::fs::write(&path, svg).map_err(io(format!("writing {}", path.display())))?;
     Ok(1)
 }
 
@@ -118,7 +155,7 @@ fn save(dir: &Path, name: String, chart: &Chart<'_>) -> Result<usize, String> {
 /// K_rcv and T_sip versus cps over every counted trial, one curve per m
 /// (for a ceiling, the null relay, the drop rate only). Returns how many
 /// files were written.
-pub(crate) fn write_plots(s: &SweepOutcome, dir: &Path) -> Result<usize, String> {
+pub fn write_plots(s: &SweepOutcome, dir: &Path) -> Result<usize> {
     let mut n = save(dir, "capacity_vs_m.svg".into(), &capacity_chart(s))?;
     let mut groups: Vec<(&str, &str, &str)> = Vec::new();
     for c in &s.cases {
@@ -163,7 +200,7 @@ pub(crate) fn write_plots(s: &SweepOutcome, dir: &Path) -> Result<usize, String>
         };
         for p in &profiles {
             let of_p: Vec<_> = cases.iter().filter(|c| c.key.profile == *p).collect();
-            let per_m = |f: &dyn Fn(&takt_siplab::sweep::CaseOutcome) -> Vec<(f64, f64)>| {
+            let per_m = |f: &dyn Fn(&CaseOutcome) -> Vec<(f64, f64)>| {
                 of_p.iter()
                     .map(|c| Series {
                         label: format!("m = {}", c.key.workers),
@@ -173,20 +210,18 @@ pub(crate) fn write_plots(s: &SweepOutcome, dir: &Path) -> Result<usize, String>
                     .collect::<Vec<_>>()
             };
             // per trial (all phases): the curves over the whole range
-            let trials =
-                |c: &takt_siplab::sweep::CaseOutcome,
-                 f: &dyn Fn(&takt_siplab::sweep::PointExtra) -> Option<f64>| {
-                    let mut v: Vec<(f64, f64)> = c
-                        .result
-                        .trials
-                        .iter()
-                        .zip(&c.extras)
-                        .filter(|(t, _)| !t.rerun)
-                        .filter_map(|(t, e)| Some((t.rate_cps, f(e)?)))
-                        .collect();
-                    v.sort_by(|a, b| a.0.total_cmp(&b.0));
-                    v
-                };
+            let trials = |c: &CaseOutcome, f: &dyn Fn(&PointExtra) -> Option<f64>| {
+                let mut v: Vec<(f64, f64)> = c
+                    .result
+                    .trials
+                    .iter()
+                    .zip(&c.extras)
+                    .filter(|(t, _)| !t.rerun)
+                    .filter_map(|(t, e)| Some((t.rate_cps, f(e)?)))
+                    .collect();
+                v.sort_by(|a, b| a.0.total_cmp(&b.0));
+                v
+            };
             let drop = per_m(&|c| {
                 let mut v: Vec<(f64, f64)> = c
                     .result
@@ -221,15 +256,7 @@ pub(crate) fn write_plots(s: &SweepOutcome, dir: &Path) -> Result<usize, String>
                 n += save(
                     dir,
                     file_name(&[what, g.0, g.1, g.2, p]),
-                    &Chart {
-                        x_desc: "offered load (calls/s)",
-                        y_desc: y,
-                        x_scale: Scale::Linear,
-                        y_scale: scale,
-                        x_bytes: false,
-                        x_names: Vec::new(),
-                        series,
-                    },
+                    &chart("offered load (calls/s)", y, scale, series),
                 )?;
             }
         }
