@@ -2,7 +2,7 @@
 //! [`RunContext`] (progress and cancellation), return a document.
 //!
 //! A suite's options value *is* the suite: `takt_lab::agents::Options`,
-//! `takt_lab::sme::SmeBench`, `takt_lab::sip::LoadPlan` and
+//! `takt_lab::sme::SmeBench`, `takt_siplab::load::LoadPlan` and
 //! `takt_machine::Config` implement [`Suite`]. [`run_suite`] runs one
 //! inside a progress stage of its estimated duration; [`run_command`] is
 //! what a `takt` measuring command does: announce, run with Ctrl-C

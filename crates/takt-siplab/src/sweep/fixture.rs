@@ -3,7 +3,7 @@
 
 use crate::profile::ReadBack;
 use crate::search::{Capacity, SearchResult};
-use crate::sweep::tables::{compare, Crossing, CrossingColumn, PairSide};
+use crate::sweep::paper_tables::{compare, Crossing, CrossingColumn, PairSide};
 use crate::sweep::{CaseKey, CaseOutcome, ComparisonOutcome, SweepOutcome};
 
 /// A finished case of Kamailio with 8 workers, capacity `cps`.

@@ -25,18 +25,18 @@
 //!    searched in a second round.
 //! 4. **Table III**: per (target, mode, m), every profile against
 //!    `default` at default's first failing rate, in pairs of trials run
-//!    back to back, the order swapped every pair ([`tables::compare`]).
+//!    back to back, the order swapped every pair ([`paper_tables::compare`]).
 //! 5. Every server is stopped, every machine-wide value restored (also on
 //!    an error or Ctrl-C: [`SweepPlan::stop`] ends the run after the
 //!    current trial with the finished points).
 
 pub(crate) mod fixture;
 pub mod paper;
+pub mod paper_tables;
 mod plots;
 mod render;
 pub mod sampled_load;
 mod suite;
-pub mod tables;
 
 use std::cell::RefCell;
 use std::net::IpAddr;
@@ -57,6 +57,7 @@ use crate::search::{run_interleaved, Capacity, Search, SearchConfig, SearchResul
 use crate::system::SystemSettings;
 use crate::target::{TargetKind, TargetSetup};
 
+pub use paper_tables::{Comparison, Crossing, PairSide};
 pub use plots::write_plots;
 pub use render::{capacity_markdown, render};
 pub use sampled_load::{PointExtra, SweepLoad};
@@ -65,7 +66,6 @@ pub use suite::{
     estimate_secs, gen_config, start_rates, Preset, SweepOptions, SweepOutput, SweepSuite,
     JSON_FILE, MARKDOWN_FILE, PAPER_CALLS,
 };
-pub use tables::{Comparison, Crossing, PairSide};
 
 /// Everything a sweep needs besides the load.
 #[derive(Debug, Clone)]
@@ -518,8 +518,12 @@ pub fn run<L: Load>(
             };
             let res = searches[d].result();
             let points = lives[d].trial.points().to_vec();
-            let slice = tables::enhanced_rate(&res, plan.search.threshold)
-                .and_then(|cps| Some((tables::run_per_switch_us(&res, &points, cps, *m)?, cps)));
+            let slice = paper_tables::enhanced_rate(&res, plan.search.threshold).and_then(|cps| {
+                Some((
+                    paper_tables::run_per_switch_us(&res, &points, cps, *m)?,
+                    cps,
+                ))
+            });
             let Some((us, cps)) = slice else {
                 notes.push(format!(
                     "{}: no enhanced slice (default's trials had no voluntary switches)",
@@ -627,7 +631,7 @@ pub fn run<L: Load>(
             comparisons.push(ComparisonOutcome {
                 key: lives[j].key.clone(),
                 label: lives[j].resolved.label(),
-                comparison: tables::compare(rate, &pairs),
+                comparison: paper_tables::compare(rate, &pairs),
                 pairs,
             });
         }
@@ -643,7 +647,7 @@ pub fn run<L: Load>(
             notes.push(format!("{}: {e}", l.key.label()));
         }
         cases.push(CaseOutcome {
-            crossing: tables::crossing(&result, &points, &extras),
+            crossing: paper_tables::crossing(&result, &points, &extras),
             key: l.key,
             label: l.resolved.label(),
             policy: l.resolved.policy.to_string(),

@@ -263,7 +263,7 @@ pub fn render(s: &SweepOutcome) -> String {
                 .number("K p")
                 .number("K_rcv % lower");
             for c in cmps {
-                let cell = |p: &Option<super::tables::Paired>| -> (String, String, String) {
+                let cell = |p: &Option<super::paper_tables::Paired>| -> (String, String, String) {
                     match p {
                         Some(p) => {
                             let pct = p.pct_lower().map_or("-".into(), |(v, ci)| {

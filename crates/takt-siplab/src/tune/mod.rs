@@ -31,7 +31,7 @@ pub use suite::{document, gain_row, TuneOptions, TuneOutput, TuneSuite, JSON_FIL
 
 use crate::profile::Profile;
 use crate::search::{Capacity, Limit};
-use crate::sweep::{tables::Paired, SweepOutcome};
+use crate::sweep::{paper_tables::Paired, SweepOutcome};
 
 /// Significance level of the A/B confirmation.
 pub const ALPHA: f64 = 0.05;

@@ -11,12 +11,13 @@
 //!   drop rate and K_rcv, each as "% lower" with a 95% interval from the
 //!   paired differences (Student's t on dᵢ = defaultᵢ − profileᵢ, divided
 //!   by default's mean; the denominator's own uncertainty is not carried).
-//!   [`paired_t`] is also the significance test of `takt sip tune`.
+//!   The paired test is takt-measure's [`paired_t`], also the
+//!   significance test of `takt sip tune`.
 
 use serde::Serialize;
+pub use takt_measure::stats::{paired_t, Paired};
 
 use crate::search::{Capacity, Phase, SearchResult};
-pub use takt_measure::stats::{paired_t, Paired};
 
 use super::sampled_load::PointExtra;
 use crate::capacity::PointDetail;
