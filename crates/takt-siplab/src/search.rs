@@ -504,7 +504,7 @@ pub struct Search {
 pub const DEFAULT_MAX_REBRACKETS: usize = 3;
 
 /// The ramp multiplier after a re-bracket, in grid steps.
-const REBRACKET_STEPS: f64 = 4.0;
+pub const REBRACKET_STEPS: f64 = 4.0;
 
 /// Rates are whole calls per second.
 fn whole(rate: f64) -> f64 {
