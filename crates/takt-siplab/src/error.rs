@@ -20,6 +20,10 @@ pub enum Error {
         /// The names accepted.
         choices: &'static str,
     },
+    /// A combination of settings a command cannot run with (the command
+    /// line's fault: `takt` exits with status 2).
+    #[error("{0}")]
+    Usage(#[source] Box<Error>),
     /// A tool the target needs is not installed.
     #[error("{tool} is not installed ({hint})")]
     Missing {

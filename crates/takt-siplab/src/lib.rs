@@ -14,7 +14,7 @@
 //! | command | options → suite | output |
 //! |---|---|---|
 //! | `takt sip load` | [`load::LoadOptions`] → [`load::LoadPlan`] | `sip_load` document |
-//! | `takt sip gen` | [`gen::GenConfig`] → [`gen::GenSuite`] | [`gen::GenOutput`] |
+//! | `takt sip gen` | [`gen::GenOptions`] → [`gen::GenSuite`] | [`gen::GenOutput`] |
 //! | `takt sip capacity` | [`capacity::CapacityOptions`] → [`capacity::CapacitySuite`] | `sip_capacity` document, drop-rate SVG |
 //! | `takt sip sweep` | [`sweep::SweepOptions`] → [`sweep::SweepSuite`] | [`sweep::SweepOutput`]: tables, JSON, Markdown |
 //! | `takt sip tune` | [`tune::TuneOptions`] → [`tune::TuneSuite`] | [`tune::TuneOutput`]: recommendations, JSON |

@@ -10,8 +10,8 @@ use clap::error::ErrorKind;
 use clap::{Args, CommandFactory};
 use takt_measure::suite::run_command;
 use takt_sip::proxy::Transport;
-use takt_sip::ua::UaTimers;
-use takt_siplab::gen::{Arrivals, GenConfig, GenPolicy, GenSuite, Role};
+use takt_siplab::gen::{Arrivals, GenOptions, Role};
+use takt_siplab::Error;
 
 use crate::args::SchedArgs;
 
@@ -104,56 +104,35 @@ fn usage_error(msg: String) -> ! {
         .exit()
 }
 
-impl GenArgs {
-    fn config(&self, policy: &GenPolicy) -> GenConfig {
-        let proxy = match (self.role, self.proxy) {
-            (Role::Uas, p) => p.unwrap_or(self.uas_listen),
-            (_, Some(p)) => p,
-            (_, None) => usage_error("--proxy ADDR is required for roles uac and both".into()),
-        };
-        let mut c = GenConfig::new(proxy, self.cps);
-        c.role = self.role;
-        c.uas_listen = self.uas_listen;
-        c.arrivals = self.arrivals;
-        c.seed = self.seed;
-        c.calls = match (self.calls, self.duration) {
-            (None, None) if self.role != Role::Uas => Some(10_000),
-            (n, _) => n,
-        };
-        c.duration = self.duration;
-        c.hold = self.hold;
-        c.ports = usize::from(self.ports);
-        c.transport = self.transport;
-        c.connections = usize::from(self.connections);
-        c.timers = UaTimers {
-            retransmit: !self.no_retrans,
-            ..UaTimers::default()
-        };
-        c.drain = self.drain;
-        c.lag_bound = self.lag_bound;
-        c.rcvbuf = Some(self.rcvbuf);
-        c.spec = policy.apply(
-            SchedArgs {
-                sched: None,
-                ..self.sched.clone()
-            }
-            .spec("gen"),
-        );
-        if let (Some(server), None) = (&self.server_cpus, &self.sched.cpus) {
-            if let Err(e) = c.avoid_cpus(server) {
-                usage_error(e.to_string());
-            }
-        }
-        c
-    }
-}
-
 /// Runs `takt sip gen`.
 pub fn run(a: GenArgs) -> Result<(), String> {
-    // the server is elsewhere: no CPUs of its to compare with
-    let policy = GenPolicy::choose(a.sched.sched).map_err(|e| e.to_string())?;
-    let suite =
-        GenSuite::new(a.config(&policy), policy).unwrap_or_else(|e| usage_error(e.to_string()));
+    let suite = match (GenOptions {
+        proxy: a.proxy,
+        cps: a.cps,
+        calls: a.calls,
+        duration: a.duration,
+        arrivals: a.arrivals,
+        seed: a.seed,
+        hold: a.hold,
+        ports: usize::from(a.ports),
+        transport: a.transport,
+        connections: usize::from(a.connections),
+        role: a.role,
+        uas_listen: a.uas_listen,
+        no_retrans: a.no_retrans,
+        drain: a.drain,
+        lag_bound: a.lag_bound,
+        rcvbuf: a.rcvbuf,
+        cpus: a.sched.cpus,
+        sched: a.sched.sched,
+        server_cpus: a.server_cpus,
+    })
+    .resolve()
+    {
+        Ok(s) => s,
+        Err(e @ Error::Usage(_)) => usage_error(e.to_string()),
+        Err(e) => return Err(e.to_string()),
+    };
     crate::cmd_bench::measured(run_command("takt sip gen", &suite, a.json))?;
     Ok(())
 }

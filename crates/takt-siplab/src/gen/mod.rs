@@ -106,7 +106,7 @@ use takt_sip::ua::UaTimers;
 
 pub use arrivals::{achieved_rate, Arrivals, Schedule};
 pub use policy::{GenPolicy, PolicySource, OTHER_NOTE, REALTIME};
-pub use suite::{GenOutput, GenSuite};
+pub use suite::{GenOptions, GenOutput, GenSuite};
 /// Ends a run early when set, from any thread; cloning shares it (the
 /// laboratory's one cancellation token).
 pub use takt_measure::cancel::Cancel;

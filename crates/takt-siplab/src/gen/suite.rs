@@ -11,11 +11,112 @@ use serde::Serialize;
 use takt_measure::result::Document;
 use takt_measure::suite::{RunContext, Suite, SuiteOutput};
 
-use super::{GenConfig, GenPolicy, GenReport, Generator, Role};
+use std::net::SocketAddr;
+
+use takt_sched::{CpuSet, SchedPolicy, ThreadSpec};
+use takt_sip::proxy::Transport;
+use takt_sip::ua::UaTimers;
+
+use super::{Arrivals, GenConfig, GenPolicy, GenReport, Generator, Role};
 use crate::error::{io, Error, Result};
 
 /// How often the status thread looks at the clock.
 const STATUS_POLL: Duration = Duration::from_millis(100);
+
+/// What `takt sip gen` was asked for; [`GenOptions::resolve`] fills in
+/// the defaults and checks the combination.
+#[derive(Debug, Clone)]
+pub struct GenOptions {
+    /// Where the UAC sends its calls (required for roles uac and both).
+    pub proxy: Option<SocketAddr>,
+    /// Mean offered call rate.
+    pub cps: f64,
+    /// Calls to place (default 10,000 unless `duration` is given).
+    pub calls: Option<u64>,
+    /// How long to place calls (role uas: how long to answer).
+    pub duration: Option<Duration>,
+    /// Arrival process.
+    pub arrivals: Arrivals,
+    /// Seed of the Poisson schedule.
+    pub seed: u64,
+    /// Time between the ACK and the BYE.
+    pub hold: Duration,
+    /// UAC sockets (UDP).
+    pub ports: usize,
+    /// Transport of both sides.
+    pub transport: Transport,
+    /// UAC connections (TCP).
+    pub connections: usize,
+    /// Which sides run here.
+    pub role: Role,
+    /// Where the UAS listens.
+    pub uas_listen: SocketAddr,
+    /// RFC 3261 retransmissions off.
+    pub no_retrans: bool,
+    /// Bounded wait after the last planned call.
+    pub drain: Duration,
+    /// Generator-bound when the send lag's p99 exceeds this.
+    pub lag_bound: Duration,
+    /// Receive buffer per generator socket, bytes.
+    pub rcvbuf: usize,
+    /// The generator's CPUs.
+    pub cpus: Option<CpuSet>,
+    /// The generator's policy (default: real-time where permitted).
+    pub sched: Option<SchedPolicy>,
+    /// The server's CPUs: without `cpus`, the generator runs on the others.
+    pub server_cpus: Option<CpuSet>,
+}
+
+impl GenOptions {
+    /// The run these options ask for. A combination that cannot run (no
+    /// proxy for a UAC, no CPU left beside the server's, a setting out of
+    /// range) is [`Error::Usage`]; a policy the kernel refuses is
+    /// [`Error::Config`].
+    pub fn resolve(self) -> Result<GenSuite> {
+        // the server is elsewhere: no CPUs of its to compare with
+        let policy = GenPolicy::choose(self.sched)?;
+        let usage = |e: Error| Error::Usage(Box::new(e));
+        let proxy = match (self.role, self.proxy) {
+            (Role::Uas, p) => p.unwrap_or(self.uas_listen),
+            (_, Some(p)) => p,
+            (_, None) => {
+                return Err(usage(Error::Config(
+                    "--proxy ADDR is required for roles uac and both".into(),
+                )))
+            }
+        };
+        let mut c = GenConfig::new(proxy, self.cps);
+        c.role = self.role;
+        c.uas_listen = self.uas_listen;
+        c.arrivals = self.arrivals;
+        c.seed = self.seed;
+        c.calls = match (self.calls, self.duration) {
+            (None, None) if self.role != Role::Uas => Some(10_000),
+            (n, _) => n,
+        };
+        c.duration = self.duration;
+        c.hold = self.hold;
+        c.ports = self.ports;
+        c.transport = self.transport;
+        c.connections = self.connections;
+        c.timers = UaTimers {
+            retransmit: !self.no_retrans,
+            ..UaTimers::default()
+        };
+        c.drain = self.drain;
+        c.lag_bound = self.lag_bound;
+        c.rcvbuf = Some(self.rcvbuf);
+        let spec = match &self.cpus {
+            Some(cpus) => ThreadSpec::new("gen").with_cpus(cpus.clone()),
+            None => ThreadSpec::new("gen"),
+        };
+        c.spec = policy.apply(spec);
+        if let (Some(server), None) = (&self.server_cpus, &self.cpus) {
+            c.avoid_cpus(server).map_err(usage)?;
+        }
+        GenSuite::new(c, policy).map_err(usage)
+    }
+}
 
 /// One `takt sip gen` run: a validated configuration and the policy its
 /// threads got.
