@@ -1,10 +1,10 @@
 //! What a report is made from: the run's metadata and, per stage, either
 //! its result document or the reason it was not measured.
 //!
-//! The same input comes from a fresh run ([`crate::plan`]), from a report
-//! directory on disk ([`ReportInput::load_dir`]) or from the run records
-//! (documents as JSON values), so rendering never depends on how the
-//! documents were obtained.
+//! The same input comes from a fresh run of the laboratory's plan, from a
+//! report directory on disk ([`ReportInput::load_dir`]) or from the run
+//! records (documents as JSON values, [`ReportInput::attach`]), so
+//! rendering never depends on how the documents were obtained.
 
 use std::fmt;
 use std::path::Path;
@@ -271,35 +271,6 @@ impl ReportInput {
         Some(stage)
     }
 
-    /// The input of a stored run: `documents` as the run records keep them
-    /// (each a `takt ... --json` document), assigned to stages by their
-    /// `suite`; each stage's command is the one its document records. A
-    /// stage without a document is "not in the stored run"; a document of
-    /// another suite is left out.
-    pub fn from_documents(meta: RunMeta, documents: &[Value]) -> ReportInput {
-        let stages = Stage::ALL
-            .into_iter()
-            .map(|stage| {
-                let doc = documents
-                    .iter()
-                    .find(|d| d.get("suite").and_then(Value::as_str) == Some(stage.suite()));
-                let outcome = match doc {
-                    Some(d) => Outcome::Measured {
-                        command: recorded_command(d),
-                        wall_s: 0.0,
-                        document: d.clone(),
-                    },
-                    None => Outcome::NotMeasured {
-                        reason: "not in the stored run".into(),
-                        command: None,
-                    },
-                };
-                (stage, outcome)
-            })
-            .collect();
-        ReportInput { meta, stages }
-    }
-
     /// Writes `<stage>.json` for every measured stage and the manifest
     /// [`MANIFEST`] into `dir` (created if missing).
     pub fn save_dir(&self, dir: &Path) -> Result<(), ReportError> {
@@ -418,28 +389,35 @@ mod tests {
     }
 
     #[test]
-    fn stored_documents_find_their_stages() {
-        let meta = RunMeta {
-            command: "takt report --run 3".into(),
-            started: "2026-11-24T12:00:00Z".into(),
-            wall_s: 0.0,
-            quick: false,
-            reductions: Vec::new(),
-            run_id: Some("3".into()),
+    fn a_document_given_on_its_own_replaces_its_stage() {
+        let mut input = ReportInput {
+            meta: RunMeta {
+                command: "takt report --run 3".into(),
+                started: "2026-11-24T12:00:00Z".into(),
+                wall_s: 0.0,
+                quick: false,
+                reductions: Vec::new(),
+                run_id: Some("3".into()),
+            },
+            stages: Stage::ALL
+                .into_iter()
+                .map(|s| {
+                    let o = Outcome::NotMeasured {
+                        reason: "not in the stored run".into(),
+                        command: None,
+                    };
+                    (s, o)
+                })
+                .collect(),
         };
-        let docs = [
-            serde_json::json!({"suite": "sme", "machine": {"command": "takt bench sme --json"}}),
-            serde_json::json!({"suite": "gpu"}),
-        ];
-        let input = ReportInput::from_documents(meta, &docs);
-        assert_eq!(input.stages.len(), Stage::ALL.len());
+        let sme =
+            serde_json::json!({"suite": "sme", "machine": {"command": "takt bench sme --json"}});
+        assert_eq!(input.attach(sme, None), Some(Stage::Sme));
         assert!(matches!(
             input.outcome(Stage::Sme),
             Some(Outcome::Measured { command, .. }) if command == "takt bench sme --json"
         ));
         assert!(input.document(Stage::Agents).is_none());
-        // a document given on its own replaces the stage's outcome
-        let mut input = input;
         let torture = serde_json::json!({"suite": "sip_torture", "machine": {"command": "takt sip torture --json"}});
         assert_eq!(input.attach(torture, None), Some(Stage::Robustness));
         assert!(matches!(

@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 
 use takt_measure::result::{Document, ResultRow};
 
-use crate::figures::{how, param, param_f64, params_text, rows_table, stat_cells, STAT_HEAD};
 use crate::html::{esc, Cell, Table};
 use crate::plot::{Chart, Scale, Series};
+use crate::provenance::{how, param, param_f64, params_text, rows_table, stat_cells, STAT_HEAD};
 use crate::section::push_figure;
 
 /// The peer runtimes the agents suite knows; a missing one is named.
@@ -184,7 +184,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
         .iter()
         .filter(|r| r.implementation == "takt" && r.published.is_some())
         .collect();
-    let common = crate::figures::common_params(&seeded);
+    let common = crate::provenance::common_params(&seeded);
     for r in seeded.iter().copied() {
         let published = r.published.unwrap_or(f64::NAN);
         let advantage = match r.better {
@@ -193,7 +193,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
         };
         let mut cells = vec![
             Cell::text(&r.name),
-            Cell::text(crate::figures::varying_params_text(r, &common)),
+            Cell::text(crate::provenance::varying_params_text(r, &common)),
             Cell::num(r.summary.median),
             Cell::text(&r.unit),
             Cell::num(published),
@@ -206,7 +206,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
         out.push_str("<p>No row of this run has a published SObjectizer figure.</p>\n");
     } else {
         out.push_str(&t.render());
-        out.push_str(&crate::figures::common_params_note(&common));
+        out.push_str(&crate::provenance::common_params_note(&common));
     }
 
     out.push_str("<details><summary>Every row of the agents document</summary>\n");

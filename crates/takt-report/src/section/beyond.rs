@@ -4,8 +4,8 @@
 use takt_measure::result::Document;
 
 use crate::html::{esc, figure, num, Cell, Table};
-use crate::model::{fit_agents, fit_sip, fit_sme, Fit, Growth, PREDICT_AT};
 use crate::plot::{Chart, Scale, Series};
+use crate::scaling_model::{fit_agents, fit_sip, fit_sme, Fit, Growth, PREDICT_AT};
 
 const ASSUMPTIONS: &str = "<p><span class=\"model-label\">Model</span> These are predictions, not measurements. \
     For a workload whose unit of work is an item (a process step, a message), the time per item on <i>n</i> threads is \
@@ -56,7 +56,7 @@ fn fits_table(fits: &[Fit]) -> Table {
             },
             Cell::num(f.predict(2.0)),
             Cell::opt(f.measured2),
-            match f.error2() {
+            match f.error_at_2_threads() {
                 Some(e) => Cell::Num(format!("{:+.0}%", e * 100.0)),
                 None => Cell::text("not checked"),
             },
@@ -81,7 +81,7 @@ fn misses(fits: &[Fit]) -> String {
     let why: Vec<String> = fits
         .iter()
         .filter_map(|f| {
-            let e = f.error2()?;
+            let e = f.error_at_2_threads()?;
             if e.abs() <= MISS {
                 return None;
             }
@@ -215,7 +215,7 @@ pub(crate) fn render(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Wake;
+    use crate::scaling_model::Wake;
 
     fn fit(label: &str, share2: f64, measured2: f64) -> Fit {
         Fit {

@@ -14,9 +14,9 @@ use std::fmt::Write as _;
 use serde_json::Value;
 use takt_measure::result::{Document, ResultRow};
 
-use crate::figures::{how, param, param_f64};
 use crate::html::{esc, num, Cell, Table};
 use crate::plot::{Chart, Scale, Series};
+use crate::provenance::{how, param, param_f64};
 use crate::section::push_figure;
 
 const METHOD: &str = "takt's native generator (UAC and UAS, Poisson arrivals, no retransmissions) offers calls \

@@ -5,9 +5,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use takt_measure::result::Document;
 
-use crate::figures::{how, params_text, stat_cells, STAT_HEAD};
 use crate::html::{esc, figure, num, Cell, Table};
 use crate::plot::{Chart, Scale, Series};
+use crate::provenance::{how, params_text, stat_cells, STAT_HEAD};
 
 /// One point of the machine document's `latency_curve`.
 #[derive(Deserialize)]

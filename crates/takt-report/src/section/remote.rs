@@ -11,9 +11,9 @@ use std::collections::BTreeSet;
 
 use takt_measure::result::{Document, ResultRow};
 
-use crate::figures::{ci_half, how, param, param_f64, rows_table};
 use crate::html::{num, Cell, Table};
 use crate::plot::{human_bytes, Chart, Scale, Series};
+use crate::provenance::{ci_half, how, param, param_f64, rows_table};
 use crate::section::push_figure;
 
 const METHOD: &str = "two takt-remote nodes in one process (two NATS connections, two bridge threads) exchange \

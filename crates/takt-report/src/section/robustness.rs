@@ -2,15 +2,15 @@
 //! (suite `sip_torture`): overload and fault scenarios per target, takt
 //! beside Kamailio.
 //!
-//! The document's shape is the one issue 16 describes; the renderer
-//! reads it loosely, so rows it does not know still show:
+//! The renderer reads the document loosely, so rows it does not know
+//! still show:
 //! - every row goes into one side-by-side table: a line per (row name,
 //!   parameters other than the target, unit), a column per target
 //!   (`impl`), so takt-sip and Kamailio read across;
 //! - `goodput` rows with an `offered` parameter (the offered load as a
 //!   multiple of the target's 1%-drop capacity: 1.5, 2) and unit `ratio`
 //!   (completed calls/s over the capacity) are drawn against the offered
-//!   load, with the issue's targets (≥ 0.9 at 1.5×, ≥ 0.8 at 2×);
+//!   load, with the goodput targets (≥ 0.9 at 1.5×, ≥ 0.8 at 2×);
 //! - `recovery_s` rows (seconds until the drop rate is back to 0) are
 //!   checked against 5 s.
 
@@ -19,16 +19,16 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 use takt_measure::result::{Document, ResultRow};
 
-use crate::figures::{ci_half, how, param_f64};
 use crate::html::{figure, num, Cell, Table};
 use crate::plot::{Chart, Scale, Series};
+use crate::provenance::{ci_half, how, param_f64};
 
 const METHOD: &str = "takt's native generator offers calls above the target's measured 1%-drop capacity \
     (where the generator cannot, the target's CPU is limited with CFS bandwidth control and its capacity \
     measured under the same limit), then drops back to half of it; fault scenarios restart the UAS, send \
     garbage and malformed requests, and hold idle TCP connections while calls go on";
 
-/// Goodput the issue asks for at each offered load (multiple of capacity).
+/// The goodput targets at each offered load (multiple of capacity).
 const GOODPUT_TARGETS: [(f64, f64); 2] = [(1.5, 0.9), (2.0, 0.8)];
 
 /// Seconds the drop rate may take to return to 0 once the load falls.
@@ -114,7 +114,7 @@ fn goodput_chart(doc: &Document) -> Option<String> {
         return None;
     }
     series.push(Series {
-        label: "the issue's targets".into(),
+        label: "goodput targets".into(),
         points: GOODPUT_TARGETS.to_vec(),
         dashed: true,
     });

@@ -7,9 +7,9 @@ use std::collections::BTreeSet;
 
 use takt_measure::result::{Document, ResultRow};
 
-use crate::figures::{ci_half, how, param, rows_table};
 use crate::html::{num, Cell, Table};
 use crate::plot::{Chart, Scale, Series};
+use crate::provenance::{ci_half, how, param, rows_table};
 use crate::section::push_figure;
 
 const METHOD: &str = "SIPp (UAC and UAS) drives calls through the in-process proxy at a fixed call rate; \

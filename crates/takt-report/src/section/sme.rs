@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 
 use takt_measure::result::{Document, ResultRow};
 
-use crate::figures::{how, param, param_f64, rows_table, stat_cells, STAT_HEAD};
 use crate::html::{esc, Cell, Table};
 use crate::plot::{Chart, Scale, Series};
+use crate::provenance::{how, param, param_f64, rows_table, stat_cells, STAT_HEAD};
 use crate::section::push_figure;
 
 const METHOD: &str = "each configuration runs a fresh network: a minimum warm-up, then at least 5 measured runs; \

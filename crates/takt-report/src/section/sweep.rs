@@ -2,8 +2,7 @@
 //! `sip_sweep`): capacity versus worker threads per scheduler profile,
 //! per target and mode, and each profile against `default`.
 //!
-//! The document's shape is the one issue 14 describes, read as the
-//! capacity laboratory writes its rows:
+//! The rows are read as the capacity laboratory writes them:
 //! - `capacity` rows (cps, `impl` the target) with `params.mode`, the
 //!   thread count in `params.workers` (or `params.m`) and the scheduler
 //!   profile in `params.profile`;
@@ -15,9 +14,9 @@ use std::fmt::Write as _;
 
 use takt_measure::result::{Document, ResultRow};
 
-use crate::figures::{ci_half, how, param, param_f64};
 use crate::html::{esc, num, Cell, Table};
 use crate::plot::{Chart, Scale, Series};
+use crate::provenance::{ci_half, how, param, param_f64};
 use crate::section::push_figure;
 
 const METHOD: &str = "the capacity laboratory's search (1%-drop capacity, grid with repetitions) per target, mode, \

@@ -48,9 +48,8 @@
 //! `ω` is the one-ball row's excess over a busy hand-off per wake-up it
 //! counted — an upper bound, since a receiver that spun instead of parking
 //! also makes the ball wait; with (almost) no wake-ups counted it is not
-//! priced. (The previous fit, a line of `ping_pong`'s time against `c`
-//! alone, charged every crossing of a busy ring the one-ball price and
-//! predicted two threads +753% slow.)
+//! priced. (A line of `ping_pong`'s time against `c` alone would charge
+//! every crossing of a busy ring the one-ball price.)
 //!
 //! The workload predicted is customer_ring (100 tokens in flight) on a
 //! 2-thread pool: `w` is the one-thread ring of the same size; `c₂` and
@@ -71,7 +70,7 @@
 use serde_json::Value;
 use takt_measure::result::{Document, ResultRow};
 
-use crate::figures::{param, param_f64};
+use crate::provenance::{param, param_f64};
 
 /// How the per-thread cost grows with the thread count.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -141,7 +140,7 @@ impl Fit {
 
     /// Relative error of the 2-thread prediction (`+0.1`: predicted 10%
     /// slower than measured).
-    pub fn error2(&self) -> Option<f64> {
+    pub fn error_at_2_threads(&self) -> Option<f64> {
         self.measured2.map(|m| self.predict(2.0) / m - 1.0)
     }
 }
@@ -526,7 +525,7 @@ mod tests {
         };
         assert_eq!(f.predict(1.0), 100.0);
         assert_eq!(f.predict(2.0), 45.0 + 10.0 + 5.0);
-        assert!((f.error2().unwrap() - 0.0).abs() < 1e-12);
+        assert!((f.error_at_2_threads().unwrap() - 0.0).abs() < 1e-12);
         // the barrier term eventually dominates: speedup peaks and falls
         assert!(f.speedup(4.0) > f.speedup(64.0));
         let c = Fit {
@@ -664,7 +663,7 @@ mod tests {
         assert_eq!(ws.wake, None, "no wake-ups, no wake term");
         let expect = ws.t1 / 2.0 + CROSSING * 0.04 / 2.0;
         assert!((ws.predict(2.0) / expect - 1.0).abs() < 1e-9);
-        assert!((ws.error2().unwrap() - (expect / 30.0 - 1.0)).abs() < 1e-9);
+        assert!((ws.error_at_2_threads().unwrap() - (expect / 30.0 - 1.0)).abs() < 1e-9);
         assert!(
             ws.source.contains("4.0% of messages crossed"),
             "{}",
