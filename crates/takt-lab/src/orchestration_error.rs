@@ -8,6 +8,9 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum OrchestrationError {
+    /// An `--only` name that is not a stage the plan runs.
+    #[error("unknown stage `{0}` (machine, agents, sme, sip, capacity, remote)")]
+    UnknownStage(String),
     /// A stage's process could not be started.
     #[error("cannot start `{command}`: {source}")]
     Spawn {

@@ -2,8 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-/// What can go wrong writing or reading a report directory, or parsing a
-/// stage name.
+/// What can go wrong writing or reading a report directory.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
     /// A file or directory could not be read or written.
@@ -30,9 +29,6 @@ pub enum ReportError {
         /// What is wrong.
         reason: String,
     },
-    /// An `--only` name that is not a stage.
-    #[error("unknown stage `{0}` (machine, agents, sme, sip, capacity, remote)")]
-    UnknownStage(String),
 }
 
 impl ReportError {

@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use takt_lab::report::plan::Only;
 use takt_lab::report::{Finished, Request};
 use takt_lab::OrchestrationError;
-use takt_report::input::Stage;
 
 /// `takt report` flags.
 #[derive(Args, Debug)]
@@ -16,8 +16,8 @@ pub struct ReportCmd {
     quick: bool,
     /// Only these stages: machine, agents, sme, sip, capacity, remote
     /// (comma-separated).
-    #[arg(long, value_name = "STAGE,...", value_parser = parse_only)]
-    only: Option<StageList>,
+    #[arg(long, value_name = "STAGE,...")]
+    only: Option<Only>,
     /// The report directory: index.html and the JSON documents beside it.
     #[arg(long, value_name = "DIR", default_value = "takt-report")]
     out: PathBuf,
@@ -40,22 +40,12 @@ pub struct ReportCmd {
     db: PathBuf,
 }
 
-/// A parsed `--only` list (a newtype so clap takes it as one value).
-#[derive(Clone, Debug)]
-struct StageList(Vec<Stage>);
-
-fn parse_only(s: &str) -> Result<StageList, String> {
-    Stage::parse_list(s)
-        .map(StageList)
-        .map_err(|e| e.to_string())
-}
-
 /// Runs `takt report`; the report is written whenever this returns `Ok`,
 /// also when an interrupt cut the run short.
 pub fn run(cmd: ReportCmd) -> Result<Finished, OrchestrationError> {
     takt_lab::report::run(&Request {
         quick: cmd.quick,
-        only: cmd.only.map(|l| l.0),
+        only: cmd.only,
         out: cmd.out,
         from: cmd.from,
         run: cmd.run,

@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use takt_measure::progress::Progress;
 use takt_measure::suite::Cancel;
-use takt_report::input::{Outcome, ReportInput, Stage};
+use takt_report::input::{Outcome, ReportInput};
 
 use crate::orchestration_error::OrchestrationError;
 
@@ -43,8 +43,8 @@ use crate::orchestration_error::OrchestrationError;
 pub struct Request {
     /// The quick plan (under 5 minutes on a 2-core machine).
     pub quick: bool,
-    /// The stages to run (plan order); `None`: every stage the plan runs.
-    pub only: Option<Vec<Stage>>,
+    /// The stages to run; `None`: every stage the plan runs.
+    pub only: Option<plan::Only>,
     /// The report directory: `index.html` and the JSON documents beside it.
     pub out: PathBuf,
     /// Render the report directory of an earlier run again, without
@@ -116,7 +116,7 @@ pub fn run(req: &Request) -> Result<Finished, OrchestrationError> {
     let missing: Vec<String> = input
         .stages
         .iter()
-        .filter(|(s, _)| s.is_planned())
+        .filter(|(s, _)| plan::is_planned(*s))
         .filter_map(|(s, o)| match o {
             Outcome::NotMeasured { reason, .. } => Some(format!("{s} ({reason})")),
             Outcome::Measured { .. } => None,
@@ -150,8 +150,8 @@ fn measure(req: &Request) -> Result<ReportInput, OrchestrationError> {
         quick: req.quick,
         only: req
             .only
-            .clone()
-            .unwrap_or_else(|| Stage::ALL.into_iter().filter(|s| s.is_planned()).collect()),
+            .as_ref()
+            .map_or_else(plan::planned_stages, |o| o.0.clone()),
         takt: std::env::current_exe().map_err(OrchestrationError::CurrentExe)?,
         peers: req.peers,
         out: req.out.clone(),

@@ -9,11 +9,14 @@
 //! by this module's tests against a 2-vCPU host ([`Host`]).
 
 use std::path::PathBuf;
+use std::str::FromStr;
 use std::time::Duration;
 
 use takt_machine::{Config as MachineConfig, Family, Mode as MachineMode};
 use takt_measure::progress::Progress;
 use takt_report::input::Stage;
+
+use crate::orchestration_error::OrchestrationError;
 
 /// The machine families of the quick plan: `net` and `fs` are left out to
 /// keep the stage near 60 s.
@@ -61,6 +64,54 @@ const QUICK_CAPACITY: [&str; 8] = [
 /// `takt sip capacity --quick`'s trial window, and the quick plan's.
 const CAPACITY_WINDOW: Duration = Duration::from_millis(1_000);
 const QUICK_CAPACITY_WINDOW: Duration = Duration::from_millis(500);
+
+/// Whether `takt report` runs `stage` itself; the others
+/// ([`Stage::Sweep`], [`Stage::Robustness`]) are long runs of their own
+/// whose documents the report shows when it is given them.
+pub fn is_planned(stage: Stage) -> bool {
+    !matches!(stage, Stage::Sweep | Stage::Robustness)
+}
+
+/// The stages the plan runs, in plan order: the default of `--only`.
+pub fn planned_stages() -> Vec<Stage> {
+    Stage::ALL.into_iter().filter(|s| is_planned(*s)).collect()
+}
+
+/// The command that measures a stage the plan does not run.
+pub fn own_command(stage: Stage) -> Option<&'static str> {
+    match stage {
+        Stage::Sweep => Some("takt sip sweep --json"),
+        Stage::Robustness => Some("takt sip torture --json"),
+        _ => None,
+    }
+}
+
+/// An `--only` list: stages the plan runs, comma-separated, parsed into
+/// plan order (duplicates kept once).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Only(pub Vec<Stage>);
+
+impl FromStr for Only {
+    type Err = OrchestrationError;
+
+    fn from_str(list: &str) -> Result<Only, OrchestrationError> {
+        let mut out = Vec::new();
+        for part in list.split(',').filter(|p| !p.trim().is_empty()) {
+            let name = part.trim();
+            let stage = planned_stages()
+                .into_iter()
+                .find(|s| s.name() == name)
+                .ok_or_else(|| OrchestrationError::UnknownStage(name.to_string()))?;
+            out.push(stage);
+        }
+        if out.is_empty() {
+            return Err(OrchestrationError::UnknownStage(list.to_string()));
+        }
+        out.sort();
+        out.dedup();
+        Ok(Only(out))
+    }
+}
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -409,7 +460,7 @@ mod tests {
     fn opts(quick: bool, only: &str) -> Options {
         Options {
             quick,
-            only: Stage::parse_list(only).unwrap(),
+            only: only.parse::<Only>().unwrap().0,
             takt: PathBuf::from("/nonexistent/takt"),
             peers: true,
             out: PathBuf::from("takt-report"),
@@ -426,6 +477,22 @@ mod tests {
     };
 
     const ALL: &str = "machine,agents,sme,sip,capacity,remote";
+
+    #[test]
+    fn only_lists_parse_in_plan_order() {
+        assert_eq!(
+            "sip,machine,sip".parse::<Only>().unwrap().0,
+            vec![Stage::Machine, Stage::Sip]
+        );
+        assert!(matches!(
+            "machine,gpu".parse::<Only>(),
+            Err(OrchestrationError::UnknownStage(s)) if s == "gpu"
+        ));
+        assert!(",".parse::<Only>().is_err());
+        // the long runs of their own are not the plan's to run
+        assert!("sweep".parse::<Only>().is_err());
+        assert_eq!(ALL.parse::<Only>().unwrap().0, planned_stages());
+    }
 
     #[test]
     fn the_quick_plan_fits_its_budget() {

@@ -9,6 +9,7 @@ use takt_measure::progress::Progress;
 use takt_records::{Run, Store};
 use takt_report::input::{Outcome, ReportInput, RunMeta, Stage};
 
+use super::plan::is_planned;
 use crate::orchestration_error::OrchestrationError;
 
 /// Why a stage has no section in the report of a stored run.
@@ -84,7 +85,7 @@ pub fn attach_latest(db: &Path, input: &mut ReportInput, progress: &Progress) {
     let Ok(runs) = store.list() else {
         return;
     };
-    for stage in Stage::ALL.into_iter().filter(|s| !s.is_planned()) {
+    for stage in Stage::ALL.into_iter().filter(|s| !is_planned(*s)) {
         if input.document(stage).is_some() {
             continue;
         }
@@ -120,7 +121,7 @@ pub fn store_measured(
     let docs: Vec<Value> = input
         .stages
         .iter()
-        .filter(|(s, _)| s.is_planned())
+        .filter(|(s, _)| is_planned(*s))
         .filter_map(|(_, o)| match o {
             Outcome::Measured { document, .. } => Some(document.clone()),
             Outcome::NotMeasured { .. } => None,

@@ -31,7 +31,7 @@ use takt_measure::progress::Stage as ProgressStage;
 use takt_measure::suite::Cancel;
 use takt_report::input::{Outcome, ReportInput, RunMeta, Stage};
 
-use super::plan::{plan, Options, StagePlan};
+use super::plan::{own_command, plan, Options, StagePlan};
 use crate::orchestration_error::OrchestrationError;
 
 /// How long an interrupted stage gets to clean up before it is killed.
@@ -179,7 +179,7 @@ pub fn run(opts: &Options, cancel: &Cancel) -> Result<ReportInput, Orchestration
     ));
     let mut stages: Vec<(Stage, Outcome)> = Vec::new();
     for stage in Stage::ALL {
-        if let Some(command) = stage.own_command() {
+        if let Some(command) = own_command(stage) {
             stages.push((
                 stage,
                 Outcome::NotMeasured {
@@ -290,7 +290,7 @@ mod tests {
     fn opts(only: &str) -> Options {
         Options {
             quick: true,
-            only: Stage::parse_list(only).unwrap(),
+            only: only.parse::<super::super::plan::Only>().unwrap().0,
             takt: PathBuf::from("/nonexistent/takt"),
             peers: true,
             out: PathBuf::from("takt-report"),
