@@ -422,3 +422,145 @@ pub fn render_diff(d: &Diff) -> String {
     ));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// A stored row, as the records read it from a document.
+    fn row(name: &str, implementation: &str, params: Value, unit: &str, ci95: Value) -> Row {
+        let doc = json!({
+            "takt": "0.1.0", "suite": "agents", "started": "2026-11-24T12:00:00Z",
+            "machine": {"cpu": "Test CPU", "cpus": 2, "kernel": "6.18", "virtualized": true},
+            "results": [{
+                "name": name, "impl": implementation, "params": params, "unit": unit,
+                "better": "lower", "median": 12.0, "min": 11.0, "max": 13.0, "mean": 12.0,
+                "ci95": ci95, "runs": 5, "cpu_s": 0.25
+            }]
+        });
+        let mut d = takt_records::validate_document(0, &doc).unwrap();
+        d.rows.remove(0)
+    }
+
+    #[test]
+    fn stored_rows_group_by_name_and_unit_with_a_column_per_parameter() {
+        let rows = [
+            row(
+                "ping_pong",
+                "takt",
+                json!({"dispatcher": "one_thread", "messages": 1000}),
+                "ns/msg",
+                json!([11.5, 12.5]),
+            ),
+            row("skynet", "takt", json!({}), "ms", json!([11.0, 13.0])),
+            row(
+                "ping_pong",
+                "actix",
+                json!({"messages": 2000}),
+                "ns/msg",
+                json!([null, null]),
+            ),
+        ];
+        let text = rows_tables(&rows);
+        let tables: Vec<&str> = text.split("\n\n").filter(|t| !t.is_empty()).collect();
+        assert_eq!(tables.len(), 2, "{text}");
+        let ping: Vec<&str> = tables[0].lines().collect();
+        assert_eq!(ping[0], "ping_pong");
+        let head: Vec<&str> = ping[1].split_whitespace().collect();
+        assert_eq!(
+            head,
+            [
+                "impl",
+                "dispatcher",
+                "messages",
+                "median",
+                "(ns/msg)",
+                "±",
+                "ci95",
+                "min",
+                "max",
+                "runs",
+                "cpu",
+                "s/run"
+            ],
+            "the published column stays out: no row has one"
+        );
+        assert!(ping[3].starts_with("takt") && ping[3].contains("one_thread"));
+        assert!(ping[3].contains(" 0.500 "), "{}", ping[3]);
+        // no interval: the ci95 cell is empty, the row is not dropped
+        let actix: Vec<&str> = ping[4].split_whitespace().collect();
+        assert_eq!(
+            actix,
+            ["actix", "2000", "12.0", "11.0", "13.0", "5", "0.250"]
+        );
+        assert!(tables[1].starts_with("skynet\n"));
+        assert!(tables[1].contains("median (ms)"));
+    }
+
+    #[test]
+    fn a_diff_has_a_table_per_suite_name_and_unit() {
+        let dir = std::env::temp_dir().join(format!("takt-lab-runs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let db = dir.join("takt-results.db");
+        let _ = std::fs::remove_file(&db);
+        let doc = |suite: &str, centre: f64| {
+            let s: Vec<f64> = [-0.2, -0.1, 0.0, 0.1, 0.2]
+                .iter()
+                .map(|d| centre + d)
+                .collect();
+            json!({
+                "takt": "0.1.0", "suite": suite, "started": "2026-11-24T12:00:00Z",
+                "machine": {"cpu": "Test CPU", "cpus": 2, "kernel": "6.18", "virtualized": true,
+                            "commit": "aaaa111", "rustc": "rustc 1.95.0", "profile": "release",
+                            "command": "takt bench", "steal_pct": 0.5, "load": [1.0, 1.0, 1.0]},
+                "results": [
+                    {"name": "ping_pong", "impl": "takt", "params": {"messages": 1000},
+                     "unit": "ns/msg", "better": "lower", "median": centre, "min": s[0], "max": s[4],
+                     "mean": centre, "ci95": [centre - 0.2, centre + 0.2], "runs": 5, "cpu_s": 0.2,
+                     "samples": s},
+                    {"name": "ping_pong", "impl": "takt", "params": {"messages": 1000},
+                     "unit": "msg/s", "better": "higher", "median": 1e9 / centre, "min": 1e9 / s[4],
+                     "max": 1e9 / s[0], "mean": 1e9 / centre,
+                     "ci95": [1e9 / (centre + 0.2), 1e9 / (centre - 0.2)], "runs": 5, "cpu_s": 0.2}
+                ]
+            })
+        };
+        let mut ids = Vec::new();
+        for centre in [12.0, 15.0] {
+            let docs = [doc("agents", centre), doc("sme", centre)];
+            let meta = takt_records::RunMeta::from_documents(&docs).unwrap();
+            ids.push(takt_records::record(&db, &meta, &docs).unwrap());
+        }
+        let store = Store::open_existing(&db).unwrap();
+        let d = compare(
+            &store.run(ids[0]).unwrap(),
+            &store.run(ids[1]).unwrap(),
+            5.0,
+        );
+        let text = render_diff(&d);
+        let titles: Vec<&str> = text
+            .split("\n\n")
+            .skip(1)
+            .filter(|t| t.lines().nth(1).is_some_and(|h| h.starts_with("impl")))
+            .filter_map(|t| t.lines().next())
+            .collect();
+        assert_eq!(
+            titles,
+            [
+                "agents · ping_pong",
+                "agents · ping_pong",
+                "sme · ping_pong",
+                "sme · ping_pong"
+            ],
+            "{text}"
+        );
+        assert!(
+            text.contains("A (ns/msg)") && text.contains("B (msg/s)"),
+            "{text}"
+        );
+        assert!(text.contains("+25.0%"), "{text}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
