@@ -16,9 +16,13 @@
 //!   directory (`run.json` beside the documents) saved and loaded;
 //! - [`render`]: the page, and the directory written with `index.html`;
 //! - [`scaling_model`]: the scaling model of "beyond this machine";
-//! - [`plot`]: inline SVG charts; [`html`] and [`provenance`]: the
-//!   building blocks every section shares (tables, escaping; the command,
-//!   method, spread and disturbance every figure carries).
+//! - [`html`] and [`provenance`]: the building blocks every section
+//!   shares (tables, escaping; the command, method, spread and
+//!   disturbance every figure carries).
+//!
+//! Tables and charts are takt-measure's one table model (its HTML
+//! renderer) and one chart model (inline SVG); [`plot`] describes a
+//! chart by its axes' labels and scales for callers outside the report.
 //!
 //! Contract: every stage of [`input::Stage::ALL`] gets a section; a stage
 //! without a document, or with a document that is not a takt result

@@ -64,7 +64,9 @@ fn main() {
         Command::Sip(c) => cmd_sip::run(c),
         Command::Report(c) => match cmd_report::run(c) {
             // The report is written; the status says the run was cut short.
-            Ok(takt_lab::report::Finished::Interrupted { .. }) => std::process::exit(130),
+            Ok(takt_lab::report::Finished::Interrupted { signal, .. }) => {
+                std::process::exit(signal.exit_code())
+            }
             Ok(takt_lab::report::Finished::Complete { .. }) => Ok(()),
             Err(e) => Err(e.to_string()),
         },

@@ -14,7 +14,8 @@
 //! 1. the `--with` documents are read first, so a bad file fails at once,
 //!    not after the run;
 //! 2. the input comes from the report directory `--from`, the stored run
-//!    `--run`, or the plan, run here with one Ctrl-C handler;
+//!    `--run`, or the plan, run here with a token that follows the
+//!    process's signals (takt-measure's `cancel`);
 //! 3. the `--with` documents replace their stages' outcomes; a measured
 //!    run's empty sweep and robustness sections get the latest recorded
 //!    documents of their suites;
@@ -32,8 +33,8 @@ pub mod runner;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+use takt_measure::cancel::{Cancel, Signal};
 use takt_measure::progress::Progress;
-use takt_measure::suite::Cancel;
 use takt_report::input::{Outcome, ReportInput};
 
 use crate::orchestration_error::OrchestrationError;
@@ -72,10 +73,12 @@ pub enum Finished {
         /// The report page.
         index: PathBuf,
     },
-    /// An interrupt cut the run short; the report says what is missing.
+    /// A signal cut the run short; the report says what is missing.
     Interrupted {
         /// The report page.
         index: PathBuf,
+        /// The signal (the command's exit status is `128 + N`).
+        signal: Signal,
     },
 }
 
@@ -83,7 +86,7 @@ impl Finished {
     /// The report page.
     pub fn index(&self) -> &Path {
         match self {
-            Finished::Complete { index } | Finished::Interrupted { index } => index,
+            Finished::Complete { index } | Finished::Interrupted { index, .. } => index,
         }
     }
 }
@@ -96,10 +99,11 @@ pub fn run(req: &Request) -> Result<Finished, OrchestrationError> {
         .iter()
         .map(|p| read_document(p))
         .collect::<Result<Vec<_>, _>>()?;
+    let cancel = Cancel::new();
     let mut input = match (&req.from, req.run) {
         (Some(dir), _) => ReportInput::load_dir(dir).map_err(OrchestrationError::From)?,
         (None, Some(id)) => records::stored_input(&req.db, id, command_line())?,
-        (None, None) => measure(req)?,
+        (None, None) => measure(req, &cancel)?,
     };
     for (path, doc) in with {
         if input.attach(doc, None).is_none() {
@@ -135,17 +139,21 @@ pub fn run(req: &Request) -> Result<Finished, OrchestrationError> {
     // Only a run this invocation measured was cut short (a re-rendered one
     // was complete as far as this command goes).
     Ok(if measured && runner::was_interrupted(&input) {
-        Finished::Interrupted { index }
+        Finished::Interrupted {
+            index,
+            // A stage is interrupted only once the token is raised, by a
+            // signal unless a caller raised it.
+            signal: cancel.signal().unwrap_or(Signal::Interrupt),
+        }
     } else {
         Finished::Complete { index }
     })
 }
 
-/// Runs the plan with a Ctrl-C handler that stops it after the running
-/// stage.
-fn measure(req: &Request) -> Result<ReportInput, OrchestrationError> {
-    let cancel = Cancel::new();
-    cancel.on_ctrl_c()?;
+/// Runs the plan; `cancel` follows the process's signals and stops it
+/// after the running stage.
+fn measure(req: &Request, cancel: &Cancel) -> Result<ReportInput, OrchestrationError> {
+    takt_measure::cancel::watch(cancel)?;
     let opts = plan::Options {
         quick: req.quick,
         only: req
@@ -158,7 +166,7 @@ fn measure(req: &Request) -> Result<ReportInput, OrchestrationError> {
         command: command_line(),
         progress: req.progress.clone(),
     };
-    runner::run(&opts, &cancel)
+    runner::run(&opts, cancel)
 }
 
 /// Reads a `--with` document (checked for a `suite` by `attach`).

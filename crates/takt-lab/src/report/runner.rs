@@ -27,8 +27,8 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use takt_measure::cancel::Cancel;
 use takt_measure::progress::Stage as ProgressStage;
-use takt_measure::suite::Cancel;
 use takt_report::input::{Outcome, ReportInput, RunMeta, Stage};
 
 use super::plan::{own_command, plan, Options, StagePlan};

@@ -7,9 +7,9 @@ use std::collections::BTreeSet;
 use takt_measure::result::{Document, ResultRow};
 
 use crate::html::{esc, Cell, Table};
-use crate::plot::{Chart, Scale, Series};
 use crate::provenance::{how, param, param_f64, params_text, rows_table, stat_cells, STAT_HEAD};
 use crate::section::push_figure;
+use takt_measure::chart::{Axis, Chart, Series};
 
 /// The peer runtimes the agents suite knows; a missing one is named.
 pub(crate) const PEERS: [(&str, &str); 5] = [
@@ -132,39 +132,38 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
     // customer_ring on one thread against ring size, takt and the peers.
     let series: Vec<Series> = impls
         .iter()
-        .map(|imp| Series {
-            label: (*imp).to_string(),
-            points: doc
-                .results
-                .iter()
-                .filter(|r| {
-                    r.implementation == *imp
-                        && r.name == "customer_ring"
-                        && r.unit == "ns/msg"
-                        && param_f64(r, "threads") == Some(1.0)
-                })
-                .filter_map(|r| param_f64(r, "agents").map(|n| (n, r.summary.median)))
-                .collect(),
-            dashed: false,
+        .map(|imp| {
+            Series::new(
+                *imp,
+                doc.results
+                    .iter()
+                    .filter(|r| {
+                        r.implementation == *imp
+                            && r.name == "customer_ring"
+                            && r.unit == "ns/msg"
+                            && param_f64(r, "threads") == Some(1.0)
+                    })
+                    .filter_map(|r| param_f64(r, "agents").map(|n| (n, r.summary.median))),
+            )
         })
-        .chain(std::iter::once(Series {
-            label: "SObjectizer 4.4 (published, 2006)".into(),
-            points: doc
-                .results
-                .iter()
-                .filter(|r| r.name == "customer_ring" && param(r, "dispatcher") == "one_thread")
-                .filter(|r| r.unit == "ns/msg")
-                .filter_map(|r| Some((param_f64(r, "agents")?, r.published?)))
-                .collect(),
-            dashed: true,
-        }))
+        .chain(std::iter::once(
+            Series::new(
+                "SObjectizer 4.4 (published, 2006)",
+                doc.results
+                    .iter()
+                    .filter(|r| r.name == "customer_ring" && param(r, "dispatcher") == "one_thread")
+                    .filter(|r| r.unit == "ns/msg")
+                    .filter_map(|r| Some((param_f64(r, "agents")?, r.published?))),
+            )
+            .dashed(),
+        ))
         .filter(|s| !s.points.is_empty())
         .map(|mut s| {
-            s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            s.points.sort_by(|a, b| a.x.total_cmp(&b.x));
             s
         })
         .collect();
-    push_figure(&mut out, &Chart::new("agents in the ring", "ns per message", Scale::Log, Scale::Log, series), "customer_ring on one thread: ns per message against ring size, every runtime of this run, \
+    push_figure(&mut out, &Chart { series, ..Chart::new(Axis::log("agents in the ring"), Axis::log("ns per message")) }, "customer_ring on one thread: ns per message against ring size, every runtime of this run, \
              and the seed's SObjectizer 4.4 figure (dashed; a 1.5 GHz Pentium-M in 2006: distance travelled, not a \
              same-machine comparison). Log–log.");
 

@@ -4,8 +4,8 @@
 use takt_measure::result::Document;
 
 use crate::html::{esc, figure, num, Cell, Table};
-use crate::plot::{Chart, Scale, Series};
 use crate::scaling_model::{fit_agents, fit_sip, fit_sme, Fit, Growth, PREDICT_AT};
+use takt_measure::chart::{Axis, Chart, Series};
 
 const ASSUMPTIONS: &str = "<p><span class=\"model-label\">Model</span> These are predictions, not measurements. \
     For a workload whose unit of work is an item (a process step, a message), the time per item on <i>n</i> threads is \
@@ -138,29 +138,23 @@ fn speedup_chart(fits: &[Fit]) -> Option<String> {
                 .iter()
                 .map(|&n| (f64::from(n), f.speedup(f64::from(n)))),
         );
-        series.push(Series {
-            label: format!("{} (model)", f.label),
-            points: pts,
-            dashed: true,
-        });
+        series.push(Series::new(format!("{} (model)", f.label), pts).dashed());
         if let Some(m) = f.measured2 {
-            series.push(Series {
-                label: format!("{} (measured)", f.label),
-                points: vec![(1.0, 1.0), (2.0, f.t1 / m)],
-                dashed: false,
-            });
+            series.push(Series::new(
+                format!("{} (measured)", f.label),
+                vec![(1.0, 1.0), (2.0, f.t1 / m)],
+            ));
         }
     }
     Chart {
-        x_desc: "threads (cores)",
-        y_desc: "speedup over one thread",
-        x_scale: Scale::Log,
-        y_scale: Scale::Log,
-        x_bytes: false,
-        x_names: Vec::new(),
         series,
+        ..Chart::new(
+            Axis::log("threads (cores)"),
+            Axis::log("speedup over one thread"),
+        )
     }
     .to_svg()
+    .ok()
 }
 
 pub(crate) fn render(

@@ -20,8 +20,8 @@ use serde_json::{Map, Value};
 use takt_measure::result::{Document, ResultRow};
 
 use crate::html::{figure, num, Cell, Table};
-use crate::plot::{Chart, Scale, Series};
 use crate::provenance::{ci_half, how, param_f64};
+use takt_measure::chart::{Axis, Chart, Series};
 
 const METHOD: &str = "takt's native generator offers calls above the target's measured 1%-drop capacity \
     (where the generator cannot, the target's CPU is limited with CFS bandwidth control and its capacity \
@@ -103,31 +103,22 @@ fn goodput_chart(doc: &Document) -> Option<String> {
         .into_iter()
         .map(|(k, mut points)| {
             points.sort_by(|a, b| a.0.total_cmp(&b.0));
-            Series {
-                label: k.to_string(),
-                points,
-                dashed: false,
-            }
+            Series::new(k.to_string(), points)
         })
         .collect();
     if series.is_empty() {
         return None;
     }
-    series.push(Series {
-        label: "goodput targets".into(),
-        points: GOODPUT_TARGETS.to_vec(),
-        dashed: true,
-    });
+    series.push(Series::new("goodput targets", GOODPUT_TARGETS.to_vec()).dashed());
     let svg = Chart {
-        x_desc: "offered load (× the 1%-drop capacity)",
-        y_desc: "goodput (× the capacity)",
-        x_scale: Scale::Linear,
-        y_scale: Scale::Linear,
-        x_bytes: false,
-        x_names: Vec::new(),
         series,
+        ..Chart::new(
+            Axis::linear("offered load (× the 1%-drop capacity)"),
+            Axis::linear("goodput (× the capacity)"),
+        )
     }
-    .to_svg()?;
+    .to_svg()
+    .ok()?;
     Some(figure(
         &svg,
         "Goodput (completed calls/s over the capacity) under overload, per target, with the targets takt-sip \

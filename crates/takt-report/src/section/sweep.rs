@@ -15,9 +15,9 @@ use std::fmt::Write as _;
 use takt_measure::result::{Document, ResultRow};
 
 use crate::html::{esc, num, Cell, Table};
-use crate::plot::{Chart, Scale, Series};
 use crate::provenance::{ci_half, how, param, param_f64};
 use crate::section::push_figure;
+use takt_measure::chart::{Axis, Chart, Series};
 
 const METHOD: &str = "the capacity laboratory's search (1%-drop capacity, grid with repetitions) per target, mode, \
     worker-thread count m and scheduler profile, the targets taking turns point by point; each profile is applied \
@@ -78,11 +78,10 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
         let mut series = Vec::new();
         for (p, pts) in profiles.iter_mut() {
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-            series.push(Series {
-                label: p.clone(),
-                points: pts.iter().map(|(m, r)| (*m, r.summary.median)).collect(),
-                dashed: false,
-            });
+            series.push(Series::new(
+                p.clone(),
+                pts.iter().map(|(m, r)| (*m, r.summary.median)),
+            ));
         }
         for m in &ms {
             let at = |p: &str| {
@@ -111,7 +110,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
             );
             t.row(cells);
         }
-        push_figure(&mut out, &Chart::new("worker threads m", "1%-drop capacity (calls/s)", Scale::Log, Scale::Linear, series), &format!(
+        push_figure(&mut out, &Chart { series, ..Chart::new(Axis::log("worker threads m"), Axis::linear("1%-drop capacity (calls/s)")) }, &format!(
                     "{target} {mode}: capacity against the number of worker threads, one line per scheduler profile \
                      (the paper's figure, on today's kernel)."
                 ));
