@@ -116,7 +116,7 @@ pub struct Fit {
     /// workload's runs parked threads and a row priced a wake-up.
     pub wake: Option<Wake>,
     /// The 2-thread measurement of the same workload, if the run has one.
-    pub measured2: Option<f64>,
+    pub measured_2_threads: Option<f64>,
     /// Where `s` and `δ` come from.
     pub source: String,
 }
@@ -141,7 +141,7 @@ impl Fit {
     /// Relative error of the 2-thread prediction (`+0.1`: predicted 10%
     /// slower than measured).
     pub fn error_at_2_threads(&self) -> Option<f64> {
-        self.measured2.map(|m| self.predict(2.0) / m - 1.0)
+        self.measured_2_threads.map(|m| self.predict(2.0) / m - 1.0)
     }
 }
 
@@ -216,7 +216,7 @@ pub fn fit_sme(doc: &Document) -> Vec<Fit> {
         let per_step = 1e3 / processes;
         let s = (b1 * per_step).clamp(0.0, one.summary.median);
         let delta = slope * per_step;
-        let measured2 = find(doc, |r| {
+        let measured_2_threads = find(doc, |r| {
             r.name == one.name
                 && r.unit == "ns/step"
                 && param(r, "executor") == exec
@@ -238,7 +238,7 @@ pub fn fit_sme(doc: &Document) -> Vec<Fit> {
             delta,
             growth: Growth::Linear,
             wake: None,
-            measured2,
+            measured_2_threads,
             source: format!(
                 "s, δ: sync_cost {exec}, a line over {} thread counts ({} µs/cycle at 1 thread, {} more per \
                  thread) over {processes} processes",
@@ -426,7 +426,7 @@ pub fn fit_agents(doc: &Document) -> Vec<Fit> {
             delta: costs.crossing,
             growth: Growth::Crossing { share2 },
             wake,
-            measured2: Some(pool.summary.median),
+            measured_2_threads: Some(pool.summary.median),
             source: format!(
                 "w: customer_ring one_thread{}; {}; c₂: {}; {wake_text}",
                 if exact {
@@ -520,7 +520,7 @@ mod tests {
             delta: 5.0,
             growth: Growth::Linear,
             wake: None,
-            measured2: Some(60.0),
+            measured_2_threads: Some(60.0),
             source: String::new(),
         };
         assert_eq!(f.predict(1.0), 100.0);

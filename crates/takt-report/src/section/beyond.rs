@@ -55,7 +55,7 @@ fn fits_table(fits: &[Fit]) -> Table {
                 None => Cell::Empty,
             },
             Cell::num(f.predict(2.0)),
-            Cell::opt(f.measured2),
+            Cell::opt(f.measured_2_threads),
             match f.error_at_2_threads() {
                 Some(e) => Cell::Num(format!("{:+.0}%", e * 100.0)),
                 None => Cell::text("not checked"),
@@ -96,7 +96,7 @@ fn misses(fits: &[Fit]) -> String {
                          so its work did not divide over two threads as the model assumes — the measured time \
                          is {} that of one thread",
                         share2 * 100.0,
-                        f.measured2
+                        f.measured_2_threads
                             .map_or_else(String::new, |m| format!("{:.1}×", m / f.t1))
                     ));
                 }
@@ -139,7 +139,7 @@ fn speedup_chart(fits: &[Fit]) -> Option<String> {
                 .map(|&n| (f64::from(n), f.speedup(f64::from(n)))),
         );
         series.push(Series::new(format!("{} (model)", f.label), pts).dashed());
-        if let Some(m) = f.measured2 {
+        if let Some(m) = f.measured_2_threads {
             series.push(Series::new(
                 format!("{} (measured)", f.label),
                 vec![(1.0, 1.0), (2.0, f.t1 / m)],
@@ -211,7 +211,7 @@ mod tests {
     use super::*;
     use crate::scaling_model::Wake;
 
-    fn fit(label: &str, share2: f64, measured2: f64) -> Fit {
+    fn fit(label: &str, share2: f64, measured_2_threads: f64) -> Fit {
         Fit {
             label: label.into(),
             unit: "ns/msg".into(),
@@ -220,7 +220,7 @@ mod tests {
             delta: 200.0,
             growth: Growth::Crossing { share2 },
             wake: None::<Wake>,
-            measured2: Some(measured2),
+            measured_2_threads: Some(measured_2_threads),
             source: String::new(),
         }
     }
