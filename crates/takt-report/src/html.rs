@@ -1,7 +1,7 @@
 //! HTML building blocks: escaping, numbers, tables with units, and the
 //! page around the sections (inline CSS; no scripts, no external resources).
 
-use takt_measure::table::{Align, Table as MeasureTable, TableRow};
+use takt_measure::table::{Align, Table, TableRow};
 
 /// Escapes text for element content and attribute values.
 pub fn esc(s: &str) -> String {
@@ -58,15 +58,15 @@ impl Cell {
 /// (`median (ns/msg)`); a column with a number cell is a number column
 /// (right-aligned), and a text cell in it stays left-aligned.
 #[derive(Clone, Debug, Default)]
-pub struct Table {
+pub struct CellTable {
     head: Vec<String>,
     rows: Vec<(Vec<Cell>, &'static str)>,
 }
 
-impl Table {
+impl CellTable {
     /// A table with these column headers.
-    pub fn new<S: Into<String>>(head: impl IntoIterator<Item = S>) -> Table {
-        Table {
+    pub fn new<S: Into<String>>(head: impl IntoIterator<Item = S>) -> CellTable {
+        CellTable {
             head: head.into_iter().map(Into::into).collect(),
             rows: Vec::new(),
         }
@@ -89,8 +89,8 @@ impl Table {
     }
 
     /// The table in takt-measure's model.
-    pub fn to_table(&self) -> MeasureTable {
-        let mut t = MeasureTable::new();
+    pub fn to_table(&self) -> Table {
+        let mut t = Table::new();
         let numeric: Vec<bool> = (0..self.head.len())
             .map(|c| {
                 self.rows
@@ -203,7 +203,7 @@ mod tests {
             esc("<a href=\"x\">&'"),
             "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
         );
-        let mut t = Table::new(["name", "median (ns)"]);
+        let mut t = CellTable::new(["name", "median (ns)"]);
         t.row(vec![Cell::text("<b>"), Cell::num(12.345)]);
         t.row(vec![Cell::text("short row")]);
         let h = t.render();

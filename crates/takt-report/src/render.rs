@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use takt_measure::result::Document;
 
 use crate::error::ReportError;
-use crate::html::{esc, page, Cell, Table};
+use crate::html::{esc, page, Cell, CellTable};
 use crate::input::{Outcome, ReportInput, Stage};
 use crate::section;
 
@@ -65,7 +65,7 @@ pub fn render(input: &ReportInput) -> String {
         body.push_str("</ul></details>\n");
     }
     // The stages at a glance.
-    let mut t = Table::new(["stage", "status", "wall time (s)", "command"]);
+    let mut t = CellTable::new(["stage", "status", "wall time (s)", "command"]);
     for stage in Stage::ALL {
         let (status, wall, cmd) = match input.outcome(stage) {
             Some(Outcome::Measured {

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use takt_measure::result::{Document, ResultRow};
 
-use crate::html::{esc, Cell, Table};
+use crate::html::{esc, Cell, CellTable};
 use crate::provenance::{how, param, param_f64, params_text, rows_table, stat_cells, STAT_HEAD};
 use crate::section::push_figure;
 use takt_measure::chart::{Axis, Chart, Series};
@@ -53,7 +53,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
     ];
     let peer_heads: Vec<String> = peers_here.iter().map(|p| format!("{p} (× takt)")).collect();
     head.extend(peer_heads.iter().map(String::as_str));
-    let mut t = Table::new(head);
+    let mut t = CellTable::new(head);
     for takt in doc
         .results
         .iter()
@@ -177,7 +177,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
         "takt ×",
     ];
     head.extend(STAT_HEAD);
-    let mut t = Table::new(head);
+    let mut t = CellTable::new(head);
     let seeded: Vec<&ResultRow> = doc
         .results
         .iter()

@@ -3,7 +3,7 @@
 
 use takt_measure::result::Document;
 
-use crate::html::{esc, figure, num, Cell, Table};
+use crate::html::{esc, figure, num, Cell, CellTable};
 use crate::scaling_model::{fit_agents, fit_sip, fit_sme, Fit, Growth, PREDICT_AT};
 use takt_measure::chart::{Axis, Chart, Series};
 
@@ -28,7 +28,7 @@ const ASSUMPTIONS: &str = "<p><span class=\"model-label\">Model</span> These are
     synchronization costs hold on the larger one. A virtual machine with two vCPUs is a poor witness for 64 cores: \
     read the curves as the shape the measured costs imply, not as a promise.</p>\n";
 
-fn fits_table(fits: &[Fit]) -> Table {
+fn fits_table(fits: &[Fit]) -> CellTable {
     let mut head = vec![
         "workload".to_string(),
         "unit".into(),
@@ -42,7 +42,7 @@ fn fits_table(fits: &[Fit]) -> Table {
     ];
     head.extend(PREDICT_AT[1..].iter().map(|n| format!("speedup ×{n}")));
     head.push("fitted from".into());
-    let mut t = Table::new(head);
+    let mut t = CellTable::new(head);
     for f in fits {
         let mut cells = vec![
             Cell::text(&f.label),
@@ -194,7 +194,7 @@ pub(crate) fn render(
             out.push_str("<p>Calls per second the proxy's CPU would carry on <i>n</i> cores: one core carries 10⁶ / (CPU µs per call); the share of messages that found a lock taken is treated as serialized (Amdahl). Not checked: <code>sip load</code> runs one worker count, and its call rate is fixed below capacity.</p>\n");
             let mut head = vec!["case".to_string(), "CPU per call (µs)".into(), "serialized share".into()];
             head.extend([1u32, 4, 8, 16, 32, 64].iter().map(|n| format!("calls/s ×{n}")));
-            let mut t = Table::new(head);
+            let mut t = CellTable::new(head);
             for f in &fits {
                 let mut cells = vec![Cell::text(&f.label), Cell::num(f.cpu_per_call_us), Cell::Num(format!("{:.3}", f.serial))];
                 cells.extend([1u32, 4, 8, 16, 32, 64].iter().map(|&n| Cell::Num(num(f.capacity(f64::from(n))))));

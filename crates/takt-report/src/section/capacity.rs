@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 use takt_measure::result::{Document, ResultRow};
 
-use crate::html::{esc, num, Cell, Table};
+use crate::html::{esc, num, Cell, CellTable};
 use crate::provenance::{how, param, param_f64};
 use crate::section::push_figure;
 use takt_measure::chart::{Axis, Chart, Series};
@@ -94,7 +94,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
         out.push_str(&how(doc, command, METHOD));
         return out;
     }
-    let mut t = Table::new([
+    let mut t = CellTable::new([
         "target",
         "mode",
         "workers",

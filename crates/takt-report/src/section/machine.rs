@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use takt_measure::result::Document;
 
-use crate::html::{esc, figure, num, Cell, Table};
+use crate::html::{esc, figure, num, Cell, CellTable};
 use crate::provenance::{how, params_text, stat_cells, STAT_HEAD};
 use takt_measure::chart::{Axis, Chart, Series};
 
@@ -82,7 +82,7 @@ pub(crate) fn render(value: &Value, doc: &Document, command: &str) -> String {
         "measured / estimate",
     ];
     head.extend(STAT_HEAD);
-    let mut t = Table::new(head);
+    let mut t = CellTable::new(head);
     let mut methods: Vec<(String, String)> = Vec::new();
     for r in &doc.results {
         let estimate = r.detail.get("estimate").and_then(Value::as_f64);

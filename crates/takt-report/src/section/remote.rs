@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 
 use takt_measure::result::{Document, ResultRow};
 
-use crate::html::{num, Cell, Table};
+use crate::html::{num, Cell, CellTable};
 use crate::provenance::{ci_half, how, param, param_f64, rows_table};
 use crate::section::push_figure;
 use takt_measure::chart::{human_bytes, Axis, Chart, Point, Series};
@@ -66,7 +66,7 @@ fn paced(doc: &Document) -> String {
     let mut head = vec!["implementation".to_string(), "pace (ms)".into()];
     head.extend(QUANTILES.iter().map(|q| format!("{q} (µs)")));
     head.push("runs".into());
-    let mut t = Table::new(head);
+    let mut t = CellTable::new(head);
     let mut series = Vec::new();
     for name in &names {
         let mut points = Vec::new();
@@ -119,7 +119,7 @@ fn saturated(doc: &Document) -> String {
     let names = impls(&rows);
     let mut head = vec!["in flight".to_string()];
     head.extend(names.iter().map(|n| format!("{n} (round trips/s)")));
-    let mut t = Table::new(head);
+    let mut t = CellTable::new(head);
     let mut series: Vec<Series> = names
         .iter()
         .map(|n| Series::new(n.clone(), Vec::new()))
@@ -153,7 +153,7 @@ fn back_to_back(doc: &Document) -> String {
     let names = impls(&rows);
     let mut head = vec!["payload".to_string()];
     head.extend(names.iter().map(|n| format!("{n} (µs)")));
-    let mut t = Table::new(head);
+    let mut t = CellTable::new(head);
     for s in &sizes {
         let mut cells = vec![Cell::text(human_bytes(*s))];
         cells.extend(names.iter().map(|n| {

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 use takt_measure::result::{Document, ResultRow};
 
-use crate::html::{figure, num, Cell, Table};
+use crate::html::{figure, num, Cell, CellTable};
 use crate::provenance::{ci_half, how, param_f64};
 use takt_measure::chart::{Axis, Chart, Series};
 
@@ -49,7 +49,7 @@ fn scenario(params: &Map<String, Value>) -> String {
 
 /// One table with a line per (name, scenario, unit) and a column per
 /// implementation (target), cells median ± half the 95% interval.
-pub(crate) fn side_by_side(rows: &[&ResultRow]) -> Table {
+pub(crate) fn side_by_side(rows: &[&ResultRow]) -> CellTable {
     let mut targets: Vec<&str> = Vec::new();
     let mut lines: BTreeMap<(String, String, String), BTreeMap<&str, &ResultRow>> = BTreeMap::new();
     for r in rows {
@@ -64,7 +64,7 @@ pub(crate) fn side_by_side(rows: &[&ResultRow]) -> Table {
     let mut head = vec!["quantity".to_string(), "scenario".into(), "unit".into()];
     head.extend(targets.iter().map(|t| t.to_string()));
     head.push("runs".into());
-    let mut t = Table::new(head);
+    let mut t = CellTable::new(head);
     for ((name, sc, unit), by) in &lines {
         let mut cells = vec![Cell::text(name), Cell::text(sc), Cell::text(unit)];
         cells.extend(targets.iter().map(|tg| match by.get(tg) {

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use takt_measure::result::{Document, ResultRow};
 
-use crate::html::{num, Cell, Table};
+use crate::html::{num, Cell, CellTable};
 use crate::provenance::{ci_half, how, param, rows_table};
 use crate::section::push_figure;
 use takt_measure::chart::{Axis, Chart, Series};
@@ -38,7 +38,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
     let mut head = vec!["mode", "worker model", "workers", "message"];
     head.extend(COSTS.iter().map(|(_, h)| *h));
     head.extend(["paper T_sip (µs)", "runs", "CPU s/run"]);
-    let mut t = Table::new(head);
+    let mut t = CellTable::new(head);
     let mut series = Vec::new();
     let mut kind_names: Vec<String> = Vec::new();
     for c in &cases {

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use takt_measure::result::{Document, ResultRow};
 
-use crate::html::{esc, Cell, Table};
+use crate::html::{esc, Cell, CellTable};
 use crate::provenance::{how, param, param_f64, rows_table, stat_cells, STAT_HEAD};
 use crate::section::push_figure;
 use takt_measure::chart::{Axis, Chart, Series};
@@ -85,7 +85,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
                 "thesis ns/step",
             ];
             head.extend(STAT_HEAD);
-            let mut t = Table::new(head);
+            let mut t = CellTable::new(head);
             for r in rows.iter().filter(of_shape).filter(|r| r.unit == "ns/step") {
                 let speedup = speedups.iter().find(|s| s.params == r.params);
                 let mut cells = vec![
@@ -120,7 +120,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
         out.push_str("<h3>The price of synchronization</h3>\n<p>Wall time of one cycle of a ring with about one trivial process per thread: almost nothing but the barrier.</p>\n");
         let mut head = vec!["executor", "threads", "µs per cycle"];
         head.extend(STAT_HEAD);
-        let mut t = Table::new(head);
+        let mut t = CellTable::new(head);
         for r in sync {
             let mut cells = vec![
                 Cell::text(param(r, "executor")),

@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 
 use takt_measure::result::{Document, ResultRow};
 
-use crate::html::{esc, num, Cell, Table};
+use crate::html::{esc, num, Cell, CellTable};
 use crate::provenance::{ci_half, how, param, param_f64};
 use crate::section::push_figure;
 use takt_measure::chart::{Axis, Chart, Series};
@@ -74,7 +74,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
                 .filter(|p| *p != "default")
                 .map(|p| format!("{p} vs default")),
         );
-        let mut t = Table::new(head);
+        let mut t = CellTable::new(head);
         let mut series = Vec::new();
         for (p, pts) in profiles.iter_mut() {
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
