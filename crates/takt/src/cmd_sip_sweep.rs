@@ -3,10 +3,9 @@
 //! `--out` the JSON document, the SVG plots and the Markdown table; the
 //! run recorded.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
-use takt_measure::result::Document;
 use takt_measure::suite::{run_command, SuiteOutput};
 use takt_sched::{CpuSet, SchedPolicy};
 use takt_sip::proxy::Mode;
@@ -128,7 +127,7 @@ pub fn run(a: SweepArgs) -> Result<(), String> {
     .resolve()
     .map_err(|e| e.to_string())?;
     let out = measured(run_command("takt sip sweep", &suite, a.json))?;
-    let id = record(out.document(), &a.db)?;
+    let id = takt_lab::runs::record(&a.db, out.document()).map_err(|e| e.to_string())?;
     let written: Vec<String> = out
         .written
         .iter()
@@ -142,13 +141,4 @@ pub fn run(a: SweepArgs) -> Result<(), String> {
         a.db.display()
     );
     Ok(())
-}
-
-/// Stores the document as a run in `db`; returns its ID.
-pub(crate) fn record(doc: &Document, db: &Path) -> Result<i64, String> {
-    let value = serde_json::to_value(doc).map_err(|e| format!("encoding the document: {e}"))?;
-    let meta = takt_records::RunMeta::from_documents(std::slice::from_ref(&value))
-        .map_err(|e| format!("records: {e}"))?;
-    takt_records::record(db, &meta, std::slice::from_ref(&value))
-        .map_err(|e| format!("records: {e}"))
 }

@@ -12,7 +12,6 @@ use takt_sip::transport::WorkerModel;
 use takt_siplab::tune::{self, TuneOptions};
 
 use crate::cmd_bench::measured;
-use crate::cmd_sip_sweep::record;
 
 /// `takt sip tune` flags.
 #[derive(Args, Debug)]
@@ -98,7 +97,7 @@ pub fn run(a: TuneArgs) -> Result<(), String> {
     .resolve()
     .map_err(|e| e.to_string())?;
     let out = measured(run_command("takt sip tune", &suite, a.json))?;
-    let id = record(out.document(), &a.db)?;
+    let id = takt_lab::runs::record(&a.db, out.document()).map_err(|e| e.to_string())?;
     let written: Vec<String> = out
         .written
         .iter()
