@@ -53,9 +53,14 @@ pub mod agents;
 #[cfg(feature = "peers")]
 pub mod agents_peers;
 pub mod error;
+mod orchestration_error;
 pub mod remote;
+pub mod report;
+pub mod runs;
 pub mod sip;
 pub mod sme;
+
+pub use orchestration_error::OrchestrationError;
 
 pub use takt_measure::{env, output, params, result, sampler, stats};
 
