@@ -135,7 +135,7 @@ impl StagePlan {
 pub struct Host {
     /// CPUs the suites may use (`available_parallelism`).
     pub cpus: usize,
-    /// One SME compute step here (`takt_lab::sme::compute_step`).
+    /// One SME compute step here (`takt_bench_sme::compute_step`).
     pub sme_step: Duration,
 }
 
@@ -144,7 +144,7 @@ impl Host {
     pub fn this_machine() -> Host {
         Host {
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            sme_step: takt_lab::sme::compute_step(),
+            sme_step: takt_bench_sme::compute_step(),
         }
     }
 }
@@ -223,7 +223,7 @@ pub fn plan_on(opts: &Options, host: &Host) -> (Vec<StagePlan>, Vec<String>) {
                             .into(),
                     );
                 }
-                let est = takt_lab::agents::expected_duration(&takt_lab::agents::Options {
+                let est = takt_bench_agents::expected_duration(&takt_bench_agents::Options {
                     quick: true,
                     peers: opts.peers,
                     spin: takt_sched::SpinBudget::NONE,
@@ -253,12 +253,12 @@ pub fn plan_on(opts: &Options, host: &Host) -> (Vec<StagePlan>, Vec<String>) {
                 } else {
                     host.cpus
                 };
-                let bench = takt_lab::sme::SmeBench {
+                let bench = takt_bench_sme::SmeBench {
                     quick: true,
                     max_threads,
                     spec: takt_sched::ThreadSpec::new("estimate"),
                     spin: takt_sched::SpinBudget::NONE,
-                    reps: takt_lab::sampler::Repetitions { warmup: 1, runs },
+                    reps: takt_measure::sampler::Repetitions { warmup: 1, runs },
                     only: only.clone(),
                 };
                 let mut args = strings(&[
@@ -361,7 +361,7 @@ pub fn plan_on(opts: &Options, host: &Host) -> (Vec<StagePlan>, Vec<String>) {
             }
             Stage::Sweep | Stage::Robustness => continue,
             Stage::Remote => {
-                let remote = takt_lab::remote::Options {
+                let remote = takt_bench_remote::Options {
                     quick: opts.quick,
                     runs: 5,
                     url: None,
@@ -381,7 +381,7 @@ pub fn plan_on(opts: &Options, host: &Host) -> (Vec<StagePlan>, Vec<String>) {
                 StagePlan {
                     stage,
                     args,
-                    estimate: takt_lab::remote::expected_duration(&remote),
+                    estimate: takt_bench_remote::expected_duration(&remote),
                     unavailable: find_tool("nats-server").is_none().then(|| {
                         "install nats-server (Debian package nats-server; scripts/setup.sh installs it)"
                             .into()

@@ -1,12 +1,13 @@
-//! `takt bench sme`: the C++SME thesis benchmarks (see `takt_lab::sme`).
+//! `takt bench sme`: the C++SME thesis benchmarks (see takt-bench-sme).
 
 use clap::Args;
-use takt_lab::sampler::Repetitions;
-use takt_lab::sme::{SmeBench, BENCHMARKS};
+use takt_bench_sme::{SmeBench, BENCHMARKS};
+use takt_measure::sampler::Repetitions;
 use takt_measure::suite::run_command;
 
 use crate::args::{OutputArgs, SchedArgs, SpinArgs};
 use crate::cmd_runs::RecordArgs;
+use crate::error::CmdError;
 
 /// `takt bench sme` flags.
 #[derive(Args, Debug)]
@@ -30,7 +31,7 @@ pub struct SmeCmd {
     runs: u16,
 }
 
-pub fn run(cmd: SmeCmd) -> Result<(), String> {
+pub fn run(cmd: SmeCmd) -> Result<(), CmdError> {
     let max_threads = match cmd.threads {
         Some(t) => t as usize,
         None => match &cmd.sched.cpus {
@@ -49,6 +50,6 @@ pub fn run(cmd: SmeCmd) -> Result<(), String> {
         },
         only: cmd.only,
     };
-    let doc = crate::cmd_bench::measured(run_command("takt bench sme", &bench, cmd.output.json))?;
-    cmd.record.store(&doc)
+    let doc = run_command("takt bench sme", &bench, cmd.output.json)?;
+    Ok(cmd.record.store(&doc)?)
 }

@@ -21,6 +21,7 @@ mod cmd_sip_relay;
 mod cmd_sip_sweep;
 mod cmd_sip_torture;
 mod cmd_sip_tune;
+mod error;
 
 use clap::{Parser, Subcommand};
 
@@ -56,17 +57,17 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
-    let result = match cli.command {
+    let result: Result<(), error::CmdError> = match cli.command {
         Command::Sched(c) => cmd_sched::run(c),
-        Command::Machine(c) => cmd_machine::run(c),
+        Command::Machine(c) => cmd_machine::run(c).map_err(Into::into),
         Command::Bench(c) => cmd_bench::run(c),
         Command::Sip(c) => cmd_sip::run(c),
-        Command::Report(c) => cmd_report::run(c),
-        Command::Runs(c) => cmd_runs::run(c),
+        Command::Report(c) => cmd_report::run(c).map_err(Into::into),
+        Command::Runs(c) => cmd_runs::run(c).map_err(Into::into),
     };
     if let Err(e) = result {
         eprintln!("takt: {e}");
-        std::process::exit(1);
+        std::process::exit(e.exit_code());
     }
 }
 
@@ -207,7 +208,7 @@ mod tests {
         let Command::Bench(cmd_bench::BenchCmd::Remote(r)) = cli.command else {
             panic!("parsed as another command");
         };
-        assert_eq!(r.only, Some(takt_lab::remote::Part::Saturated));
+        assert_eq!(r.only, Some(takt_bench_remote::Part::Saturated));
         assert_eq!(r.in_flight, [64, 256]);
         for bad in [
             &["takt", "bench", "remote", "--only", "latency"][..],

@@ -6,7 +6,7 @@
 //!
 //! Arguments: `[agents] [tokens]` (default 50000 agents, 100 tokens).
 
-use takt_lab::agents::runs::{customer_ring, RingDispatcher, TaktOpts};
+use takt_bench_agents::runs::{customer_ring, RingDispatcher, TaktOpts};
 use takt_sched::{SpinBudget, ThreadSpec};
 
 fn main() {

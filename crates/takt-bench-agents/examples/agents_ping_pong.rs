@@ -6,8 +6,8 @@
 //! Arguments: `[messages] [one_thread|thread_per_agent|two_workers]
 //! [balls in flight]` (default 1000000, one_thread, 1).
 
-use takt_lab::agents::placement::Placement;
-use takt_lab::agents::runs::{ping_pong, TaktOpts};
+use takt_bench_agents::placement::Placement;
+use takt_bench_agents::runs::{ping_pong, TaktOpts};
 use takt_sched::{SpinBudget, ThreadSpec};
 
 fn main() {
