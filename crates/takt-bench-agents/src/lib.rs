@@ -50,4 +50,6 @@ pub mod runs;
 mod suite;
 
 pub use error::AgentsError;
+#[doc(hidden)]
+pub use suite::synthetic_rows;
 pub use suite::{expected_duration, run, Options, IN_FLIGHT};

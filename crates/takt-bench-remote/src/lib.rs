@@ -60,6 +60,8 @@ mod threads;
 
 pub use error::RemoteBenchError;
 pub use ractor::RactorError;
+#[doc(hidden)]
+pub use suite::synthetic_rows;
 pub use suite::{
     expected_duration, responder_args, Options, Part, IN_FLIGHT, ONE_WAY_RATES, PACES_MS, SIZES,
 };

@@ -220,6 +220,20 @@ impl Which {
     }
 }
 
+/// The implementations of the `rtt` rows (ractor-cluster when it runs).
+fn rtt_impls(ractor: bool) -> Vec<Which> {
+    let mut w = vec![Which::Takt, Which::Local, Which::Nats, Which::Tcp];
+    w.extend(ractor.then_some(Which::Ractor));
+    w
+}
+
+/// The implementations of the `saturated` rows (ractor-cluster when it runs).
+fn saturated_impls(ractor: bool) -> Vec<Which> {
+    let mut w = vec![Which::Takt, Which::TaktInline, Which::Local, Which::Nats];
+    w.extend(ractor.then_some(Which::Ractor));
+    w
+}
+
 impl Impls {
     fn round_trip(&mut self, w: &Which, payload: &[u8]) -> Result<Duration, RemoteBenchError> {
         match w {
@@ -239,16 +253,12 @@ impl Impls {
 
     /// The implementations of the `rtt` rows.
     fn rtt_impls(&self) -> Vec<Which> {
-        let mut w = vec![Which::Takt, Which::Local, Which::Nats, Which::Tcp];
-        w.extend(self.ractor.as_ref().map(|_| Which::Ractor));
-        w
+        rtt_impls(self.ractor.is_some())
     }
 
     /// The implementations of the `saturated` rows.
     fn saturated_impls(&self) -> Vec<Which> {
-        let mut w = vec![Which::Takt, Which::TaktInline, Which::Local, Which::Nats];
-        w.extend(self.ractor.as_ref().map(|_| Which::Ractor));
-        w
+        saturated_impls(self.ractor.is_some())
     }
 
     /// The process that asks for implementation `w`'s round trips, and the
@@ -453,18 +463,29 @@ fn rtt_runs(
                     samples.push(sum.as_secs_f64() * 1e6 / n as f64);
                 }
             }
-            doc.push(ResultRow::new(
-                "rtt",
-                w.name(),
-                params![("bytes", size), ("round_trips", n)],
-                "us",
-                Better::Lower,
+            doc.push(rtt_row(
+                &w,
+                size,
+                n,
                 samples,
                 cpu.as_secs_f64() / runs as f64,
             ));
         }
     }
     Ok(())
+}
+
+/// An `rtt` row: `n` back-to-back round trips of `size` bytes per sample.
+fn rtt_row(w: &Which, size: usize, n: usize, samples: Vec<f64>, cpu_s: f64) -> ResultRow {
+    ResultRow::new(
+        "rtt",
+        w.name(),
+        params![("bytes", size), ("round_trips", n)],
+        "us",
+        Better::Lower,
+        samples,
+        cpu_s,
+    )
 }
 
 /// `saturated` and `saturated_ratio` rows: per depth, each implementation
@@ -523,27 +544,45 @@ fn saturated_runs(
                 ));
             }
             note.push_str(" (thread µs CPU voluntary/involuntary switches)");
-            doc.push(
-                ResultRow::new(
-                    "saturated",
-                    w.name(),
-                    params![
-                        ("bytes", SATURATED_SIZE),
-                        ("in_flight", k),
-                        ("window_ms", window.as_millis() as u64)
-                    ],
-                    "rt/s",
-                    Better::Higher,
-                    samples.clone(),
-                    cpu.as_secs_f64() / runs as f64,
-                )
-                .with_note(note),
-            );
+            doc.push(saturated_row(
+                &w,
+                k,
+                window,
+                samples.clone(),
+                cpu.as_secs_f64() / runs as f64,
+                note,
+            ));
             by_impl.push((w.name(), samples));
         }
         saturated_ratios(&by_impl, k, window, doc);
     }
     Ok(())
+}
+
+/// A `saturated` row: round trips/s of `w` with `in_flight` asks
+/// outstanding over windows of `window`.
+fn saturated_row(
+    w: &Which,
+    in_flight: usize,
+    window: Duration,
+    samples: Vec<f64>,
+    cpu_s: f64,
+    note: String,
+) -> ResultRow {
+    ResultRow::new(
+        "saturated",
+        w.name(),
+        params![
+            ("bytes", SATURATED_SIZE),
+            ("in_flight", in_flight),
+            ("window_ms", window.as_millis() as u64)
+        ],
+        "rt/s",
+        Better::Higher,
+        samples,
+        cpu_s,
+    )
+    .with_note(note)
 }
 
 /// `saturated_ratio` rows: each takt variant's round trips/s over bare
@@ -667,32 +706,114 @@ fn paced_runs(
             .as_secs_f64()
             / runs as f64;
         for (name, l) in lat {
-            let l = l?;
-            let per = (l.len() / runs).max(1);
-            for (q, label) in [(0.5, "p50"), (0.99, "p99"), (0.999, "p99.9"), (1.0, "max")] {
-                let samples: Vec<f64> = l.chunks(per).take(runs).map(|c| quantile(c, q)).collect();
-                doc.push(
-                    ResultRow::new(
-                        "paced_rtt",
-                        name,
-                        params![
-                            ("bytes", PACED_SIZE),
-                            ("pace_ms", pace),
-                            ("idle_latency", takt_measure::result::idle_latency_param(hold)),
-                            ("quantile", label),
-                            ("round_trips_per_run", per)
-                        ],
-                        "us",
-                        Better::Lower,
-                        samples,
-                        cpu,
-                    )
-                    .with_note("cpu_s: the whole process over the window (all implementations ran at once)"),
-                );
+            for row in paced_rows(name, pace, hold, &l?, runs, cpu) {
+                doc.push(row);
             }
         }
     }
     Ok(())
+}
+
+/// The `paced_rtt` rows of one implementation at one pace: the round-trip
+/// times `l` (µs) split into `runs` runs, each run's p50, p99, p99.9 and
+/// maximum.
+fn paced_rows(
+    name: &str,
+    pace: u64,
+    hold: Option<Duration>,
+    l: &[f64],
+    runs: usize,
+    cpu: f64,
+) -> Vec<ResultRow> {
+    let per = (l.len() / runs).max(1);
+    [(0.5, "p50"), (0.99, "p99"), (0.999, "p99.9"), (1.0, "max")]
+        .into_iter()
+        .map(|(q, label)| {
+            let samples: Vec<f64> = l.chunks(per).take(runs).map(|c| quantile(c, q)).collect();
+            ResultRow::new(
+                "paced_rtt",
+                name,
+                params![
+                    ("bytes", PACED_SIZE),
+                    ("pace_ms", pace),
+                    (
+                        "idle_latency",
+                        takt_measure::result::idle_latency_param(hold)
+                    ),
+                    ("quantile", label),
+                    ("round_trips_per_run", per)
+                ],
+                "us",
+                Better::Lower,
+                samples,
+                cpu,
+            )
+            .with_note("cpu_s: the whole process over the window (all implementations ran at once)")
+        })
+        .collect()
+}
+
+/// A `one_way` row: messages/s delivered to the sink at an offered rate
+/// (`max`: as fast as the sender goes).
+fn one_way_row(offered: &str, window: Duration, samples: Vec<f64>, cpu_s: f64) -> ResultRow {
+    ResultRow::new(
+        "one_way",
+        "takt",
+        params![
+            ("bytes", ONE_WAY_SIZE),
+            ("offered_msg_s", offered),
+            ("window_ms", window.as_millis() as u64)
+        ],
+        "msg/s",
+        Better::Higher,
+        samples,
+        cpu_s,
+    )
+}
+
+/// Every kind of row the suite can emit (every implementation, ractor-cluster
+/// included), each built by the suite's row builders from fixed samples:
+/// the input of the document-shape snapshot test. Starts nothing.
+#[doc(hidden)]
+pub fn synthetic_rows() -> Vec<ResultRow> {
+    let samples = vec![1.0; 5];
+    let window = Duration::from_millis(100);
+    let mut doc = DocumentBuilder::start("remote");
+    for w in rtt_impls(true) {
+        doc.push(rtt_row(&w, SIZES[0], 10, samples.clone(), 0.0));
+    }
+    let by_impl: Vec<(&'static str, Vec<f64>)> = saturated_impls(true)
+        .iter()
+        .map(|w| (w.name(), samples.clone()))
+        .collect();
+    for w in saturated_impls(true) {
+        doc.push(saturated_row(
+            &w,
+            1,
+            window,
+            samples.clone(),
+            0.0,
+            String::new(),
+        ));
+    }
+    saturated_ratios(&by_impl, 1, window, &mut doc);
+    // the implementations `paced_runs` runs at once
+    for name in [
+        Which::Takt.name(),
+        Which::Local.name(),
+        Which::Nats.name(),
+        Which::Tcp.name(),
+        "tcp-nagle-split",
+        Which::Ractor.name(),
+    ] {
+        for row in paced_rows(name, PACES_MS[0], None, &samples, 5, 0.0) {
+            doc.push(row);
+        }
+    }
+    for offered in ["max", "20000"] {
+        doc.push(one_way_row(offered, window, samples.clone(), 0.0));
+    }
+    doc.finish().results
 }
 
 /// `one_way` rows: per offered rate, messages/s delivered to the sink.
@@ -755,22 +876,11 @@ fn one_way(
             breaks = Some(offered.clone());
         }
         doc.push(
-            ResultRow::new(
-                "one_way",
-                "takt",
-                params![
-                    ("bytes", ONE_WAY_SIZE),
-                    ("offered_msg_s", offered),
-                    ("window_ms", window.as_millis() as u64)
-                ],
-                "msg/s",
-                Better::Higher,
-                samples,
-                cpu.as_secs_f64() / runs as f64,
-            )
-            .with_note(format!(
-                "over {runs} runs: {sent_all} sent, {full_all} dropped at the sender (outbound queue full), {lost_all} sent but not delivered, {slow_all} slow-consumer events at the receiver; delivered/s counts the drain after the window",
-            )),
+            one_way_row(&offered, window, samples, cpu.as_secs_f64() / runs as f64).with_note(
+                format!(
+                    "over {runs} runs: {sent_all} sent, {full_all} dropped at the sender (outbound queue full), {lost_all} sent but not delivered, {slow_all} slow-consumer events at the receiver; delivered/s counts the drain after the window",
+                ),
+            ),
         );
     }
     doc.note(match breaks {

@@ -186,29 +186,9 @@ pub fn run(a: TuneArgs) -> Result<(), String> {
     gen_policy.stamp(&mut doc);
     doc.suite = "sip_tune".into();
     for r in &recs {
-        let mut params = serde_json::Map::new();
-        params.insert("mode".into(), r.mode.into());
-        params.insert("workers".into(), r.workers.into());
-        params.insert("test".into(), "paired t, two-sided".into());
-        params.insert("alpha".into(), tune::ALPHA.into());
-        let mut d = serde_json::Map::new();
-        d.insert("recommendation".into(), serde_json::json!(r));
-        d.insert("command".into(), serde_json::json!(r.command()));
-        if let Some(g) = r.gain_pct {
-            doc.results.push(
-                ResultRow::new(
-                    "tune_gain",
-                    r.target,
-                    params,
-                    "%",
-                    Better::Higher,
-                    vec![g],
-                    0.0,
-                )
-                .with_detail(d),
-            );
-        } else {
-            doc.notes.push(format!("tune: {}", serde_json::json!(r)));
+        match gain_row(r) {
+            Some(row) => doc.results.push(row),
+            None => doc.notes.push(format!("tune: {}", serde_json::json!(r))),
         }
     }
     let value = serde_json::to_value(&doc).map_err(|e| format!("encoding the document: {e}"))?;
@@ -233,5 +213,102 @@ pub fn run(a: TuneArgs) -> Result<(), String> {
             .collect();
         text.extend(recs.iter().map(tune::render));
         takt_measure::output::print(&text).map_err(|e| format!("writing the results: {e}"))
+    }
+}
+
+/// The `tune_gain` row of a recommendation with a gain (`None` without
+/// one: the recommendation goes into the document's notes).
+fn gain_row(r: &tune::Recommendation) -> Option<ResultRow> {
+    let g = r.gain_pct?;
+    let mut params = serde_json::Map::new();
+    params.insert("mode".into(), r.mode.into());
+    params.insert("workers".into(), r.workers.into());
+    params.insert("test".into(), "paired t, two-sided".into());
+    params.insert("alpha".into(), tune::ALPHA.into());
+    let mut d = serde_json::Map::new();
+    d.insert("recommendation".into(), serde_json::json!(r));
+    d.insert("command".into(), serde_json::json!(r.command()));
+    Some(
+        ResultRow::new(
+            "tune_gain",
+            r.target,
+            params,
+            "%",
+            Better::Higher,
+            vec![g],
+            0.0,
+        )
+        .with_detail(d),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `tune_gain` rows are built here, in the binary: their shapes
+    /// are this test's section of the document-shape snapshot
+    /// (`tests/document_shapes.snapshot`; `sip_tune` lines named
+    /// `tune_gain`, which `tests/document_shapes.rs` leaves to this test).
+    /// `TAKT_UPDATE_SNAPSHOT=1` rewrites the section.
+    #[test]
+    fn tune_gain_rows_match_the_document_shape_snapshot() {
+        let rec = |target, gain_pct| tune::Recommendation {
+            target,
+            mode: "stateful",
+            workers: 8,
+            capacities: Vec::new(),
+            best: None,
+            gain_pct,
+            ab: None,
+            ab_rate_cps: None,
+            verdict: tune::Verdict::KeepDefault,
+        };
+        assert!(gain_row(&rec("takt", None)).is_none());
+        let mut ours: Vec<String> = ["takt", "kamailio"]
+            .into_iter()
+            .filter_map(|t| gain_row(&rec(t, Some(5.0))))
+            .map(|row| {
+                let mut keys: Vec<&str> = row.params.keys().map(String::as_str).collect();
+                keys.sort_unstable();
+                // the command stamps the generator's policy on every row
+                keys.push("gen_sched");
+                keys.sort_unstable();
+                format!(
+                    "sip_tune\t{}\t{}\t{}\t{}",
+                    row.name,
+                    row.implementation,
+                    keys.join(","),
+                    row.unit
+                )
+            })
+            .collect();
+        ours.sort();
+        ours.dedup();
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/document_shapes.snapshot");
+        let text = std::fs::read_to_string(&path).expect("the snapshot");
+        let section = |l: &&str| l.starts_with("sip_tune\ttune_gain\t");
+        let committed: Vec<&str> = text.lines().filter(section).collect();
+        if std::env::var_os("TAKT_UPDATE_SNAPSHOT").is_some_and(|v| v == "1") {
+            let mut lines: Vec<String> = text
+                .lines()
+                .filter(|l| !section(l))
+                .map(str::to_string)
+                .collect();
+            let header = lines.iter().take_while(|l| l.starts_with('#')).count();
+            let mut body = lines.split_off(header);
+            body.extend(ours);
+            body.sort();
+            lines.extend(body);
+            std::fs::write(&path, lines.join("\n") + "\n").expect("write the snapshot");
+            return;
+        }
+        assert_eq!(
+            committed,
+            ours,
+            "tune_gain shapes differ from {} (a deliberate change: rerun with TAKT_UPDATE_SNAPSHOT=1 and commit the file)",
+            path.display()
+        );
     }
 }

@@ -1008,3 +1008,45 @@ pub fn run(plan: &LoadPlan, progress: &mut dyn FnMut(&str)) -> Result<Document, 
     doc.note("T_sip: SIP-layer processing from the bytes in user space until the message is handled, excluding time inside send calls; K_rcv: kernel receive timestamp to user space; K_snd: time inside send calls (batched model: each sendmmsg split over its batch by datagrams queued)");
     Ok(doc.finish())
 }
+
+/// Every kind of row [`rows`] can emit, from fixed synthetic runs (every
+/// mode × worker model, every message kind with every optional figure):
+/// the input of the document-shape snapshot test. Measures nothing.
+#[doc(hidden)]
+pub fn synthetic_rows() -> Vec<ResultRow> {
+    let plan = LoadPlan::new(PathBuf::from("sipp"));
+    let kind = KindRun {
+        count: 10,
+        t_sip_us: 2.0,
+        k_rcv_us: Some(3.0),
+        k_snd_us: Some(4.0),
+        t_sip_alone_us: Some(1.5),
+        overlapped: 0.1,
+        lock_contended: 0.01,
+        t_sip_hot_us: Some(1.0),
+    };
+    let run = RunResult {
+        kinds: takt_sip::proxy::MsgKind::ALL
+            .iter()
+            .map(|m| (m.name().to_string(), kind))
+            .collect(),
+        uac: UacTotals {
+            attempted: 100,
+            succeeded: 99,
+            failed: 1,
+            retransmissions: 0,
+        },
+        uac_exit: Some(0),
+        socket_drops: 0,
+        reordered_dropped: 0,
+        host_rcvbuf_errors: 0,
+        busiest_worker_share: 0.5,
+        cpu_s: 0.1,
+        wall_s: 1.0,
+    };
+    let runs = [run.clone(), run];
+    plan.cases
+        .iter()
+        .flat_map(|&case| rows(&plan, case, &runs))
+        .collect()
+}

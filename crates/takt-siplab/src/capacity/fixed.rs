@@ -160,9 +160,7 @@ pub fn run_fixed<L: Load>(
         if let Err(e) = stopped {
             doc.note(format!("{label}: {e}"));
         }
-        let mut params = setting_params(&plan.base, plan.net, &c.case);
-        params.insert("rate_cps".into(), json!(c.rate_cps));
-        params.insert("reps".into(), json!(plan.reps));
+        let params = case_params(plan, c);
         if let Some(n) = shm_note(label, &points) {
             doc.note(n);
         }
@@ -204,6 +202,61 @@ pub fn run_fixed<L: Load>(
     }
     drop(net);
     Ok(doc.finish())
+}
+
+/// The `params` of a case's rows: its setting, `rate_cps` and `reps`.
+fn case_params(plan: &FixedPlan, c: &FixedCase) -> Map<String, Value> {
+    let mut params = setting_params(&plan.base, plan.net, &c.case);
+    params.insert("rate_cps".into(), json!(c.rate_cps));
+    params.insert("reps".into(), json!(plan.reps));
+    params
+}
+
+/// Every kind of row a fixed-rate run's document can hold (each target
+/// kind, UDP and TCP), built by [`cpu_row`] and [`kind_rows`] from
+/// synthetic points: the input of the document-shape snapshot test.
+/// Starts nothing.
+pub(super) fn synthetic_rows() -> Vec<ResultRow> {
+    use crate::target::TaktOptions;
+    let a: std::net::SocketAddr = ([127, 0, 0, 1], 9).into();
+    let mut out = Vec::new();
+    for transport in [
+        takt_sip::proxy::Transport::Udp,
+        takt_sip::proxy::Transport::Tcp,
+    ] {
+        let mut base = TargetSetup::new(a);
+        base.transport = transport;
+        for kind in [
+            TargetKind::Takt(TaktOptions::default()),
+            TargetKind::Kamailio,
+            TargetKind::NullRelay,
+            TargetKind::Addr(a),
+        ] {
+            let c = FixedCase {
+                case: CapacityCase {
+                    kind,
+                    mode: takt_sip::proxy::Mode::Stateless,
+                },
+                rate_cps: 1_000.0,
+            };
+            let plan = FixedPlan {
+                cases: Vec::new(),
+                base: base.clone(),
+                reps: 3,
+                net: NetKind::Loopback,
+                stop: Arc::new(AtomicBool::new(false)),
+            };
+            let params = case_params(&plan, &c);
+            let takt = matches!(c.case.kind, TargetKind::Takt(_));
+            let points: Vec<PointDetail> = (0..3)
+                .map(|_| super::rows::synthetic_point(c.rate_cps, takt))
+                .collect();
+            let name = c.case.kind.name();
+            out.extend(cpu_row(name, &params, &points));
+            out.extend(kind_rows(name, &params, &points));
+        }
+    }
+    out
 }
 
 /// The `cpu_per_call` row of one case (`None` when no repetition gave a

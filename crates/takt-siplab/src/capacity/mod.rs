@@ -26,5 +26,16 @@ mod trial;
 pub use fixed::{run_fixed, FixedCase, FixedPlan, FixedProgress};
 pub use gen_load::GenLoad;
 pub use plan::{run, CapacityCase, CapacityPlan, NetKind, Progress};
+pub(crate) use rows::synthetic_search;
 pub use rows::{kind_rows, rows, shm_note, SHM_LIMIT_FRACTION};
 pub use trial::{KindWindow, Load, LoadOutcome, PointDetail, TargetTrial};
+
+/// Every kind of row `takt sip capacity`'s documents can hold, searched
+/// and at fixed rates, from synthetic inputs: the input of the
+/// document-shape snapshot test. Starts nothing.
+#[doc(hidden)]
+pub fn synthetic_rows() -> Vec<takt_measure::result::ResultRow> {
+    let mut rows = plan::synthetic_rows();
+    rows.extend(fixed::synthetic_rows());
+    rows
+}

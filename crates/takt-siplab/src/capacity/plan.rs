@@ -289,6 +289,45 @@ pub fn run<L: Load>(
     Ok(doc.finish())
 }
 
+/// Every kind of row a capacity search's document can hold (each target
+/// kind, UDP and TCP, a finished and an interrupted search), built by
+/// [`rows`] from synthetic searches: the input of the document-shape
+/// snapshot test. Starts nothing.
+pub(super) fn synthetic_rows() -> Vec<takt_measure::result::ResultRow> {
+    use crate::target::TaktOptions;
+    let a: std::net::SocketAddr = ([127, 0, 0, 1], 9).into();
+    let kinds = [
+        TargetKind::Takt(TaktOptions::default()),
+        TargetKind::Kamailio,
+        TargetKind::NullRelay,
+        TargetKind::Addr(a),
+    ];
+    let mut out = Vec::new();
+    for transport in [Transport::Udp, Transport::Tcp] {
+        let mut base = TargetSetup::new(a);
+        base.transport = transport;
+        let plan = CapacityPlan {
+            cases: Vec::new(),
+            base,
+            search: SearchConfig::default(),
+            net: NetKind::Loopback,
+            stop: Arc::new(AtomicBool::new(false)),
+        };
+        for kind in &kinds {
+            let case = CapacityCase {
+                kind: kind.clone(),
+                mode: Mode::Stateless,
+            };
+            let takt_kinds = matches!(kind, TargetKind::Takt(_));
+            for finished in [true, false] {
+                let (result, points) = super::rows::synthetic_search(finished, takt_kinds);
+                out.extend(rows(kind.name(), &params(&plan, &case), &result, &points));
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

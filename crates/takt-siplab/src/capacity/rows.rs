@@ -233,6 +233,86 @@ pub fn kind_rows(
     out
 }
 
+/// A point with every figure [`rows`] and [`kind_rows`] read (per-kind
+/// statistics when `takt_kinds`, as only takt gives): a synthetic input of
+/// the document-shape snapshot test.
+pub(super) fn synthetic_point(rate_cps: f64, takt_kinds: bool) -> PointDetail {
+    use crate::server_stats::{ServerSample, ServerWindow};
+    let sample = || ServerSample {
+        at: std::time::Instant::now(),
+        sockets: Vec::new(),
+        cpu_ticks: 0,
+        threads: Vec::new(),
+        host: takt_sip::stats::snmp::UdpCounters::default(),
+    };
+    let kinds = takt_kinds.then(|| {
+        let w = super::KindWindow {
+            count: 100,
+            t_sip_mean_ns: Some(1_000.0),
+            k_rcv_mean_ns: Some(500.0),
+        };
+        BTreeMap::from([("invite".to_string(), w)])
+    });
+    PointDetail {
+        rate_cps,
+        load: super::LoadOutcome {
+            achieved_cps: rate_cps,
+            sent_to_server: 1_000,
+            completed_calls: 100,
+            ..super::LoadOutcome::default()
+        },
+        server: ServerWindow::between(&sample(), &sample()),
+        cpu_per_call_us: Some(10.0),
+        shm: Some(crate::target::ShmUsage {
+            total: 1 << 20,
+            free: 0,
+            real_used: 0,
+            max_used: 1 << 19,
+        }),
+        takt_kinds: kinds,
+        stats_error: None,
+    }
+}
+
+/// A scripted search (drops above 5,000 calls/s) and its points, finished
+/// or stopped after its first three trials: synthetic inputs of the
+/// document-shape snapshot test. Nothing runs but the search's arithmetic.
+pub(crate) fn synthetic_search(
+    finished: bool,
+    takt_kinds: bool,
+) -> (SearchResult, Vec<PointDetail>) {
+    use crate::search::{run, Search, SearchConfig, Trial, TrialOutcome};
+    struct Scripted {
+        points: Vec<PointDetail>,
+        limit: Option<usize>,
+        takt_kinds: bool,
+    }
+    impl Trial for Scripted {
+        type Error = ();
+        fn trial(&mut self, rate: f64) -> Result<TrialOutcome, ()> {
+            if self.limit.is_some_and(|n| self.points.len() >= n) {
+                return Err(());
+            }
+            self.points.push(synthetic_point(rate, self.takt_kinds));
+            Ok(TrialOutcome {
+                offered_cps: rate,
+                achieved_cps: rate,
+                sent: 10_000,
+                lost: if rate > 5_000.0 { 500 } else { 0 },
+                ..TrialOutcome::default()
+            })
+        }
+    }
+    let mut s = Scripted {
+        points: Vec::new(),
+        limit: (!finished).then_some(3),
+        takt_kinds,
+    };
+    let mut search = Search::new(SearchConfig::default()).expect("the default search");
+    let _ = run(&mut search, &mut s);
+    (search.result(), s.points)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

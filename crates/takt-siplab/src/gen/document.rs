@@ -97,6 +97,95 @@ impl GenReport {
         b.finish()
     }
 
+    /// A report of a run in `role` over `transport` (`udp`, `tcp`) with
+    /// every figure set: a synthetic input of the document-shape snapshot
+    /// test (here and in the torture scenarios' rows).
+    pub(crate) fn synthetic(role: super::Role, transport: &'static str) -> GenReport {
+        use super::report::{Saturation, UacReport, UasReport};
+        let p = Percentiles {
+            count: 10,
+            mean: 1.0,
+            p50: 1.0,
+            p90: 2.0,
+            p99: 3.0,
+            p999: 3.5,
+            max: 4.0,
+        };
+        let uac = UacReport {
+            attempted: 100,
+            completed: 99,
+            failed: 1,
+            unfinished: 0,
+            failures: Default::default(),
+            sent: ByKind::new(),
+            received: ByKind::new(),
+            retransmitted: ByKind::new(),
+            invite_to_180_ms: p,
+            invite_to_200_ms: p,
+            send_lag_us: p,
+            late_calls: 0,
+            stray: 0,
+            malformed: 0,
+            unexpected: 0,
+            sockets: Default::default(),
+            thread: Default::default(),
+        };
+        let uas = UasReport {
+            answered: 100,
+            sent: ByKind::new(),
+            received: ByKind::new(),
+            retransmitted: ByKind::new(),
+            full: 0,
+            ack_timeouts: 0,
+            bye_before_ack: 0,
+            awaiting_ack: 0,
+            stray: 0,
+            malformed: 0,
+            unexpected: 0,
+            sockets: Default::default(),
+            thread: Default::default(),
+        };
+        GenReport {
+            role,
+            cps: 100.0,
+            arrivals: super::Arrivals::Poisson,
+            seed: 1,
+            hold_ms: 0.0,
+            transport,
+            ports: 1,
+            connections: 1,
+            retransmit: true,
+            proxy: "127.0.0.1:5060".into(),
+            uas_addr: "127.0.0.1:5070".into(),
+            send_s: 1.0,
+            window_s: 1.0,
+            achieved_cps: 100.0,
+            wall_s: 1.0,
+            cancelled: false,
+            uac: role.has_uac().then_some(uac),
+            uas: (role != super::Role::Uac).then_some(uas),
+            saturation: Saturation::default(),
+            cpu_us_per_call: Some(10.0),
+            busy_us_per_call: Some(5.0),
+        }
+    }
+
+    /// Every kind of row a `sip_gen` document can hold (UAC or both, UAS
+    /// only; UDP and TCP), built by [`GenReport::to_document`] from
+    /// synthetic reports: the input of the document-shape snapshot test.
+    /// Runs nothing.
+    #[doc(hidden)]
+    pub fn synthetic_rows() -> Vec<ResultRow> {
+        [
+            (super::Role::Both, "udp"),
+            (super::Role::Uac, "tcp"),
+            (super::Role::Uas, "udp"),
+        ]
+        .into_iter()
+        .flat_map(|(role, transport)| GenReport::synthetic(role, transport).to_document().results)
+        .collect()
+    }
+
     /// A summary for people: calls and outcomes, messages per kind on
     /// each side, times, the generator's own health.
     pub fn summary(&self) -> String {

@@ -1,4 +1,5 @@
-//! A sweep's outcome for tests of what is built from it (tune, render).
+//! A sweep's outcome for tests of what is built from it (tune, render,
+//! the document-shape snapshot).
 
 use crate::profile::ReadBack;
 use crate::search::{Capacity, SearchResult};

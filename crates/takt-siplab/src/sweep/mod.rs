@@ -30,7 +30,6 @@
 //!    an error or Ctrl-C: [`SweepPlan::stop`] ends the run after the
 //!    current trial with the finished points).
 
-#[cfg(test)]
 pub(crate) mod fixture;
 pub mod load;
 pub mod paper;
@@ -663,6 +662,65 @@ pub fn run<L: Load>(
         notes,
         interrupted: stopped,
     })
+}
+
+/// Every kind of row a sweep's document can hold, built by
+/// [`SweepOutcome::document`] from a synthetic outcome (Kamailio's
+/// profiles compared with default, a takt case with a full search, both
+/// crossing columns and an enhanced slice, a generator-ceiling case): the
+/// input of the document-shape snapshot test. Starts nothing.
+#[doc(hidden)]
+pub fn synthetic_rows() -> Vec<ResultRow> {
+    let a: std::net::SocketAddr = ([127, 0, 0, 1], 9).into();
+    let plan = SweepPlan {
+        targets: Vec::new(),
+        modes: Vec::new(),
+        workers: Vec::new(),
+        profiles: Vec::new(),
+        base: TargetSetup::new(a),
+        search: SearchConfig::default(),
+        start_cps: Vec::new(),
+        pairs: 2,
+        compare: CompareWhich::All,
+        sampler_cpus: None,
+        stop: Arc::new(AtomicBool::new(false)),
+    };
+    let mut outcome = fixture::outcome(&[(0.01, 0.005), (0.02, 0.01)], 2_100.0);
+    let extra = PointExtra {
+        t_sip_us: Some(5.0),
+        k_rcv_us: Some(50.0),
+        k_rcv_est_us: Some(60.0),
+        queue_msgs: 1.0,
+        queue_samples: 10,
+        arrival_pps: 6_000.0,
+        secs: 1.0,
+    };
+    let extended = |target: &'static str, model: &'static str, profile: &str| {
+        let mut c = fixture::case(profile, "other", 2_000.0);
+        c.key.target = target;
+        c.key.model = model;
+        let (result, points) = crate::capacity::synthetic_search(true, target == "takt");
+        c.extras = vec![extra; points.len()];
+        c.result = result;
+        c.points = points;
+        c.crossing.above = c.crossing.below.clone();
+        c
+    };
+    let mut takt = extended("takt", "shared", "enhanced");
+    takt.enhanced = Some(EnhancedSlice {
+        slice: std::time::Duration::from_micros(250),
+        measured_us: 250.0,
+        at_cps: 2_000.0,
+        equals_server: true,
+        clamped: false,
+    });
+    let ceiling = extended(TargetKind::NullRelay.name(), "relay", "default");
+    outcome
+        .cases
+        .push(extended("kamailio", "processes", "server"));
+    outcome.cases.push(takt);
+    outcome.cases.push(ceiling);
+    outcome.document(&plan).results
 }
 
 fn params(plan: &SweepPlan, key: &CaseKey, policy: &str) -> Map<String, Value> {

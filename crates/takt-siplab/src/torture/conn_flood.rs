@@ -334,6 +334,33 @@ fn phase_rows(
     out
 }
 
+/// The rows of one flood phase, built by [`phase_rows`] from a synthetic
+/// report with every figure: part of the document-shape snapshot test's
+/// input.
+pub(super) fn synthetic_rows(plan: &TorturePlan) -> Vec<ResultRow> {
+    let r = FloodReport {
+        connections: 100,
+        opened: 100,
+        connect_failed: 0,
+        half_open: false,
+        open_s: 1.0,
+        rss_before_kib: Some(1_000),
+        rss_held_kib: Some(2_000),
+        pss_before_kib: Some(1_000),
+        pss_held_kib: Some(2_000),
+        rss_per_connection: Some(10.0),
+        kernel_tcp_before: Some(1_000),
+        kernel_tcp_held: Some(2_000),
+        kernel_slab_before: Some(1_000),
+        kernel_slab_held: Some(2_000),
+        probes_answered: 3,
+        probes: 3,
+        probe_ms: vec![1.0, 2.0, 3.0],
+        closed_by_server: 0,
+    };
+    phase_rows(plan, "full", &r, Some(Map::new()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

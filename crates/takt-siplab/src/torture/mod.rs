@@ -630,6 +630,48 @@ fn fault_rate(capacity: Option<f64>) -> f64 {
     capacity.map_or(500.0, |c| (c / 4.0).clamp(50.0, 5_000.0))
 }
 
+/// The rows torture's row builders make on synthetic inputs: the
+/// overload scenario's and one conn-flood phase's, for takt (with and
+/// without extra proxy flags) and Kamailio. The other scenarios' rows
+/// (uas-restart, garbage, soak, flood_calls_failed, capacity) are built
+/// inside their measuring code and are not covered. Input of the
+/// document-shape snapshot test; starts nothing.
+#[doc(hidden)]
+pub fn synthetic_rows() -> Vec<ResultRow> {
+    use crate::target::TaktOptions;
+    let a: SocketAddr = ([127, 0, 0, 1], 9).into();
+    let mut out = Vec::new();
+    for kind in [
+        TargetKind::Takt(TaktOptions::default()),
+        TargetKind::Takt(TaktOptions {
+            extra_args: vec!["--spin".into(), "200us".into()],
+            ..TaktOptions::default()
+        }),
+        TargetKind::Kamailio,
+    ] {
+        let plan = TorturePlan {
+            kind,
+            setup: TargetSetup::new(a),
+            cpu_limit: Some(1.0),
+            period_us: 1_000,
+            scenarios: Vec::new(),
+            capacity: None,
+            search: SearchConfig::default(),
+            search_window: Duration::from_secs(1),
+            sustain_steps: 0,
+            gen: GenConfig::new(a, 100.0),
+            uas_listen: a,
+            durations: Durations::quick(),
+            flood_connections: 100,
+            stop: Arc::new(AtomicBool::new(false)),
+            cancel: Cancel::default(),
+        };
+        out.extend(overload::synthetic_rows(&plan));
+        out.extend(conn_flood::synthetic_rows(&plan));
+    }
+    out
+}
+
 /// A row of one value.
 fn row(
     plan: &TorturePlan,

@@ -389,6 +389,37 @@ fn rows(
     out
 }
 
+/// The rows of one overload level, built by [`rows`] from synthetic
+/// reports and samples: part of the document-shape snapshot test's input.
+pub(super) fn synthetic_rows(plan: &TorturePlan) -> Vec<ResultRow> {
+    let samples = (0u32..20)
+        .map(|i| Sample {
+            t_s: f64::from(i) * 0.5,
+            memory: watch::Memory::default(),
+            lost: u64::from(i),
+            completed: 10 * u64::from(i),
+            failed: 0,
+        })
+        .collect();
+    let level = Level {
+        a: GenReport::synthetic(Role::Uac, "udp"),
+        b: GenReport::synthetic(Role::Uac, "udp"),
+        uas: GenReport::synthetic(Role::Uas, "udp"),
+        samples,
+        losses_end: watch::Losses::default(),
+        hwm: 0,
+        throttling: None,
+    };
+    rows(
+        plan,
+        1_000.0,
+        Some(1_100.0),
+        LEVELS[0].0,
+        LEVELS[0].1,
+        &level,
+    )
+}
+
 /// Seconds from `over` to the end of the last sampling interval with a
 /// loss after it, and whether the run ended with at least a second free of
 /// losses (else the value is the rest of the run).
