@@ -205,6 +205,15 @@ thread_local! {
 }
 
 impl SmeBench {
+    /// The largest thread count when none is given: the CPUs of `cpus`
+    /// (`--cpus`), else every online CPU.
+    pub fn default_threads(cpus: Option<&takt_sched::CpuSet>) -> usize {
+        match cpus {
+            Some(c) => c.len().max(1),
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+
     /// Every kind of row the suite can emit (two threads, every benchmark),
     /// each from fixed samples: the input of the document-shape snapshot
     /// test. Runs nothing.

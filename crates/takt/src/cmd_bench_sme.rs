@@ -32,16 +32,12 @@ pub struct SmeCmd {
 }
 
 pub fn run(cmd: SmeCmd) -> Result<(), CmdError> {
-    let max_threads = match cmd.threads {
-        Some(t) => t as usize,
-        None => match &cmd.sched.cpus {
-            Some(c) => c.len().max(1),
-            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        },
-    };
     let bench = SmeBench {
         quick: cmd.output.quick,
-        max_threads,
+        max_threads: cmd.threads.map_or_else(
+            || SmeBench::default_threads(cmd.sched.cpus.as_ref()),
+            usize::from,
+        ),
         spec: cmd.sched.spec("sme"),
         spin: cmd.spin.spin,
         reps: Repetitions {
