@@ -6,7 +6,7 @@
 //! This lives here and not in takt-sched: takt-sched is the bottom of the
 //! runtimes and depends on nothing of the laboratory, while the report is
 //! a presentation (takt-measure's [`Table`] for the process's threads,
-//! [`print`] for a closed stdout); the facts it presents all come from
+//! [`print()`] for a closed stdout); the facts it presents all come from
 //! takt-sched's own functions.
 //!
 //! ```no_run
