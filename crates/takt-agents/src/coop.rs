@@ -42,7 +42,7 @@ use takt_sched::sync::{AtomicUsize, Ordering};
 
 use crate::addr::post_signal;
 use crate::agent::{post_start, AgentCell, AgentRef, Header, Sink, LAST_PRIO};
-use crate::dispatcher::Binding;
+use crate::dispatcher::{Binding, BindingError};
 use crate::envelope::REF_TAG;
 use crate::limits::Limits;
 use crate::runtime::RtShared;
@@ -192,8 +192,9 @@ pub enum RegError {
     /// The agent type's states or handlers are inconsistent.
     Define(DefineError),
     /// The binding does not fit the dispatcher (e.g. no group name for an
-    /// active_group dispatcher, a priority above 7).
-    Binding(String),
+    /// active_group dispatcher, a priority above 7), or a dispatcher was
+    /// asked for zero threads.
+    Binding(BindingError),
     /// A dispatcher thread could not be created.
     Thread(takt_sched::SchedError),
     /// The parent cooperation is being deregistered or the runtime is
@@ -212,7 +213,17 @@ impl fmt::Display for RegError {
     }
 }
 
-impl std::error::Error for RegError {}
+impl std::error::Error for RegError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            // shown as the definition error itself (see `Display`)
+            RegError::Define(_) => None,
+            RegError::Binding(e) => Some(e),
+            RegError::Thread(e) => Some(e),
+            RegError::Closed(_) => None,
+        }
+    }
+}
 
 /// Builds a cooperation (see the module docs).
 pub struct CoopBuilder {

@@ -70,6 +70,25 @@
 //! - A message that cannot be delivered (its agent finished, its queue torn
 //!   down at shutdown) is counted, never silently lost.
 //!
+//! ## Errors
+//! Each fallible operation returns its own small error type, every variant
+//! of which can happen there, so a caller's `match` has no impossible arms:
+//! registering ([`RegError`], wrapping a [`DefineError`] (a list of
+//! [`DefineProblem`]s), a
+//! [`BindingError`] or the [`takt_sched::SchedError`] of a dispatcher
+//! thread), asking ([`AskError`]), timers ([`TimerError`]), named mailboxes
+//! ([`MboxTypeMismatch`]) and state changes ([`UnknownState`]). The crate
+//! has no umbrella error on purpose: an agent's reply slot holds an
+//! [`AskError`], which is `Copy` and one byte, and would grow to hold
+//! registration errors it can never see; registration and asking happen in
+//! different places of a program (set-up and handlers), so one enum would
+//! only add arms. None carries a `String` in place of a cause: a refused
+//! thread is the kernel's [`takt_sched::SchedError`], reachable through
+//! `source()`. `Display` and `std::error::Error` are written by hand rather
+//! than derived with `thiserror`, so that the runtime depends on
+//! takt-sched and crossbeam only; `?` turns any of them into a
+//! `Box<dyn Error>` where a caller wants one type.
+//!
 //! ## How it is fast
 //! A message of up to 16 bytes travels inline in a 32-byte queue slot
 //! with a monomorphized event function; a send between agents of one
@@ -112,13 +131,13 @@ pub use agent::{Agent, AgentId, Message};
 pub use ask::{pending, Ask, AskError, Pending, Promise};
 pub use coop::{CoopBuilder, CoopHandle, RegError};
 pub use ctx::{Ctx, UnknownState};
-pub use dispatcher::{Binding, Dispatcher, DispatcherKind};
+pub use dispatcher::{Binding, BindingError, Dispatcher, DispatcherKind};
 pub use handle::{Accept, Answer, Recipient, Requester};
 pub use limits::{Limits, Overflow};
 pub use mbox::{Mbox, MboxTypeMismatch};
 pub use panic::{PanicReaction, PanicReport};
 pub use runtime::{Config, Runtime, RuntimeHandle, ShutdownReport};
-pub use state::{DefineError, Definer, State, StateBuilder};
+pub use state::{DefineError, DefineProblem, Definer, State, StateBuilder};
 pub use stats::{AgentStats, DispatcherStats};
 pub use timer::{TimerError, TimerHandle};
 pub use trace::{TraceEvent, TraceFilter, TraceKind, Tracer};

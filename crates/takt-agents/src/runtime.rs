@@ -9,13 +9,13 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use takt_sched::sync::{AtomicBool, AtomicU64, Ordering};
-use takt_sched::{SpinBudget, ThreadSpec};
+use takt_sched::{SchedError, SpinBudget, ThreadSpec};
 
 use crate::coop::CoopShared;
 use crate::dispatcher::{Dispatcher, DispatcherKind};
 use crate::panic::{PanicPolicy, PanicReaction, PanicReport};
 use crate::stats::DispatcherStats;
-use crate::timer::TimerService;
+use crate::timer::{TimerError, TimerService};
 use crate::trace::Tracer;
 use crate::RegError;
 
@@ -60,7 +60,9 @@ pub(crate) struct RtShared {
     roots: Mutex<HashMap<u64, Arc<CoopShared>>>,
     dispatchers: Mutex<Vec<Dispatcher>>,
     pub(crate) mboxes: Mutex<HashMap<String, MboxEntry>>,
-    timer: OnceLock<Result<TimerService, String>>,
+    /// The timer thread, started at the first timer; a failed start is
+    /// kept and reported to every later timer.
+    timer: OnceLock<Result<TimerService, Arc<SchedError>>>,
     pub(crate) tracer: RwLock<Option<Arc<Tracer>>>,
 }
 
@@ -88,11 +90,13 @@ impl RtShared {
         drop(c);
     }
 
-    pub(crate) fn timer(&self) -> Result<&TimerService, String> {
+    pub(crate) fn timer(&self) -> Result<&TimerService, TimerError> {
         self.timer
-            .get_or_init(|| TimerService::start(&self.config.thread.renamed("takt-timer")))
+            .get_or_init(|| {
+                TimerService::start(&self.config.thread.renamed("takt-timer")).map_err(Arc::new)
+            })
             .as_ref()
-            .map_err(Clone::clone)
+            .map_err(|e| TimerError::new(e.clone()))
     }
 }
 

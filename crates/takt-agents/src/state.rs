@@ -142,7 +142,7 @@ impl<A: Agent> StateDef<A> {
 pub struct Definer<A: Agent> {
     states: Vec<StateDef<A>>,
     initial: State,
-    errors: Vec<String>,
+    errors: Vec<DefineProblem>,
 }
 
 impl<A: Agent> fmt::Debug for Definer<A> {
@@ -192,11 +192,7 @@ impl<A: Agent> Definer<A> {
     /// Declares (or continues declaring) state `s`.
     pub fn state(&mut self, s: State) -> StateBuilder<'_, A> {
         if s.0 > State::MAX {
-            self.errors.push(format!(
-                "state {} is above State::MAX ({})",
-                s.0,
-                State::MAX
-            ));
+            self.errors.push(DefineProblem::AboveMax { state: s.0 });
             return StateBuilder { def: self, id: 0 };
         }
         self.slot(s);
@@ -236,15 +232,18 @@ impl<A: Agent> Definer<A> {
             let mut cur = st.parent;
             while let Some(p) = cur {
                 if (p as usize) >= n || !self.states[p as usize].defined {
-                    errors.push(format!("state {i} has undefined parent {p}"));
+                    errors.push(DefineProblem::UndefinedParent {
+                        state: i as u16,
+                        parent: p,
+                    });
                     break;
                 }
                 if chain.contains(&p) {
-                    errors.push(format!("state {i} is its own ancestor"));
+                    errors.push(DefineProblem::OwnAncestor { state: i as u16 });
                     break;
                 }
                 if chain.len() >= State::MAX_DEPTH {
-                    errors.push(format!("state {i} nests deeper than {}", State::MAX_DEPTH));
+                    errors.push(DefineProblem::TooDeep { state: i as u16 });
                     break;
                 }
                 chain.push(p);
@@ -272,7 +271,9 @@ impl<A: Agent> Definer<A> {
         }
         let init = self.initial.0 as usize;
         if init >= n || !compiled[init].defined {
-            errors.push(format!("initial state {init} is not defined"));
+            errors.push(DefineProblem::UndefinedInitial {
+                state: self.initial.0,
+            });
         }
         if !errors.is_empty() {
             return Err(DefineError {
@@ -305,7 +306,7 @@ impl<A: Agent> StateBuilder<'_, A> {
         if parent.0 == self.id {
             self.def
                 .errors
-                .push(format!("state {} cannot be its own parent", self.id));
+                .push(DefineProblem::OwnParent { state: self.id });
         } else {
             self.def().parent = Some(parent.0);
         }
@@ -361,22 +362,85 @@ impl<A: Agent> StateBuilder<'_, A> {
 pub struct DefineError {
     /// The agent type.
     pub agent: &'static str,
-    /// What is wrong, one line each.
-    pub problems: Vec<String>,
+    /// What is wrong, in the order found.
+    pub problems: Vec<DefineProblem>,
 }
 
 impl fmt::Display for DefineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "agent {} is ill-defined: {}",
-            self.agent,
-            self.problems.join("; ")
-        )
+        write!(f, "agent {} is ill-defined: ", self.agent)?;
+        for (i, p) in self.problems.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{p}")?;
+        }
+        Ok(())
     }
 }
 
 impl std::error::Error for DefineError {}
+
+/// One inconsistency in an agent type's states (inside [`DefineError`]).
+/// States are named by their number ([`State::id`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DefineProblem {
+    /// A state declared above [`State::MAX`].
+    AboveMax {
+        /// The state.
+        state: u16,
+    },
+    /// A state declared as its own parent.
+    OwnParent {
+        /// The state.
+        state: u16,
+    },
+    /// A state whose parent, or an ancestor's parent, is not declared.
+    UndefinedParent {
+        /// The state.
+        state: u16,
+        /// The undeclared parent.
+        parent: u16,
+    },
+    /// A state whose chain of parents comes back to itself.
+    OwnAncestor {
+        /// The state.
+        state: u16,
+    },
+    /// A state nested deeper than [`State::MAX_DEPTH`].
+    TooDeep {
+        /// The state.
+        state: u16,
+    },
+    /// The initial state ([`Definer::initial`]) is not declared.
+    UndefinedInitial {
+        /// The state.
+        state: u16,
+    },
+}
+
+impl fmt::Display for DefineProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            DefineProblem::AboveMax { state } => {
+                write!(f, "state {state} is above State::MAX ({})", State::MAX)
+            }
+            DefineProblem::OwnParent { state } => {
+                write!(f, "state {state} cannot be its own parent")
+            }
+            DefineProblem::UndefinedParent { state, parent } => {
+                write!(f, "state {state} has undefined parent {parent}")
+            }
+            DefineProblem::OwnAncestor { state } => write!(f, "state {state} is its own ancestor"),
+            DefineProblem::TooDeep { state } => {
+                write!(f, "state {state} nests deeper than {}", State::MAX_DEPTH)
+            }
+            DefineProblem::UndefinedInitial { state } => {
+                write!(f, "initial state {state} is not defined")
+            }
+        }
+    }
+}
 
 pub(crate) struct Compiled<A: Agent> {
     pub(crate) name: &'static str,

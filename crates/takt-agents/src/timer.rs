@@ -38,7 +38,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use takt_sched::sync::{AtomicBool, Ordering};
-use takt_sched::{Parker, SpinBudget, TaktThread, ThreadSpec};
+use takt_sched::{Parker, SchedError, SpinBudget, TaktThread, ThreadSpec};
 
 use crate::{Addr, Agent, Message, RuntimeHandle};
 
@@ -83,7 +83,7 @@ impl fmt::Debug for TimerService {
 }
 
 impl TimerService {
-    pub(crate) fn start(spec: &ThreadSpec) -> Result<TimerService, String> {
+    pub(crate) fn start(spec: &ThreadSpec) -> Result<TimerService, SchedError> {
         let shared = Arc::new(Shared {
             inbox: Mutex::new(Vec::new()),
             parker: Parker::new(SpinBudget::NONE),
@@ -91,7 +91,7 @@ impl TimerService {
             start: Instant::now(),
         });
         let s2 = shared.clone();
-        let t = spec.spawn(move || run(&s2)).map_err(|e| e.to_string())?;
+        let t = spec.spawn(move || run(&s2))?;
         Ok(TimerService {
             shared,
             thread: Mutex::new(Some(t)),
@@ -249,16 +249,38 @@ impl Drop for TimerHandle {
 }
 
 /// The timer thread could not be started.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TimerError(pub String);
+///
+/// The runtime starts its timer thread at the first timer and keeps the
+/// outcome, so every later timer of that runtime gets a clone of the same
+/// error (the thread's [`SchedError`] is shared, not copied).
+#[derive(Clone, Debug)]
+pub struct TimerError {
+    cause: Arc<SchedError>,
+}
 
-impl fmt::Display for TimerError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "timer thread unavailable: {}", self.0)
+impl TimerError {
+    pub(crate) fn new(cause: Arc<SchedError>) -> Self {
+        TimerError { cause }
+    }
+
+    /// Why the thread could not be started: the setting of the runtime's
+    /// thread spec the kernel refused, or the failed spawn.
+    pub fn cause(&self) -> &SchedError {
+        &self.cause
     }
 }
 
-impl std::error::Error for TimerError {}
+impl fmt::Display for TimerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "timer thread unavailable: {}", self.cause)
+    }
+}
+
+impl std::error::Error for TimerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.cause)
+    }
+}
 
 impl RuntimeHandle {
     /// Sends `msg` to `to` after `delay`.
@@ -268,7 +290,7 @@ impl RuntimeHandle {
         msg: M,
         delay: Duration,
     ) -> Result<TimerHandle, TimerError> {
-        let t = self.shared().timer().map_err(TimerError)?;
+        let t = self.shared().timer()?;
         let to = to.clone();
         let mut msg = Some(msg);
         let cancelled = t.add(
@@ -295,7 +317,7 @@ impl RuntimeHandle {
         first: Duration,
         period: Duration,
     ) -> Result<TimerHandle, TimerError> {
-        let t = self.shared().timer().map_err(TimerError)?;
+        let t = self.shared().timer()?;
         let to = to.clone();
         let cancelled = t.add(first, Some(period), Box::new(move || to.send(msg.clone())));
         Ok(TimerHandle {

@@ -45,7 +45,7 @@ fn delayed_periodic_and_cancelled_timers() {
         .send_after(&clock, Tick(1), Duration::from_millis(30))
         .unwrap();
     // Due well after it is cancelled even if this thread is descheduled
-    // for a while on a loaded machine (it was once, for over 20 ms).
+    // for a while on a loaded machine (tens of milliseconds happen).
     let cancelled = rt
         .send_after(&clock, Tick(2), Duration::from_millis(200))
         .unwrap();
@@ -333,7 +333,7 @@ fn child_coops_finish_with_their_parent() {
 /// Registers a child cooperation from its start event and reports how
 /// that went.
 struct EarlyParent {
-    done: mpsc::Sender<Result<takt_agents::CoopHandle, String>>,
+    done: mpsc::Sender<Result<takt_agents::CoopHandle, takt_agents::RegError>>,
     log: Arc<Mutex<Vec<String>>>,
 }
 
@@ -350,8 +350,7 @@ impl Agent for EarlyParent {
                 },
                 &d,
             )
-            .map_err(|e| e.to_string())
-            .and_then(|_| child.register().map_err(|e| e.to_string()));
+            .and_then(|_| child.register());
         self.done.send(r).unwrap();
     }
 }

@@ -2,7 +2,16 @@
 
 use thiserror::Error;
 
-/// What went wrong in takt-remote.
+/// What went wrong in takt-remote: every fallible function of the crate
+/// returns it.
+///
+/// It is `Clone` and `Eq`, so a caller can keep an error, hand it to
+/// several waiters and compare a result with an expected one
+/// (`assert_eq!(to.send(m), Err(RemoteError::NodeDown(name)))`). For that
+/// reason the variants hold values (names, sizes, capacities) and, where
+/// the cause is another library's error type that is neither (the NATS
+/// client's, postcard's, the TOML parser's, a refused thread setting), that
+/// error's message; the variant says which operation failed.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RemoteError {

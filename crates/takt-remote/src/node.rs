@@ -552,7 +552,7 @@ impl Node {
     /// Exports `f` under `name` for queries `Q` answered with `R`,
     /// answered **on the bridge thread itself**: no hand-off to an agent's
     /// thread and back, so a round trip costs two thread hand-offs fewer
-    /// on this node (see the crate docs' numbers).
+    /// on this node (the crate README's "Numbers").
     ///
     /// The contract: `f` is cheap (microseconds) and never blocks — no
     /// I/O, no waiting on a lock another thread holds for long, no

@@ -4,8 +4,9 @@
 //! whose release flag is a generation counter on a futex word: arrivals
 //! decrement a counter; the last one resets it and bumps the generation;
 //! the others spin on the generation for the budget, then sleep on it.
-//! Here a spin barrier of two threads costs 0.3–0.8 µs against ~30 µs for a
-//! mutex-and-condvar (or `pthread_barrier`) one.
+//! On the 2-vCPU development VMs a round of two spinning threads costs
+//! 0.3–0.8 µs (`takt bench sme --quick`, `sync_cost` rows) against ~30 µs
+//! for a mutex-and-condvar (or `pthread_barrier`) one.
 
 use crate::futex::Futex;
 use crate::sync::{fence, AtomicU32, AtomicUsize, Ordering};

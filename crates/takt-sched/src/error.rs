@@ -48,6 +48,18 @@ pub enum SchedError {
     },
 }
 
+impl SchedError {
+    /// An OS error on `setting` (an operation on a file of `/proc`, `/sys`
+    /// or `/dev`) as [`SchedError::Refused`]; `EIO` when the error carries
+    /// no errno.
+    pub(crate) fn refused_io(setting: String, e: &std::io::Error) -> Self {
+        SchedError::Refused {
+            setting,
+            errno: Errno(e.raw_os_error().unwrap_or(libc::EIO)),
+        }
+    }
+}
+
 /// An OS error number with its symbolic name, e.g. `EPERM (Operation not permitted)`.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Errno(pub i32);

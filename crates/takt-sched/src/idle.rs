@@ -27,7 +27,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::{Errno, SchedError};
+use crate::SchedError;
 
 /// The kernel's CPU latency QoS device.
 pub const CPU_LATENCY_DEVICE: &str = "/dev/cpu_dma_latency";
@@ -178,13 +178,9 @@ fn sysfs_error(path: &Path, e: &std::io::Error) -> SchedError {
     refusal(format!("reading {}", path.display()), e)
 }
 
-/// An OS error on `setting` as [`SchedError::Refused`] (`EIO` when the
-/// error carries no errno).
+/// An OS error on `setting` as [`SchedError::Refused`].
 fn refusal(setting: String, e: &std::io::Error) -> SchedError {
-    SchedError::Refused {
-        setting,
-        errno: Errno(e.raw_os_error().unwrap_or(libc::EIO)),
-    }
+    SchedError::refused_io(setting, e)
 }
 
 /// The cpuidle driver and governor in use (`haltpoll`, `menu`, `teo`...),

@@ -3,7 +3,9 @@
 //! The bottom layer of takt. Every thread that takt's agent runtime, SME
 //! executors, SIP proxy and laboratory create is made here, from a
 //! [`ThreadSpec`], so CPU placement and OS scheduling policy are set,
-//! read back and reported the same way everywhere.
+//! read back and reported the same way everywhere. The crate README
+//! states the contract, the command-line syntax and the errors a refused
+//! setting gives.
 //!
 //! ## Placement and policy
 //! - [`CpuSet`]: `0-1`, `1`, `0,2-3` — parsed and printed as on the command line.
@@ -76,6 +78,11 @@
 //! `RUSTFLAGS="--cfg loom"` those become loom's, and the models in
 //! `tests/loom_*.rs` check the parker and the barrier.
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 mod barrier;
 mod clock;

@@ -9,6 +9,8 @@
 use std::ops::Sub;
 use std::time::Duration;
 
+use crate::SchedError;
+
 /// One thread's scheduler counters at a moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ThreadSchedStats {
@@ -26,20 +28,25 @@ pub struct ThreadSchedStats {
 
 impl ThreadSchedStats {
     /// The calling thread's counters.
-    pub fn current() -> std::io::Result<Self> {
+    pub fn current() -> Result<Self, SchedError> {
         Self::of(crate::sys::gettid())
     }
 
-    /// The counters of thread `tid` of this process.
-    pub fn of(tid: i32) -> std::io::Result<Self> {
+    /// The counters of thread `tid` of this process: a file that cannot be
+    /// read is [`SchedError::Refused`] naming it and the errno, contents
+    /// not in the kernel's format [`SchedError::Parse`].
+    pub fn of(tid: i32) -> Result<Self, SchedError> {
         let base = format!("/proc/self/task/{tid}");
-        let schedstat = std::fs::read_to_string(format!("{base}/schedstat"))?;
-        let status = std::fs::read_to_string(format!("{base}/status"))?;
-        Self::parse(&schedstat, &status).ok_or_else(|| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("unexpected format in {base}/schedstat or status"),
-            )
+        let read = |file: &str| {
+            let path = format!("{base}/{file}");
+            std::fs::read_to_string(&path)
+                .map_err(|e| SchedError::refused_io(format!("reading {path}"), &e))
+        };
+        let schedstat = read("schedstat")?;
+        let status = read("status")?;
+        Self::parse(&schedstat, &status).ok_or_else(|| SchedError::Parse {
+            input: schedstat.trim().to_owned(),
+            reason: format!("unexpected format in {base}/schedstat or status"),
         })
     }
 

@@ -126,17 +126,26 @@ pub(crate) use linux::{
 
 /// Restricts the calling thread to `cpus`. Threads and processes it
 /// creates afterwards inherit the set, which is how a child process is
-/// placed before its first instruction; it allocates nothing. Threads made
-/// by [`crate::ThreadSpec`] are placed by their spec instead.
+/// placed before its first instruction; it allocates nothing unless the
+/// kernel refuses. Threads made by [`crate::ThreadSpec`] are placed by
+/// their spec instead.
+///
+/// A set the kernel refuses is [`SchedError::Refused`] naming it
+/// (`cpus=…`), as when a spec's placement is refused.
 #[cfg(target_os = "linux")]
-pub fn pin_calling_thread(cpus: &CpuSet) -> Result<(), crate::Errno> {
-    set_affinity(0, cpus)
+pub fn pin_calling_thread(cpus: &CpuSet) -> Result<(), SchedError> {
+    set_affinity(0, cpus).map_err(|errno| SchedError::Refused {
+        setting: format!("cpus={cpus}"),
+        errno,
+    })
 }
 
-/// Restricts the calling thread to `cpus` (unsupported here: `ENOSYS`).
+/// Restricts the calling thread to `cpus` (unsupported here).
 #[cfg(not(target_os = "linux"))]
-pub fn pin_calling_thread(_cpus: &CpuSet) -> Result<(), crate::Errno> {
-    Err(crate::Errno(libc::ENOSYS))
+pub fn pin_calling_thread(_cpus: &CpuSet) -> Result<(), SchedError> {
+    Err(SchedError::Unsupported {
+        what: "thread placement",
+    })
 }
 
 /// The kernel thread id of the calling thread (0 where unsupported).
@@ -166,7 +175,12 @@ mod tests {
             assert_eq!(get_affinity().unwrap(), CpuSet::single(first));
             // a CPU the machine does not have is refused, not ignored
             let e = pin_calling_thread(&CpuSet::single(crate::MAX_CPUS - 1)).unwrap_err();
-            assert_eq!(e, crate::Errno(libc::EINVAL));
+            let want = format!("cpus={}", crate::MAX_CPUS - 1);
+            assert!(
+                matches!(&e, SchedError::Refused { setting, errno }
+                    if *setting == want && *errno == crate::Errno(libc::EINVAL)),
+                "{e:?}"
+            );
         })
         .join()
         .unwrap();

@@ -9,8 +9,8 @@
 # --example path_cost) under callgrind once per kind, collecting only inside
 # that kind's `handle_<kind>`, with per-instruction addresses. A message that
 # finds its core cold (a halted vCPU, or the kernel's receive path in between)
-# fetches each of these code lines again; see the crate README, "What a cold
-# message pays for".
+# fetches each of these code lines again; see the crate README, "What a
+# message costs, and where".
 set -euo pipefail
 mode=${1:-stateful}
 n=${2:-500}

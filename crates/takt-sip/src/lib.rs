@@ -15,7 +15,19 @@
 //! - [`config`]: the TOML configuration.
 //! - [`ua`]: a sans-I/O UAC and UAS (the load generator's call flow), and
 //!   SIPp-shaped calls without sockets timed on a hot core ([`ua::synth`]).
+//!
+//! The crate README runs the proxy from the command line
+//! (`takt sip proxy`) and from a program
+//! ([`transport::Server::start`]), and states what is measured per
+//! message and what the proxy does under overload and bad input. It
+//! forwards to one next hop (no forking, no RFC 3263 lookups, no TLS, no
+//! registrar): a proxy built to be measured, not a production edge proxy.
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+
+/// The README's example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 pub mod config;
 pub mod proxy;

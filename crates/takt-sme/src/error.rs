@@ -1,6 +1,60 @@
-//! Errors: building a network ([`BuildError`]) and running it ([`RunError`]).
+//! Errors: the crate's one error type [`Error`], and the narrower types
+//! its operations return — building a network ([`BuildError`]), running it
+//! ([`RunError`]) and naming an executor ([`UnknownExecutor`]) — each of
+//! which converts into it with `?`.
 
 use takt_sched::SchedError;
+
+use crate::ExecutorKind;
+
+/// Anything takt-sme can fail with.
+///
+/// Each operation returns the narrowest type that says what can go wrong
+/// there, so that a `match` on, say, a run's error has no arm for a
+/// building mistake: [`NetworkBuilder::build`](crate::NetworkBuilder::build)
+/// a [`BuildError`], [`Network::run`](crate::Network::run) a [`RunError`],
+/// parsing an [`ExecutorKind`] an [`UnknownExecutor`]. A program that does
+/// all three (parse the executor from its command line, build, run) returns
+/// this type and lets `?` convert:
+///
+/// ```
+/// use takt_sme::{Executor, ExecutorKind, NetworkBuilder};
+/// fn run(executor: &str) -> Result<u64, takt_sme::Error> {
+///     let kind: ExecutorKind = executor.parse()?;
+///     let mut net = NetworkBuilder::new().build()?;
+///     Ok(net.run(&Executor::new(kind, 1), 10)?.cycles)
+/// }
+/// assert_eq!(run("sequential").unwrap(), 10);
+/// assert!(matches!(run("fast"), Err(takt_sme::Error::Executor(_))));
+/// ```
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A network that cannot be built.
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    /// A run that failed.
+    #[error(transparent)]
+    Run(#[from] RunError),
+    /// An executor name that is not one of [`ExecutorKind::ALL`].
+    #[error(transparent)]
+    Executor(#[from] UnknownExecutor),
+}
+
+/// A name that is not an executor's (parsing an [`ExecutorKind`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown executor {name:?} (expected {})", expected())]
+pub struct UnknownExecutor {
+    /// The name given.
+    pub name: String,
+}
+
+/// The names of [`ExecutorKind::ALL`]: `sequential, static, worklist,
+/// stealing or balanced`.
+fn expected() -> String {
+    let names: Vec<&str> = ExecutorKind::ALL.iter().map(|k| k.name()).collect();
+    let (last, rest) = names.split_last().expect("there are executors");
+    format!("{} or {last}", rest.join(", "))
+}
 
 /// A network that cannot be built. Every variant names what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -147,9 +201,15 @@ pub enum RunError {
     /// An earlier run ended with a panic; process states may be inconsistent.
     #[error("the network is poisoned: a process panicked in an earlier run")]
     Poisoned,
-    /// A bad executor configuration.
-    #[error("invalid executor configuration: {0}")]
-    Config(String),
+    /// An executor asked for no threads, or for more than the executor
+    /// supports.
+    #[error("invalid executor configuration: {requested} threads requested; between 1 and {max} are supported")]
+    Threads {
+        /// The thread count asked for.
+        requested: usize,
+        /// The most an executor may use ([`MAX_THREADS`](crate::MAX_THREADS)).
+        max: usize,
+    },
     /// A worker thread could not be created with its spec.
     #[error("cannot start executor thread: {0}")]
     Spawn(#[from] SchedError),

@@ -47,6 +47,14 @@
 //! ## Traces
 //! [`Trace`] records every cycle as CSV or VCD (GTKWave); see [`trace`].
 //!
+//! ## Errors
+//! [`Error`] is the crate's one error type. Each operation returns the
+//! narrower type whose every variant can happen there — [`BuildError`]
+//! from building, [`RunError`] from running, [`UnknownExecutor`] from
+//! parsing an [`ExecutorKind`] — and each converts into [`Error`] with `?`.
+//! Every variant carries what went wrong as values (names, cycle, thread
+//! counts, the kernel's [`takt_sched::SchedError`]), not as text.
+//!
 //! ## Example
 //! ```
 //! use takt_sme::{Executor, ExecutorKind, In, Io, NetworkBuilder, Out, Process, SignalDef};
@@ -81,6 +89,11 @@
 //! ```
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+/// The README's example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 mod arena;
 mod builder;
 mod error;
@@ -91,7 +104,7 @@ mod signal;
 pub mod trace;
 
 pub use builder::{Bus, NetworkBuilder, Ports, ProcessId};
-pub use error::{BuildError, RunError};
+pub use error::{BuildError, Error, RunError, UnknownExecutor};
 pub use exec::{Executor, ExecutorKind, RunReport, DEFAULT_REBALANCE_EVERY, MAX_THREADS};
 pub use network::Network;
 pub use process::{Io, Process};

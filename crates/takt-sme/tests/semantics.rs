@@ -404,8 +404,14 @@ fn bad_configuration_is_an_error() {
         .run(&Executor::new(ExecutorKind::Static, 0), 1)
         .unwrap_err();
     assert!(err.to_string().contains("0 threads requested"), "{err}");
+    assert!(
+        matches!(err, RunError::Threads { requested: 0, max } if max == takt_sme::MAX_THREADS),
+        "{err:?}"
+    );
+    let unknown = "nope".parse::<ExecutorKind>().unwrap_err();
+    assert_eq!(unknown.name, "nope");
     assert_eq!(
-        "nope".parse::<ExecutorKind>().unwrap_err(),
+        unknown.to_string(),
         "unknown executor \"nope\" (expected sequential, static, worklist, stealing or balanced)"
     );
     assert_eq!(

@@ -134,10 +134,10 @@ impl Dispatcher {
             DispatcherKind::ActiveGroup => Kind::ActiveGroup(Mutex::new(HashMap::new())),
             DispatcherKind::ThreadPool | DispatcherKind::WorkStealing => {
                 if threads == 0 {
-                    return Err(RegError::Binding(format!(
-                        "{} '{name}' needs at least one thread",
-                        kind.name()
-                    )));
+                    return Err(RegError::Binding(BindingError::NoThreads {
+                        dispatcher: name.to_owned(),
+                        kind,
+                    }));
                 }
                 let (pool, deques) = PoolShared::new(
                     threads,
@@ -361,25 +361,22 @@ impl Binding {
         let inner = &self.disp.inner;
         let kind = inner.kind;
         if self.group.is_some() && kind != DispatcherKind::ActiveGroup {
-            return Err(RegError::Binding(format!(
-                "dispatcher '{}' is {}, groups belong to active_group",
-                inner.name,
-                kind.name()
-            )));
+            return Err(RegError::Binding(BindingError::GroupNotSupported {
+                dispatcher: inner.name.clone(),
+                kind,
+            }));
         }
         if self.prio != 0 && kind != DispatcherKind::Priority {
-            return Err(RegError::Binding(format!(
-                "dispatcher '{}' is {}, priorities belong to the priority dispatcher",
-                inner.name,
-                kind.name()
-            )));
+            return Err(RegError::Binding(BindingError::PriorityNotSupported {
+                dispatcher: inner.name.clone(),
+                kind,
+            }));
         }
         if self.prio as usize >= PRIORITIES {
-            return Err(RegError::Binding(format!(
-                "priority {} is above {}",
-                self.prio,
-                PRIORITIES - 1
-            )));
+            return Err(RegError::Binding(BindingError::PriorityTooHigh {
+                priority: self.prio,
+                max: (PRIORITIES - 1) as u8,
+            }));
         }
         let plain = |sink| Resolved {
             sink,
@@ -403,10 +400,9 @@ impl Binding {
             }
             Kind::ActiveGroup(groups) => {
                 let Some(g) = &self.group else {
-                    return Err(RegError::Binding(format!(
-                        "active_group '{}' needs a group name (Dispatcher::group)",
-                        inner.name
-                    )));
+                    return Err(RegError::Binding(BindingError::NoGroup {
+                        dispatcher: inner.name.clone(),
+                    }));
                 };
                 let mut groups = groups.lock().unwrap_or_else(|p| p.into_inner());
                 let ws = match groups.get(g) {
@@ -422,3 +418,77 @@ impl Binding {
         })
     }
 }
+
+/// Why a dispatcher cannot be made, or an agent cannot be bound to one as
+/// asked (inside [`RegError::Binding`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BindingError {
+    /// A thread_pool or work_stealing dispatcher asked for zero threads.
+    NoThreads {
+        /// The dispatcher's name.
+        dispatcher: String,
+        /// Its kind.
+        kind: DispatcherKind,
+    },
+    /// A group name ([`Dispatcher::group`]) on a dispatcher other than
+    /// active_group.
+    GroupNotSupported {
+        /// The dispatcher's name.
+        dispatcher: String,
+        /// Its kind.
+        kind: DispatcherKind,
+    },
+    /// A message priority ([`Dispatcher::priority`]) on a dispatcher other
+    /// than priority.
+    PriorityNotSupported {
+        /// The dispatcher's name.
+        dispatcher: String,
+        /// Its kind.
+        kind: DispatcherKind,
+    },
+    /// A priority above the highest one.
+    PriorityTooHigh {
+        /// The priority asked for.
+        priority: u8,
+        /// The highest priority.
+        max: u8,
+    },
+    /// An active_group binding without a group name.
+    NoGroup {
+        /// The dispatcher's name.
+        dispatcher: String,
+    },
+}
+
+impl fmt::Display for BindingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BindingError::NoThreads { dispatcher, kind } => {
+                write!(
+                    f,
+                    "{} '{dispatcher}' needs at least one thread",
+                    kind.name()
+                )
+            }
+            BindingError::GroupNotSupported { dispatcher, kind } => write!(
+                f,
+                "dispatcher '{dispatcher}' is {}, groups belong to active_group",
+                kind.name()
+            ),
+            BindingError::PriorityNotSupported { dispatcher, kind } => write!(
+                f,
+                "dispatcher '{dispatcher}' is {}, priorities belong to the priority dispatcher",
+                kind.name()
+            ),
+            BindingError::PriorityTooHigh { priority, max } => {
+                write!(f, "priority {priority} is above {max}")
+            }
+            BindingError::NoGroup { dispatcher } => write!(
+                f,
+                "active_group '{dispatcher}' needs a group name (Dispatcher::group)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for BindingError {}

@@ -51,7 +51,7 @@ impl Sink for Check {
 /// full (high-water shedding, 503) within a few records. Names in Route
 /// and Request-URIs are not looked up (404, as the `resolve_names` switch
 /// makes them): a lookup per input would measure the host's DNS server,
-/// made most inputs slow, and made a run depend on the network.
+/// make most inputs slow, and make a run depend on the network.
 fn proxy(mode: Mode) -> Proxy {
     let mut c = synth::proxy_config(mode);
     c.max_transactions = 16;

@@ -151,10 +151,10 @@ pub fn write_branch(out: &mut Vec<u8>, key: u64, loop_hash: u32) {
 
 /// Writes the low `out.len()` hex digits of `v`, most significant first.
 ///
-/// A loop, not inlined: unrolled for its two constant lengths it was
+/// A loop, not inlined: unrolled for its two constant lengths it would be
 /// 180 distinct instructions (12 code lines) on every forwarded request,
 /// and on a core that comes back from idle each code line is a fetch
-/// from L2 (see the crate docs on cold cost).
+/// from L2 (the `proxy` module docs, "Cost of a message").
 #[inline(never)]
 fn hex(out: &mut [u8], mut v: u64) {
     const HEX: &[u8; 16] = b"0123456789abcdef";

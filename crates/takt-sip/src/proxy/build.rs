@@ -161,8 +161,8 @@ pub struct Forward<'l> {
 /// Inlined, every such append is a capacity check, a grow call and a
 /// `memcpy` call: most of a 64-byte code line, and building a forwarded
 /// request makes a dozen of them. A message that finds its core cold
-/// fetches each code line it runs (crate docs, "What a cold message pays
-/// for"), so one copy reached by 4-instruction calls is cheaper than a
+/// fetches each code line it runs (the `proxy` module docs, "Cost of a
+/// message"), so one copy reached by 4-instruction calls is cheaper than a
 /// dozen inlined (about 10 more instructions executed per append).
 /// Literals stay `extend_from_slice`/`push`: their length is known, so
 /// they compile to a few stores without a `memcpy` call. So do the copies

@@ -56,8 +56,8 @@
 //!   response, answered upstream as "500 Server Internal Error (next hop
 //!   unreachable)" (§16.7 step 6: a 503 would tell the caller that this
 //!   proxy is unavailable), or 513 when the message was too large for every
-//!   transport ([`Proxy::branch_failed`]). The caller no longer waits for
-//!   Timer B's 32 s.
+//!   transport ([`Proxy::branch_failed`]), within milliseconds rather
+//!   than after Timer B's 32 s.
 //! - Stateless: nothing is remembered; a failed send is counted
 //!   (`send_failed`) and the caller's retransmission tries again.
 //! - Matching an ICMP error to its branch ([`Proxy::bounced`]): Linux hands

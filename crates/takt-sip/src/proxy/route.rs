@@ -55,8 +55,8 @@ impl RouteError {
 /// The IPv4 address `s` writes as a dotted quad (four decimal numbers up
 /// to 255, no leading zeros, as the standard parser accepts), or `None`
 /// for anything else. One loop: every stateless response resolves its
-/// next Via's host, and the standard parser was 14 code lines of that
-/// path (see the crate docs on cold cost).
+/// next Via's host, and the standard parser would be 14 code lines of
+/// that path (the `proxy` module docs, "Cost of a message").
 pub(crate) fn dotted_quad(s: &[u8]) -> Option<[u8; 4]> {
     let mut out = [0u8; 4];
     // octets done, the number being read, its digits

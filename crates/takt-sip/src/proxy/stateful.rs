@@ -189,8 +189,8 @@ fn forward_up(t: &mut Txn, m: &Message<'_>, s: &mut Scratch) -> bool {
 /// model) then forward them in the order they changed its state, so a
 /// 180 can never overtake the 200 it preceded.
 // inlined into `Proxy::handle` (its one caller): a response runs one
-// prologue and epilogue fewer, 3-4 code lines (crate docs, "What a cold
-// message pays for")
+// prologue and epilogue fewer, 3-4 code lines (the `proxy` module docs,
+// "Cost of a message")
 #[inline]
 pub(super) fn match_response(
     p: &Proxy,

@@ -198,8 +198,8 @@ impl Txn {
     /// state field and deadline is set as [`Txn::new`] sets it, and the
     /// four buffers are cleared but keep their allocations (a reused slot
     /// allocates nothing). In place rather than from a `Txn` built on the
-    /// stack: moving a whole record in and dropping the old one was two
-    /// hundred instructions on the message path.
+    /// stack: moving a whole record in and dropping the old one would cost
+    /// two hundred instructions on the message path.
     pub fn start(&mut self, f: &Fresh<'_>) {
         let t = f.timers;
         let now = f.now;

@@ -31,11 +31,11 @@
 
 mod endpoint;
 pub mod snmp;
-mod table;
-mod tcp;
-pub use table::KindRow;
-pub(crate) use tcp::bump;
-pub use tcp::{TcpCounters, TcpSnapshot};
+mod summary;
+mod tcp_counters;
+pub use summary::KindRow;
+pub(crate) use tcp_counters::bump;
+pub use tcp_counters::{TcpCounters, TcpSnapshot};
 
 pub use endpoint::{serve, Endpoint, EndpointAddr};
 

@@ -180,7 +180,8 @@ impl fmt::Display for Method {
 mod tests {
     use super::*;
 
-    /// What `from_bytes` was before its table: a comparison per method.
+    /// The plain way to read a method, a comparison per method: the
+    /// reference `from_bytes`'s table is checked against.
     fn by_comparison(m: &[u8]) -> Method {
         METHODS
             .iter()

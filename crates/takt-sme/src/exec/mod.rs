@@ -30,6 +30,8 @@ use std::time::Duration;
 
 use takt_sched::{SpinBudget, ThreadSpec};
 
+use crate::UnknownExecutor;
+
 /// The executor flavours.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ExecutorKind {
@@ -74,14 +76,12 @@ impl fmt::Display for ExecutorKind {
 }
 
 impl FromStr for ExecutorKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownExecutor;
+    fn from_str(s: &str) -> Result<Self, UnknownExecutor> {
         ExecutorKind::ALL
             .into_iter()
             .find(|k| k.name() == s)
-            .ok_or_else(|| {
-                format!("unknown executor {s:?} (expected sequential, static, worklist, stealing or balanced)")
-            })
+            .ok_or_else(|| UnknownExecutor { name: s.to_owned() })
     }
 }
 

@@ -542,10 +542,10 @@ pub(crate) fn run(net: &mut Network, exec: &Executor, cycles: u64) -> Result<Run
         return Err(RunError::Poisoned);
     }
     if exec.threads == 0 || exec.threads > MAX_THREADS {
-        return Err(RunError::Config(format!(
-            "{} threads requested; between 1 and {MAX_THREADS} are supported",
-            exec.threads
-        )));
+        return Err(RunError::Threads {
+            requested: exec.threads,
+            max: MAX_THREADS,
+        });
     }
     if cycles == 0 {
         return Ok(RunReport::default());
