@@ -8,7 +8,7 @@ use takt_sched::{SpinBudget, ThreadSpec};
 use takt_measure::params;
 use takt_measure::result::{Better, Document, DocumentBuilder, ResultRow};
 use takt_measure::stats::quantile;
-use takt_measure::suite::{RunContext, Suite};
+use takt_measure::suite::{Cancel, RunContext, Suite};
 
 use crate::error::RemoteBenchError;
 use crate::ractor::RactorError;
@@ -646,8 +646,7 @@ fn paced_runs(
                 takt_measure::result::idle_latency_param(hold)
             ),
         )?;
-        let cancel = ctx.cancel().flag();
-        let cancel = &cancel;
+        let cancel = ctx.cancel();
         let window = paced_window(o);
         let c0 = takt_sched::process_cpu_time();
         let payload = vec![0x5a; PACED_SIZE];
@@ -898,13 +897,13 @@ fn paced(
     mut exchange: impl FnMut() -> Result<Duration, RemoteBenchError>,
     pace: Duration,
     window: Duration,
-    cancel: &std::sync::atomic::AtomicBool,
+    cancel: &Cancel,
 ) -> Result<Vec<f64>, RemoteBenchError> {
     let t0 = Instant::now();
     let mut next = t0;
     let mut out = Vec::new();
     while t0.elapsed() < window {
-        if cancel.load(std::sync::atomic::Ordering::Acquire) {
+        if cancel.is_cancelled() {
             return Err(RemoteBenchError::Interrupted);
         }
         out.push(exchange()?.as_secs_f64() * 1e6);
@@ -920,7 +919,6 @@ fn paced(
 mod tests {
     use super::*;
     use crate::responder;
-    use std::sync::atomic::{AtomicBool, Ordering};
 
     /// The child side of the responder tests: serves when the test binary
     /// is run with a `nats://` URL and a node name among its arguments
@@ -1110,7 +1108,7 @@ mod tests {
 
     #[test]
     fn paced_keeps_the_pace_and_stops_when_cancelled() {
-        let cancel = AtomicBool::new(false);
+        let cancel = Cancel::new();
         let mut n = 0;
         let t0 = Instant::now();
         let l = paced(
@@ -1126,7 +1124,7 @@ mod tests {
         assert!(t0.elapsed() >= Duration::from_millis(200));
         assert!((8..=11).contains(&l.len()), "{} exchanges", l.len());
         assert!(l.iter().all(|&us| us == 5.0));
-        cancel.store(true, Ordering::Release);
+        cancel.cancel();
         let r = paced(
             || Ok(Duration::ZERO),
             Duration::from_millis(1),
