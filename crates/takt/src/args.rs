@@ -84,3 +84,52 @@ pub(crate) fn parse_idle_limit(s: &str) -> Result<IdleLimit, String> {
 pub(crate) fn parse_spin(s: &str) -> Result<SpinBudget, SchedError> {
     s.parse()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser, Debug)]
+    struct Flags {
+        #[command(flatten)]
+        sched: SchedArgs,
+        #[command(flatten)]
+        spin: SpinArgs,
+        #[command(flatten)]
+        out: OutputArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<Flags, clap::Error> {
+        Flags::try_parse_from(std::iter::once("t").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn shared_flags_parse_through_the_types_from_str() {
+        let f = parse(&["--cpus", "0-1", "--sched", "other:nice=-5", "--spin", "0"]).unwrap();
+        assert_eq!(f.sched.cpus, Some("0-1".parse().unwrap()));
+        assert_eq!(f.sched.sched, Some("other:nice=-5".parse().unwrap()));
+        assert_eq!(f.spin.spin, "0".parse().unwrap());
+        assert!(!f.out.json && !f.out.quick);
+        let spec = f.sched.spec("w");
+        assert_eq!(spec.cpus().map(|c| c.to_string()), Some("0-1".into()));
+        let f = parse(&["--json", "--quick"]).unwrap();
+        assert_eq!(f.spin.spin, SpinBudget::DEFAULT);
+        assert!(f.out.json && f.out.quick && f.sched.cpus.is_none());
+    }
+
+    #[test]
+    fn bad_values_are_usage_errors_that_name_the_flag() {
+        for (args, flag) in [
+            (&["--cpus", "x"][..], "--cpus"),
+            (&["--sched", "rr"][..], "--sched"),
+            (&["--spin", "soon"][..], "--spin"),
+        ] {
+            let e = parse(args).unwrap_err();
+            assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation, "{e}");
+            assert!(e.to_string().contains(flag), "{e}");
+        }
+        assert!(parse_cpus("0,2-3").is_ok() && parse_policy("batch").is_ok());
+        assert!(parse_spin("20us").is_ok() && parse_spin("x").is_err());
+    }
+}
