@@ -16,8 +16,7 @@
 //! - the callees and the inline baseline pass their result through
 //!   [`opaque`], an empty `asm!` block the optimizer cannot see through:
 //!   without it LLVM proves `p1` the identity and `p0` constant and
-//!   deletes the calls (the earlier version of this file measured 0.0 ns
-//!   for 0 and 1 arguments that way);
+//!   deletes the calls (0.0 ns for 0 and 1 arguments);
 //! - the arguments besides the first are distinct values, so the callee's
 //!   XOR cannot fold (`v ^ v` is 0).
 
@@ -220,7 +219,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
                 s.push((called - base) / INNER as f64);
             }
         }
-        if crate::cleanup::interrupted().is_some() {
+        if crate::interrupted().is_some() {
             break;
         }
     }

@@ -24,71 +24,39 @@
 //! sides see nearly the same machine, and the median over pairs drops a
 //! pair that straddled a change.
 //!
-//! ## Why earlier ratios were off, and what changed
-//! - **perf bench sched pipe (was 1.28)**: the row (median of 200-round-trip
-//!   batches, measured early in the suite) was compared with perf's mean
-//!   over a 20,000-loop run a minute later. Measured back to back under
-//!   `chrt -f` on one quiet CPU the two agree (2.60 µs/switch against
-//!   perf's 5.15 µs/op, ratio 1.01): the pipe, the switch and the process
-//!   pair cost the same in takt's process as in perf's. The 1.28 was the
-//!   load that moved in between. The comparison now re-measures perf's own
-//!   quantity (see the table) run for run with perf.
-//! - **sysbench memory (1.6–1.8 on busy runs) and perf bench syscall
-//!   (0.6)**: the same cause as perf's pipe. Both report bytes or calls
-//!   over wall time, which counts the slices other tasks take; on a quiet
-//!   CPU under `chrt -f` sysbench's word-by-word loop agrees with the
-//!   vectorized row within 7% (memory, not the loop, is the limit here).
-//!   Both are now compared with takt running the tool's loop run for run.
-//! - **fio sequential 1 MiB (swung 0.38–1.54)**: the host's throughput for
-//!   direct sequential reads moves between ~0.8 and ~2.5 GB/s from one
-//!   second to the next, and fio and takt ran unpinned (on this VM a CPU
-//!   busy with another task delays every completion). Now both run on the
-//!   same CPU, in short alternating pairs (quick: 6 × 300 ms; default:
-//!   8 × 1 s), with the same statistic (bytes over the run), judged by
-//!   the median of the pairs' ratios.
-//! - **iperf3 (was 1.87)**: loopback TCP throughput on a 2-vCPU VM depends
-//!   mostly on placement. Sender and receiver on one CPU hand over on every
-//!   block without an interrupt; on two CPUs each wake-up is an IPI, a
-//!   hypervisor exit here, and throughput halves. takt's unpinned threads
-//!   and iperf3's unpinned processes landed differently. Now both sides of
-//!   both measurements are pinned, per placement (`taskset -c` for iperf3),
-//!   with the same 128 KiB writes *and* reads (the sink used to read 256
-//!   KiB) and the same window.
-//! - **fio sequential 1 MiB (0.75 on a quiet machine, 0.55–1.59 across
-//!   runs)**: not the parsing (`bw_bytes` is `io_bytes` over `runtime` in
-//!   ms, no ramp; both read the same file from offset 0, same size, psync,
-//!   one read in flight, page-aligned buffers) but the *buffer's physical
-//!   layout*. This Firecracker host serves every scatter-gather segment of
-//!   a virtio-blk request separately: back to back on the same file, 1 MiB
-//!   reads into one transparent huge page ran at 1.9–2.5 GB/s, into 4 KiB
-//!   pages at 0.76–1.33 GB/s (256 segments less those the allocator placed
-//!   adjacently; past the queue's 254 segments the read is also split in
-//!   two, seen with `perf record -e block:block_rq_issue`: fio's runs
-//!   issued 2048-sector requests in some runs, 2032+16 in others). Each
-//!   process draws its layout anew, so a 300 ms fio run and takt's run
-//!   differed by up to 2x with no change in the disk. Now takt's paired
-//!   runs read into a fresh untouched mapping as fio's malloc'd buffer is
-//!   (faulted in by the first read), over 10 short pairs (the layouts
-//!   average out), and the suite adds a `buffer=huge_page` row: the
-//!   layout-free throughput.
-//! - **fio random 4 KiB (was 0.78)**: takt's median of 16-read batch means
-//!   was compared with fio's mean `clat` (a mean carries the tail), on a
-//!   different file (fio laid out its own) in a different host-cache state.
-//!   Now fio reads takt's own file, offsets are uniform with replacement on
-//!   both sides (`--norandommap`), takt samples single reads, and the
-//!   statistic on both sides is the median read (fio's `clat` p50).
-//!
-//! - **Row-vs-tool `ratio` for sysbench read (1.26) and iperf3 (0.72–0.79)
-//!   on a quiet machine**: not the methods. In the same compare run the
-//!   paired ratios were 1.04 and 0.99–1.00. The row was measured up to a
-//!   minute before the tool, and both quantities move with the host: one
-//!   core's DRAM read rate went 23 → 30 GB/s between consecutive pairs of
-//!   the same compare run (in takt's scalar loop and in sysbench alike),
-//!   and loopback TCP (two memory copies per byte) was 20–28% lower in
-//!   the suite's net phase than beside iperf3. The loop's own share is
-//!   measured: each sysbench pair also runs the row's vectorized kernel on
-//!   the same buffer right after the scalar one, `detail.vectorized_over_scalar`
-//!   (0.92–1.14 over two busy runs: the loop is within ~6% of the row).
+//! ## What moves a ratio, and how the method answers it
+//! - **Load that moves between the row and the tool.** The row is measured
+//!   up to a minute before the tool, and `perf bench`, `sysbench` and fio
+//!   report means over wall time, which count the slices other tasks
+//!   take. Hence the interleaved pairs: takt re-measures the tool's own
+//!   quantity (see the table) run for run with the tool, on the same CPU.
+//!   The row-vs-tool `ratio` keeps showing the drift; on a quiet CPU under
+//!   `chrt -f` the rows and the tools agree within a few percent.
+//! - **Placement (iperf3).** Loopback TCP throughput on a small VM depends
+//!   mostly on placement: sender and receiver on one CPU hand over on
+//!   every block without an interrupt; on two CPUs each wake-up is an IPI
+//!   (a hypervisor exit in a VM). Both sides of both measurements are
+//!   pinned, per placement (`taskset -c` for iperf3), with the same 128 KiB
+//!   writes and reads and the same window.
+//! - **The buffer's physical layout (fio sequential 1 MiB).** A virtio-blk
+//!   device may serve every scatter-gather segment of a request separately
+//!   (Firecracker does): 1 MiB into one transparent huge page is one
+//!   segment, into 4 KiB pages up to 256 (less those the allocator placed
+//!   adjacently; past the queue's 254 the read is split in two, visible
+//!   with `perf record -e block:block_rq_issue`). Each process draws its
+//!   layout anew, so single runs differ by up to 2x with no change in the
+//!   disk. takt's paired runs read into a fresh untouched mapping, as
+//!   fio's malloc'd buffer is, over 10 short pairs (the layouts average
+//!   out), and the suite adds a `buffer=huge_page` row: the layout-free
+//!   throughput.
+//! - **The statistic (fio random 4 KiB).** fio reads takt's own file,
+//!   offsets are uniform with replacement on both sides (`--norandommap`),
+//!   takt samples single reads, and both sides give the median read (fio's
+//!   `clat` p50), not a mean that carries the tail.
+//! - **The loop (sysbench).** sysbench walks memory word by word; each
+//!   sysbench pair also runs the row's vectorized kernel on the same buffer
+//!   right after the scalar one: `detail.vectorized_over_scalar` is the
+//!   loop's own share.
 //!
 //! On a loaded machine, tools that report a mean over a long loop (`perf
 //! bench`, `sysbench`) include the time their process spent preempted by
@@ -105,10 +73,10 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::cleanup::{register, Item};
 use crate::peer::Peer;
 use crate::stats::Sampled;
 use crate::{Comparison, Ctx, Mode};
+use takt_host::cleanup::{register, Item};
 use takt_measure::result::ResultRow;
 
 /// Tool runs per quantity (result documents want at least 5).
@@ -125,18 +93,34 @@ fn installed(tool: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-fn output(prog: &str, args: &[&str]) -> Result<String, String> {
+/// Why a reference tool gave no output.
+#[derive(Debug, thiserror::Error)]
+enum ToolError {
+    /// It could not be started.
+    #[error("cannot run {prog}: {source}")]
+    Run {
+        prog: String,
+        source: std::io::Error,
+    },
+    /// It ran and failed.
+    #[error("`{command}` failed: {stderr}")]
+    Failed { command: String, stderr: String },
+}
+
+fn output(prog: &str, args: &[&str]) -> Result<String, ToolError> {
     let out = Command::new(prog)
         .args(args)
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| format!("cannot run {prog}: {e}"))?;
+        .map_err(|source| ToolError::Run {
+            prog: prog.to_string(),
+            source,
+        })?;
     if !out.status.success() {
-        return Err(format!(
-            "`{prog} {}` failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        return Err(ToolError::Failed {
+            command: format!("{prog} {}", args.join(" ")),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
@@ -314,11 +298,11 @@ fn need(ctx: &mut Ctx, tool: &str, package: &str, what: &str) -> bool {
 /// trend in the load favours neither side. A pair counts only when both
 /// runs produced a figure. Returns `(takt, tool)`, index for index, or the
 /// tool's error.
-fn alternate(
+fn alternate<E>(
     runs: usize,
     mut takt: impl FnMut() -> Option<f64>,
-    mut tool: impl FnMut() -> Result<Option<f64>, String>,
-) -> Result<(Vec<f64>, Vec<f64>), String> {
+    mut tool: impl FnMut() -> Result<Option<f64>, E>,
+) -> Result<(Vec<f64>, Vec<f64>), E> {
     let (mut ours, mut theirs) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
     for i in 0..runs {
         let (a, b) = if i % 2 == 0 {
@@ -332,7 +316,7 @@ fn alternate(
             ours.push(a);
             theirs.push(b);
         }
-        if crate::cleanup::interrupted().is_some() {
+        if crate::interrupted().is_some() {
             break;
         }
     }
@@ -388,7 +372,7 @@ fn perf(ctx: &mut Ctx) {
                     interleaved: Some(ours),
                 },
             ),
-            Err(e) => ctx.skip("compare perf bench sched pipe", e),
+            Err(e) => ctx.skip("compare perf bench sched pipe", e.to_string()),
         }
     } else {
         ctx.skip(
@@ -432,7 +416,7 @@ fn perf(ctx: &mut Ctx) {
                     interleaved: Some(ours),
                 },
             ),
-            Err(e) => ctx.skip("compare perf bench syscall basic", e),
+            Err(e) => ctx.skip("compare perf bench syscall basic", e.to_string()),
         }
     } else {
         ctx.skip(
@@ -531,7 +515,7 @@ fn sysbench(ctx: &mut Ctx) {
                     interleaved: Some(ours),
                 },
             ),
-            Err(e) => ctx.skip("compare sysbench", e),
+            Err(e) => ctx.skip("compare sysbench", e.to_string()),
         }
     }
 }
@@ -617,7 +601,7 @@ fn iperf3(ctx: &mut Ctx) {
                 let (v, _) = crate::net::tcp_bandwidth(p.addr(), window, 1, placement).ok()?;
                 (!v.is_empty()).then(|| takt_measure::stats::median(&v))
             },
-            || Ok(iperf3_once(&port, &secs, &client_s, &server_s)),
+            || Ok::<_, ToolError>(iperf3_once(&port, &secs, &client_s, &server_s)),
         )
         .unwrap_or_default();
         drop(peer);
@@ -744,7 +728,7 @@ fn fio(ctx: &mut Ctx) {
             },
             || {
                 let r = output("taskset", &args).map(|t| parse_fio(&t))?;
-                Ok(match r {
+                Ok::<_, ToolError>(match r {
                     Some(r) if sequential => Some(r.bw_bytes / 1e6),
                     Some(r) => {
                         means.push(r.clat_mean_ns / 1000.0);
@@ -758,7 +742,7 @@ fn fio(ctx: &mut Ctx) {
         let (ours, s) = match got {
             Ok(v) => v,
             Err(e) => {
-                ctx.skip(&format!("compare fio {rw}"), e);
+                ctx.skip(&format!("compare fio {rw}"), e.to_string());
                 continue;
             }
         };
@@ -831,7 +815,7 @@ mod tests {
             },
             || {
                 log.borrow_mut().push('T');
-                Ok(Some(10.0))
+                Ok::<_, String>(Some(10.0))
             },
         )
         .unwrap();

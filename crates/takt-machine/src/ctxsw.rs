@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use takt_sched::{CpuSet, Futex, ThreadSpec};
 
-use crate::cleanup::{register, Item};
 use crate::stats::{collect, ticks_ns, Estimate, Sampled};
 use crate::timer::pin_current;
 use crate::Ctx;
+use takt_host::cleanup::{register, Item};
 use takt_measure::result::Better;
 
 /// Round trips per sample.
@@ -83,7 +83,7 @@ fn fork_echo(rx: i32, tx: i32, close_in_child: [i32; 2], cpu: usize, len: usize)
 /// Two pipes and an echo child pinned to `cpu`: the parent's write end
 /// and read end, the child's pid and its cleanup guard. `None` when a pipe
 /// or the fork fails.
-fn echo_pair(cpu: usize, len: usize) -> Option<(i32, i32, i32, crate::cleanup::Guard)> {
+fn echo_pair(cpu: usize, len: usize) -> Option<(i32, i32, i32, takt_host::cleanup::Guard)> {
     let mut a = [0i32; 2];
     let mut b = [0i32; 2];
     // SAFETY: valid 2-int arrays.
@@ -115,7 +115,7 @@ fn echo_pair(cpu: usize, len: usize) -> Option<(i32, i32, i32, crate::cleanup::G
 }
 
 /// Closes the parent's ends (the child reads EOF and exits) and reaps it.
-fn end_echo(tx: i32, rx: i32, pid: i32, guard: crate::cleanup::Guard) {
+fn end_echo(tx: i32, rx: i32, pid: i32, guard: takt_host::cleanup::Guard) {
     // SAFETY: our own fds; the pid is our child.
     unsafe {
         libc::close(tx);

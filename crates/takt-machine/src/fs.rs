@@ -43,9 +43,9 @@ use std::time::{Duration, Instant};
 
 use takt_sched::ThreadSpec;
 
-use crate::cleanup::{register, scratch_dir, Guard, Item};
 use crate::stats::{collect, ticks_ns, Estimate, Sampled};
 use crate::{Ctx, Mode, Series};
+use takt_host::cleanup::{register, scratch_dir, Guard, Item};
 use takt_measure::result::Better;
 
 /// A read-time rise by this factor between sweep sizes marks the cache size.
@@ -353,7 +353,7 @@ fn file_cache(ctx: &mut Ctx, dir: &Path) {
     let mut points = Vec::new();
     let avail = ctx.desc.mem_available;
     for size in sweep_sizes(max) {
-        if crate::cleanup::interrupted().is_some() {
+        if crate::interrupted().is_some() {
             return;
         }
         if append(&mut f, size - have)
@@ -718,7 +718,7 @@ fn contention(ctx: &mut Ctx, dir: &Path) {
 }
 
 pub(crate) fn run(ctx: &mut Ctx) {
-    let (dir, dir_guard) = match scratch_dir(&ctx.cfg.scratch_dir) {
+    let (dir, dir_guard) = match scratch_dir(&ctx.cfg.scratch_dir, crate::SCRATCH_PREFIX) {
         Ok(d) => d,
         Err(e) => {
             ctx.skip(

@@ -255,7 +255,7 @@ fn curve(ctx: &Ctx, thp: bool, sizes: &[u64], line: u64) -> (Vec<Measured>, u64)
     let sample_ns: f64 = 1e6;
     let mut out = Vec::new();
     for (i, &size) in sizes.iter().enumerate() {
-        if crate::cleanup::interrupted().is_some() {
+        if crate::interrupted().is_some() {
             break;
         }
         let start = link(&mut region, size, line, 0x9E37_79B9_7F4A_7C15 ^ size);

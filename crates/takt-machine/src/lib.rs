@@ -63,8 +63,11 @@
 //!
 //! ## Cleanup
 //! Every file, network namespace and child process the suite creates is
-//! registered with [`cleanup`] and removed when the run ends, fails or is
-//! interrupted (SIGINT, SIGTERM, SIGHUP).
+//! registered with takt-host's [`cleanup`] registry
+//! and removed when the run ends, fails or is
+//! interrupted (SIGINT, SIGTERM, SIGHUP: the run stops at its next sample
+//! and returns [`MachineError::Interrupted`]; a second signal cleans up
+//! and ends the process at once).
 //!
 //! ## Example
 //!
@@ -99,9 +102,11 @@ use takt_measure::result::{Document, DocumentBuilder, ResultRow};
 use takt_measure::suite::{Cancel, RunContext, Suite, SuiteOutput};
 use takt_measure::table::Table;
 
+use takt_host::cleanup;
+
 mod bandwidth;
 mod calls;
-pub mod cleanup;
+mod command;
 pub mod compare;
 mod create;
 mod ctxsw;
@@ -111,18 +116,35 @@ pub mod latency;
 pub mod levels;
 mod loops;
 mod net;
-mod netns;
+mod ns_host;
 mod pagefault;
 pub mod peer;
-pub mod plot;
+mod plot;
 pub mod repeat;
 pub mod stats;
 mod syscalls;
 mod timer;
 
+pub use command::{run_command, Command};
 pub use describe::Description;
 pub use latency::{detect_levels, CacheLevel, CurvePoint};
 pub use stats::{Estimate, Sampled};
+
+/// The prefix of the scratch directories the suite makes.
+pub(crate) const SCRATCH_PREFIX: &str = "takt-machine";
+
+/// Installs the process's signal handling ([`takt_measure::cancel`]); the
+/// cleanup registry undoes everything on a second signal. Without
+/// handlers (the system refused them) a signal ends the process by its
+/// default action, and the next start repairs from the registry's journal.
+pub(crate) fn install_signal_handling() {
+    let _ = takt_measure::cancel::install();
+}
+
+/// The number of the signal that interrupted the run, if one did.
+pub(crate) fn interrupted() -> Option<i32> {
+    takt_measure::cancel::received().map(takt_measure::cancel::Signal::number)
+}
 
 /// How long and how thoroughly to measure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -430,6 +452,23 @@ pub enum MachineError {
     /// An `--only` list named no measurement or an unknown one.
     #[error("{0}")]
     Only(String),
+    /// Running the suite as a command (announcing, printing, signals).
+    #[error(transparent)]
+    Measure(#[from] takt_measure::error::MeasureError),
+    /// `--serve` could not serve.
+    #[error("--serve {addr}: {source}")]
+    Serve {
+        /// The address asked for.
+        addr: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// `--repeat` could not find the program to run again.
+    #[error("cannot find the takt binary: {source}")]
+    Exe {
+        /// The OS error.
+        source: std::io::Error,
+    },
 }
 
 /// A curve for the plots: a named series of (x, y) points.
@@ -529,8 +568,10 @@ impl Ctx {
 /// Runs the selected measurements and returns the document, with
 /// progress lines on stderr when `cfg.progress` is set.
 ///
-/// Installs the interrupt handler of [`cleanup`] first: on SIGINT/SIGTERM
-/// everything created so far is removed and the process exits with 130.
+/// Installs the process's signal handling first
+/// ([`takt_measure::cancel::install`]): after SIGINT, SIGTERM or
+/// SIGHUP the run stops at its next sample, removes everything it created
+/// and returns [`MachineError::Interrupted`].
 pub fn run(cfg: Config) -> Result<MachineDocument, MachineError> {
     let progress = if cfg.progress {
         Progress::lines()
@@ -565,12 +606,6 @@ impl Suite for Config {
         format!("{} run", self.mode.name())
     }
 
-    /// [`cleanup`] handles SIGINT, SIGTERM and SIGHUP: it removes what
-    /// the run created and ends the process.
-    fn handles_signals(&self) -> bool {
-        true
-    }
-
     fn run(&self, ctx: &RunContext) -> Result<MachineDocument, MachineError> {
         run_with(self.clone(), ctx)
     }
@@ -580,7 +615,7 @@ impl Suite for Config {
 /// per family with its estimated time; a cancelled `ctx` stops the run
 /// after the current family ([`MachineError::Cancelled`]), cleaned up.
 pub fn run_with(cfg: Config, run_ctx: &RunContext) -> Result<MachineDocument, MachineError> {
-    cleanup::install_interrupt_handler();
+    crate::install_signal_handling();
     std::fs::create_dir_all(&cfg.out_dir).map_err(|source| MachineError::OutDir {
         path: cfg.out_dir.clone(),
         source,
@@ -631,7 +666,7 @@ pub fn run_with(cfg: Config, run_ctx: &RunContext) -> Result<MachineDocument, Ma
             Family::Fs => fs::run(&mut ctx),
         }
         stage.finish();
-        if let Some(sig) = cleanup::interrupted() {
+        if let Some(sig) = crate::interrupted() {
             cleanup::run_all();
             return Err(MachineError::Interrupted(sig));
         }

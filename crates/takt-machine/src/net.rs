@@ -2,7 +2,7 @@
 //! TCP connection setup and teardown, against
 //! - `loopback`: a [`Peer`] on threads of this process at 127.0.0.1,
 //! - `netns`: a peer process in a network namespace behind a veth pair
-//!   (see [`netns`](crate::netns)): the report's second machine, without
+//!   (see [`ns_host`](crate::ns_host)): the report's second machine, without
 //!   the wire,
 //! - `remote`: `--remote HOST[:PORT]` running `takt machine --serve`.
 //!
@@ -193,7 +193,7 @@ pub(crate) fn tcp_bandwidth(
             )));
         }
         out.push(gbs);
-        if crate::cleanup::interrupted().is_some() {
+        if crate::interrupted().is_some() {
             break;
         }
     }
@@ -245,7 +245,7 @@ fn connect_teardown(
             down.push(ticks_ns(t2, t3) / 1000.0);
         }
         n += 1;
-        if crate::cleanup::interrupted().is_some() {
+        if crate::interrupted().is_some() {
             break;
         }
     }
@@ -411,7 +411,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
             "net netns",
             "no peer command (library use without the takt binary)",
         ),
-        Some(cmd) => match crate::netns::create(&cmd, ctx.desc.root, ctx.cfg.interactive) {
+        Some(cmd) => match crate::ns_host::create(&cmd, ctx.desc.root, ctx.cfg.interactive) {
             Ok(host) => {
                 ctx.doc.note(format!("namespace host: {}", host.name));
                 measure_target(
@@ -426,14 +426,14 @@ pub(crate) fn run(ctx: &mut Ctx) {
                 );
                 drop(host);
             }
-            Err(e) => ctx.skip("net netns", e),
+            Err(e) => ctx.skip("net netns", e.to_string()),
         },
     }
     if let Some(remote) = ctx.cfg.remote.clone() {
         let with_port = if remote.contains(':') && !remote.ends_with(']') {
             remote.clone()
         } else {
-            format!("{remote}:{}", crate::netns::PEER_PORT)
+            format!("{remote}:{}", crate::ns_host::PEER_PORT)
         };
         match with_port.to_socket_addrs().map(|mut a| a.next()) {
             Ok(Some(addr)) => measure_target(

@@ -24,10 +24,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::cleanup::{register, scratch_dir, Item};
 use crate::stats::{collect, ticks_ns, Estimate, Sampled};
 use crate::timer::pin_current;
 use crate::Ctx;
+use takt_host::cleanup::{register, scratch_dir, Item};
 use takt_measure::result::Better;
 
 /// `statfs` magic of tmpfs: files there never leave memory.
@@ -185,7 +185,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
     );
 
     // File-backed.
-    let (dir, _dir_guard) = match scratch_dir(&ctx.cfg.scratch_dir) {
+    let (dir, _dir_guard) = match scratch_dir(&ctx.cfg.scratch_dir, crate::SCRATCH_PREFIX) {
         Ok(d) => d,
         Err(e) => {
             ctx.skip(

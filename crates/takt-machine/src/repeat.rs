@@ -21,7 +21,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use takt_measure::table::{fmt_num, fmt_value, Table};
 
-use crate::{cleanup, Family, MachineDocument, MachineError};
+use takt_host::cleanup;
+
+use crate::{Family, MachineDocument, MachineError};
 
 /// The target: medians of repeated runs within ±10% of each other.
 pub const TOLERANCE: f64 = 0.10;
@@ -266,16 +268,17 @@ pub fn render(rep: &Repeatability) -> String {
 /// independent runs, as a user would make them, none inheriting the
 /// previous one's address space or page cache state) and returns the
 /// first run's document with the `repeatability` section over all of them.
-/// `args` must not hold `--repeat` or `--json`. A child is killed and
-/// reaped if this process is interrupted; each run cleans up after itself
-/// on its own SIGINT/SIGTERM.
+/// `args` must not hold `--repeat` or `--json`. A signal that interrupts
+/// this process is passed on to the running child, which cleans up after
+/// itself; then this returns [`MachineError::Interrupted`]. A second
+/// signal kills and reaps the child.
 pub fn run_separately(
     program: &std::path::Path,
     args: &[String],
     runs: usize,
     mut progress: impl FnMut(&str),
 ) -> Result<MachineDocument, MachineError> {
-    cleanup::install_interrupt_handler();
+    crate::install_signal_handling();
     let mut docs = Vec::with_capacity(runs);
     for i in 1..=runs {
         progress(&format!("run {i} of {runs}"));
@@ -284,7 +287,7 @@ pub fn run_separately(
             runs,
             reason,
         };
-        let child = std::process::Command::new(program)
+        let mut child = std::process::Command::new(program)
             .args(args)
             .arg("--json")
             .stdin(std::process::Stdio::null())
@@ -293,10 +296,16 @@ pub fn run_separately(
             .spawn()
             .map_err(|e| failed(format!("cannot start {}: {e}", program.display())))?;
         let guard = cleanup::register(cleanup::Item::Child(child.id() as i32));
-        let out = child
-            .wait_with_output()
-            .map_err(|e| failed(e.to_string()))?;
+        let (status, stdout) = wait_forwarding(&mut child).map_err(|e| failed(e.to_string()))?;
         guard.keep();
+        if let Some(sig) = crate::interrupted() {
+            return Err(MachineError::Interrupted(sig));
+        }
+        let out = std::process::Output {
+            status,
+            stdout,
+            stderr: Vec::new(),
+        };
         if !out.status.success() {
             return Err(failed(out.status.to_string()));
         }
@@ -318,6 +327,41 @@ pub fn run_separately(
     ));
     first.repeatability = Some(rep);
     Ok(first)
+}
+
+/// How often [`wait_forwarding`] looks at the child and at signals.
+const CHILD_POLL: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Waits for `child` while reading its stdout, passing the first signal
+/// this process receives on to it.
+fn wait_forwarding(
+    child: &mut std::process::Child,
+) -> std::io::Result<(std::process::ExitStatus, Vec<u8>)> {
+    use std::io::Read;
+    let mut pipe = child.stdout.take().expect("stdout is piped");
+    let reader = takt_sched::ThreadSpec::new("takt-repeat-out")
+        .spawn(move || {
+            let mut out = Vec::new();
+            pipe.read_to_end(&mut out).map(|_| out)
+        })
+        .map_err(std::io::Error::other)?;
+    let mut forwarded = false;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if let (false, Some(sig)) = (forwarded, crate::interrupted()) {
+            // SAFETY: kill on our own child, not yet reaped (try_wait
+            // returned None), so the pid is still its.
+            unsafe { libc::kill(child.id() as i32, sig) };
+            forwarded = true;
+        }
+        std::thread::sleep(CHILD_POLL);
+    };
+    let out = reader
+        .join()
+        .map_err(|_| std::io::Error::other("the stdout reader panicked"))??;
+    Ok((status, out))
 }
 
 #[cfg(test)]

@@ -223,7 +223,7 @@ pub fn collect(
     let mut out = Vec::with_capacity(min.max(16));
     while out.len() < max && (out.len() < min || t0.elapsed() < budget) {
         out.push(one());
-        if crate::cleanup::interrupted().is_some() {
+        if crate::interrupted().is_some() {
             break;
         }
     }
@@ -302,7 +302,7 @@ pub(crate) fn collect_turns(budget: Duration, mut turns: Vec<Turn<'_>>) -> Vec<(
             samples.push((t.one)());
             *ticks += clock.now().saturating_sub(w0);
         }
-        if crate::cleanup::interrupted().is_some() {
+        if crate::interrupted().is_some() {
             break;
         }
     }

@@ -7,12 +7,20 @@
 //!   [`ResultRow`](result::ResultRow), the JSON result document every
 //!   measuring `takt` command prints with `--json` (described in this
 //!   crate's README);
-//! - [`stats`]: median, quantiles, spread, Student-t confidence intervals;
+//! - [`stats`]: all of takt's statistics: median, quantiles, spread,
+//!   Student's t (quantiles, intervals, the paired test), Clopper–Pearson
+//!   bounds, the Mann–Whitney rank test;
 //! - [`sampler`]: warm-up, repetitions and the CPU price of each run;
 //! - [`env`](mod@env): the machine block (CPU, kernel, commit, compiler, profile,
 //!   steal time, load);
-//! - [`table`]: the one table model for everything printed for people;
+//! - [`table`]: the one table model for everything printed for people,
+//!   rendered as text, Markdown or HTML;
+//! - [`chart`]: the one chart model (series with error bars, linear or log
+//!   axes, reference lines, the legend beside the data), drawn as SVG;
 //! - [`output`]: a document's human tables and `--json` output;
+//! - [`cancel`]: [`Cancel`](cancel::Cancel), the one cancellation token,
+//!   and the one place that installs the process's SIGINT, SIGTERM and
+//!   SIGHUP handling (first signal cancels, second ends the process);
 //! - [`suite`]: the one suite shape ([`Suite`](suite::Suite): estimate,
 //!   run with a [`RunContext`](suite::RunContext), return a document) and
 //!   the measuring command built on it;
@@ -48,6 +56,8 @@
 //! ```
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+pub mod cancel;
+pub mod chart;
 pub mod env;
 pub mod error;
 pub mod output;

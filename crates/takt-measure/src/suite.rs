@@ -35,8 +35,6 @@
 //! assert_eq!(doc.results[0].summary.median, 1.0);
 //! ```
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -46,52 +44,8 @@ use crate::output;
 use crate::progress::{Progress, Stage};
 use crate::result::Document;
 
-/// A cancellation flag shared by a run and whoever may stop it.
-#[derive(Clone, Debug, Default)]
-pub struct Cancel(Arc<AtomicBool>);
-
-impl Cancel {
-    /// A flag not yet raised.
-    pub fn new() -> Self {
-        Cancel::default()
-    }
-
-    /// A token over an existing flag (e.g. a plan's stop flag).
-    pub fn from_flag(flag: Arc<AtomicBool>) -> Self {
-        Cancel(flag)
-    }
-
-    /// The shared flag, for code that polls an `AtomicBool`.
-    pub fn flag(&self) -> Arc<AtomicBool> {
-        self.0.clone()
-    }
-
-    /// Raises the flag.
-    pub fn cancel(&self) {
-        // Release pairs with the Acquire load in is_cancelled.
-        self.0.store(true, Ordering::Release);
-    }
-
-    /// Whether the flag is raised.
-    pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::Acquire)
-    }
-
-    /// Raises this flag on Ctrl-C (and SIGTERM, SIGHUP); a second signal
-    /// ends the process with status 130 at once. One handler per process:
-    /// a second call is an error.
-    pub fn on_ctrl_c(&self) -> Result<(), MeasureError> {
-        let flag = self.clone();
-        ctrlc::set_handler(move || {
-            if flag.is_cancelled() {
-                std::process::exit(130);
-            }
-            eprintln!("\ninterrupted: finishing the current step (Ctrl-C again ends at once)");
-            flag.cancel();
-        })
-        .map_err(|e| MeasureError::Signal(e.to_string()))
-    }
-}
+/// The cancellation token, re-exported from its home [`crate::cancel`].
+pub use crate::cancel::Cancel;
 
 /// What a run carries: where progress goes and whether to stop.
 #[derive(Clone, Debug)]
@@ -174,7 +128,8 @@ pub trait Suite {
     }
 
     /// Whether the suite handles SIGINT/SIGTERM itself (then
-    /// [`run_command`] installs no Ctrl-C handler).
+    /// [`run_command`] does not [`watch`](crate::cancel::watch) its
+    /// token).
     fn handles_signals(&self) -> bool {
         false
     }
@@ -208,7 +163,8 @@ fn run_staged<S: Suite>(
 }
 
 /// A measuring command: announces `suite` on stderr with its estimate,
-/// runs it with progress ([`Progress::auto`]) and Ctrl-C cancelling it,
+/// runs it with progress ([`Progress::auto`]) and SIGINT, SIGTERM and
+/// SIGHUP cancelling it ([`crate::cancel`]),
 /// and prints the JSON document (`json`) or the tables on stdout; returns
 /// what the suite returned (for `--record`).
 pub fn run_command<S: Suite>(
@@ -218,7 +174,7 @@ pub fn run_command<S: Suite>(
 ) -> Result<S::Output, MeasureError> {
     let ctx = RunContext::new(Progress::auto(), Cancel::new());
     if !suite.handles_signals() {
-        ctx.cancel().on_ctrl_c()?;
+        crate::cancel::watch(ctx.cancel())?;
     }
     let describe = suite.describe();
     let estimate = suite.estimate();
@@ -232,6 +188,7 @@ pub fn run_command<S: Suite>(
         if ctx.is_cancelled() {
             MeasureError::Interrupted {
                 suite: suite.name().into(),
+                signal: ctx.cancel().signal(),
             }
         } else {
             MeasureError::Suite(Box::new(e))
@@ -277,9 +234,9 @@ mod tests {
         let ctx = RunContext::quiet();
         assert!(run_suite(&Stops, &ctx).is_err());
         assert!(ctx.is_cancelled());
-        let flag = Arc::new(AtomicBool::new(false));
+        let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let c = Cancel::from_flag(flag.clone());
         c.cancel();
-        assert!(flag.load(Ordering::Acquire));
+        assert!(flag.load(std::sync::atomic::Ordering::Acquire));
     }
 }

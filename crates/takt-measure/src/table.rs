@@ -3,9 +3,28 @@
 //! A [`Table`] has typed columns: [`Align::Left`] for text, [`Align::Right`]
 //! for numbers, so every table aligns the same way. Units belong in the
 //! headers (`median (ns/msg)`), parameters get a column each, and columns
-//! that stay empty in every row are left out. Rendering is comfy-table's,
-//! with a plain style (no borders, a `-` rule under the header, two spaces
-//! between columns) that reads well in a terminal and in a pipe.
+//! that stay empty in every row are left out.
+//!
+//! One model, three renderers:
+//! - [`Table::render`]: text for a terminal or a pipe (comfy-table, a plain
+//!   style: no borders, a `-` rule under the header, a space between
+//!   columns, no trailing spaces);
+//! - [`Table::to_markdown`]: a GitHub-flavoured Markdown table (the title
+//!   as a bold line above it; `|` escaped, numbers right-aligned);
+//! - [`Table::to_html`]: an HTML table for the report (every cell escaped
+//!   unless it was given as HTML with [`TableRow::html`]; number cells
+//!   carry `class="n"`, a row its [`TableRow::class`]).
+//!
+//! ```
+//! use takt_measure::table::{Table, TableRow};
+//!
+//! let mut t = Table::titled("ping_pong").text("impl").number("median (ns)");
+//! t.push(vec!["takt".into(), "9.5".into()]);
+//! t.push_row(TableRow::new(vec!["a<b".into(), "12".into()]).class("flag"));
+//! assert!(t.render().lines().any(|l| l.starts_with("takt ") && l.ends_with(" 9.5")));
+//! assert!(t.to_markdown().contains("| takt | 9.5 |"));
+//! assert!(t.to_html().contains("<tr class=\"flag\"><td>a&lt;b</td><td class=\"n\">12</td></tr>"));
+//! ```
 //!
 //! [`group_rows`] splits result rows into groups that share a section and
 //! a unit, with the union of their parameter names: the shape every
@@ -32,7 +51,50 @@ pub enum Align {
 pub struct Table {
     title: Option<String>,
     columns: Vec<(String, Align)>,
+    /// Every row has exactly one cell per column.
     rows: Vec<Vec<String>>,
+    /// Per row (same length as `rows`): its HTML class and HTML cells.
+    html: Vec<RowHtml>,
+}
+
+/// What a row adds for the HTML renderer.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct RowHtml {
+    class: Option<String>,
+    /// (column, pre-rendered HTML) replacing the escaped text there.
+    cells: Vec<(usize, String)>,
+}
+
+/// A row with what only the HTML renderer uses: a CSS class for the row,
+/// cells given as HTML (links, markup). The text renderers show the cells'
+/// text.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TableRow {
+    cells: Vec<String>,
+    html: RowHtml,
+}
+
+impl TableRow {
+    /// A row of text cells.
+    pub fn new(cells: Vec<String>) -> Self {
+        TableRow {
+            cells,
+            html: RowHtml::default(),
+        }
+    }
+
+    /// The row's CSS class in HTML (`flag`, `model`).
+    pub fn class(mut self, class: impl Into<String>) -> Self {
+        self.html.class = Some(class.into());
+        self
+    }
+
+    /// Cell `column` in HTML is `html`, written as given (not escaped);
+    /// its text (for the other renderers) stays the row's cell.
+    pub fn html(mut self, column: usize, html: impl Into<String>) -> Self {
+        self.html.cells.push((column, html.into()));
+        self
+    }
 }
 
 const STYLE: TableStyle = TableStyle::new()
@@ -82,6 +144,21 @@ impl Table {
         );
         cells.resize(self.columns.len(), String::new());
         self.rows.push(cells);
+        self.html.push(RowHtml::default());
+    }
+
+    /// Appends a row with its HTML extras (see [`Table::push`] for short
+    /// and long rows).
+    pub fn push_row(&mut self, row: TableRow) {
+        self.push(row.cells);
+        if let Some(last) = self.html.last_mut() {
+            *last = row.html;
+        }
+    }
+
+    /// The title, if any.
+    pub fn title(&self) -> Option<&str> {
+        self.title.as_deref()
     }
 
     /// Number of rows.
@@ -115,6 +192,21 @@ impl Table {
             let mut k = keep.iter();
             r.retain(|_| *k.next().unwrap_or(&true));
         }
+        // Renumber the HTML cells' columns to the kept ones.
+        let new_index: Vec<Option<usize>> = keep
+            .iter()
+            .scan(0, |n, &k| {
+                let i = k.then_some(*n);
+                *n += usize::from(k);
+                Some(i)
+            })
+            .collect();
+        for h in &mut self.html {
+            h.cells = std::mem::take(&mut h.cells)
+                .into_iter()
+                .filter_map(|(c, html)| Some((new_index.get(c).copied().flatten()?, html)))
+                .collect();
+        }
     }
 
     /// The table as text: the title line, headers, a rule, the rows; no
@@ -147,6 +239,116 @@ impl Table {
         }
         out
     }
+}
+
+impl Table {
+    /// The table as GitHub-flavoured Markdown: the title as a bold line
+    /// and a blank line, the header row, the alignment row (`---` text,
+    /// `--:` numbers), one line per row. Cells are escaped (`|`, `\`,
+    /// line breaks as `<br>`); ends with a newline. A table without
+    /// columns is its title only.
+    pub fn to_markdown(&self) -> String {
+        let mut out = String::new();
+        if let Some(title) = &self.title {
+            out.push_str(&format!("**{}**\n\n", md_escape(title)));
+        }
+        if self.columns.is_empty() {
+            return out;
+        }
+        let line = |cells: &mut dyn Iterator<Item = String>| {
+            let mut l = String::from("|");
+            for c in cells {
+                l.push(' ');
+                l.push_str(&c);
+                l.push_str(" |");
+            }
+            l.push('\n');
+            l
+        };
+        out.push_str(&line(&mut self.columns.iter().map(|(h, _)| md_escape(h))));
+        out.push_str(&line(&mut self.columns.iter().map(|(_, a)| {
+            match a {
+                Align::Left => "---",
+                Align::Right => "--:",
+            }
+            .to_string()
+        })));
+        for r in &self.rows {
+            out.push_str(&line(&mut r.iter().map(|c| md_escape(c))));
+        }
+        out
+    }
+
+    /// The table as HTML: `<div class="scroll"><table>` with the title as
+    /// its `<caption>`, a `<thead>` of the headers and a `<tbody>`; every
+    /// text escaped ([`html_escape`]) except cells given with
+    /// [`TableRow::html`]; non-empty cells of number columns carry
+    /// `class="n"` (right-aligned by the report's style sheet), rows their
+    /// [`TableRow::class`]. Ends with a newline.
+    pub fn to_html(&self) -> String {
+        let mut out = String::from("<div class=\"scroll\"><table>\n");
+        if let Some(title) = &self.title {
+            out.push_str(&format!("<caption>{}</caption>\n", html_escape(title)));
+        }
+        out.push_str("<thead><tr>");
+        for (h, _) in &self.columns {
+            out.push_str(&format!("<th>{}</th>", html_escape(h)));
+        }
+        out.push_str("</tr></thead>\n<tbody>\n");
+        for (r, extra) in self.rows.iter().zip(&self.html) {
+            match &extra.class {
+                Some(class) => out.push_str(&format!("<tr class=\"{}\">", html_escape(class))),
+                None => out.push_str("<tr>"),
+            }
+            for (i, (cell, (_, align))) in r.iter().zip(&self.columns).enumerate() {
+                let html = extra.cells.iter().rev().find(|(c, _)| *c == i);
+                match (html, align) {
+                    (Some((_, h)), _) => out.push_str(&format!("<td>{h}</td>")),
+                    (None, _) if cell.is_empty() => out.push_str("<td></td>"),
+                    (None, Align::Right) => {
+                        out.push_str(&format!("<td class=\"n\">{}</td>", html_escape(cell)))
+                    }
+                    (None, Align::Left) => out.push_str(&format!("<td>{}</td>", html_escape(cell))),
+                }
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</tbody></table></div>\n");
+        out
+    }
+}
+
+/// Escapes text for HTML element content and attribute values (`&`, `<`,
+/// `>`, `"`, `'`).
+pub fn html_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Escapes text for a Markdown table cell: `\` and `|` get a backslash,
+/// a line break becomes `<br>`.
+fn md_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '|' => out.push_str("\\|"),
+            '\n' => out.push_str("<br>"),
+            '\r' => {}
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 impl fmt::Display for Table {
@@ -364,6 +566,64 @@ mod tests {
         assert_eq!(lifted, ["mode=x"]);
         assert!(g1.params.is_empty());
         assert_eq!(g1.title(&lifted), "b (mode=x)");
+    }
+
+    #[test]
+    fn markdown_aligns_numbers_and_escapes_cells() {
+        let mut t = Table::titled("a | b").text("name").number("median (ns)");
+        t.push(vec!["x|y".into(), "1.5".into()]);
+        t.push(vec!["two\nlines".into(), String::new()]);
+        let md = t.to_markdown();
+        let lines: Vec<&str> = md.lines().collect();
+        assert_eq!(lines[0], "**a \\| b**");
+        assert_eq!(lines[1], "");
+        assert_eq!(lines[2], "| name | median (ns) |");
+        assert_eq!(lines[3], "| --- | --: |");
+        assert_eq!(lines[4], "| x\\|y | 1.5 |");
+        assert_eq!(lines[5], "| two<br>lines |  |");
+        assert!(md.ends_with('\n'));
+        assert_eq!(Table::titled("only").to_markdown(), "**only**\n\n");
+    }
+
+    #[test]
+    fn html_escapes_text_and_keeps_given_html() {
+        assert_eq!(
+            html_escape("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+        let mut t = Table::new().text("name").number("median (ns)").text("link");
+        t.push(vec!["<b>".into(), "12.3".into()]);
+        t.push_row(
+            TableRow::new(vec!["short row".into()])
+                .class("flag")
+                .html(2, "<a href=\"#x\">x</a>"),
+        );
+        let h = t.to_html();
+        assert!(
+            h.starts_with("<div class=\"scroll\"><table>\n<thead><tr><th>name</th>"),
+            "{h}"
+        );
+        assert!(
+            h.contains("<tr><td>&lt;b&gt;</td><td class=\"n\">12.3</td><td></td></tr>"),
+            "{h}"
+        );
+        assert!(
+            h.contains(
+                "<tr class=\"flag\"><td>short row</td><td></td><td><a href=\"#x\">x</a></td></tr>"
+            ),
+            "{h}"
+        );
+        assert_eq!(h.matches("<td").count(), 6);
+        assert!(h.ends_with("</tbody></table></div>\n"));
+        // the text renderers show the cell's text, not the HTML
+        assert!(!t.render().contains("href"));
+        // dropping an empty column keeps the HTML cells on their columns
+        let mut t = Table::titled("t<1>").text("a").number("b").text("c");
+        t.push_row(TableRow::new(vec!["x".into(), String::new(), "y".into()]).html(2, "<i>y</i>"));
+        t.drop_empty_columns();
+        let h = t.to_html();
+        assert!(h.contains("<caption>t&lt;1&gt;</caption>"), "{h}");
+        assert!(h.contains("<tr><td>x</td><td><i>y</i></td></tr>"), "{h}");
     }
 
     #[test]

@@ -49,9 +49,9 @@ use std::collections::{HashMap, VecDeque};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::mann_whitney::mann_whitney_p;
 use crate::row::{Better, Row};
 use crate::run::{Run, RunSummary};
+use takt_measure::stats::mann_whitney_p;
 
 /// Significance level of the rank test.
 pub const ALPHA: f64 = 0.05;

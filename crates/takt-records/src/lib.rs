@@ -54,7 +54,6 @@
 pub mod compare;
 mod document;
 mod error;
-mod mann_whitney;
 mod owner;
 mod row;
 mod run;
@@ -68,11 +67,11 @@ use serde_json::Value;
 pub use compare::{compare, Counts, Diff, RowDiff, Side, Verdict};
 pub use document::{validate_document, Document};
 pub use error::{Error, Result};
-pub use mann_whitney::mann_whitney_p;
 pub use row::{Better, Row};
 pub use run::{Run, RunMeta, RunStatus, RunSummary};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 pub use store::{Store, BUSY_TIMEOUT, DEFAULT_PATH};
+pub use takt_measure::stats::mann_whitney_p;
 
 /// Stores a finished run of `documents` in the database at `db` (created
 /// if absent) in one transaction, and returns its ID.

@@ -29,6 +29,9 @@ pub enum Error {
     /// A thread could not be made as specified.
     #[error(transparent)]
     Sched(#[from] takt_sched::SchedError),
+    /// A machine-wide change (a setting, a namespace) failed.
+    #[error(transparent)]
+    Host(#[from] takt_host::HostError),
     /// A thread of the run failed.
     #[error("{0}")]
     Thread(String),

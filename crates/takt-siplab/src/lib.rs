@@ -44,15 +44,17 @@ pub mod conn_flood;
 mod error;
 pub mod gen;
 pub mod interval;
-pub mod net;
 pub mod profile;
 pub mod relay;
 pub mod search;
 pub mod server_stats;
 pub mod sweep;
-pub mod system;
 pub mod target;
 pub mod torture;
 pub mod tune;
 
 pub use error::{Error, Result};
+/// `--net veth` (now in takt-host's `netns`).
+pub use takt_host::netns as net;
+/// Machine-wide settings (now in takt-host's `settings`).
+pub use takt_host::settings as system;

@@ -1,6 +1,5 @@
 //! `takt machine`: characterize this machine (the CSE 221 suite).
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -77,9 +76,6 @@ fn parse_size(s: &str) -> Result<u64, String> {
 }
 
 pub fn run(cmd: MachineCmd) -> Result<(), String> {
-    if let Some(addr) = cmd.serve {
-        return machine::peer::serve(&addr).map_err(|e| format!("--serve {addr}: {e}"));
-    }
     let mode = if cmd.quick {
         Mode::Quick
     } else if cmd.full {
@@ -97,67 +93,18 @@ pub fn run(cmd: MachineCmd) -> Result<(), String> {
     cfg.remote = cmd.remote;
     cfg.nfs = cmd.nfs;
     cfg.compare = cmd.compare;
-    cfg.interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-    cfg.peer_command = std::env::current_exe().ok().map(|exe| {
-        vec![
-            exe.to_string_lossy().into_owned(),
-            "machine".into(),
-            "--serve".into(),
-        ]
-    });
-    let Some(n) = cmd.repeat else {
-        return match takt_measure::suite::run_command("takt machine", &cfg, cmd.json) {
-            Ok(doc) => cmd.record.store(&doc),
-            // After a signal, whatever the run returned, exit as the signal's
-            // watcher does (`run_all` waits for its removals), so the status
-            // says "interrupted" whichever thread gets there first.
-            Err(e) => match machine::cleanup::interrupted() {
-                Some(sig) => {
-                    machine::cleanup::run_all();
-                    eprintln!("takt machine: {e}");
-                    std::process::exit(128 + sig);
-                }
-                None => Err(e.to_string()),
-            },
-        };
-    };
-    eprintln!(
-        "takt machine: {} run x {n}, expected about {} s",
-        mode.name(),
-        cfg.expected_duration().as_secs() * u64::from(n)
-    );
-    let doc = repeated(n as usize)?;
-    let text = if cmd.json {
-        takt_measure::output::to_json(&doc).map_err(|e| e.to_string())?
-    } else {
-        machine::render(&doc)
-    };
-    takt_measure::output::print(&text).map_err(|e| e.to_string())?;
-    // With --repeat, the runs are children that do not record; this
-    // process stores the document with the repeatability section.
-    cmd.record.store(&doc)
-}
-
-/// `--repeat N`: this same command line (without `--repeat` and
-/// `--json`) run N times as separate processes, summarized by
-/// [`machine::repeat::run_separately`].
-fn repeated(runs: usize) -> Result<machine::MachineDocument, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the takt binary: {e}"))?;
-    let mut args: Vec<String> = Vec::new();
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        if a == "--repeat" || a == "--db" {
-            it.next();
-        } else if !(a.starts_with("--repeat=")
-            || a.starts_with("--db=")
-            || a == "--json"
-            || a == "--record")
-        {
-            args.push(a);
-        }
+    let mut run = machine::Command::new(cfg);
+    run.json = cmd.json;
+    run.repeat = cmd.repeat;
+    run.serve = cmd.serve;
+    // After a signal the run returns its interruption, cleaned up; `main`
+    // turns it into the exit status 128 + N. With --repeat the runs are
+    // children that do not record: this process stores the document with
+    // the repeatability section.
+    match machine::run_command(&run).map_err(|e| e.to_string())? {
+        Some(doc) => cmd.record.store(&doc),
+        None => Ok(()),
     }
-    machine::repeat::run_separately(&exe, &args, runs, |line| eprintln!("takt machine: {line}"))
-        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -2,34 +2,28 @@
 
 use std::fmt;
 
+use takt_measure::cancel;
 use takt_measure::error::MeasureError;
 
-/// SIGINT's number: an interrupted run exits with 128 + it, as the shell
-/// reports a process the signal ended.
-const SIGINT: i32 = 2;
-
-/// A command's failure: interrupted by a signal, or failed with a message.
+/// A command's failure: a measuring command's error (an interruption
+/// among them), or a message.
 #[derive(Debug)]
 pub enum CmdError {
-    /// The run was interrupted by `signal` (Ctrl-C: SIGINT) and stopped
-    /// cleanly; the message says what was interrupted.
-    Interrupted {
-        /// What `main` prints.
-        message: String,
-        /// The signal's number.
-        signal: i32,
-    },
+    /// A suite run through `takt_measure::suite::run_command` failed or
+    /// was interrupted by a signal.
+    Measure(MeasureError),
     /// The command failed; what `main` prints.
     Failed(String),
 }
 
 impl CmdError {
-    /// The process's exit status for this error: 128 + the signal for an
-    /// interruption, 1 for a failure.
+    /// The process's exit status for this error: 128 + N for a run that
+    /// signal N interrupted (130 for Ctrl-C), else 128 + N if a signal
+    /// arrived while the command failed, else 1.
     pub fn exit_code(&self) -> i32 {
         match self {
-            CmdError::Interrupted { signal, .. } => 128 + signal,
-            CmdError::Failed(_) => 1,
+            CmdError::Measure(e @ MeasureError::Interrupted { .. }) => e.exit_code(),
+            _ => cancel::received().map_or(1, |s| s.exit_code()),
         }
     }
 }
@@ -37,9 +31,8 @@ impl CmdError {
 impl fmt::Display for CmdError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CmdError::Interrupted { message, .. } | CmdError::Failed(message) => {
-                f.write_str(message)
-            }
+            CmdError::Measure(e) => write!(f, "{e}"),
+            CmdError::Failed(message) => f.write_str(message),
         }
     }
 }
@@ -48,13 +41,7 @@ impl std::error::Error for CmdError {}
 
 impl From<MeasureError> for CmdError {
     fn from(e: MeasureError) -> Self {
-        match e {
-            MeasureError::Interrupted { .. } => CmdError::Interrupted {
-                message: e.to_string(),
-                signal: SIGINT,
-            },
-            e => CmdError::Failed(e.to_string()),
-        }
+        CmdError::Measure(e)
     }
 }
 
@@ -73,14 +60,21 @@ impl From<&str> for CmdError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use takt_measure::cancel::Signal;
 
     #[test]
-    fn an_interrupted_run_exits_130_and_a_failure_1() {
+    fn an_interrupted_run_exits_128_plus_the_signal_and_a_failure_1() {
         let e = CmdError::from(MeasureError::Interrupted {
             suite: "agents".into(),
+            signal: Some(Signal::Interrupt),
         });
         assert_eq!(e.exit_code(), 130);
-        assert_eq!(e.to_string(), "agents: interrupted");
+        assert!(e.to_string().starts_with("agents: interrupted"), "{e}");
+        let e = CmdError::from(MeasureError::Interrupted {
+            suite: "agents".into(),
+            signal: Some(Signal::Terminate),
+        });
+        assert_eq!(e.exit_code(), 143);
         assert_eq!(CmdError::from("no").exit_code(), 1);
         let e = CmdError::from(MeasureError::Signal("taken".into()));
         assert_eq!(e.exit_code(), 1);

@@ -1,7 +1,8 @@
 //! The `takt` command: a thin front over takt-lab and the runtimes.
 //!
 //! `main` parses, dispatches, maps errors to exit codes (1 for a failed
-//! command, 2 for bad usage) and treats a closed stdout as success.
+//! command, 2 for bad usage, 128 + N for one a signal cut short: 130 for
+//! SIGINT) and treats a closed stdout as success.
 
 // The flags' doc comments are clap's help text, written for a terminal
 // (`HOST[:PORT]`, `[::1]:5060`), not intra-doc links.
@@ -67,6 +68,7 @@ fn main() {
     };
     if let Err(e) = result {
         eprintln!("takt: {e}");
+        // A command that a signal cut short ends with 128 + N.
         std::process::exit(e.exit_code());
     }
 }

@@ -105,6 +105,9 @@ use takt_sip::ua::UaTimers;
 
 pub use arrivals::{achieved_rate, Arrivals, Schedule};
 pub use policy::{GenPolicy, PolicySource, OTHER_NOTE, REALTIME};
+/// Ends a run early when set, from any thread; cloning shares it (the
+/// laboratory's one cancellation token).
+pub use takt_measure::cancel::Cancel;
 pub use tcp::MAX_BACKLOG;
 
 pub use report::{
@@ -336,22 +339,6 @@ impl GenConfig {
             n = n.min(c);
         }
         n.clamp(1024, 1 << 21) as usize
-    }
-}
-
-/// Ends a run early when set, from any thread. Cloning shares it.
-#[derive(Debug, Clone, Default)]
-pub struct Cancel(Arc<AtomicBool>);
-
-impl Cancel {
-    /// Asks the run to stop.
-    pub fn cancel(&self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-
-    /// Whether it was asked.
-    pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
     }
 }
 

@@ -1,4 +1,43 @@
-//! Summary statistics over independent repetitions.
+//! All of takt's statistics: summaries of repetitions, Student's t
+//! (quantiles, intervals, the paired test), binomial bounds and the
+//! Mann–Whitney rank test.
+//!
+//! | question | function |
+//! |---|---|
+//! | median, spread, 95% interval of a row's runs | [`Summary::of`] |
+//! | a quantile of samples | [`quantile`], [`median`] |
+//! | Student's t quantile, any p and df | [`t_quantile`] ([`t_quantile_975`] for 95% intervals) |
+//! | interval of a mean at any confidence | [`t_interval`] |
+//! | did b change from a, run for run? | [`paired_t`] → [`Paired`] |
+//! | do two sets of runs differ (no pairing, no normality)? | [`mann_whitney_p`] |
+//! | bounds of a drop rate from k of n | [`clopper_pearson`] |
+//!
+//! The distributions rest on the regularized incomplete beta function
+//! ([`inc_beta`]), evaluated by its continued fraction and inverted by
+//! bisection: exact to double precision, no tables. The tests check them
+//! against the printed tables.
+//!
+//! ```
+//! use takt_measure::stats::{paired_t, t_quantile, Summary};
+//!
+//! assert!((t_quantile(0.975, 4.0) - 2.776).abs() < 5e-4);
+//! let s = Summary::of(&[12.1, 12.4, 12.3, 13.0, 12.2]);
+//! assert!(s.ci95[0] < s.mean && s.mean < s.ci95[1]);
+//! let before = [10.0, 11.0, 10.5, 10.8];
+//! let after = [9.0, 10.1, 9.4, 9.9];
+//! let p = paired_t(&before, &after).unwrap();
+//! assert!(p.diff > 0.0 && p.p < 0.05);
+//! ```
+
+mod binomial;
+mod mann_whitney;
+mod special;
+mod student_t;
+
+pub use binomial::clopper_pearson;
+pub use mann_whitney::mann_whitney_p;
+pub use special::{inc_beta, ln_gamma};
+pub use student_t::{paired_t, t_interval, t_quantile, t_quantile_975, t_two_sided_p, Paired};
 
 use serde::{Deserialize, Serialize};
 
@@ -19,26 +58,6 @@ pub struct Summary {
     pub ci95: [f64; 2],
     /// Number of samples.
     pub runs: usize,
-}
-
-/// Two-sided 97.5% quantiles of Student's t for 1..=30 degrees of freedom.
-const T975: [f64; 30] = [
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-    2.052, 2.048, 2.045, 2.042,
-];
-
-/// The 97.5% quantile of Student's t with `df` degrees of freedom.
-///
-/// Exact table values up to 30; beyond, interpolated linearly in `1/df`
-/// between 30 (2.042) and infinity (1.960), which is within 0.2% of the true
-/// quantile.
-pub fn t_quantile_975(df: usize) -> f64 {
-    match df {
-        0 => f64::INFINITY,
-        1..=30 => T975[df - 1],
-        _ => 1.960 + (2.042 - 1.960) * 30.0 / df as f64,
-    }
 }
 
 /// The median of `samples` (which need not be sorted); `NaN` when empty.
@@ -126,13 +145,6 @@ mod tests {
         let s = Summary::of(&[3.0]);
         assert_eq!(s.ci95, [3.0, 3.0]);
         assert_eq!(s.stddev, 0.0);
-    }
-
-    #[test]
-    fn t_quantiles() {
-        assert_eq!(t_quantile_975(4), 2.776);
-        assert!((t_quantile_975(60) - 2.001).abs() < 0.005);
-        assert!((t_quantile_975(10_000) - 1.960).abs() < 0.001);
     }
 
     #[test]

@@ -7,8 +7,11 @@
 //!    temporary name and renamed, so it is never half-written); only then
 //!    is the new value written, and read back.
 //! 2. [`SystemSettings::restore`] (and `Drop`, so also an error path or a
-//!    Ctrl-C that ends the run by unwinding) writes every original back,
-//!    ends the idle-latency hold and removes the state file.
+//!    signal that cancels the run, which then returns) writes every
+//!    original back, ends the idle-latency hold and removes the state
+//!    file. A second signal, which ends the process at once
+//!    ([`takt_measure::cancel`]), first writes back the originals of every
+//!    live state file of this process.
 //! 3. A run killed outright cannot restore anything; the next
 //!    [`SystemSettings::new`] calls [`repair`], which restores the values
 //!    of every state file whose process no longer runs, and removes it.
@@ -21,16 +24,38 @@
 //! it was restored.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use takt_sched::IdleLatency;
 
-use crate::error::{io, Error, Result};
+use crate::error::{io, HostError, Result};
 
-/// Where state files live (falls back to the temporary directory when it
-/// cannot be created).
-pub const STATE_DIR: &str = "/run/takt-siplab";
+/// State files of this process's live [`SystemSettings`], for the
+/// forced-exit hook.
+static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn live() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    LIVE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Writes back the originals named by this process's live state files
+/// (run when a second signal ends the process).
+fn restore_live() {
+    for file in live().iter() {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            continue;
+        };
+        let Ok(state) = serde_json::from_str::<State>(&text) else {
+            continue;
+        };
+        for c in state.changes.iter().filter(|c| !c.restored) {
+            let _ = write_value(&c.path, &c.original);
+        }
+        let _ = std::fs::remove_file(file);
+    }
+}
 
 /// One changed file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,15 +89,10 @@ pub struct SystemSettings {
     repaired: Vec<Change>,
 }
 
-/// The state directory: [`STATE_DIR`] if it can be created, else one in
-/// the temporary directory.
+/// The state directory: the cleanup registry's
+/// ([`crate::cleanup::state_dir`]).
 pub fn state_dir() -> PathBuf {
-    let run = PathBuf::from(STATE_DIR);
-    if std::fs::create_dir_all(&run).is_ok() {
-        run
-    } else {
-        std::env::temp_dir().join("takt-siplab-state")
-    }
+    crate::cleanup::state_dir()
 }
 
 fn read_value(path: &Path) -> Result<String> {
@@ -110,8 +130,8 @@ pub fn repair(dir: &Path) -> Result<Vec<Change>> {
         let text = std::fs::read_to_string(&path)
             .map_err(io(format!("reading state file {}", path.display())))?;
         let state: State = serde_json::from_str(&text).map_err(|e| {
-            Error::Config(format!(
-                "state file {} is not a takt-siplab state ({e}); remove it after checking the settings it names",
+            HostError::Config(format!(
+                "state file {} is not a takt settings state ({e}); remove it after checking the settings it names",
                 path.display()
             ))
         })?;
@@ -143,6 +163,7 @@ impl SystemSettings {
         std::fs::create_dir_all(dir)
             .map_err(io(format!("creating state directory {}", dir.display())))?;
         let repaired = repair(dir)?;
+        takt_measure::cancel::at_forced_exit(restore_live);
         Ok(SystemSettings {
             state_file: dir.join(format!("system-{}.json", std::process::id())),
             changes: Vec::new(),
@@ -163,6 +184,12 @@ impl SystemSettings {
     }
 
     fn save(&self) -> Result<()> {
+        {
+            let mut l = live();
+            if !l.contains(&self.state_file) {
+                l.push(self.state_file.clone());
+            }
+        }
         let state = State {
             pid: std::process::id(),
             changes: self.changes.clone(),
@@ -206,7 +233,7 @@ impl SystemSettings {
         let now = read_value(path)?;
         if now != value {
             self.put_back(i)?;
-            return Err(Error::Config(format!(
+            return Err(HostError::Config(format!(
                 "{} reads {now} after writing {value}",
                 path.display()
             )));
@@ -255,6 +282,7 @@ impl SystemSettings {
     pub fn restore(&mut self) -> Result<()> {
         self.release_idle();
         self.reset_files()?;
+        live().retain(|f| *f != self.state_file);
         match std::fs::remove_file(&self.state_file) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -279,7 +307,7 @@ impl SystemSettings {
 impl Drop for SystemSettings {
     fn drop(&mut self) {
         if let Err(e) = self.restore() {
-            eprintln!("takt-siplab: restoring system settings: {e}");
+            eprintln!("takt: restoring system settings: {e}");
         }
     }
 }
@@ -290,7 +318,7 @@ mod tests {
 
     fn scratch(name: &str) -> PathBuf {
         let d =
-            std::env::temp_dir().join(format!("takt-siplab-system-{name}-{}", std::process::id()));
+            std::env::temp_dir().join(format!("takt-host-settings-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d
