@@ -5,10 +5,11 @@ use std::time::{Duration, Instant};
 
 use takt_sched::{SpinBudget, ThreadSpec};
 
+use takt_measure::cancel::Cancel;
 use takt_measure::params;
 use takt_measure::result::{Better, Document, DocumentBuilder, ResultRow};
 use takt_measure::stats::quantile;
-use takt_measure::suite::{Cancel, RunContext, Suite};
+use takt_measure::suite::{RunContext, Suite};
 
 use crate::error::RemoteBenchError;
 use crate::ractor::RactorError;
