@@ -124,7 +124,7 @@ fn run_remote(cmd: RemoteCmd) -> Result<(), CmdError> {
             &cmd.sched.spec("takt-remote"),
             cmd.spin.spin,
         )
-        .map_err(|e| CmdError::Failed(e.to_string()));
+        .map_err(CmdError::from);
     }
     let opts = remote::Options {
         quick: cmd.out.quick,

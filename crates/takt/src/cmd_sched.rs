@@ -32,5 +32,5 @@ pub fn run(cmd: SchedCmd) -> Result<(), CmdError> {
         },
         None => Target::Thread(cmd.sched.spec("takt-check")),
     };
-    check(&target, cmd.json).map_err(|e| CmdError::Failed(e.to_string()))
+    check(&target, cmd.json).map_err(CmdError::from)
 }

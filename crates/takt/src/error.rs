@@ -12,6 +12,10 @@ pub enum CmdError {
     /// A suite run through `takt_measure::suite::run_command` failed or
     /// was interrupted by a signal.
     Measure(MeasureError),
+    /// A laboratory call outside a suite failed (`takt sched`).
+    Lab(takt_lab::error::LabError),
+    /// The answering node of `takt bench remote` (its child process) failed.
+    Remote(takt_bench_remote::RemoteBenchError),
     /// The command failed; what `main` prints.
     Failed(String),
 }
@@ -32,12 +36,35 @@ impl fmt::Display for CmdError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CmdError::Measure(e) => write!(f, "{e}"),
+            CmdError::Lab(e) => write!(f, "{e}"),
+            CmdError::Remote(e) => write!(f, "{e}"),
             CmdError::Failed(message) => f.write_str(message),
         }
     }
 }
 
-impl std::error::Error for CmdError {}
+impl std::error::Error for CmdError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CmdError::Measure(e) => Some(e),
+            CmdError::Lab(e) => Some(e),
+            CmdError::Remote(e) => Some(e),
+            CmdError::Failed(_) => None,
+        }
+    }
+}
+
+impl From<takt_lab::error::LabError> for CmdError {
+    fn from(e: takt_lab::error::LabError) -> Self {
+        CmdError::Lab(e)
+    }
+}
+
+impl From<takt_bench_remote::RemoteBenchError> for CmdError {
+    fn from(e: takt_bench_remote::RemoteBenchError) -> Self {
+        CmdError::Remote(e)
+    }
+}
 
 impl From<MeasureError> for CmdError {
     fn from(e: MeasureError) -> Self {
