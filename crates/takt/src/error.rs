@@ -54,6 +54,16 @@ impl std::error::Error for CmdError {
     }
 }
 
+/// For a command whose functions still return their failure as text: the
+/// message, while the exit status of an interrupted run still comes out
+/// right, from the signal the process received (see
+/// [`CmdError::exit_code`]).
+impl From<CmdError> for String {
+    fn from(e: CmdError) -> String {
+        e.to_string()
+    }
+}
+
 impl From<takt_lab::error::LabError> for CmdError {
     fn from(e: takt_lab::error::LabError) -> Self {
         CmdError::Lab(e)
