@@ -192,7 +192,8 @@ pub fn serve_until_stdin_closes(
     spin: SpinBudget,
 ) -> Result<(), RemoteBenchError> {
     let served = serve(url, name, thread, spin)?;
-    println!("{READY}");
+    takt_measure::output::print(&format!("{READY}\n"))
+        .map_err(RemoteBenchError::io("the responder's ready line"))?;
     let mut sink = [0u8; 64];
     let mut stdin = std::io::stdin().lock();
     while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
