@@ -5,15 +5,16 @@
 //! child process — must leave the machine as it found it, however the run
 //! ends. This crate is the one place that makes and undoes such changes:
 //!
-//! - [`cleanup`]: the registry. Register what you create or change
-//!   ([`cleanup::register`] an [`cleanup::Item`]); its [`cleanup::Guard`]
-//!   undoes it on drop, [`cleanup::run_all`] at the end of a run, a second
-//!   signal from the signal watcher before the process ends; a journal
-//!   file lets the next start [`cleanup::repair`] what a killed run left.
+//! - [`cleanup`]: the registry, the one record of every machine-wide
+//!   change. Register what you create or change ([`cleanup::register`] an
+//!   [`cleanup::Item`]); its [`cleanup::Guard`] undoes it on drop,
+//!   [`cleanup::run_all`] at the end of a run, a second signal from the
+//!   signal watcher before the process ends; one journal file per process
+//!   lets the next start [`cleanup::repair`] what a killed run left.
 //! - [`settings`]: [`SystemSettings`](settings::SystemSettings), values
-//!   written to `/proc/sys` and `/sys` with their originals saved first,
-//!   read back, kept as a record for the result document, restored on
-//!   drop and repaired at the next start; the idle-latency hold.
+//!   written to `/proc/sys` and `/sys` with their originals registered
+//!   first, read back, kept as a record for the result document and put
+//!   back on drop; the idle-latency hold. Each change is a registry item.
 //! - [`netns`]: network namespaces behind veth pairs
 //!   ([`Veth`](netns::Veth)), with receive packet steering; the SIP
 //!   laboratory's `--net veth` ([`VethNet`](netns::VethNet)).

@@ -58,9 +58,10 @@ pub struct VethSpec {
 #[derive(Debug)]
 pub struct Veth {
     spec: VethSpec,
-    // Fields drop in declaration order: the pair first (deleted at once,
-    // rather than when the kernel gets round to destroying the namespace),
-    // then the namespace.
+    // Fields drop in declaration order: the root side's RPS mask first,
+    // then the pair (deleted at once, rather than when the kernel gets
+    // round to destroying the namespace), then the namespace.
+    rps: Vec<Guard>,
     _link: Guard,
     _ns: Guard,
 }
@@ -145,6 +146,7 @@ impl Veth {
         ip(sudo, &["-n", ns, "link", "set", "lo", "up"])?;
         Ok(Veth {
             spec,
+            rps: Vec::new(),
             _link: link_guard,
             _ns: ns_guard,
         })
@@ -176,8 +178,10 @@ impl Veth {
 
     /// Sets receive packet steering: the namespace side's queue to
     /// `ns_cpus`, the root side's to `root_cpus` (left alone when empty).
-    /// Deleting the pair removes the masks with it.
-    pub fn set_rps(&self, ns_cpus: &CpuSet, root_cpus: &CpuSet) -> Result<()> {
+    /// The root side's original mask is a registry item ([`Item::Write`]),
+    /// put back when the pair drops; the namespace side's goes with the
+    /// namespace (its sysfs is only visible inside it).
+    pub fn set_rps(&mut self, ns_cpus: &CpuSet, root_cpus: &CpuSet) -> Result<()> {
         let mask = cpu_mask(ns_cpus);
         // the namespace side's sysfs is only visible inside the namespace
         // (ip netns exec mounts it there)
@@ -199,6 +203,11 @@ impl Veth {
         }
         if !root_cpus.is_empty() {
             let p = format!("/sys/class/net/{}/queues/rx-0/rps_cpus", self.spec.root_dev);
+            let original = std::fs::read_to_string(&p).map_err(io(format!("reading {p}")))?;
+            self.rps.push(register(Item::Write {
+                path: p.clone().into(),
+                original: original.trim().to_string(),
+            }));
             std::fs::write(&p, cpu_mask(root_cpus)).map_err(io(format!("writing {p}")))?;
         }
         Ok(())
@@ -303,7 +312,7 @@ impl VethNet {
         repair()?;
         let pid = std::process::id();
         let (root_ip, server_ip) = addresses(pid);
-        let veth = Veth::create(VethSpec {
+        let mut veth = Veth::create(VethSpec {
             namespace: format!("{NS_PREFIX}{pid}"),
             root_dev: format!("{ROOT_DEV}{pid:x}"),
             ns_dev: format!("{NS_DEV}{pid:x}"),

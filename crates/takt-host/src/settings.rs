@@ -1,61 +1,37 @@
 //! Machine-wide settings a run changes — sysctls, debugfs scheduler
-//! values, the idle-latency hold — recorded, and put back.
+//! values, the idle-latency hold — recorded for the result document, and
+//! put back.
 //!
-//! # What is guaranteed
+//! Every change is an item of the [cleanup registry](crate::cleanup), so
+//! it is undone and repaired as everything else is:
 //! 1. Before a file is first written, its original value is read and
-//!    saved in a **state file** (`STATE_DIR/system-PID.json`, written to a
-//!    temporary name and renamed, so it is never half-written); only then
-//!    is the new value written, and read back.
+//!    registered ([`Item::Write`]), which writes it to this process's
+//!    journal; only then is the new value written, and read back.
 //! 2. [`SystemSettings::restore`] (and `Drop`, so also an error path or a
 //!    signal that cancels the run, which then returns) writes every
-//!    original back, ends the idle-latency hold and removes the state
-//!    file. A second signal, which ends the process at once
-//!    ([`takt_measure::cancel`]), first writes back the originals of every
-//!    live state file of this process.
-//! 3. A run killed outright cannot restore anything; the next
-//!    [`SystemSettings::new`] calls [`repair`], which restores the values
-//!    of every state file whose process no longer runs, and removes it.
-//! 4. The idle-latency hold ([`takt_sched::IdleLatency`]) is an open file:
-//!    the kernel drops it when the process ends, however it ends, so it
-//!    needs no repair.
+//!    original back and ends the idle-latency hold. A second signal, which
+//!    ends the process at once ([`takt_measure::cancel`]), undoes them
+//!    with everything else registered ([`cleanup::run_all`]).
+//! 3. A run killed outright cannot restore anything; the next process
+//!    that registers anything repairs it from the journal
+//!    ([`cleanup::repair`]). [`SystemSettings::repaired`] reports the files
+//!    that repair put back.
+//! 4. The idle-latency hold ([`cleanup::hold_idle`]) is an open file: the
+//!    kernel drops it when the process ends, however it ends, so it needs
+//!    no repair.
 //!
 //! Every change is kept in [`SystemSettings::changes`] for the result
 //! document: the file, its original value, each value written and whether
 //! it was restored.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use takt_sched::IdleLatency;
 
+use crate::cleanup::{self, Guard, Item};
 use crate::error::{io, HostError, Result};
-
-/// State files of this process's live [`SystemSettings`], for the
-/// forced-exit hook.
-static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-
-fn live() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
-    LIVE.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Writes back the originals named by this process's live state files
-/// (run when a second signal ends the process).
-fn restore_live() {
-    for file in live().iter() {
-        let Ok(text) = std::fs::read_to_string(file) else {
-            continue;
-        };
-        let Ok(state) = serde_json::from_str::<State>(&text) else {
-            continue;
-        };
-        for c in state.changes.iter().filter(|c| !c.restored) {
-            let _ = write_value(&c.path, &c.original);
-        }
-        let _ = std::fs::remove_file(file);
-    }
-}
 
 /// One changed file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,35 +40,33 @@ pub struct Change {
     pub path: PathBuf,
     /// Its value before the run.
     pub original: String,
-    /// Every value written, in order.
+    /// Every value written, in order (empty for a change repaired at the
+    /// start: the journal keeps only the original).
     pub written: Vec<String>,
     /// The original is back.
     pub restored: bool,
 }
 
-/// The state file's contents.
-#[derive(Debug, Serialize, Deserialize)]
-struct State {
-    pid: u32,
-    changes: Vec<Change>,
-}
-
 /// The machine-wide settings of one run (see the module docs).
 #[derive(Debug)]
 pub struct SystemSettings {
-    state_file: PathBuf,
     changes: Vec<Change>,
-    idle: Option<IdleLatency>,
+    /// The registry item of each change whose file holds another value
+    /// than its original (`None` while restored); parallel to `changes`.
+    undo: Vec<Option<Guard>>,
+    /// The idle-latency hold: its limit and registry item.
+    idle: Option<(Duration, Guard)>,
     /// Every idle-latency hold taken, µs (for the record).
     idle_holds: Vec<u64>,
-    /// What [`repair`] put back at the start.
+    /// What the start-up repair put back (reported by the first
+    /// `SystemSettings` of the process).
     repaired: Vec<Change>,
 }
 
-/// The state directory: the cleanup registry's
-/// ([`crate::cleanup::state_dir`]).
+/// The journal directory: the cleanup registry's
+/// ([`cleanup::state_dir`]).
 pub fn state_dir() -> PathBuf {
-    crate::cleanup::state_dir()
+    cleanup::state_dir()
 }
 
 fn read_value(path: &Path) -> Result<String> {
@@ -105,75 +79,51 @@ fn write_value(path: &Path, value: &str) -> Result<()> {
     std::fs::write(path, value).map_err(io(format!("writing {value} to {}", path.display())))
 }
 
-fn alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
-}
+/// Whether a `SystemSettings` of this process has reported the start-up
+/// repair (it is reported once).
+static REPAIR_REPORTED: AtomicBool = AtomicBool::new(false);
 
-/// Restores the settings left by runs that died without restoring them
-/// (state files in `dir` whose process is gone) and removes their state
-/// files; returns what was put back. A value that cannot be written back
-/// is an error, and its state file stays for the next attempt.
-pub fn repair(dir: &Path) -> Result<Vec<Change>> {
-    let mut back = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Ok(back);
-    };
-    for e in entries.flatten() {
-        let path = e.path();
-        let is_state = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("system-") && n.ends_with(".json"));
-        if !is_state {
-            continue;
-        }
-        let text = std::fs::read_to_string(&path)
-            .map_err(io(format!("reading state file {}", path.display())))?;
-        let state: State = serde_json::from_str(&text).map_err(|e| {
-            HostError::Config(format!(
-                "state file {} is not a takt settings state ({e}); remove it after checking the settings it names",
-                path.display()
-            ))
-        })?;
-        if state.pid == std::process::id() || alive(state.pid) {
-            continue;
-        }
-        for mut c in state.changes {
-            if !c.restored {
-                write_value(&c.path, &c.original)?;
-                c.restored = true;
-                back.push(c);
-            }
-        }
-        std::fs::remove_file(&path)
-            .map_err(io(format!("removing state file {}", path.display())))?;
+/// The files the start-up repair put back, the first time it is asked.
+fn repaired_files() -> Vec<Change> {
+    cleanup::start();
+    if REPAIR_REPORTED.swap(true, Ordering::AcqRel) {
+        return Vec::new();
     }
-    Ok(back)
+    cleanup::repaired()
+        .into_iter()
+        .filter_map(|item| match item {
+            Item::Write { path, original } => Some(Change {
+                path,
+                original,
+                written: Vec::new(),
+                restored: true,
+            }),
+            _ => None,
+        })
+        .collect()
 }
 
 impl SystemSettings {
-    /// Repairs what dead runs left (see [`repair`]) and starts recording,
-    /// with its state file in [`state_dir`].
+    /// Starts recording. The first one of a process reports what the
+    /// start-up repair of dead runs put back ([`SystemSettings::repaired`]).
     pub fn new() -> Result<SystemSettings> {
-        SystemSettings::in_dir(&state_dir())
-    }
-
-    /// Like [`SystemSettings::new`] with the state file in `dir`.
-    pub fn in_dir(dir: &Path) -> Result<SystemSettings> {
-        std::fs::create_dir_all(dir)
-            .map_err(io(format!("creating state directory {}", dir.display())))?;
-        let repaired = repair(dir)?;
-        takt_measure::cancel::at_forced_exit(restore_live);
+        let repaired = repaired_files();
+        if let Some(e) = cleanup::repair_failure() {
+            return Err(HostError::Config(format!(
+                "repairing what earlier runs left: {e}"
+            )));
+        }
         Ok(SystemSettings {
-            state_file: dir.join(format!("system-{}.json", std::process::id())),
             changes: Vec::new(),
+            undo: Vec::new(),
             idle: None,
             idle_holds: Vec::new(),
             repaired,
         })
     }
 
-    /// What [`repair`] restored when this run started.
+    /// What the start-up repair restored (for the first `SystemSettings`
+    /// of the process; empty for later ones).
     pub fn repaired(&self) -> &[Change] {
         &self.repaired
     }
@@ -183,29 +133,8 @@ impl SystemSettings {
         &self.changes
     }
 
-    fn save(&self) -> Result<()> {
-        {
-            let mut l = live();
-            if !l.contains(&self.state_file) {
-                l.push(self.state_file.clone());
-            }
-        }
-        let state = State {
-            pid: std::process::id(),
-            changes: self.changes.clone(),
-        };
-        let tmp = self.state_file.with_extension("tmp");
-        let text = serde_json::to_string_pretty(&state).expect("plain data serializes");
-        std::fs::write(&tmp, text)
-            .and_then(|()| std::fs::rename(&tmp, &self.state_file))
-            .map_err(io(format!(
-                "writing state file {}",
-                self.state_file.display()
-            )))
-    }
-
-    /// Writes `value` to `path` (its original saved first) and checks that
-    /// it reads back; `Err` leaves the original in place.
+    /// Writes `value` to `path` (its original registered first) and checks
+    /// that it reads back; `Err` leaves the original in place.
     pub fn set(&mut self, path: &Path, value: &str) -> Result<()> {
         let i = match self.changes.iter().position(|c| c.path == path) {
             Some(i) => i,
@@ -217,15 +146,21 @@ impl SystemSettings {
                     written: Vec::new(),
                     restored: true,
                 });
+                self.undo.push(None);
                 self.changes.len() - 1
             }
         };
         if read_value(path)? == value {
             return Ok(());
         }
+        if self.undo[i].is_none() {
+            self.undo[i] = Some(cleanup::register(Item::Write {
+                path: path.to_path_buf(),
+                original: self.changes[i].original.clone(),
+            }));
+        }
         self.changes[i].restored = false;
         self.changes[i].written.push(value.to_string());
-        self.save()?;
         if let Err(e) = write_value(path, value) {
             self.put_back(i)?;
             return Err(e);
@@ -241,13 +176,18 @@ impl SystemSettings {
         Ok(())
     }
 
+    /// Writes change `i`'s original back and strikes it from the registry
+    /// (an error leaves it registered, to be undone at exit or repaired).
     fn put_back(&mut self, i: usize) -> Result<()> {
         let c = &mut self.changes[i];
         if !c.restored {
             write_value(&c.path, &c.original)?;
             c.restored = true;
         }
-        self.save()
+        if let Some(g) = self.undo[i].take() {
+            g.keep();
+        }
+        Ok(())
     }
 
     /// Puts every changed file back to its original (keeps the record).
@@ -264,11 +204,11 @@ impl SystemSettings {
     /// Holds an idle-latency limit (machine-wide: every idle CPU, the
     /// generator's included), replacing any hold of this run.
     pub fn hold_idle(&mut self, limit: Duration) -> Result<()> {
-        if self.idle.as_ref().is_some_and(|h| h.limit() == limit) {
+        if self.idle.as_ref().is_some_and(|(l, _)| *l == limit) {
             return Ok(());
         }
         self.idle = None;
-        self.idle = Some(IdleLatency::hold(limit)?);
+        self.idle = Some((limit, cleanup::hold_idle(limit)?));
         self.idle_holds.push(limit.as_micros() as u64);
         Ok(())
     }
@@ -278,19 +218,10 @@ impl SystemSettings {
         self.idle = None;
     }
 
-    /// Restores everything and removes the state file.
+    /// Restores everything (the record stays).
     pub fn restore(&mut self) -> Result<()> {
         self.release_idle();
-        self.reset_files()?;
-        live().retain(|f| *f != self.state_file);
-        match std::fs::remove_file(&self.state_file) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(io(format!(
-                "removing state file {}",
-                self.state_file.display()
-            ))(e)),
-        }
+        self.reset_files()
     }
 
     /// The record for a result document: every change, the idle-latency
@@ -324,65 +255,47 @@ mod tests {
         d
     }
 
+    fn journal() -> String {
+        let path = state_dir().join(format!("cleanup-{}.json", std::process::id()));
+        std::fs::read_to_string(path).unwrap_or_default()
+    }
+
     #[test]
     fn sets_records_and_restores() {
         let d = scratch("restore");
         let knob = d.join("knob");
         std::fs::write(&knob, "100\n").unwrap();
-        let state = d.join("state");
         {
-            let mut s = SystemSettings::in_dir(&state).unwrap();
+            let mut s = SystemSettings::new().unwrap();
             s.set(&knob, "5").unwrap();
             assert_eq!(read_value(&knob).unwrap(), "5");
-            // the state file names the original before anything else
-            let saved =
-                std::fs::read_to_string(state.join(format!("system-{}.json", std::process::id())))
-                    .unwrap();
-            assert!(saved.contains("\"original\": \"100\""), "{saved}");
+            // the journal names the original
+            assert!(
+                cleanup::pending().contains(&Item::Write {
+                    path: knob.clone(),
+                    original: "100".into()
+                }),
+                "{:?}",
+                cleanup::pending()
+            );
+            assert!(journal().contains(&knob.display().to_string()));
             s.set(&knob, "7").unwrap();
             assert_eq!(s.changes()[0].written, ["5", "7"]);
             s.reset_files().unwrap();
             assert_eq!(read_value(&knob).unwrap(), "100");
+            assert!(!journal().contains(&knob.display().to_string()));
             s.set(&knob, "9").unwrap();
             // dropped here: restored
         }
         assert_eq!(read_value(&knob).unwrap(), "100");
-        assert_eq!(std::fs::read_dir(&state).unwrap().count(), 0);
+        assert!(!cleanup::pending()
+            .iter()
+            .any(|i| matches!(i, Item::Write { path, .. } if *path == knob)));
         // a file that cannot be written is an error and changes nothing
-        let mut s = SystemSettings::in_dir(&state).unwrap();
+        let mut s = SystemSettings::new().unwrap();
         let e = s.set(&d.join("missing"), "1").unwrap_err();
         assert!(e.to_string().contains("missing"), "{e}");
-        std::fs::remove_dir_all(&d).unwrap();
-    }
-
-    #[test]
-    fn a_dead_runs_leftovers_are_repaired() {
-        let d = scratch("repair");
-        let knob = d.join("knob");
-        std::fs::write(&knob, "100").unwrap();
-        let state = d.join("state");
-        let mut s = SystemSettings::in_dir(&state).unwrap();
-        s.set(&knob, "3").unwrap();
-        // the run "dies": nothing restored, and its state file names a
-        // process that has exited
-        let own = s.state_file.clone();
-        std::mem::forget(s);
-        let mut dead = std::process::Command::new("true").spawn().unwrap();
-        let dead_pid = dead.id();
-        dead.wait().unwrap();
-        let text = std::fs::read_to_string(&own).unwrap().replace(
-            &format!("\"pid\": {}", std::process::id()),
-            &format!("\"pid\": {dead_pid}"),
-        );
-        std::fs::remove_file(&own).unwrap();
-        std::fs::write(state.join(format!("system-{dead_pid}.json")), text).unwrap();
-        assert_eq!(read_value(&knob).unwrap(), "3");
-        let s = SystemSettings::in_dir(&state).unwrap();
-        assert_eq!(read_value(&knob).unwrap(), "100");
-        assert_eq!(s.repaired().len(), 1);
-        assert_eq!(s.repaired()[0].path, knob);
-        drop(s);
-        assert_eq!(std::fs::read_dir(&state).unwrap().count(), 0);
+        assert!(s.repaired().is_empty());
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -11,13 +11,17 @@
 //! - [`sip`]: `takt sip load`, SIPp or the native generator against the
 //!   in-process SIP proxy.
 //!
-//! [`sched_check`] is `takt sched`'s report: what the kernel accepted for a
-//! fresh thread or every thread of a process, as text, a table or JSON.
+//! Its own entry points: [`report`] runs `takt report` (the plan, its
+//! stages, the records of a run); [`runs`] is `takt runs` (stored runs
+//! listed, shown, compared); [`sched_check`] is `takt sched`'s report, what
+//! the kernel accepted for a fresh thread or every thread of a process, as
+//! text, a table or JSON.
 //!
 //! The result documents, statistics, sampling and the machine block come
 //! from `takt-measure` and are re-exported here under their old paths
 //! ([`result`], [`stats`], [`sampler`], [`env`](mod@env), [`output`]).
-//! [`LabError`](error::LabError) is the crate's one error type.
+//! [`OrchestrationError`] is the orchestration's error type ([`LabError`](error::LabError)
+//! is `sip`'s, which moves to takt-siplab with it).
 //!
 //! The repository README's Rust examples (the tour) run as this crate's
 //! doctests (`cargo test -p takt-lab --doc`), and its two longer examples
@@ -27,8 +31,13 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod error;
+mod orchestration_error;
+pub mod report;
+pub mod runs;
 pub mod sched_check;
 pub mod sip;
+
+pub use orchestration_error::OrchestrationError;
 
 pub use takt_measure::{env, output, params, result, sampler, stats};
 

@@ -14,7 +14,7 @@
 //! use takt_sched::ThreadSpec;
 //!
 //! check(&Target::Thread(ThreadSpec::new("takt-check")), false)?;
-//! # Ok::<(), takt_lab::error::LabError>(())
+//! # Ok::<(), takt_lab::OrchestrationError>(())
 //! ```
 
 use std::time::{Duration, Instant};
@@ -27,7 +27,7 @@ use takt_sched::{
     ThreadSchedStats, ThreadSpec,
 };
 
-use crate::error::LabError;
+use crate::OrchestrationError;
 
 /// How long the fresh thread busy-loops while its scheduler statistics
 /// are read.
@@ -51,17 +51,17 @@ pub enum Target {
 /// Checks `target` and prints the report on stdout (JSON with `json`),
 /// warnings on stderr. With a policy applied to a process, a thread that
 /// does not report it (other than a clamped slice, a warning) is an error.
-pub fn check(target: &Target, json: bool) -> Result<(), LabError> {
+pub fn check(target: &Target, json: bool) -> Result<(), OrchestrationError> {
     match target {
         Target::Thread(spec) => {
             let c = ThreadCheck::run(spec)?;
             if json {
-                print(&format!("{:#}\n", c.json()))?;
+                print(&format!("{:#}\n", c.json())).map_err(OrchestrationError::Output)?;
             } else {
                 for w in &c.warnings {
                     eprintln!("warning: {w}");
                 }
-                print(&c.text())?;
+                print(&c.text()).map_err(OrchestrationError::Output)?;
             }
             Ok(())
         }
@@ -70,12 +70,13 @@ pub fn check(target: &Target, json: bool) -> Result<(), LabError> {
                 Some(p) => takt_sched::apply_to_process(*pid, *p),
                 None => takt_sched::read_process(*pid),
             }
-            .map_err(LabError::Sched)?;
+            .map_err(OrchestrationError::Sched)?;
             if json {
-                print(&format!("{:#}\n", process_json(&got)))?;
+                print(&format!("{:#}\n", process_json(&got)))
+                    .map_err(OrchestrationError::Output)?;
                 return Ok(());
             }
-            print(&process_table(&got).render())?;
+            print(&process_table(&got).render()).map_err(OrchestrationError::Output)?;
             for t in &got.threads {
                 for w in &t.warnings {
                     eprintln!("warning: thread {}: {w}", t.tid);
@@ -87,7 +88,7 @@ pub fn check(target: &Target, json: bool) -> Result<(), LabError> {
             match got.applied {
                 Some(p) => match mismatched(&got, p) {
                     0 => Ok(()),
-                    threads => Err(LabError::NotApplied {
+                    threads => Err(OrchestrationError::NotApplied {
                         threads,
                         pid: *pid,
                         policy: p,
@@ -112,7 +113,7 @@ struct ThreadCheck {
 
 impl ThreadCheck {
     /// Spawns the thread, busy-loops [`BUSY`] on it and reads it back.
-    fn run(spec: &ThreadSpec) -> Result<ThreadCheck, LabError> {
+    fn run(spec: &ThreadSpec) -> Result<ThreadCheck, OrchestrationError> {
         let t = spec
             .spawn(|| {
                 let before = ThreadSchedStats::current().ok();
@@ -127,9 +128,11 @@ impl ThreadCheck {
                     before.zip(after).map(|(b, a)| a - b),
                 )
             })
-            .map_err(LabError::Sched)?;
+            .map_err(OrchestrationError::Sched)?;
         let warnings = t.applied().warnings.iter().map(|w| w.to_string()).collect();
-        let (policy, cpus, busy) = t.join().map_err(|_| LabError::Panicked("check"))?;
+        let (policy, cpus, busy) = t
+            .join()
+            .map_err(|_| OrchestrationError::Panicked("check"))?;
         Ok(ThreadCheck {
             spec: spec.clone(),
             warnings,

@@ -21,9 +21,9 @@ use std::time::Duration;
 
 use takt_sched::{CpuSet, ThreadSpec};
 
-use crate::stats::{ticks_ns, Estimate, Sampled};
+use crate::kinds;
+use crate::stats::{ticks_ns, Estimate};
 use crate::Ctx;
-use takt_measure::result::Better;
 
 /// The three kernels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -337,11 +337,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
                 Kernel::Write => Some(6.709),
                 Kernel::Copy => None,
             };
-            let mut s = Sampled::new(
-                "mem_bandwidth",
-                "GB/s",
-                Better::Higher,
-                format!(
+            let mut s = kinds::MEM_BANDWIDTH.sampled(format!(
                     "{} of 16 MiB chunks cycling through a {} MiB buffer per thread ({}x the {} MiB LLC, {}), threads pinned; read, write and copy take turns of two buffer cycles over the whole budget, the first cycle of each turn discarded",
                     kernel.name(),
                     bytes >> 20,

@@ -23,10 +23,10 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use crate::stats::{ticks_ns, Estimate, Sampled};
+use crate::kinds;
+use crate::stats::{ticks_ns, Estimate};
 use crate::timer::pin_current;
 use crate::Ctx;
-use takt_measure::result::Better;
 
 /// Calls per bracket.
 const INNER: u64 = 1000;
@@ -235,11 +235,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
         // (store + load ~4 cycles, plus the stack adjustment).
         let cycles = 4.0 + if k >= 7 { 5.0 } else { 0.0 };
         ctx.push(
-            Sampled::new(
-                "procedure_call",
-                "ns",
-                Better::Lower,
-                "1000 chained calls of an extern \"C\" never-inlined fn (8 per loop iteration) minus the same loop doing the callee's work inline, per call; argument counts measured round-robin",
+            kinds::PROCEDURE_CALL.sampled("1000 chained calls of an extern \"C\" never-inlined fn (8 per loop iteration) minus the same loop doing the callee's work inline, per call; argument counts measured round-robin",
             )
             .param("args", k)
             .estimate(Estimate::new(

@@ -23,10 +23,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::stats::{collect, ticks_ns, Estimate, Sampled};
+use crate::kinds;
+use crate::stats::{collect, ticks_ns, Estimate};
 use crate::timer::pin_current;
 use crate::Ctx;
-use takt_measure::result::Better;
 
 /// Resident pages of this process (`/proc/self/statm` field 2).
 pub(crate) fn resident_pages() -> u64 {
@@ -103,11 +103,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
     );
     let (s, cpu) = collect(3, 20, 2000, budget, || us(fork_to_child()));
     ctx.push(
-        Sampled::new(
-            "fork_to_child",
-            "us",
-            Better::Lower,
-            "fenced TSC, fork(), the child's first instruction reads the TSC and pipes it back; parent pinned",
+        kinds::FORK_TO_CHILD.sampled("fenced TSC, fork(), the child's first instruction reads the TSC and pipes it back; parent pinned",
         )
         .extra("rss_pages", pages)
         .estimate(Estimate::new(fork_us, model.clone()))
@@ -116,18 +112,16 @@ pub(crate) fn run(ctx: &mut Ctx) {
     );
     let (s, cpu) = collect(3, 20, 2000, budget, || us(fork_exit_wait()));
     ctx.push(
-        Sampled::new(
-            "fork_exit_wait",
-            "us",
-            Better::Lower,
-            "fork(); the child _exit(0)s; the parent waitpid()s; parent pinned",
-        )
-        .extra("rss_pages", pages)
-        .estimate(Estimate::new(
-            2.0 * fork_us + 10.0,
-            format!("fork ({model}) + exit tearing the same page tables down + a wake-up ~10 us"),
-        ))
-        .with_samples(s.into_iter().filter(|v| v.is_finite()).collect(), cpu),
+        kinds::FORK_EXIT_WAIT
+            .sampled("fork(); the child _exit(0)s; the parent waitpid()s; parent pinned")
+            .extra("rss_pages", pages)
+            .estimate(Estimate::new(
+                2.0 * fork_us + 10.0,
+                format!(
+                    "fork ({model}) + exit tearing the same page tables down + a wake-up ~10 us"
+                ),
+            ))
+            .with_samples(s.into_iter().filter(|v| v.is_finite()).collect(), cpu),
     );
 
     // Threads: created by the pinned thread, so the new thread inherits its
@@ -156,11 +150,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
         }
     });
     ctx.push(
-        Sampled::new(
-            "thread_to_first",
-            "us",
-            Better::Lower,
-            "fenced TSC, std::thread spawn, the new thread's first instruction reads the TSC; creator pinned, the thread inherits its CPU",
+        kinds::THREAD_TO_FIRST.sampled("fenced TSC, std::thread spawn, the new thread's first instruction reads the TSC; creator pinned, the thread inherits its CPU",
         )
         .estimate(Estimate::new(10.0, thread_model))
         .published(7.387)
@@ -180,11 +170,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
         }
     });
     ctx.push(
-        Sampled::new(
-            "thread_create_join",
-            "us",
-            Better::Lower,
-            "std::thread spawn of an empty closure + join; creator pinned, the thread inherits its CPU",
+        kinds::THREAD_CREATE_JOIN.sampled("std::thread spawn of an empty closure + join; creator pinned, the thread inherits its CPU",
         )
         .estimate(Estimate::new(
             10.0 + 5.0,
@@ -202,18 +188,13 @@ pub(crate) fn run(ctx: &mut Ctx) {
             Err(_) => f64::NAN,
         }
     });
-    let mut row = Sampled::new(
-        "thread_create_join",
-        "us",
-        Better::Lower,
-        "takt_sched::ThreadSpec::spawn of an empty closure + join (adds the spec hand-off); creator pinned, the thread inherits its CPU",
+    let row = kinds::THREAD_CREATE_JOIN_SPEC.sampled("takt_sched::ThreadSpec::spawn of an empty closure + join (adds the spec hand-off); creator pinned, the thread inherits its CPU",
     )
     .estimate(Estimate::new(
         10.0 + 5.0 + 3.0,
         format!("{thread_model}; exit + join ~5 us; the spec hand-off is one more switch on the same CPU ~3 us"),
     ))
     .with_samples(s.into_iter().filter(|v| v.is_finite()).collect(), cpu);
-    row.implementation = "takt-spec".into();
     ctx.push(row);
     drop(pin);
 }

@@ -14,11 +14,11 @@ use std::time::Duration;
 
 use takt_sched::{CpuSet, Futex, ThreadSpec};
 
-use crate::stats::{collect, ticks_ns, Estimate, Sampled};
+use crate::kinds;
+use crate::stats::{collect, ticks_ns, Estimate};
 use crate::timer::pin_current;
 use crate::Ctx;
 use takt_host::cleanup::{register, Item};
-use takt_measure::result::Better;
 
 /// Round trips per sample.
 const ROUND_TRIPS: u32 = 200;
@@ -182,11 +182,7 @@ fn pipe_switch(ctx: &mut Ctx, place: Placement, cpu0: usize, cpu1: usize, budget
     }
     let (est, model) = switch_estimate(ctx, place, 0.6);
     ctx.push(
-        Sampled::new(
-            "ctxsw_process",
-            "us/switch",
-            Better::Lower,
-            "two processes ping-pong one byte over two pipes, 200 round trips per sample; half a round trip",
+        kinds::CTXSW_PROCESS.sampled("two processes ping-pong one byte over two pipes, 200 round trips per sample; half a round trip",
         )
         .param("placement", place.name())
         .estimate(Estimate::new(est, model))
@@ -279,11 +275,7 @@ fn futex_switch(ctx: &mut Ctx, place: Placement, cpu0: usize, cpu1: usize, budge
     let _ = peer.join();
     let (est, model) = switch_estimate(ctx, place, 0.3);
     ctx.push(
-        Sampled::new(
-            "ctxsw_thread_futex",
-            "us/switch",
-            Better::Lower,
-            "two threads ping-pong through a futex word (FUTEX_WAIT/WAKE, no spinning), 200 round trips per sample",
+        kinds::CTXSW_THREAD_FUTEX.sampled("two threads ping-pong through a futex word (FUTEX_WAIT/WAKE, no spinning), 200 round trips per sample",
         )
         .param("placement", place.name())
         .estimate(Estimate::new(est, model))
@@ -339,11 +331,7 @@ fn condvar_switch(ctx: &mut Ctx, place: Placement, cpu0: usize, cpu1: usize, bud
     let _ = peer.join();
     let (est, model) = switch_estimate(ctx, place, 0.5);
     ctx.push(
-        Sampled::new(
-            "ctxsw_thread_condvar",
-            "us/switch",
-            Better::Lower,
-            "two threads ping-pong through std Mutex + Condvar (the report's pthread_cond method), 200 round trips per sample",
+        kinds::CTXSW_THREAD_CONDVAR.sampled("two threads ping-pong through std Mutex + Condvar (the report's pthread_cond method), 200 round trips per sample",
         )
         .param("placement", place.name())
         .estimate(Estimate::new(est, model))

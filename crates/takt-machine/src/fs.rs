@@ -43,10 +43,10 @@ use std::time::{Duration, Instant};
 
 use takt_sched::ThreadSpec;
 
-use crate::stats::{collect, ticks_ns, Estimate, Sampled};
+use crate::kinds;
+use crate::stats::{collect, ticks_ns, Estimate};
 use crate::{Ctx, Mode, Series};
 use takt_host::cleanup::{register, scratch_dir, Guard, Item};
-use takt_measure::result::Better;
 
 /// A read-time rise by this factor between sweep sizes marks the cache size.
 pub const CACHE_JUMP: f64 = 4.0;
@@ -375,28 +375,24 @@ fn file_cache(ctx: &mut Ctx, dir: &Path) {
         ctx.progress(&format!("file cache {} MiB: {med:.0} ns/block", size >> 20));
         points.push((size, med));
         ctx.push(
-            Sampled::new(
-                "file_cache_read",
-                "ns/block",
-                Better::Lower,
-                "sequential 1 MiB reads of a file read once before, ns per 4 KiB block",
-            )
-            .param("file_mib", size >> 20)
-            .estimate(if size < avail {
-                Estimate::new(
-                    BLOCK as f64 / 8.0,
-                    format!(
+            kinds::FILE_CACHE_READ
+                .sampled("sequential 1 MiB reads of a file read once before, ns per 4 KiB block")
+                .param("file_mib", size >> 20)
+                .estimate(if size < avail {
+                    Estimate::new(
+                        BLOCK as f64 / 8.0,
+                        format!(
                         "fits in the {} MiB available for the page cache: a 4 KiB copy at ~8 GB/s",
                         avail >> 20
                     ),
-                )
-            } else {
-                Estimate::new(
-                    BLOCK as f64 / 1.0,
-                    "exceeds the page cache: read from the device at ~1 GB/s",
-                )
-            })
-            .with_samples(s, cpu),
+                    )
+                } else {
+                    Estimate::new(
+                        BLOCK as f64 / 1.0,
+                        "exceeds the page cache: read from the device at ~1 GB/s",
+                    )
+                })
+                .with_samples(s, cpu),
         );
     }
     ctx.filecache_series.push(Series {
@@ -420,11 +416,7 @@ fn file_cache(ctx: &mut Ctx, dir: &Path) {
         ),
     };
     ctx.push(
-        Sampled::new(
-            "file_cache_size",
-            "MiB",
-            Better::Higher,
-            format!("the file size where sequential read time jumps by more than {CACHE_JUMP}x ({note})"),
+        kinds::FILE_CACHE_SIZE.sampled(format!("the file size where sequential read time jumps by more than {CACHE_JUMP}x ({note})"),
         )
         .estimate(Estimate::new(
             (avail >> 20) as f64,
@@ -533,10 +525,10 @@ fn direct(ctx: &mut Ctx, dir: &Path, location: &str, path: &Path, file_bytes: u6
             ctx.skip(&format!("disk_read {name} {location}"), why);
             continue;
         };
-        let (unit, samples, est, better) = if len == BLOCK {
+        let (row_kind, samples, est) = if len == BLOCK {
             let est = if random { 80.0 } else { 20.0 };
             (
-                "us/block",
+                &kinds::DISK_READ_BLOCK,
                 s,
                 Estimate::new(
                     est + if nfs { net_rtt } else { 0.0 },
@@ -546,11 +538,10 @@ fn direct(ctx: &mut Ctx, dir: &Path, location: &str, path: &Path, file_bytes: u6
                         "sequential 4 KiB at the host's ~200 MB/s for small direct requests"
                     },
                 ),
-                Better::Lower,
             )
         } else {
             (
-                "MB/s",
+                &kinds::DISK_READ_MIB,
                 s.iter().map(|us| len as f64 / us).collect(),
                 if kind == BufKind::HugePage {
                     Estimate::new(
@@ -563,7 +554,6 @@ fn direct(ctx: &mut Ctx, dir: &Path, location: &str, path: &Path, file_bytes: u6
                         "the host serves each 4 KiB segment separately (~2 us each): ~1000 MB/s on the development VMs",
                     )
                 },
-                Better::Higher,
             )
         };
         let pattern = if random { "random" } else { "sequential" };
@@ -571,11 +561,7 @@ fn direct(ctx: &mut Ctx, dir: &Path, location: &str, path: &Path, file_bytes: u6
             BufKind::Pages => "pages",
             BufKind::HugePage => "huge_page",
         };
-        let mut row = Sampled::new(
-            "disk_read",
-            unit,
-            better,
-            format!(
+        let mut row = row_kind.sampled(format!(
                 "O_DIRECT pread of {} at {pattern} offsets aligned to {off_align} B (statx DIOALIGN), buffer aligned to {} in {}, {}",
                 if len == BLOCK { "4 KiB" } else { "1 MiB" },
                 if kind == BufKind::HugePage { "2 MiB".to_string() } else { format!("{} B", mem_align.max(4096)) },
@@ -690,11 +676,7 @@ fn contention(ctx: &mut Ctx, dir: &Path) {
             8 => Some(1899.0),
             _ => None,
         };
-        let mut row = Sampled::new(
-                "fs_contention",
-                "us/block",
-                Better::Lower,
-                format!(
+        let mut row = kinds::FS_CONTENTION.sampled(format!(
                     "N threads each read their own {} MiB file sequentially with O_DIRECT 4 KiB reads for {} ms; per block, all readers",
                     file_bytes >> 20,
                     window.as_millis()

@@ -27,14 +27,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::describe::Description;
+use crate::kinds;
 use crate::levels::human;
 pub use crate::levels::{
     detect_levels, memory_cliff, missing_levels, CacheLevel, DRIFT, MEM_STEP, RISE,
 };
-use crate::stats::{collect, ticks_ns, Estimate, Sampled};
+use crate::stats::{collect, ticks_ns, Estimate};
 use crate::timer::pin_current;
 use crate::{Ctx, Series};
-use takt_measure::result::Better;
 
 /// Smallest working set.
 const MIN_BYTES: u64 = 1 << 10;
@@ -410,11 +410,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
             else {
                 continue;
             };
-            let mut s = Sampled::new(
-                "mem_latency",
-                "ns",
-                Better::Lower,
-                "random-permutation pointer chase (one dependent load per cache line), pinned, pre-touched, warm-up discarded",
+            let mut s = kinds::MEM_LATENCY.sampled("random-permutation pointer chase (one dependent load per cache line), pinned, pre-touched, warm-up discarded",
             )
             .param("level", level.name.as_str())
             .param("thp", thp)

@@ -24,6 +24,12 @@
 //! document's own fields plus a few more, so every reader of result
 //! documents can read it.
 //!
+//! Every kind of row (name, implementation, unit, parameter keys) is
+//! listed once, in the crate's `kinds` table: the families start their
+//! rows from it, debug builds check every row against it on its way into
+//! the document, and [`synthetic_rows`] builds one row of each kind from
+//! it without measuring (the document shape snapshot's input).
+//!
 //! ## Families
 //! | name | what |
 //! |---|---|
@@ -112,6 +118,7 @@ mod create;
 mod ctxsw;
 pub mod describe;
 pub mod fs;
+mod kinds;
 pub mod latency;
 pub mod levels;
 mod loops;
@@ -127,6 +134,8 @@ mod timer;
 
 pub use command::{run_command, Command};
 pub use describe::Description;
+#[doc(hidden)]
+pub use kinds::synthetic_rows;
 pub use latency::{detect_levels, CacheLevel, CurvePoint};
 pub use stats::{Estimate, Sampled};
 
@@ -519,10 +528,13 @@ impl Ctx {
         if let Some(f) = self.family {
             s = s.extra("family", f.name());
         }
-        self.doc.push(s.into_row());
+        let row = s.into_row();
+        kinds::check(&row);
+        self.doc.push(row);
     }
 
     pub(crate) fn push_row(&mut self, row: ResultRow) {
+        kinds::check(&row);
         self.doc.push(row);
     }
 

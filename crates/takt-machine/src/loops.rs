@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::stats::{collect, ticks_ns, Estimate, Sampled};
+use crate::kinds;
+use crate::stats::{collect, ticks_ns, Estimate};
 use crate::timer::pin_current;
 use crate::Ctx;
-use takt_measure::result::Better;
 
 /// Longest loop measured (the report's range).
 pub(crate) const MAX_LEN: usize = 50;
@@ -80,11 +80,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
         .map(|i| takt_measure::stats::median(&curves.iter().map(|c| c[i]).collect::<Vec<_>>()))
         .collect();
     ctx.push(
-        Sampled::new(
-            "loop_overhead",
-            "ns/iteration",
-            Better::Lower,
-            "empty counted loop, lengths 0-50, median of 9 fenced-TSC runs per length; slope of a least-squares line",
+        kinds::LOOP_OVERHEAD.sampled("empty counted loop, lengths 0-50, median of 9 fenced-TSC runs per length; slope of a least-squares line",
         )
         .estimate(Estimate::new(
             1.0 / ghz,

@@ -37,10 +37,10 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
 use std::time::{Duration, Instant};
 
+use crate::kinds;
 use crate::peer::{Peer, MODE_CLOSE, MODE_ECHO, MODE_SINK, NO_CPU, READY};
-use crate::stats::{collect, ticks_ns, Estimate, Sampled};
+use crate::stats::{collect, ticks_ns, Estimate};
 use crate::Ctx;
-use takt_measure::result::Better;
 
 /// Round trips per RTT sample.
 const RTTS: usize = 100;
@@ -268,16 +268,12 @@ fn measure_target(ctx: &mut Ctx, peer: &str, addr: SocketAddr, model: Model) {
     ctx.progress(&format!("net {peer}: tcp rtt"));
     match tcp_rtt(addr, budget) {
         Ok((s, cpu)) => ctx.push(
-            Sampled::new(
-                "tcp_rtt",
-                "us",
-                Better::Lower,
-                "1-byte write + read of the echo, TCP_NODELAY, 100 round trips per sample",
-            )
-            .param("peer", peer)
-            .estimate(Estimate::new(rtt_est, rtt_model.clone()))
-            .published(if remote { 338.0 } else { 28.0 })
-            .with_samples(s, cpu),
+            kinds::TCP_RTT
+                .sampled("1-byte write + read of the echo, TCP_NODELAY, 100 round trips per sample")
+                .param("peer", peer)
+                .estimate(Estimate::new(rtt_est, rtt_model.clone()))
+                .published(if remote { 338.0 } else { 28.0 })
+                .with_samples(s, cpu),
         ),
         Err(e) => ctx.skip(&format!("tcp_rtt {peer}"), format!("{addr}: {e}")),
     }
@@ -287,7 +283,7 @@ fn measure_target(ctx: &mut Ctx, peer: &str, addr: SocketAddr, model: Model) {
     ctx.progress(&format!("net {peer}: udp rtt"));
     match udp_rtt(addr, budget) {
         Ok((s, cpu, lost)) if !s.is_empty() => ctx.push(
-            Sampled::new("udp_rtt", "us", Better::Lower, "1-byte datagram and its echo on a connected UDP socket, 100 round trips per sample")
+            kinds::UDP_RTT.sampled("1-byte datagram and its echo on a connected UDP socket, 100 round trips per sample")
                 .param("peer", peer)
                 .estimate(Estimate::new(
                     rtt_est * 0.9,
@@ -335,11 +331,7 @@ fn measure_target(ctx: &mut Ctx, peer: &str, addr: SocketAddr, model: Model) {
         };
         match tcp_bandwidth(addr, window, n, placement) {
             Ok((s, cpu)) => ctx.push(
-                Sampled::new(
-                    "tcp_bandwidth",
-                    "GB/s",
-                    Better::Higher,
-                    format!(
+                kinds::TCP_BANDWIDTH.sampled(format!(
                         "blocking 128 KiB writes to a sink reading 128 KiB, {} ms per connection after a discarded warm-up connection; bytes the sink counted / time to its answer; sender on CPU {}, sink {}",
                         window.as_millis(),
                         placement.sender.map_or("unpinned".into(), |c| c.to_string()),
@@ -363,7 +355,7 @@ fn measure_target(ctx: &mut Ctx, peer: &str, addr: SocketAddr, model: Model) {
     match connect_teardown(addr, budget) {
         Ok((setup, down, cpu)) => {
             ctx.push(
-                Sampled::new("tcp_connect", "us", Better::Lower, "connect() until it returns (SYN, SYN-ACK, ACK), fenced TSC")
+                kinds::TCP_CONNECT.sampled("connect() until it returns (SYN, SYN-ACK, ACK), fenced TSC")
                     .param("peer", peer)
                     .estimate(Estimate::new(
                         2.0 * (3.0 + hop) + 4.0,
@@ -373,7 +365,7 @@ fn measure_target(ctx: &mut Ctx, peer: &str, addr: SocketAddr, model: Model) {
                     .with_samples(setup, cpu / 2.0),
             );
             ctx.push(
-                Sampled::new("tcp_teardown", "us", Better::Lower, "after the peer's connection thread answered a ready byte: shutdown(SHUT_WR) until read() returns the peer's FIN (the peer wakes on EOF and closes); peer accept and thread creation outside the bracket")
+                kinds::TCP_TEARDOWN.sampled("after the peer's connection thread answered a ready byte: shutdown(SHUT_WR) until read() returns the peer's FIN (the peer wakes on EOF and closes); peer accept and thread creation outside the bracket")
                     .param("peer", peer)
                     .estimate(Estimate::new(
                         tcp + 3.0,

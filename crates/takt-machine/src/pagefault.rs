@@ -24,11 +24,11 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::stats::{collect, ticks_ns, Estimate, Sampled};
+use crate::kinds;
+use crate::stats::{collect, ticks_ns, Estimate};
 use crate::timer::pin_current;
 use crate::Ctx;
 use takt_host::cleanup::{register, scratch_dir, Item};
-use takt_measure::result::Better;
 
 /// `statfs` magic of tmpfs: files there never leave memory.
 const TMPFS_MAGIC: i64 = 0x0102_1994;
@@ -167,11 +167,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
         })
     });
     ctx.push(
-        Sampled::new(
-            "page_fault",
-            "us",
-            Better::Lower,
-            "write one byte per page of a fresh 16 MiB anonymous mapping (MADV_NOHUGEPAGE); time / ru_minflt",
+        kinds::PAGE_FAULT.sampled("write one byte per page of a fresh 16 MiB anonymous mapping (MADV_NOHUGEPAGE); time / ru_minflt",
         )
         .param("kind", "minor_anon")
         .estimate(Estimate::new(
@@ -236,11 +232,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
     });
     let pp = takt_measure::stats::median(&ppf);
     ctx.push(
-        Sampled::new(
-            "page_fault",
-            "us",
-            Better::Lower,
-            "read one byte per page of a mapped file that is in the page cache; time / ru_minflt",
+        kinds::PAGE_FAULT.sampled("read one byte per page of a mapped file that is in the page cache; time / ru_minflt",
         )
         .param("kind", "minor_file")
         .estimate(Estimate::new(
@@ -296,11 +288,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
         .measured("disk_read", Some(("pattern", "random")))
         .unwrap_or(80.0);
     ctx.push(
-        Sampled::new(
-            "page_fault",
-            "us",
-            Better::Lower,
-            "fsync + posix_fadvise(DONTNEED), map with MADV_RANDOM, read 128 random pages; time / ru_majflt",
+        kinds::PAGE_FAULT.sampled("fsync + posix_fadvise(DONTNEED), map with MADV_RANDOM, read 128 random pages; time / ru_majflt",
         )
         .param("kind", "major_file")
         .estimate(Estimate::new(

@@ -10,10 +10,10 @@
 use std::ffi::CString;
 use std::time::Duration;
 
+use crate::kinds;
 use crate::stats::{collect_turns, ticks_ns, Estimate, Sampled, Turn};
 use crate::timer::pin_current;
 use crate::Ctx;
-use takt_measure::result::Better;
 
 /// Calls per sample.
 const BATCH: u64 = 200;
@@ -120,11 +120,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
     // falls on all of them a little rather than on one entirely.
     let mut rows: Vec<(Sampled, Turn<'_>)> = vec![
         (
-            Sampled::new(
-                "syscall_getpid",
-                "ns",
-                Better::Lower,
-                "getpid through the raw `syscall` instruction, 200 per fenced-TSC sample",
+            kinds::SYSCALL_GETPID.sampled("getpid through the raw `syscall` instruction, 200 per fenced-TSC sample",
             )
             .estimate(est(10.0, "getpid body"))
             .published(54.7408),
@@ -135,11 +131,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
             }),
         ),
         (
-            Sampled::new(
-                "syscall_getppid",
-                "ns",
-                Better::Lower,
-                "getppid through the raw `syscall` instruction, 200 per fenced-TSC sample (what `perf bench syscall basic` calls)",
+            kinds::SYSCALL_GETPPID.sampled("getppid through the raw `syscall` instruction, 200 per fenced-TSC sample (what `perf bench syscall basic` calls)",
             )
             .estimate(est(40.0, "getppid body (RCU read of the parent, pid-namespace lookup)")),
             Turn::new(5, 30, 3000, || {
@@ -149,11 +141,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
             }),
         ),
         (
-            Sampled::new(
-                "syscall_getcwd",
-                "ns",
-                Better::Lower,
-                "getcwd through libc, 200 per fenced-TSC sample",
+            kinds::SYSCALL_GETCWD.sampled("getcwd through libc, 200 per fenced-TSC sample",
             )
             .estimate(est(150.0, "d_path walk and copy-out"))
             .published(180.0702),
@@ -169,13 +157,9 @@ pub(crate) fn run(ctx: &mut Ctx) {
     ];
     if io {
         rows.push((
-            Sampled::new(
-                "syscall_read",
-                "ns",
-                Better::Lower,
-                "read 1 byte from /dev/zero (lmbench `lat_syscall read`), 200 per sample",
-            )
-            .estimate(est(120.0, "fdget + VFS read + 1-byte copy")),
+            kinds::SYSCALL_READ
+                .sampled("read 1 byte from /dev/zero (lmbench `lat_syscall read`), 200 per sample")
+                .estimate(est(120.0, "fdget + VFS read + 1-byte copy")),
             Turn::new(5, 30, 3000, || {
                 batch(&mut || {
                     // SAFETY: zfd is open; rbyte is a valid 1-byte buffer.
@@ -184,13 +168,9 @@ pub(crate) fn run(ctx: &mut Ctx) {
             }),
         ));
         rows.push((
-            Sampled::new(
-                "syscall_write",
-                "ns",
-                Better::Lower,
-                "write 1 byte to /dev/null (lmbench `lat_syscall write`), 200 per sample",
-            )
-            .estimate(est(80.0, "fdget + VFS write")),
+            kinds::SYSCALL_WRITE
+                .sampled("write 1 byte to /dev/null (lmbench `lat_syscall write`), 200 per sample")
+                .estimate(est(80.0, "fdget + VFS write")),
             Turn::new(5, 30, 3000, || {
                 batch(&mut || {
                     // SAFETY: nfd is open; wbyte is a valid 1-byte buffer.
@@ -200,16 +180,12 @@ pub(crate) fn run(ctx: &mut Ctx) {
         ));
     }
     rows.push((
-        Sampled::new(
-            "syscall_stat",
-            "ns",
-            Better::Lower,
-            "stat(\"/\") (lmbench `lat_syscall stat` on a cached path), 200 per sample",
-        )
-        .estimate(est(
-            350.0,
-            "path lookup of one component + copy of struct stat",
-        )),
+        kinds::SYSCALL_STAT
+            .sampled("stat(\"/\") (lmbench `lat_syscall stat` on a cached path), 200 per sample")
+            .estimate(est(
+                350.0,
+                "path lookup of one component + copy of struct stat",
+            )),
         Turn::new(5, 30, 3000, || {
             batch(&mut || {
                 // SAFETY: zeroed stat is a valid out-buffer; root is NUL-terminated.
@@ -220,11 +196,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
         }),
     ));
     rows.push((
-        Sampled::new(
-            "syscall_open_close",
-            "ns",
-            Better::Lower,
-            "open(\"/dev/null\") + close (lmbench `lat_syscall open`), 200 pairs per sample",
+        kinds::SYSCALL_OPEN_CLOSE.sampled("open(\"/dev/null\") + close (lmbench `lat_syscall open`), 200 pairs per sample",
         )
         .estimate(Estimate::new(
             (2.0 * base_cycles + 1200.0) / ghz,

@@ -13,9 +13,9 @@
 
 use std::time::Duration;
 
-use crate::stats::{collect, collect_turns, ticks_ns, Estimate, Sampled, Turn};
+use crate::kinds;
+use crate::stats::{collect, collect_turns, ticks_ns, Estimate, Turn};
 use crate::Ctx;
-use takt_measure::result::Better;
 
 /// Pairs per sample for the cheap timers.
 const PAIRS: u64 = 1000;
@@ -180,18 +180,16 @@ pub(crate) fn run(ctx: &mut Ctx) {
     let (samples, cpu) = next();
     let reported = ctx.desc.cpu.reported_mhz;
     ctx.push(
-        Sampled::new(
-            "core_frequency",
-            "MHz",
-            Better::Higher,
-            "a chain of 2e5 dependent register adds (1 cycle each) timed with the fenced TSC",
-        )
-        .estimate(Estimate::new(
-            reported,
-            "the `cpu MHz` /proc/cpuinfo reports (in a VM usually the TSC rate)",
-        ))
-        .extra("tsc_mhz", ctx.desc.tsc_mhz)
-        .with_samples(samples, cpu),
+        kinds::CORE_FREQUENCY
+            .sampled(
+                "a chain of 2e5 dependent register adds (1 cycle each) timed with the fenced TSC",
+            )
+            .estimate(Estimate::new(
+                reported,
+                "the `cpu MHz` /proc/cpuinfo reports (in a VM usually the TSC rate)",
+            ))
+            .extra("tsc_mhz", ctx.desc.tsc_mhz)
+            .with_samples(samples, cpu),
     );
     let ghz = ctx.core_ghz();
     let tsc_ghz = (ctx.desc.tsc_mhz / 1000.0).max(1e-3);
@@ -203,11 +201,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
 
     let (s, cpu) = next();
     ctx.push(
-        Sampled::new(
-            "timer_fenced",
-            "ns",
-            Better::Lower,
-            "1000 back-to-back `lfence;rdtsc` ... `rdtscp;lfence` pairs per sample, mean delta",
+        kinds::TIMER_FENCED.sampled("1000 back-to-back `lfence;rdtsc` ... `rdtscp;lfence` pairs per sample, mean delta",
         )
         .estimate(Estimate::new(
             rdtscp_cyc / ghz,
@@ -222,17 +216,13 @@ pub(crate) fn run(ctx: &mut Ctx) {
 
     let (s, cpu) = next();
     ctx.push(
-        Sampled::new(
-            "timer_rdtsc",
-            "ns",
-            Better::Lower,
-            "1000 back-to-back plain `rdtsc` pairs per sample (unordered: a lower bound)",
-        )
-        .estimate(Estimate::new(
-            rdtsc_cyc / ghz,
-            format!("one RDTSC latency ({rdtsc_cyc} cycles, Agner Fog) at {ghz:.2} GHz"),
-        ))
-        .with_samples(s, cpu),
+        kinds::TIMER_RDTSC
+            .sampled("1000 back-to-back plain `rdtsc` pairs per sample (unordered: a lower bound)")
+            .estimate(Estimate::new(
+                rdtsc_cyc / ghz,
+                format!("one RDTSC latency ({rdtsc_cyc} cycles, Agner Fog) at {ghz:.2} GHz"),
+            ))
+            .with_samples(s, cpu),
     );
 
     let (s, cpu) = next();
@@ -243,11 +233,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
         "both CPUIDs sit outside the bracket"
     };
     ctx.push(
-        Sampled::new(
-            "timer_cpuid",
-            "ns",
-            Better::Lower,
-            "Paoloni: `cpuid;rdtsc` ... `rdtscp;cpuid`, 50 pairs per sample (the report's method)",
+        kinds::TIMER_CPUID.sampled("Paoloni: `cpuid;rdtsc` ... `rdtscp;cpuid`, 50 pairs per sample (the report's method)",
         )
         .estimate(Estimate::new(
             rdtscp_cyc / ghz,
@@ -262,11 +248,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
 
     let (s, cpu) = next();
     ctx.push(
-        Sampled::new(
-            "timer_instant",
-            "ns",
-            Better::Lower,
-            "two `Instant::now()` (vDSO clock_gettime) inside one fenced TSC bracket, 1000 per sample",
+        kinds::TIMER_INSTANT.sampled("two `Instant::now()` (vDSO clock_gettime) inside one fenced TSC bracket, 1000 per sample",
         )
         .estimate(Estimate::new(
             2.0 * (rdtscp_cyc + 40.0) / ghz,

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-/// What can go wrong making a report.
+/// What can go wrong writing or reading a report directory.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
     /// A file or directory could not be read or written.
@@ -29,20 +29,6 @@ pub enum ReportError {
         /// What is wrong.
         reason: String,
     },
-    /// An `--only` name that is not a stage.
-    #[error("unknown stage `{0}` (machine, agents, sme, sip, capacity, remote)")]
-    UnknownStage(String),
-    /// A stage's process could not be started.
-    #[error("cannot start `{command}`: {source}")]
-    Spawn {
-        /// The command line.
-        command: String,
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// The Ctrl-C handler could not be installed.
-    #[error("cannot install the interrupt handler: {0}")]
-    Signal(std::io::Error),
 }
 
 impl ReportError {

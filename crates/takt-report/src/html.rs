@@ -1,22 +1,11 @@
 //! HTML building blocks: escaping, numbers, tables with units, and the
 //! page around the sections (inline CSS; no scripts, no external resources).
 
-use std::fmt::Write as _;
+use takt_measure::table::{Align, Table, TableRow};
 
 /// Escapes text for element content and attribute values.
 pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+    takt_measure::table::html_escape(s)
 }
 
 /// A number with 3–4 significant digits, plainly (`0.359`, `12.4`, `1.23e6`).
@@ -64,21 +53,22 @@ impl Cell {
     }
 }
 
-/// A table: headers carry their units (`median (ns/msg)`).
+/// A table of typed cells, rendered with takt-measure's one table model
+/// ([`takt_measure::table::Table::to_html`]): headers carry their units
+/// (`median (ns/msg)`); a column with a number cell is a number column
+/// (right-aligned), and a text cell in it stays left-aligned.
 #[derive(Clone, Debug, Default)]
-pub struct Table {
+pub struct CellTable {
     head: Vec<String>,
-    rows: Vec<Vec<Cell>>,
-    classes: Vec<&'static str>,
+    rows: Vec<(Vec<Cell>, &'static str)>,
 }
 
-impl Table {
+impl CellTable {
     /// A table with these column headers.
-    pub fn new<S: Into<String>>(head: impl IntoIterator<Item = S>) -> Table {
-        Table {
+    pub fn new<S: Into<String>>(head: impl IntoIterator<Item = S>) -> CellTable {
+        CellTable {
             head: head.into_iter().map(Into::into).collect(),
             rows: Vec::new(),
-            classes: Vec::new(),
         }
     }
 
@@ -90,8 +80,7 @@ impl Table {
     /// Adds a row with a CSS class (`flag`, `model`).
     pub fn row_class(&mut self, mut cells: Vec<Cell>, class: &'static str) {
         cells.resize(self.head.len(), Cell::Empty);
-        self.rows.push(cells);
-        self.classes.push(class);
+        self.rows.push((cells, class));
     }
 
     /// Whether no row was added.
@@ -99,37 +88,47 @@ impl Table {
         self.rows.is_empty()
     }
 
-    /// The table as HTML.
-    pub fn render(&self) -> String {
-        let mut out = String::from("<div class=\"scroll\"><table>\n<thead><tr>");
-        for h in &self.head {
-            let _ = write!(out, "<th>{}</th>", esc(h));
+    /// The table in takt-measure's model.
+    pub fn to_table(&self) -> Table {
+        let mut t = Table::new();
+        let numeric: Vec<bool> = (0..self.head.len())
+            .map(|c| {
+                self.rows
+                    .iter()
+                    .any(|(cells, _)| matches!(cells[c], Cell::Num(_)))
+            })
+            .collect();
+        for (h, &n) in self.head.iter().zip(&numeric) {
+            t = t.column(h.clone(), if n { Align::Right } else { Align::Left });
         }
-        out.push_str("</tr></thead>\n<tbody>\n");
-        for (row, class) in self.rows.iter().zip(&self.classes) {
-            if class.is_empty() {
-                out.push_str("<tr>");
-            } else {
-                let _ = write!(out, "<tr class=\"{class}\">");
+        for (cells, class) in &self.rows {
+            let text = cells
+                .iter()
+                .map(|c| match c {
+                    Cell::Text(s) | Cell::Num(s) => s.clone(),
+                    Cell::Html(_) | Cell::Empty => String::new(),
+                })
+                .collect();
+            let mut row = TableRow::new(text);
+            if !class.is_empty() {
+                row = row.class(*class);
             }
-            for c in row {
+            for (i, c) in cells.iter().enumerate() {
                 match c {
-                    Cell::Text(s) => {
-                        let _ = write!(out, "<td>{}</td>", esc(s));
-                    }
-                    Cell::Num(s) => {
-                        let _ = write!(out, "<td class=\"n\">{}</td>", esc(s));
-                    }
-                    Cell::Html(s) => {
-                        let _ = write!(out, "<td>{s}</td>");
-                    }
-                    Cell::Empty => out.push_str("<td></td>"),
+                    Cell::Html(h) => row = row.html(i, h.clone()),
+                    // text in a number column stays left-aligned
+                    Cell::Text(s) if numeric[i] && !s.is_empty() => row = row.html(i, esc(s)),
+                    _ => {}
                 }
             }
-            out.push_str("</tr>\n");
+            t.push_row(row);
         }
-        out.push_str("</tbody></table></div>\n");
-        out
+        t
+    }
+
+    /// The table as HTML.
+    pub fn render(&self) -> String {
+        self.to_table().to_html()
     }
 }
 
@@ -204,7 +203,7 @@ mod tests {
             esc("<a href=\"x\">&'"),
             "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
         );
-        let mut t = Table::new(["name", "median (ns)"]);
+        let mut t = CellTable::new(["name", "median (ns)"]);
         t.row(vec![Cell::text("<b>"), Cell::num(12.345)]);
         t.row(vec![Cell::text("short row")]);
         let h = t.render();

@@ -1,10 +1,10 @@
 //! What a report is made from: the run's metadata and, per stage, either
 //! its result document or the reason it was not measured.
 //!
-//! The same input comes from a fresh run ([`crate::plan`]), from a report
-//! directory on disk ([`ReportInput::load_dir`]) or from the run records
-//! (documents as JSON values), so rendering never depends on how the
-//! documents were obtained.
+//! The same input comes from a fresh run of the laboratory's plan, from a
+//! report directory on disk ([`ReportInput::load_dir`]) or from the run
+//! records (documents as JSON values, [`ReportInput::attach`]), so
+//! rendering never depends on how the documents were obtained.
 
 use std::fmt;
 use std::path::Path;
@@ -14,7 +14,8 @@ use serde_json::Value;
 
 use crate::error::ReportError;
 
-/// A stage of the laboratory plan; each produces one result document.
+/// A stage of the laboratory, and the report's section of its result
+/// document.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Stage {
@@ -30,11 +31,9 @@ pub enum Stage {
     /// and Kamailio.
     Capacity,
     /// `takt sip sweep`: capacity versus worker threads per scheduler
-    /// profile. Not run by the plan (it takes about 30 minutes): its
-    /// document comes from a file or the records ([`Stage::is_planned`]).
+    /// profile; a long run of its own (about 30 minutes).
     Sweep,
-    /// `takt sip torture`: overload and fault scenarios. Not run by the
-    /// plan, like [`Stage::Sweep`].
+    /// `takt sip torture`: overload and fault scenarios; a run of its own.
     Robustness,
     /// `takt bench remote`: agents in two nodes over NATS.
     Remote,
@@ -52,22 +51,6 @@ impl Stage {
         Stage::Robustness,
         Stage::Remote,
     ];
-
-    /// Whether `takt report` runs the stage itself; the others
-    /// ([`Stage::Sweep`], [`Stage::Robustness`]) are long runs of their own
-    /// whose documents the report shows when it is given them.
-    pub fn is_planned(self) -> bool {
-        !matches!(self, Stage::Sweep | Stage::Robustness)
-    }
-
-    /// The command that measures a stage the plan does not run.
-    pub fn own_command(self) -> Option<&'static str> {
-        match self {
-            Stage::Sweep => Some("takt sip sweep --json"),
-            Stage::Robustness => Some("takt sip torture --json"),
-            _ => None,
-        }
-    }
 
     /// The stage whose documents have this `suite`.
     pub fn of_suite(suite: &str) -> Option<Stage> {
@@ -114,30 +97,6 @@ impl Stage {
             Stage::Robustness => "SIP robustness: overload and faults",
             Stage::Remote => "Remote agents",
         }
-    }
-
-    /// Parses one `--only` name (a stage the plan runs).
-    pub fn parse(name: &str) -> Result<Stage, ReportError> {
-        Stage::ALL
-            .into_iter()
-            .filter(|s| s.is_planned())
-            .find(|s| s.name() == name.trim())
-            .ok_or_else(|| ReportError::UnknownStage(name.trim().to_string()))
-    }
-
-    /// Parses a comma-separated `--only` list (duplicates are kept once, plan
-    /// order is restored).
-    pub fn parse_list(list: &str) -> Result<Vec<Stage>, ReportError> {
-        let mut out = Vec::new();
-        for part in list.split(',').filter(|p| !p.trim().is_empty()) {
-            out.push(Stage::parse(part)?);
-        }
-        if out.is_empty() {
-            return Err(ReportError::UnknownStage(list.to_string()));
-        }
-        out.sort();
-        out.dedup();
-        Ok(out)
     }
 }
 
@@ -271,35 +230,6 @@ impl ReportInput {
         Some(stage)
     }
 
-    /// The input of a stored run: `documents` as the run records keep them
-    /// (each a `takt ... --json` document), assigned to stages by their
-    /// `suite`; each stage's command is the one its document records. A
-    /// stage without a document is "not in the stored run"; a document of
-    /// another suite is left out.
-    pub fn from_documents(meta: RunMeta, documents: &[Value]) -> ReportInput {
-        let stages = Stage::ALL
-            .into_iter()
-            .map(|stage| {
-                let doc = documents
-                    .iter()
-                    .find(|d| d.get("suite").and_then(Value::as_str) == Some(stage.suite()));
-                let outcome = match doc {
-                    Some(d) => Outcome::Measured {
-                        command: recorded_command(d),
-                        wall_s: 0.0,
-                        document: d.clone(),
-                    },
-                    None => Outcome::NotMeasured {
-                        reason: "not in the stored run".into(),
-                        command: None,
-                    },
-                };
-                (stage, outcome)
-            })
-            .collect();
-        ReportInput { meta, stages }
-    }
-
     /// Writes `<stage>.json` for every measured stage and the manifest
     /// [`MANIFEST`] into `dir` (created if missing).
     pub fn save_dir(&self, dir: &Path) -> Result<(), ReportError> {
@@ -402,44 +332,42 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_lists_parse_in_plan_order() {
-        assert_eq!(
-            Stage::parse_list("sip,machine,sip").unwrap(),
-            vec![Stage::Machine, Stage::Sip]
-        );
-        assert!(matches!(
-            Stage::parse_list("machine,gpu"),
-            Err(ReportError::UnknownStage(s)) if s == "gpu"
-        ));
-        assert!(Stage::parse_list(",").is_err());
-        // the long runs of their own are not the plan's to run
-        assert!(Stage::parse_list("sweep").is_err());
+    fn documents_find_their_stage_by_suite() {
         assert_eq!(Stage::of_suite("sip_torture"), Some(Stage::Robustness));
+        assert_eq!(Stage::of_suite("sip_load"), Some(Stage::Sip));
+        assert_eq!(Stage::of_suite("gpu"), None);
     }
 
     #[test]
-    fn stored_documents_find_their_stages() {
-        let meta = RunMeta {
-            command: "takt report --run 3".into(),
-            started: "2026-11-24T12:00:00Z".into(),
-            wall_s: 0.0,
-            quick: false,
-            reductions: Vec::new(),
-            run_id: Some("3".into()),
+    fn a_document_given_on_its_own_replaces_its_stage() {
+        let mut input = ReportInput {
+            meta: RunMeta {
+                command: "takt report --run 3".into(),
+                started: "2026-11-24T12:00:00Z".into(),
+                wall_s: 0.0,
+                quick: false,
+                reductions: Vec::new(),
+                run_id: Some("3".into()),
+            },
+            stages: Stage::ALL
+                .into_iter()
+                .map(|s| {
+                    let o = Outcome::NotMeasured {
+                        reason: "not in the stored run".into(),
+                        command: None,
+                    };
+                    (s, o)
+                })
+                .collect(),
         };
-        let docs = [
-            serde_json::json!({"suite": "sme", "machine": {"command": "takt bench sme --json"}}),
-            serde_json::json!({"suite": "gpu"}),
-        ];
-        let input = ReportInput::from_documents(meta, &docs);
-        assert_eq!(input.stages.len(), Stage::ALL.len());
+        let sme =
+            serde_json::json!({"suite": "sme", "machine": {"command": "takt bench sme --json"}});
+        assert_eq!(input.attach(sme, None), Some(Stage::Sme));
         assert!(matches!(
             input.outcome(Stage::Sme),
             Some(Outcome::Measured { command, .. }) if command == "takt bench sme --json"
         ));
         assert!(input.document(Stage::Agents).is_none());
-        // a document given on its own replaces the stage's outcome
-        let mut input = input;
         let torture = serde_json::json!({"suite": "sip_torture", "machine": {"command": "takt sip torture --json"}});
         assert_eq!(input.attach(torture, None), Some(Stage::Robustness));
         assert!(matches!(

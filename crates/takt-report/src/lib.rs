@@ -1,20 +1,34 @@
-//! # takt-report: takt's main job
+//! # takt-report: result documents to one HTML page
 //!
-//! `takt report` runs the laboratory's plan on this machine — the machine
-//! (CSE 221), agents beside their peers, SME, the SIP proxy's per-message
-//! costs and capacity, remote agents — and writes a
-//! self-contained HTML report (inline CSS and SVG; no scripts, no external
-//! resources) to `takt-report/index.html`, beside the JSON result documents
-//! it was made from.
+//! The renderer of `takt report`: from the result documents of the
+//! laboratory's stages — the machine (CSE 221), agents beside their peers,
+//! SME, the SIP proxy's per-message costs and capacity, the scheduler
+//! study, robustness, remote agents — it makes one self-contained HTML
+//! page (inline CSS and SVG; no scripts, no external resources), every
+//! figure with the command that reproduces it.
+//!
+//! The crate renders; it does not measure. Running the plan, reading and
+//! storing the run records are takt-lab's (`takt_lab::report`). It depends
+//! on takt-measure's document model only.
 //!
 //! - [`input`]: what a report is made from — the run's metadata and, per
-//!   stage, its result document or why it was not measured; saved to and
-//!   loaded from a report directory;
-//! - [`plan`]: the stages, their commands and estimates, and the runner
-//!   (progress bar per stage, Ctrl-C keeps the finished stages);
-//! - [`render`]: the page; [`model`]: the scaling model of "beyond this
-//!   machine"; [`plot`]: inline SVG charts; [`html`] and [`figures`]: the
-//!   building blocks every section shares.
+//!   stage, its result document or why it was not measured; the report
+//!   directory (`run.json` beside the documents) saved and loaded;
+//! - [`render`]: the page, and the directory written with `index.html`;
+//! - [`scaling_model`]: the scaling model of "beyond this machine";
+//! - [`html`] and [`provenance`]: the building blocks every section
+//!   shares (tables, escaping; the command, method, spread and
+//!   disturbance every figure carries).
+//!
+//! Tables and charts are takt-measure's one table model (its HTML
+//! renderer) and one chart model (inline SVG); [`plot`] describes a
+//! chart by its axes' labels and scales for callers outside the report.
+//!
+//! Contract: every stage of [`input::Stage::ALL`] gets a section; a stage
+//! without a document, or with a document that is not a takt result
+//! document, says why in its section instead of failing the page; a
+//! section renders from its own stage's document only, and "beyond this
+//! machine" from the SME, agents and SIP documents.
 //!
 //! A report from a document made here (`takt report` runs the suites as
 //! child processes and renders their documents the same way); a stage
@@ -62,13 +76,12 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 mod error;
-pub mod figures;
 pub mod html;
 pub mod input;
-pub mod model;
-pub mod plan;
 pub mod plot;
+pub mod provenance;
 pub mod render;
+pub mod scaling_model;
 mod section;
 
 pub use error::ReportError;

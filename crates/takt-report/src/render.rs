@@ -4,11 +4,10 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
 use takt_measure::result::Document;
 
 use crate::error::ReportError;
-use crate::html::{esc, page, Cell, Table};
+use crate::html::{esc, page, Cell, CellTable};
 use crate::input::{Outcome, ReportInput, Stage};
 use crate::section;
 
@@ -30,15 +29,13 @@ fn not_measured(reason: &str, command: Option<&str>) -> String {
     out
 }
 
-/// A measured stage's document, or the section text saying why it cannot
-/// be shown.
-fn parse(value: &Value) -> Result<Document, String> {
-    serde_json::from_value(value.clone()).map_err(|e| {
-        format!(
-            "<p class=\"missing\"><strong>Not readable:</strong> the stage's document is not a takt result document ({}).</p>\n",
-            esc(&e.to_string())
-        )
-    })
+/// The section text of a measured stage whose document is not a takt
+/// result document.
+fn not_readable(e: &serde_json::Error) -> String {
+    format!(
+        "<p class=\"missing\"><strong>Not readable:</strong> the stage's document is not a takt result document ({}).</p>\n",
+        esc(&e.to_string())
+    )
 }
 
 /// Renders the report as one self-contained HTML page.
@@ -68,7 +65,7 @@ pub fn render(input: &ReportInput) -> String {
         body.push_str("</ul></details>\n");
     }
     // The stages at a glance.
-    let mut t = Table::new(["stage", "status", "wall time (s)", "command"]);
+    let mut t = CellTable::new(["stage", "status", "wall time (s)", "command"]);
     for stage in Stage::ALL {
         let (status, wall, cmd) = match input.outcome(stage) {
             Some(Outcome::Measured {
@@ -123,8 +120,8 @@ pub fn render(input: &ReportInput) -> String {
             }
             Some(Outcome::Measured {
                 command, document, ..
-            }) => match parse(document) {
-                Err(html) => body.push_str(&html),
+            }) => match serde_json::from_value::<Document>(document.clone()) {
+                Err(e) => body.push_str(&not_readable(&e)),
                 Ok(doc) => {
                     body.push_str(&match stage {
                         Stage::Machine => section::machine::render(document, &doc, command),

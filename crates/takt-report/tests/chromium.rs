@@ -19,10 +19,18 @@ use std::time::{Duration, Instant};
 /// Longest a browser run may take (a loaded CI machine is slow to start it).
 const BROWSER_TIMEOUT: Duration = Duration::from_secs(90);
 
+/// Finds `tool` on `PATH`.
+fn find_tool(tool: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(tool))
+        .find(|p| p.is_file())
+}
+
 fn chromium() -> PathBuf {
     ["chromium", "chromium-browser"]
         .iter()
-        .find_map(|t| takt_report::plan::find_tool(t))
+        .find_map(|t| find_tool(t))
         .expect("chromium is not installed: run scripts/setup.sh (Debian package `chromium`)")
 }
 

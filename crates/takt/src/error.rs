@@ -13,7 +13,7 @@ pub enum CmdError {
     /// was interrupted by a signal.
     Measure(MeasureError),
     /// A laboratory call outside a suite failed (`takt sched`).
-    Lab(takt_lab::error::LabError),
+    Lab(takt_lab::OrchestrationError),
     /// The answering node of `takt bench remote` (its child process) failed.
     Remote(takt_bench_remote::RemoteBenchError),
     /// The command failed; what `main` prints.
@@ -64,8 +64,8 @@ impl From<CmdError> for String {
     }
 }
 
-impl From<takt_lab::error::LabError> for CmdError {
-    fn from(e: takt_lab::error::LabError) -> Self {
+impl From<takt_lab::OrchestrationError> for CmdError {
+    fn from(e: takt_lab::OrchestrationError) -> Self {
         CmdError::Lab(e)
     }
 }

@@ -63,8 +63,15 @@ fn main() {
         Command::Machine(c) => cmd_machine::run(c).map_err(Into::into),
         Command::Bench(c) => cmd_bench::run(c),
         Command::Sip(c) => cmd_sip::run(c),
-        Command::Report(c) => cmd_report::run(c).map_err(Into::into),
-        Command::Runs(c) => cmd_runs::run(c).map_err(Into::into),
+        Command::Report(c) => match cmd_report::run(c) {
+            // The report is written; the status says the run was cut short.
+            Ok(takt_lab::report::Finished::Interrupted { signal, .. }) => {
+                std::process::exit(signal.exit_code())
+            }
+            Ok(takt_lab::report::Finished::Complete { .. }) => Ok(()),
+            Err(e) => Err(error::CmdError::Failed(e.to_string())),
+        },
+        Command::Runs(c) => cmd_runs::run(c).map_err(|e| error::CmdError::Failed(e.to_string())),
     };
     if let Err(e) = result {
         eprintln!("takt: {e}");

@@ -50,6 +50,8 @@ fn suites() -> Vec<(&'static str, Vec<ResultRow>)> {
         // a sweep's document, and the `tune_gain` rows the binary adds
         // (their lines are checked by a unit test in `cmd_sip_tune.rs`)
         ("sip_tune", stamped(takt_siplab::sweep::synthetic_rows())),
+        // every row kind of `takt machine` (all modes, `--compare` included)
+        ("machine", takt_machine::synthetic_rows()),
     ]
 }
 

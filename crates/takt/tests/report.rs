@@ -72,6 +72,44 @@ fn an_interrupted_report_is_written_and_says_what_is_missing() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn a_report_ended_by_sigterm_is_written_and_exits_143() {
+    let dir = std::env::temp_dir().join(format!("takt-report-term-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_takt"))
+        .args(["report", "--quick", "--only", "sme", "--out"])
+        .arg(&dir)
+        .arg("--db")
+        .arg(dir.with_extension("db"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "takt report did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status}");
+    let html = std::fs::read_to_string(dir.join("index.html")).expect("no report written");
+    assert!(
+        html.contains("Not measured:</strong> interrupted"),
+        "sme section"
+    );
+    let _ = std::fs::remove_file(dir.with_extension("db"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `takt report --run 1 --db DB --out OUT [--with FILE]`: renders the
 /// stored run 1 (or `run`) again.
 fn render_run(db: &Path, run: &str, out: &Path, with: Option<&Path>) -> Output {

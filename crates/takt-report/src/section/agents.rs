@@ -6,10 +6,10 @@ use std::collections::BTreeSet;
 
 use takt_measure::result::{Document, ResultRow};
 
-use crate::figures::{how, param, param_f64, params_text, rows_table, stat_cells, STAT_HEAD};
-use crate::html::{esc, Cell, Table};
-use crate::plot::{Chart, Scale, Series};
+use crate::html::{esc, Cell, CellTable};
+use crate::provenance::{how, param, param_f64, params_text, rows_table, stat_cells, STAT_HEAD};
 use crate::section::push_figure;
+use takt_measure::chart::{Axis, Chart, Series};
 
 /// The peer runtimes the agents suite knows; a missing one is named.
 pub(crate) const PEERS: [(&str, &str); 5] = [
@@ -53,7 +53,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
     ];
     let peer_heads: Vec<String> = peers_here.iter().map(|p| format!("{p} (× takt)")).collect();
     head.extend(peer_heads.iter().map(String::as_str));
-    let mut t = Table::new(head);
+    let mut t = CellTable::new(head);
     for takt in doc
         .results
         .iter()
@@ -132,39 +132,38 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
     // customer_ring on one thread against ring size, takt and the peers.
     let series: Vec<Series> = impls
         .iter()
-        .map(|imp| Series {
-            label: (*imp).to_string(),
-            points: doc
-                .results
-                .iter()
-                .filter(|r| {
-                    r.implementation == *imp
-                        && r.name == "customer_ring"
-                        && r.unit == "ns/msg"
-                        && param_f64(r, "threads") == Some(1.0)
-                })
-                .filter_map(|r| param_f64(r, "agents").map(|n| (n, r.summary.median)))
-                .collect(),
-            dashed: false,
+        .map(|imp| {
+            Series::new(
+                *imp,
+                doc.results
+                    .iter()
+                    .filter(|r| {
+                        r.implementation == *imp
+                            && r.name == "customer_ring"
+                            && r.unit == "ns/msg"
+                            && param_f64(r, "threads") == Some(1.0)
+                    })
+                    .filter_map(|r| param_f64(r, "agents").map(|n| (n, r.summary.median))),
+            )
         })
-        .chain(std::iter::once(Series {
-            label: "SObjectizer 4.4 (published, 2006)".into(),
-            points: doc
-                .results
-                .iter()
-                .filter(|r| r.name == "customer_ring" && param(r, "dispatcher") == "one_thread")
-                .filter(|r| r.unit == "ns/msg")
-                .filter_map(|r| Some((param_f64(r, "agents")?, r.published?)))
-                .collect(),
-            dashed: true,
-        }))
+        .chain(std::iter::once(
+            Series::new(
+                "SObjectizer 4.4 (published, 2006)",
+                doc.results
+                    .iter()
+                    .filter(|r| r.name == "customer_ring" && param(r, "dispatcher") == "one_thread")
+                    .filter(|r| r.unit == "ns/msg")
+                    .filter_map(|r| Some((param_f64(r, "agents")?, r.published?))),
+            )
+            .dashed(),
+        ))
         .filter(|s| !s.points.is_empty())
         .map(|mut s| {
-            s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            s.points.sort_by(|a, b| a.x.total_cmp(&b.x));
             s
         })
         .collect();
-    push_figure(&mut out, &Chart::new("agents in the ring", "ns per message", Scale::Log, Scale::Log, series), "customer_ring on one thread: ns per message against ring size, every runtime of this run, \
+    push_figure(&mut out, &Chart { series, ..Chart::new(Axis::log("agents in the ring"), Axis::log("ns per message")) }, "customer_ring on one thread: ns per message against ring size, every runtime of this run, \
              and the seed's SObjectizer 4.4 figure (dashed; a 1.5 GHz Pentium-M in 2006: distance travelled, not a \
              same-machine comparison). Log–log.");
 
@@ -178,13 +177,13 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
         "takt ×",
     ];
     head.extend(STAT_HEAD);
-    let mut t = Table::new(head);
+    let mut t = CellTable::new(head);
     let seeded: Vec<&ResultRow> = doc
         .results
         .iter()
         .filter(|r| r.implementation == "takt" && r.published.is_some())
         .collect();
-    let common = crate::figures::common_params(&seeded);
+    let common = crate::provenance::common_params(&seeded);
     for r in seeded.iter().copied() {
         let published = r.published.unwrap_or(f64::NAN);
         let advantage = match r.better {
@@ -193,7 +192,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
         };
         let mut cells = vec![
             Cell::text(&r.name),
-            Cell::text(crate::figures::varying_params_text(r, &common)),
+            Cell::text(crate::provenance::varying_params_text(r, &common)),
             Cell::num(r.summary.median),
             Cell::text(&r.unit),
             Cell::num(published),
@@ -206,7 +205,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
         out.push_str("<p>No row of this run has a published SObjectizer figure.</p>\n");
     } else {
         out.push_str(&t.render());
-        out.push_str(&crate::figures::common_params_note(&common));
+        out.push_str(&crate::provenance::common_params_note(&common));
     }
 
     out.push_str("<details><summary>Every row of the agents document</summary>\n");

@@ -3,9 +3,9 @@
 
 use takt_measure::result::Document;
 
-use crate::html::{esc, figure, num, Cell, Table};
-use crate::model::{fit_agents, fit_sip, fit_sme, Fit, Growth, PREDICT_AT};
-use crate::plot::{Chart, Scale, Series};
+use crate::html::{esc, figure, num, Cell, CellTable};
+use crate::scaling_model::{fit_agents, fit_sip, fit_sme, Fit, Growth, PREDICT_AT};
+use takt_measure::chart::{Axis, Chart, Series};
 
 const ASSUMPTIONS: &str = "<p><span class=\"model-label\">Model</span> These are predictions, not measurements. \
     For a workload whose unit of work is an item (a process step, a message), the time per item on <i>n</i> threads is \
@@ -28,7 +28,7 @@ const ASSUMPTIONS: &str = "<p><span class=\"model-label\">Model</span> These are
     synchronization costs hold on the larger one. A virtual machine with two vCPUs is a poor witness for 64 cores: \
     read the curves as the shape the measured costs imply, not as a promise.</p>\n";
 
-fn fits_table(fits: &[Fit]) -> Table {
+fn fits_table(fits: &[Fit]) -> CellTable {
     let mut head = vec![
         "workload".to_string(),
         "unit".into(),
@@ -42,7 +42,7 @@ fn fits_table(fits: &[Fit]) -> Table {
     ];
     head.extend(PREDICT_AT[1..].iter().map(|n| format!("speedup ×{n}")));
     head.push("fitted from".into());
-    let mut t = Table::new(head);
+    let mut t = CellTable::new(head);
     for f in fits {
         let mut cells = vec![
             Cell::text(&f.label),
@@ -55,8 +55,8 @@ fn fits_table(fits: &[Fit]) -> Table {
                 None => Cell::Empty,
             },
             Cell::num(f.predict(2.0)),
-            Cell::opt(f.measured2),
-            match f.error2() {
+            Cell::opt(f.measured_2_threads),
+            match f.error_at_2_threads() {
                 Some(e) => Cell::Num(format!("{:+.0}%", e * 100.0)),
                 None => Cell::text("not checked"),
             },
@@ -81,7 +81,7 @@ fn misses(fits: &[Fit]) -> String {
     let why: Vec<String> = fits
         .iter()
         .filter_map(|f| {
-            let e = f.error2()?;
+            let e = f.error_at_2_threads()?;
             if e.abs() <= MISS {
                 return None;
             }
@@ -96,7 +96,7 @@ fn misses(fits: &[Fit]) -> String {
                          so its work did not divide over two threads as the model assumes — the measured time \
                          is {} that of one thread",
                         share2 * 100.0,
-                        f.measured2
+                        f.measured_2_threads
                             .map_or_else(String::new, |m| format!("{:.1}×", m / f.t1))
                     ));
                 }
@@ -138,29 +138,23 @@ fn speedup_chart(fits: &[Fit]) -> Option<String> {
                 .iter()
                 .map(|&n| (f64::from(n), f.speedup(f64::from(n)))),
         );
-        series.push(Series {
-            label: format!("{} (model)", f.label),
-            points: pts,
-            dashed: true,
-        });
-        if let Some(m) = f.measured2 {
-            series.push(Series {
-                label: format!("{} (measured)", f.label),
-                points: vec![(1.0, 1.0), (2.0, f.t1 / m)],
-                dashed: false,
-            });
+        series.push(Series::new(format!("{} (model)", f.label), pts).dashed());
+        if let Some(m) = f.measured_2_threads {
+            series.push(Series::new(
+                format!("{} (measured)", f.label),
+                vec![(1.0, 1.0), (2.0, f.t1 / m)],
+            ));
         }
     }
     Chart {
-        x_desc: "threads (cores)",
-        y_desc: "speedup over one thread",
-        x_scale: Scale::Log,
-        y_scale: Scale::Log,
-        x_bytes: false,
-        x_names: Vec::new(),
         series,
+        ..Chart::new(
+            Axis::log("threads (cores)"),
+            Axis::log("speedup over one thread"),
+        )
     }
     .to_svg()
+    .ok()
 }
 
 pub(crate) fn render(
@@ -200,7 +194,7 @@ pub(crate) fn render(
             out.push_str("<p>Calls per second the proxy's CPU would carry on <i>n</i> cores: one core carries 10⁶ / (CPU µs per call); the share of messages that found a lock taken is treated as serialized (Amdahl). Not checked: <code>sip load</code> runs one worker count, and its call rate is fixed below capacity.</p>\n");
             let mut head = vec!["case".to_string(), "CPU per call (µs)".into(), "serialized share".into()];
             head.extend([1u32, 4, 8, 16, 32, 64].iter().map(|n| format!("calls/s ×{n}")));
-            let mut t = Table::new(head);
+            let mut t = CellTable::new(head);
             for f in &fits {
                 let mut cells = vec![Cell::text(&f.label), Cell::num(f.cpu_per_call_us), Cell::Num(format!("{:.3}", f.serial))];
                 cells.extend([1u32, 4, 8, 16, 32, 64].iter().map(|&n| Cell::Num(num(f.capacity(f64::from(n))))));
@@ -215,9 +209,9 @@ pub(crate) fn render(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Wake;
+    use crate::scaling_model::Wake;
 
-    fn fit(label: &str, share2: f64, measured2: f64) -> Fit {
+    fn fit(label: &str, share2: f64, measured_2_threads: f64) -> Fit {
         Fit {
             label: label.into(),
             unit: "ns/msg".into(),
@@ -226,7 +220,7 @@ mod tests {
             delta: 200.0,
             growth: Growth::Crossing { share2 },
             wake: None::<Wake>,
-            measured2: Some(measured2),
+            measured_2_threads: Some(measured_2_threads),
             source: String::new(),
         }
     }

@@ -14,10 +14,10 @@ use std::fmt::Write as _;
 use serde_json::Value;
 use takt_measure::result::{Document, ResultRow};
 
-use crate::figures::{how, param, param_f64};
-use crate::html::{esc, num, Cell, Table};
-use crate::plot::{Chart, Scale, Series};
+use crate::html::{esc, num, Cell, CellTable};
+use crate::provenance::{how, param, param_f64};
 use crate::section::push_figure;
+use takt_measure::chart::{Axis, Chart, Series};
 
 const METHOD: &str = "takt's native generator (UAC and UAS, Poisson arrivals, no retransmissions) offers calls \
     through each target in turn, point by point; a search ramps the rate up until a trial drops more than the \
@@ -94,7 +94,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
         out.push_str(&how(doc, command, METHOD));
         return out;
     }
-    let mut t = Table::new([
+    let mut t = CellTable::new([
         "target",
         "mode",
         "workers",
@@ -170,20 +170,18 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
             x_hi = x_hi.max(p.0);
         }
         if !points.is_empty() {
-            series.push(Series {
-                label: case_label(c),
-                points,
-                dashed: false,
-            });
+            series.push(Series::new(case_label(c), points));
         }
     }
     if !series.is_empty() && x_hi > 0.0 {
-        series.push(Series {
-            label: format!("{}% threshold", pct(thr)),
-            points: vec![(x_lo, thr), (x_hi, thr)],
-            dashed: true,
-        });
-        push_figure(&mut out, &Chart::new("offered calls/s", "drop rate (pooled over repetitions)", Scale::Log, Scale::Log, series), &format!(
+        series.push(
+            Series::new(
+                format!("{}% threshold", pct(thr)),
+                vec![(x_lo, thr), (x_hi, thr)],
+            )
+            .dashed(),
+        );
+        push_figure(&mut out, &Chart { series, ..Chart::new(Axis::log("offered calls/s"), Axis::log("drop rate (pooled over repetitions)")) }, &format!(
                     "Drop rate against offered load at each target's grid of rates around its capacity, with the {}% \
                      line (dashed): the capacity is the highest rate below it. Log–log; a drop rate of 0 is drawn at {}.",
                     pct(thr),

@@ -5,9 +5,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use takt_measure::result::Document;
 
-use crate::figures::{how, params_text, stat_cells, STAT_HEAD};
-use crate::html::{esc, figure, num, Cell, Table};
-use crate::plot::{Chart, Scale, Series};
+use crate::html::{esc, figure, num, Cell, CellTable};
+use crate::provenance::{how, params_text, stat_cells, STAT_HEAD};
+use takt_measure::chart::{Axis, Chart, Series};
 
 /// One point of the machine document's `latency_curve`.
 #[derive(Deserialize)]
@@ -37,32 +37,30 @@ pub(crate) fn render(value: &Value, doc: &Document, command: &str) -> String {
         .unwrap_or_default();
     let series: Vec<Series> = [false, true]
         .into_iter()
-        .map(|thp| Series {
-            label: if thp {
-                "huge pages (THP advised)".into()
-            } else {
-                "4 KiB pages".into()
-            },
-            points: curve
-                .iter()
-                .filter(|p| p.thp == thp)
-                .map(|p| (p.bytes as f64, p.ns))
-                .collect(),
-            dashed: false,
+        .map(|thp| {
+            Series::new(
+                if thp {
+                    "huge pages (THP advised)"
+                } else {
+                    "4 KiB pages"
+                },
+                curve
+                    .iter()
+                    .filter(|p| p.thp == thp)
+                    .map(|p| (p.bytes as f64, p.ns)),
+            )
         })
         .filter(|s| !s.points.is_empty())
         .collect();
     out.push_str("<h3>Memory latency</h3>\n");
     let chart = Chart {
-        x_desc: "working set (bytes)",
-        y_desc: "ns per dependent load",
-        x_scale: Scale::Log,
-        y_scale: Scale::Log,
-        x_bytes: true,
-        x_names: Vec::new(),
         series,
+        ..Chart::new(
+            Axis::log("working set (bytes)").bytes(),
+            Axis::log("ns per dependent load"),
+        )
     };
-    match chart.to_svg() {
+    match chart.to_svg().ok() {
         Some(svg) => out.push_str(&figure(
             &svg,
             "Random pointer chase, one dependent load per cache line: each plateau is a cache level, \
@@ -84,7 +82,7 @@ pub(crate) fn render(value: &Value, doc: &Document, command: &str) -> String {
         "measured / estimate",
     ];
     head.extend(STAT_HEAD);
-    let mut t = Table::new(head);
+    let mut t = CellTable::new(head);
     let mut methods: Vec<(String, String)> = Vec::new();
     for r in &doc.results {
         let estimate = r.detail.get("estimate").and_then(Value::as_f64);

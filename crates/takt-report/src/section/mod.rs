@@ -11,14 +11,15 @@ pub(crate) mod sip;
 pub(crate) mod sme;
 pub(crate) mod sweep;
 
+use takt_measure::chart::Chart;
+
 use crate::html::figure;
-use crate::plot::Chart;
 
 /// The tail a section's plots share: draws `chart` and appends it to `out`
 /// as a figure captioned `caption` (escaped); nothing when no series has a
 /// point to draw (the table beside it says what was measured).
-pub(crate) fn push_figure(out: &mut String, chart: &Chart<'_>, caption: &str) {
-    if let Some(svg) = chart.to_svg() {
+pub(crate) fn push_figure(out: &mut String, chart: &Chart, caption: &str) {
+    if let Ok(svg) = chart.to_svg() {
         out.push_str(&figure(&svg, caption));
     }
 }

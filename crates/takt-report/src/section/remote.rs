@@ -11,10 +11,10 @@ use std::collections::BTreeSet;
 
 use takt_measure::result::{Document, ResultRow};
 
-use crate::figures::{ci_half, how, param, param_f64, rows_table};
-use crate::html::{num, Cell, Table};
-use crate::plot::{human_bytes, Chart, Scale, Series};
+use crate::html::{num, Cell, CellTable};
+use crate::provenance::{ci_half, how, param, param_f64, rows_table};
 use crate::section::push_figure;
+use takt_measure::chart::{human_bytes, Axis, Chart, Point, Series};
 
 const METHOD: &str = "two takt-remote nodes in one process (two NATS connections, two bridge threads) exchange \
     64-byte requests through a nats-server the run starts; the asking side is a plain thread calling ask, the \
@@ -66,7 +66,7 @@ fn paced(doc: &Document) -> String {
     let mut head = vec!["implementation".to_string(), "pace (ms)".into()];
     head.extend(QUANTILES.iter().map(|q| format!("{q} (µs)")));
     head.push("runs".into());
-    let mut t = Table::new(head);
+    let mut t = CellTable::new(head);
     let mut series = Vec::new();
     for name in &names {
         let mut points = Vec::new();
@@ -93,13 +93,9 @@ fn paced(doc: &Document) -> String {
                 points.push(((i + 1) as f64, r.summary.median));
             }
         }
-        series.push(Series {
-            label: name.clone(),
-            points,
-            dashed: false,
-        });
+        series.push(Series::new(name.clone(), points));
     }
-    push_figure(&mut out, &Chart { x_names: paces.iter().map(|p| format!("{} ms", num(*p))).collect(), ..Chart::new("pace (one round trip every … ms)", "p99 round trip (µs)", Scale::Linear, Scale::Log, series) }, "p99 of a 64-byte round trip sent every 75, 80 or 100 ms — the seed's case, where a transport that \
+    push_figure(&mut out, &Chart { series, ..Chart::new(Axis::linear("pace (one round trip every … ms)").names(paces.iter().map(|p| format!("{} ms", num(*p))).collect()), Axis::log("p99 round trip (µs)")) }, "p99 of a 64-byte round trip sent every 75, 80 or 100 ms — the seed's case, where a transport that \
              batches or sleeps shows stalls — per implementation, all measured at once.");
     out.push_str(&t.render());
     out.push_str(
@@ -123,14 +119,10 @@ fn saturated(doc: &Document) -> String {
     let names = impls(&rows);
     let mut head = vec!["in flight".to_string()];
     head.extend(names.iter().map(|n| format!("{n} (round trips/s)")));
-    let mut t = Table::new(head);
+    let mut t = CellTable::new(head);
     let mut series: Vec<Series> = names
         .iter()
-        .map(|n| Series {
-            label: n.clone(),
-            points: Vec::new(),
-            dashed: false,
-        })
+        .map(|n| Series::new(n.clone(), Vec::new()))
         .collect();
     for d in &depths {
         let mut cells = vec![Cell::whole(*d)];
@@ -140,12 +132,12 @@ fn saturated(doc: &Document) -> String {
                 .find(|r| &r.implementation == n && param_f64(r, "in_flight") == Some(*d));
             cells.push(r.map_or(Cell::Empty, |r| median_ci(r)));
             if let Some(r) = r {
-                series[i].points.push((*d, r.summary.median));
+                series[i].points.push(Point::new(*d, r.summary.median));
             }
         }
         t.row(cells);
     }
-    push_figure(&mut out, &Chart::new("round trips in flight", "round trips per second", Scale::Log, Scale::Log, series), "Round trips per second with a fixed number in flight: takt-remote against bare async-nats through \
+    push_figure(&mut out, &Chart { series, ..Chart::new(Axis::log("round trips in flight"), Axis::log("round trips per second")) }, "Round trips per second with a fixed number in flight: takt-remote against bare async-nats through \
              the same server. Log–log.");
     out.push_str(&t.render());
     out
@@ -161,7 +153,7 @@ fn back_to_back(doc: &Document) -> String {
     let names = impls(&rows);
     let mut head = vec!["payload".to_string()];
     head.extend(names.iter().map(|n| format!("{n} (µs)")));
-    let mut t = Table::new(head);
+    let mut t = CellTable::new(head);
     for s in &sizes {
         let mut cells = vec![Cell::text(human_bytes(*s))];
         cells.extend(names.iter().map(|n| {

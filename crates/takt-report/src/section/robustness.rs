@@ -2,15 +2,15 @@
 //! (suite `sip_torture`): overload and fault scenarios per target, takt
 //! beside Kamailio.
 //!
-//! The document's shape is the one issue 16 describes; the renderer
-//! reads it loosely, so rows it does not know still show:
+//! The renderer reads the document loosely, so rows it does not know
+//! still show:
 //! - every row goes into one side-by-side table: a line per (row name,
 //!   parameters other than the target, unit), a column per target
 //!   (`impl`), so takt-sip and Kamailio read across;
 //! - `goodput` rows with an `offered` parameter (the offered load as a
 //!   multiple of the target's 1%-drop capacity: 1.5, 2) and unit `ratio`
 //!   (completed calls/s over the capacity) are drawn against the offered
-//!   load, with the issue's targets (≥ 0.9 at 1.5×, ≥ 0.8 at 2×);
+//!   load, with the goodput targets (≥ 0.9 at 1.5×, ≥ 0.8 at 2×);
 //! - `recovery_s` rows (seconds until the drop rate is back to 0) are
 //!   checked against 5 s.
 
@@ -19,16 +19,16 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 use takt_measure::result::{Document, ResultRow};
 
-use crate::figures::{ci_half, how, param_f64};
-use crate::html::{figure, num, Cell, Table};
-use crate::plot::{Chart, Scale, Series};
+use crate::html::{figure, num, Cell, CellTable};
+use crate::provenance::{ci_half, how, param_f64};
+use takt_measure::chart::{Axis, Chart, Series};
 
 const METHOD: &str = "takt's native generator offers calls above the target's measured 1%-drop capacity \
     (where the generator cannot, the target's CPU is limited with CFS bandwidth control and its capacity \
     measured under the same limit), then drops back to half of it; fault scenarios restart the UAS, send \
     garbage and malformed requests, and hold idle TCP connections while calls go on";
 
-/// Goodput the issue asks for at each offered load (multiple of capacity).
+/// The goodput targets at each offered load (multiple of capacity).
 const GOODPUT_TARGETS: [(f64, f64); 2] = [(1.5, 0.9), (2.0, 0.8)];
 
 /// Seconds the drop rate may take to return to 0 once the load falls.
@@ -49,7 +49,7 @@ fn scenario(params: &Map<String, Value>) -> String {
 
 /// One table with a line per (name, scenario, unit) and a column per
 /// implementation (target), cells median ± half the 95% interval.
-pub(crate) fn side_by_side(rows: &[&ResultRow]) -> Table {
+pub(crate) fn side_by_side(rows: &[&ResultRow]) -> CellTable {
     let mut targets: Vec<&str> = Vec::new();
     let mut lines: BTreeMap<(String, String, String), BTreeMap<&str, &ResultRow>> = BTreeMap::new();
     for r in rows {
@@ -64,7 +64,7 @@ pub(crate) fn side_by_side(rows: &[&ResultRow]) -> Table {
     let mut head = vec!["quantity".to_string(), "scenario".into(), "unit".into()];
     head.extend(targets.iter().map(|t| t.to_string()));
     head.push("runs".into());
-    let mut t = Table::new(head);
+    let mut t = CellTable::new(head);
     for ((name, sc, unit), by) in &lines {
         let mut cells = vec![Cell::text(name), Cell::text(sc), Cell::text(unit)];
         cells.extend(targets.iter().map(|tg| match by.get(tg) {
@@ -103,31 +103,22 @@ fn goodput_chart(doc: &Document) -> Option<String> {
         .into_iter()
         .map(|(k, mut points)| {
             points.sort_by(|a, b| a.0.total_cmp(&b.0));
-            Series {
-                label: k.to_string(),
-                points,
-                dashed: false,
-            }
+            Series::new(k.to_string(), points)
         })
         .collect();
     if series.is_empty() {
         return None;
     }
-    series.push(Series {
-        label: "the issue's targets".into(),
-        points: GOODPUT_TARGETS.to_vec(),
-        dashed: true,
-    });
+    series.push(Series::new("goodput targets", GOODPUT_TARGETS.to_vec()).dashed());
     let svg = Chart {
-        x_desc: "offered load (× the 1%-drop capacity)",
-        y_desc: "goodput (× the capacity)",
-        x_scale: Scale::Linear,
-        y_scale: Scale::Linear,
-        x_bytes: false,
-        x_names: Vec::new(),
         series,
+        ..Chart::new(
+            Axis::linear("offered load (× the 1%-drop capacity)"),
+            Axis::linear("goodput (× the capacity)"),
+        )
     }
-    .to_svg()?;
+    .to_svg()
+    .ok()?;
     Some(figure(
         &svg,
         "Goodput (completed calls/s over the capacity) under overload, per target, with the targets takt-sip \

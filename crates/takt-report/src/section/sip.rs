@@ -7,10 +7,10 @@ use std::collections::BTreeSet;
 
 use takt_measure::result::{Document, ResultRow};
 
-use crate::figures::{ci_half, how, param, rows_table};
-use crate::html::{num, Cell, Table};
-use crate::plot::{Chart, Scale, Series};
+use crate::html::{num, Cell, CellTable};
+use crate::provenance::{ci_half, how, param, rows_table};
 use crate::section::push_figure;
+use takt_measure::chart::{Axis, Chart, Series};
 
 const METHOD: &str = "SIPp (UAC and UAS) drives calls through the in-process proxy at a fixed call rate; \
     T_sip is the proxy's time per message from its own timestamps, K_rcv and K_snd the kernel's receive and send \
@@ -38,7 +38,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
     let mut head = vec!["mode", "worker model", "workers", "message"];
     head.extend(COSTS.iter().map(|(_, h)| *h));
     head.extend(["paper T_sip (µs)", "runs", "CPU s/run"]);
-    let mut t = Table::new(head);
+    let mut t = CellTable::new(head);
     let mut series = Vec::new();
     let mut kind_names: Vec<String> = Vec::new();
     for c in &cases {
@@ -88,16 +88,12 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
                 points.push((x as f64, r.summary.median));
             }
         }
-        series.push(Series {
-            label: format!("{} {} ×{}", c.0, c.1, c.2),
-            points,
-            dashed: false,
-        });
+        series.push(Series::new(format!("{} {} ×{}", c.0, c.1, c.2), points));
     }
     if t.is_empty() {
         out.push_str("<p>The document has no per-message cost rows.</p>\n");
     } else {
-        push_figure(&mut out, &Chart { x_names: kind_names, ..Chart::new("message kind", "T_sip (µs)", Scale::Linear, Scale::Linear, series) }, "T_sip per message kind for every mode and worker model: the proxy's own time per message.");
+        push_figure(&mut out, &Chart { series, ..Chart::new(Axis::linear("message kind").names(kind_names), Axis::linear("T_sip (µs)")) }, "T_sip per message kind for every mode and worker model: the proxy's own time per message.");
         out.push_str(&t.render());
         out.push_str("<p>Cells are median ± half the 95% interval over the measured runs.</p>\n");
     }

@@ -6,10 +6,10 @@ use std::collections::BTreeSet;
 
 use takt_measure::result::{Document, ResultRow};
 
-use crate::figures::{how, param, param_f64, rows_table, stat_cells, STAT_HEAD};
-use crate::html::{esc, Cell, Table};
-use crate::plot::{Chart, Scale, Series};
+use crate::html::{esc, Cell, CellTable};
+use crate::provenance::{how, param, param_f64, rows_table, stat_cells, STAT_HEAD};
 use crate::section::push_figure;
+use takt_measure::chart::{Axis, Chart, Series};
 
 const METHOD: &str = "each configuration runs a fresh network: a minimum warm-up, then at least 5 measured runs; \
     speedup = the sequential executor's median / this run; the floor is the same ring as a plain loop over an array";
@@ -49,14 +49,14 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
                 speedups.iter().map(|r| param(r, "executor")).collect();
             let mut series: Vec<Series> = executors
                 .iter()
-                .map(|e| Series {
-                    label: e.clone(),
-                    points: speedups
-                        .iter()
-                        .filter(|r| &param(r, "executor") == e)
-                        .filter_map(|r| Some((param_f64(r, "threads")?, r.summary.median)))
-                        .collect(),
-                    dashed: false,
+                .map(|e| {
+                    Series::new(
+                        e.clone(),
+                        speedups
+                            .iter()
+                            .filter(|r| &param(r, "executor") == e)
+                            .filter_map(|r| Some((param_f64(r, "threads")?, r.summary.median))),
+                    )
                 })
                 .collect();
             for e in &executors {
@@ -69,14 +69,10 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
                     // The thesis's 1-thread run is its reference: speedup 1.
                     let mut pts = vec![(1.0, 1.0)];
                     pts.extend(published);
-                    series.push(Series {
-                        label: format!("{e}, thesis"),
-                        points: pts,
-                        dashed: true,
-                    });
+                    series.push(Series::new(format!("{e}, thesis"), pts).dashed());
                 }
             }
-            push_figure(&mut out, &Chart::new("threads", "speedup over sequential", Scale::Linear, Scale::Linear, series), &format!(
+            push_figure(&mut out, &Chart { series, ..Chart::new(Axis::linear("threads"), Axis::linear("speedup over sequential")) }, &format!(
                         "{name}, {p} processes × {c} cycles: speedup per executor and thread count \
                          (solid), the thesis's C++SME figures (dashed, its 1-thread time over its 2-thread time)."
                     ));
@@ -89,7 +85,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
                 "thesis ns/step",
             ];
             head.extend(STAT_HEAD);
-            let mut t = Table::new(head);
+            let mut t = CellTable::new(head);
             for r in rows.iter().filter(of_shape).filter(|r| r.unit == "ns/step") {
                 let speedup = speedups.iter().find(|s| s.params == r.params);
                 let mut cells = vec![
@@ -124,7 +120,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
         out.push_str("<h3>The price of synchronization</h3>\n<p>Wall time of one cycle of a ring with about one trivial process per thread: almost nothing but the barrier.</p>\n");
         let mut head = vec!["executor", "threads", "µs per cycle"];
         head.extend(STAT_HEAD);
-        let mut t = Table::new(head);
+        let mut t = CellTable::new(head);
         for r in sync {
             let mut cells = vec![
                 Cell::text(param(r, "executor")),

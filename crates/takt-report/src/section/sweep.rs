@@ -2,8 +2,7 @@
 //! `sip_sweep`): capacity versus worker threads per scheduler profile,
 //! per target and mode, and each profile against `default`.
 //!
-//! The document's shape is the one issue 14 describes, read as the
-//! capacity laboratory writes its rows:
+//! The rows are read as the capacity laboratory writes them:
 //! - `capacity` rows (cps, `impl` the target) with `params.mode`, the
 //!   thread count in `params.workers` (or `params.m`) and the scheduler
 //!   profile in `params.profile`;
@@ -15,10 +14,10 @@ use std::fmt::Write as _;
 
 use takt_measure::result::{Document, ResultRow};
 
-use crate::figures::{ci_half, how, param, param_f64};
-use crate::html::{esc, num, Cell, Table};
-use crate::plot::{Chart, Scale, Series};
+use crate::html::{esc, num, Cell, CellTable};
+use crate::provenance::{ci_half, how, param, param_f64};
 use crate::section::push_figure;
+use takt_measure::chart::{Axis, Chart, Series};
 
 const METHOD: &str = "the capacity laboratory's search (1%-drop capacity, grid with repetitions) per target, mode, \
     worker-thread count m and scheduler profile, the targets taking turns point by point; each profile is applied \
@@ -75,15 +74,14 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
                 .filter(|p| *p != "default")
                 .map(|p| format!("{p} vs default")),
         );
-        let mut t = Table::new(head);
+        let mut t = CellTable::new(head);
         let mut series = Vec::new();
         for (p, pts) in profiles.iter_mut() {
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-            series.push(Series {
-                label: p.clone(),
-                points: pts.iter().map(|(m, r)| (*m, r.summary.median)).collect(),
-                dashed: false,
-            });
+            series.push(Series::new(
+                p.clone(),
+                pts.iter().map(|(m, r)| (*m, r.summary.median)),
+            ));
         }
         for m in &ms {
             let at = |p: &str| {
@@ -112,7 +110,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
             );
             t.row(cells);
         }
-        push_figure(&mut out, &Chart::new("worker threads m", "1%-drop capacity (calls/s)", Scale::Log, Scale::Linear, series), &format!(
+        push_figure(&mut out, &Chart { series, ..Chart::new(Axis::log("worker threads m"), Axis::linear("1%-drop capacity (calls/s)")) }, &format!(
                     "{target} {mode}: capacity against the number of worker threads, one line per scheduler profile \
                      (the paper's figure, on today's kernel)."
                 ));

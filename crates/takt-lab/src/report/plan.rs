@@ -1,42 +1,22 @@
-//! The laboratory plan of `takt report` and its runner.
+//! The plan of `takt report`: which stages run on this machine, with
+//! which command, for how long, and what the plan reduced below the
+//! suites' own parameters.
 //!
 //! Each stage is the suite's own command (`takt machine --json`, `takt bench
-//! agents --peers --json`, ...) run as a child process of the same `takt`
-//! binary, for three reasons: the report's "reproduce" line is exactly the
-//! command that made the document; each suite starts in a fresh address
-//! space, as a user's run would, none inheriting the previous one's heap,
-//! threads or page-cache state; and a Ctrl-C reaches the running suite
-//! (same process group), which cleans up after itself (network namespaces,
-//! scratch files, SIPp) and exits, while the finished stages' documents
-//! are already held here.
-//!
-//! Protocol of one stage:
-//! 1. the stage is skipped (not measured, with the reason) when the plan
-//!    does not include it, a tool it needs is missing, or an interrupt
-//!    came before it started;
-//! 2. the child runs with stdout captured (one JSON document) and stderr
-//!    read line by line into the stage's progress bar;
-//! 3. an interrupt while it runs is forwarded as SIGINT (for a SIGTERM
-//!    sent to `takt report` alone), then SIGKILL after [`KILL_AFTER`];
-//! 4. the stage is measured when the child exits 0 with a JSON document on
-//!    stdout; otherwise it is not measured, with the exit status and the
-//!    child's last stderr line as the reason.
+//! agents --peers --json`, ...), run by [`runner`](super::runner) as a
+//! child process of the same `takt` binary. The quick plan stays under 5
+//! minutes on a 2-core machine, the default plan under 20; both are checked
+//! by this module's tests against a 2-vCPU host ([`Host`]).
 
-use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
 
 use takt_machine::{Config as MachineConfig, Family, Mode as MachineMode};
-use takt_measure::progress::{Progress, Stage as ProgressStage};
+use takt_measure::progress::Progress;
+use takt_report::input::Stage;
 
-use crate::error::ReportError;
-use crate::input::{Outcome, ReportInput, RunMeta, Stage};
-
-/// How long an interrupted stage gets to clean up before it is killed.
-pub const KILL_AFTER: Duration = Duration::from_secs(15);
+use crate::orchestration_error::OrchestrationError;
 
 /// The machine families of the quick plan: `net` and `fs` are left out to
 /// keep the stage near 60 s.
@@ -84,6 +64,54 @@ const QUICK_CAPACITY: [&str; 8] = [
 /// `takt sip capacity --quick`'s trial window, and the quick plan's.
 const CAPACITY_WINDOW: Duration = Duration::from_millis(1_000);
 const QUICK_CAPACITY_WINDOW: Duration = Duration::from_millis(500);
+
+/// Whether `takt report` runs `stage` itself; the others
+/// ([`Stage::Sweep`], [`Stage::Robustness`]) are long runs of their own
+/// whose documents the report shows when it is given them.
+pub fn is_planned(stage: Stage) -> bool {
+    !matches!(stage, Stage::Sweep | Stage::Robustness)
+}
+
+/// The stages the plan runs, in plan order: the default of `--only`.
+pub fn planned_stages() -> Vec<Stage> {
+    Stage::ALL.into_iter().filter(|s| is_planned(*s)).collect()
+}
+
+/// The command that measures a stage the plan does not run.
+pub fn own_command(stage: Stage) -> Option<&'static str> {
+    match stage {
+        Stage::Sweep => Some("takt sip sweep --json"),
+        Stage::Robustness => Some("takt sip torture --json"),
+        _ => None,
+    }
+}
+
+/// An `--only` list: stages the plan runs, comma-separated, parsed into
+/// plan order (duplicates kept once).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Only(pub Vec<Stage>);
+
+impl FromStr for Only {
+    type Err = OrchestrationError;
+
+    fn from_str(list: &str) -> Result<Only, OrchestrationError> {
+        let mut out = Vec::new();
+        for part in list.split(',').filter(|p| !p.trim().is_empty()) {
+            let name = part.trim();
+            let stage = planned_stages()
+                .into_iter()
+                .find(|s| s.name() == name)
+                .ok_or_else(|| OrchestrationError::UnknownStage(name.to_string()))?;
+            out.push(stage);
+        }
+        if out.is_empty() {
+            return Err(OrchestrationError::UnknownStage(list.to_string()));
+        }
+        out.sort();
+        out.dedup();
+        Ok(Only(out))
+    }
+}
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -135,7 +163,7 @@ impl StagePlan {
 pub struct Host {
     /// CPUs the suites may use (`available_parallelism`).
     pub cpus: usize,
-    /// One SME compute step here (`takt_bench_sme::compute_step`).
+    /// One SME compute step here (the SME suite's `compute_step`).
     pub sme_step: Duration,
 }
 
@@ -300,7 +328,7 @@ pub fn plan_on(opts: &Options, host: &Host) -> (Vec<StagePlan>, Vec<String>) {
             }
             Stage::Sip => {
                 let sipp = find_tool("sipp");
-                let mut load = takt_lab::sip::LoadPlan::new(sipp.clone().unwrap_or_default());
+                let mut load = crate::sip::LoadPlan::new(sipp.clone().unwrap_or_default());
                 let mut args = strings(&["sip", "load", "--json"]);
                 if opts.quick {
                     load = load.quick();
@@ -425,230 +453,6 @@ fn capacity_estimate(cases: usize, window: Duration) -> Duration {
     ((window + CAPACITY_TRIAL_OVERHEAD) * CAPACITY_TRIALS + Duration::from_secs(2)) * cases as u32
 }
 
-/// A child's stderr line as a step of its stage: without the child's own
-/// `[  12.3s] ` time stamp (the stage's line has one).
-fn step_of(line: &str) -> &str {
-    match line.strip_prefix('[').and_then(|r| r.split_once("s] ")) {
-        Some((t, rest)) if t.trim().parse::<f64>().is_ok() => rest,
-        _ => line,
-    }
-}
-
-/// The result of one child run.
-enum ChildEnd {
-    Document(serde_json::Value),
-    Failed(String),
-    Interrupted,
-}
-
-fn run_child(
-    takt: &Path,
-    p: &StagePlan,
-    bar: &Arc<ProgressStage>,
-    interrupt: &AtomicBool,
-) -> Result<ChildEnd, ReportError> {
-    let mut child = Command::new(takt)
-        .args(&p.args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|source| ReportError::Spawn {
-            command: p.command(),
-            source,
-        })?;
-    let last_line = Arc::new(Mutex::new(String::new()));
-    let stderr = child.stderr.take().map(|err| {
-        let bar = Arc::clone(bar);
-        let last = Arc::clone(&last_line);
-        std::thread::spawn(move || {
-            for line in BufReader::new(err).lines().map_while(Result::ok) {
-                let line = line.trim().to_string();
-                if line.is_empty() {
-                    continue;
-                }
-                bar.step(&step_of(&line).chars().take(100).collect::<String>());
-                if let Ok(mut l) = last.lock() {
-                    *l = line;
-                }
-            }
-        })
-    });
-    let stdout = child.stdout.take().map(|mut out| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            out.read_to_end(&mut buf).map(|_| buf)
-        })
-    });
-    let mut signalled: Option<Instant> = None;
-    let status = loop {
-        if let Some(status) = child.try_wait().map_err(|e| ReportError::io(takt, e))? {
-            break status;
-        }
-        // Acquire pairs with the Release store of the interrupt handler.
-        if interrupt.load(Ordering::Acquire) {
-            match signalled {
-                None => {
-                    // The terminal's SIGINT reached the child already if it
-                    // came from a Ctrl-C; a SIGTERM to us alone did not.
-                    // SAFETY: kill(2) with a pid we spawned and have not
-                    // reaped yet (try_wait returned None), so it names our
-                    // child; no memory is involved.
-                    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-                    signalled = Some(Instant::now());
-                }
-                Some(t) if t.elapsed() > KILL_AFTER => {
-                    let _ = child.kill();
-                }
-                Some(_) => {}
-            }
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    if let Some(h) = stderr {
-        let _ = h.join();
-    }
-    let out = stdout
-        .and_then(|h| h.join().ok())
-        .and_then(Result::ok)
-        .unwrap_or_default();
-    if interrupt.load(Ordering::Acquire) {
-        return Ok(ChildEnd::Interrupted);
-    }
-    let last = last_line.lock().map(|l| l.clone()).unwrap_or_default();
-    if !status.success() {
-        return Ok(ChildEnd::Failed(format!(
-            "`{}` failed ({status}){}",
-            p.command(),
-            if last.is_empty() {
-                String::new()
-            } else {
-                format!(": {last}")
-            }
-        )));
-    }
-    match serde_json::from_slice(&out) {
-        Ok(doc) => Ok(ChildEnd::Document(doc)),
-        Err(e) => Ok(ChildEnd::Failed(format!(
-            "`{}` printed no JSON document ({e})",
-            p.command()
-        ))),
-    }
-}
-
-/// Runs the plan; `interrupt` (set by the caller's Ctrl-C handler) stops
-/// it after the running stage, whose document is then missing. Returns the
-/// report input of whatever finished.
-pub fn run(opts: &Options, interrupt: &AtomicBool) -> Result<ReportInput, ReportError> {
-    let started = takt_measure::env::utc_now_rfc3339();
-    let t0 = Instant::now();
-    let (plans, reductions) = plan(opts);
-    let total: Duration = plans
-        .iter()
-        .filter(|p| p.unavailable.is_none())
-        .map(|p| p.estimate)
-        .sum();
-    let say = |line: String| opts.progress.println(&line);
-    say(format!(
-        "takt report{}: {} stage(s), expected about {}",
-        if opts.quick { " --quick" } else { "" },
-        plans.len(),
-        takt_measure::progress::fmt_secs(total.as_secs_f64())
-    ));
-    let mut stages: Vec<(Stage, Outcome)> = Vec::new();
-    for stage in Stage::ALL {
-        if let Some(command) = stage.own_command() {
-            stages.push((
-                stage,
-                Outcome::NotMeasured {
-                    reason: format!(
-                        "a long run of its own, not in the report's plan: `{command} > {name}.json`, \
-                         then `takt report --with {name}.json`",
-                        name = stage.name()
-                    ),
-                    command: Some(command.to_string()),
-                },
-            ));
-            continue;
-        }
-        let Some(p) = plans.iter().find(|p| p.stage == stage) else {
-            stages.push((
-                stage,
-                Outcome::NotMeasured {
-                    reason: "not in --only".into(),
-                    command: None,
-                },
-            ));
-            continue;
-        };
-        if let Some(why) = &p.unavailable {
-            say(format!("{stage}: not measured: {why}"));
-            stages.push((
-                stage,
-                Outcome::NotMeasured {
-                    reason: why.clone(),
-                    command: Some(p.command()),
-                },
-            ));
-            continue;
-        }
-        if interrupt.load(Ordering::Acquire) {
-            stages.push((
-                stage,
-                Outcome::NotMeasured {
-                    reason: "interrupted (Ctrl-C) before it started".into(),
-                    command: Some(p.command()),
-                },
-            ));
-            continue;
-        }
-        say(format!("{stage}: {}", p.command()));
-        let bar = Arc::new(opts.progress.stage(stage.name(), p.estimate));
-        let s0 = Instant::now();
-        let end = run_child(&opts.takt, p, &bar, interrupt)?;
-        let wall_s = s0.elapsed().as_secs_f64();
-        let verdict = match &end {
-            ChildEnd::Document(_) => "measured",
-            ChildEnd::Failed(_) => "not measured",
-            ChildEnd::Interrupted => "interrupted",
-        };
-        // The stderr reader holding the other reference has been joined.
-        if let Ok(bar) = Arc::try_unwrap(bar) {
-            bar.finish_with(verdict);
-        }
-        let outcome = match end {
-            ChildEnd::Document(document) => Outcome::Measured {
-                command: p.command(),
-                wall_s,
-                document,
-            },
-            ChildEnd::Failed(why) => {
-                say(format!("{stage}: not measured: {why}"));
-                Outcome::NotMeasured {
-                    reason: why,
-                    command: Some(p.command()),
-                }
-            }
-            ChildEnd::Interrupted => Outcome::NotMeasured {
-                reason: format!("interrupted (Ctrl-C) after {wall_s:.0} s"),
-                command: Some(p.command()),
-            },
-        };
-        stages.push((stage, outcome));
-    }
-    Ok(ReportInput {
-        meta: RunMeta {
-            command: opts.command.clone(),
-            started,
-            wall_s: t0.elapsed().as_secs_f64(),
-            quick: opts.quick,
-            reductions,
-            run_id: None,
-        },
-        stages,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -656,7 +460,7 @@ mod tests {
     fn opts(quick: bool, only: &str) -> Options {
         Options {
             quick,
-            only: Stage::parse_list(only).unwrap(),
+            only: only.parse::<Only>().unwrap().0,
             takt: PathBuf::from("/nonexistent/takt"),
             peers: true,
             out: PathBuf::from("takt-report"),
@@ -673,6 +477,22 @@ mod tests {
     };
 
     const ALL: &str = "machine,agents,sme,sip,capacity,remote";
+
+    #[test]
+    fn only_lists_parse_in_plan_order() {
+        assert_eq!(
+            "sip,machine,sip".parse::<Only>().unwrap().0,
+            vec![Stage::Machine, Stage::Sip]
+        );
+        assert!(matches!(
+            "machine,gpu".parse::<Only>(),
+            Err(OrchestrationError::UnknownStage(s)) if s == "gpu"
+        ));
+        assert!(",".parse::<Only>().is_err());
+        // the long runs of their own are not the plan's to run
+        assert!("sweep".parse::<Only>().is_err());
+        assert_eq!(ALL.parse::<Only>().unwrap().0, planned_stages());
+    }
 
     #[test]
     fn the_quick_plan_fits_its_budget() {
@@ -703,13 +523,6 @@ mod tests {
     }
 
     #[test]
-    fn a_child_line_loses_its_time_stamp() {
-        assert_eq!(step_of("[  63.4s] agents: ping_pong"), "agents: ping_pong");
-        assert_eq!(step_of("[x] not a stamp"), "[x] not a stamp");
-        assert_eq!(step_of("[12/129] takt 500 cps"), "[12/129] takt 500 cps");
-    }
-
-    #[test]
     fn the_default_plan_fits_its_budget() {
         let (stages, _) = plan_on(&opts(false, ALL), &DEV);
         let total: Duration = stages.iter().map(|s| s.estimate).sum();
@@ -736,23 +549,5 @@ mod tests {
         assert!(reductions
             .iter()
             .any(|r| r.starts_with("sme: threads 1..=4 of the 64 CPUs")));
-    }
-
-    #[test]
-    fn a_stage_that_cannot_start_is_an_error_and_others_are_not_planned() {
-        let flag = AtomicBool::new(false);
-        let err = run(&opts(true, "sme"), &flag).unwrap_err();
-        assert!(matches!(err, ReportError::Spawn { .. }), "{err}");
-        // An interrupt before the first stage: nothing runs, nothing fails.
-        flag.store(true, Ordering::Release);
-        let input = run(&opts(true, "sme"), &flag).unwrap();
-        assert!(matches!(
-            input.outcome(Stage::Sme),
-            Some(Outcome::NotMeasured { reason, .. }) if reason.contains("interrupted")
-        ));
-        assert!(matches!(
-            input.outcome(Stage::Machine),
-            Some(Outcome::NotMeasured { reason, .. }) if reason == "not in --only"
-        ));
     }
 }

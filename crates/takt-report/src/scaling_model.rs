@@ -48,9 +48,8 @@
 //! `ω` is the one-ball row's excess over a busy hand-off per wake-up it
 //! counted — an upper bound, since a receiver that spun instead of parking
 //! also makes the ball wait; with (almost) no wake-ups counted it is not
-//! priced. (The previous fit, a line of `ping_pong`'s time against `c`
-//! alone, charged every crossing of a busy ring the one-ball price and
-//! predicted two threads +753% slow.)
+//! priced. (A line of `ping_pong`'s time against `c` alone would charge
+//! every crossing of a busy ring the one-ball price.)
 //!
 //! The workload predicted is customer_ring (100 tokens in flight) on a
 //! 2-thread pool: `w` is the one-thread ring of the same size; `c₂` and
@@ -71,7 +70,7 @@
 use serde_json::Value;
 use takt_measure::result::{Document, ResultRow};
 
-use crate::figures::{param, param_f64};
+use crate::provenance::{param, param_f64};
 
 /// How the per-thread cost grows with the thread count.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -117,7 +116,7 @@ pub struct Fit {
     /// workload's runs parked threads and a row priced a wake-up.
     pub wake: Option<Wake>,
     /// The 2-thread measurement of the same workload, if the run has one.
-    pub measured2: Option<f64>,
+    pub measured_2_threads: Option<f64>,
     /// Where `s` and `δ` come from.
     pub source: String,
 }
@@ -141,8 +140,8 @@ impl Fit {
 
     /// Relative error of the 2-thread prediction (`+0.1`: predicted 10%
     /// slower than measured).
-    pub fn error2(&self) -> Option<f64> {
-        self.measured2.map(|m| self.predict(2.0) / m - 1.0)
+    pub fn error_at_2_threads(&self) -> Option<f64> {
+        self.measured_2_threads.map(|m| self.predict(2.0) / m - 1.0)
     }
 }
 
@@ -217,7 +216,7 @@ pub fn fit_sme(doc: &Document) -> Vec<Fit> {
         let per_step = 1e3 / processes;
         let s = (b1 * per_step).clamp(0.0, one.summary.median);
         let delta = slope * per_step;
-        let measured2 = find(doc, |r| {
+        let measured_2_threads = find(doc, |r| {
             r.name == one.name
                 && r.unit == "ns/step"
                 && param(r, "executor") == exec
@@ -239,7 +238,7 @@ pub fn fit_sme(doc: &Document) -> Vec<Fit> {
             delta,
             growth: Growth::Linear,
             wake: None,
-            measured2,
+            measured_2_threads,
             source: format!(
                 "s, δ: sync_cost {exec}, a line over {} thread counts ({} µs/cycle at 1 thread, {} more per \
                  thread) over {processes} processes",
@@ -427,7 +426,7 @@ pub fn fit_agents(doc: &Document) -> Vec<Fit> {
             delta: costs.crossing,
             growth: Growth::Crossing { share2 },
             wake,
-            measured2: Some(pool.summary.median),
+            measured_2_threads: Some(pool.summary.median),
             source: format!(
                 "w: customer_ring one_thread{}; {}; c₂: {}; {wake_text}",
                 if exact {
@@ -521,12 +520,12 @@ mod tests {
             delta: 5.0,
             growth: Growth::Linear,
             wake: None,
-            measured2: Some(60.0),
+            measured_2_threads: Some(60.0),
             source: String::new(),
         };
         assert_eq!(f.predict(1.0), 100.0);
         assert_eq!(f.predict(2.0), 45.0 + 10.0 + 5.0);
-        assert!((f.error2().unwrap() - 0.0).abs() < 1e-12);
+        assert!((f.error_at_2_threads().unwrap() - 0.0).abs() < 1e-12);
         // the barrier term eventually dominates: speedup peaks and falls
         assert!(f.speedup(4.0) > f.speedup(64.0));
         let c = Fit {
@@ -664,7 +663,7 @@ mod tests {
         assert_eq!(ws.wake, None, "no wake-ups, no wake term");
         let expect = ws.t1 / 2.0 + CROSSING * 0.04 / 2.0;
         assert!((ws.predict(2.0) / expect - 1.0).abs() < 1e-9);
-        assert!((ws.error2().unwrap() - (expect / 30.0 - 1.0)).abs() < 1e-9);
+        assert!((ws.error_at_2_threads().unwrap() - (expect / 30.0 - 1.0)).abs() < 1e-9);
         assert!(
             ws.source.contains("4.0% of messages crossed"),
             "{}",

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 use takt_measure::result::{Document, ResultRow};
 
-use crate::html::{esc, num, Cell, Table};
+use crate::html::{esc, num, Cell, CellTable};
 
 /// Steal time above this share of CPU time flags a document (percent).
 pub const STEAL_FLAG_PCT: f64 = 1.0;
@@ -137,7 +137,7 @@ pub fn rows_table(rows: &[&ResultRow]) -> String {
         head.push("published");
     }
     head.extend(STAT_HEAD);
-    let mut t = Table::new(head);
+    let mut t = CellTable::new(head);
     for r in rows {
         let mut cells = vec![
             Cell::text(&r.name),
