@@ -263,17 +263,18 @@ fn parse_bytes(s: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("bad byte count {s:?} (e.g. 212992, 256k, 4m)"))
 }
 
-pub fn run(c: SipCmd) -> Result<(), String> {
-    match c.cmd {
+pub fn run(c: SipCmd) -> Result<(), crate::error::CmdError> {
+    let r = match c.cmd {
         SipSub::Proxy(a) => proxy(*a),
-        SipSub::Load(a) => load(*a),
+        SipSub::Load(a) => return load(*a),
         SipSub::Gen(a) => crate::cmd_sip_gen::run(*a),
         SipSub::Capacity(a) => crate::cmd_sip_capacity::run(*a),
         SipSub::Torture(a) => crate::cmd_sip_torture::run(*a),
         SipSub::Sweep(a) => crate::cmd_sip_sweep::run(*a),
         SipSub::Tune(a) => crate::cmd_sip_tune::run(*a),
         SipSub::Relay(a) => crate::cmd_sip_relay::run(*a),
-    }
+    };
+    Ok(r?)
 }
 
 fn parse_generator(s: &str) -> Result<takt_lab::sip::LoadGenerator, String> {
@@ -284,7 +285,7 @@ fn parse_generator(s: &str) -> Result<takt_lab::sip::LoadGenerator, String> {
     }
 }
 
-fn load(a: LoadArgs) -> Result<(), String> {
+fn load(a: LoadArgs) -> Result<(), crate::error::CmdError> {
     let sipp = match a.generator {
         takt_lab::sip::LoadGenerator::Sipp => takt_lab::sip::find_sipp().ok_or(
             "sipp is not installed (Debian package sip-tester; scripts/setup.sh installs it)",
@@ -351,7 +352,7 @@ fn load(a: LoadArgs) -> Result<(), String> {
         &plan,
         a.out.json,
     ))?;
-    a.record.store(&doc)
+    Ok(a.record.store(&doc)?)
 }
 
 fn apply_flags(cfg: &mut Config, a: &ProxyArgs) {
