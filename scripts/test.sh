@@ -29,7 +29,7 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 # The ractor_cluster peer of `takt bench remote` is a cargo workspace of its
 # own (its ractor `cluster` feature and rustls/aws-lc-rs stay out of takt's
 # build), built into takt's target directory next to target/release/takt,
-# where the run finds it and takt-lab's tests require it. Its clippy runs
+# where the run finds it and takt-bench-remote's tests require it. Its clippy runs
 # on the release profile to share the build's compiled dependencies.
 step "ractor_cluster peer (peers/ractor-cluster)"
 peer=peers/ractor-cluster/Cargo.toml

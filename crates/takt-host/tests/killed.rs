@@ -4,7 +4,9 @@
 //! `TAKT_HOST_KILLED_CHILD` naming its scratch folder and
 //! `TAKT_STATE_DIR` a journal folder of its own: it makes one change of
 //! every kind it can (namespaces, veth pairs with RPS masks and cgroups
-//! only as root), says so in a file, and waits to be killed.
+//! only as root), says so in a file, and waits to be killed. The same
+//! child with signal handling installed shows that a second SIGINT undoes
+//! everything before the process ends (the registry's one hook).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -16,6 +18,8 @@ use takt_host::settings::SystemSettings;
 
 /// Names the child's scratch folder; set only in the child.
 const CHILD_VAR: &str = "TAKT_HOST_KILLED_CHILD";
+/// Set in a child that installs signal handling first.
+const SIGNALS_VAR: &str = "TAKT_HOST_CHILD_SIGNALS";
 /// How long the parent waits for the child to be ready.
 const READY_WITHIN: Duration = Duration::from_secs(60);
 
@@ -29,8 +33,9 @@ fn veth_spec(pid: u32) -> VethSpec {
         namespace: format!("takt-killtest-{pid}"),
         root_dev: format!("tkkt{:x}a", pid % 0x100000),
         ns_dev: format!("tkkt{:x}b", pid % 0x100000),
-        root_ip: "10.216.0.1".parse().unwrap(),
-        ns_ip: "10.216.0.2".parse().unwrap(),
+        // a /30 of its own in 10.216.0.0/16
+        root_ip: std::net::Ipv4Addr::from(0x0AD8_0000 + (pid % 16_384) * 4 + 1),
+        ns_ip: std::net::Ipv4Addr::from(0x0AD8_0000 + (pid % 16_384) * 4 + 2),
         sudo: false,
     }
 }
@@ -62,6 +67,9 @@ fn child_makes_changes_and_waits() {
     let Some(dir) = std::env::var_os(CHILD_VAR).map(PathBuf::from) else {
         return;
     };
+    if std::env::var_os(SIGNALS_VAR).is_some() {
+        takt_measure::cancel::install().unwrap();
+    }
     let mut made = Vec::new();
     // a scratch directory and a file
     let (scratch, g) = cleanup::scratch_dir(&dir, "scratch").unwrap();
@@ -121,63 +129,99 @@ fn child_makes_changes_and_waits() {
     std::thread::sleep(Duration::from_secs(120));
 }
 
+/// A started child that has made its changes.
+struct Child {
+    dir: PathBuf,
+    state: PathBuf,
+    process: std::process::Child,
+    /// What it made: (kind, what).
+    made: Vec<(String, String)>,
+}
+
+fn start_child(tag: &str, signals: bool) -> Child {
+    let dir = std::env::temp_dir().join(format!("takt-host-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let state = dir.join("state");
+    std::fs::write(dir.join("knob"), "100").unwrap();
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", "child_makes_changes_and_waits", "--nocapture"])
+        .env(CHILD_VAR, &dir)
+        .env(cleanup::STATE_DIR_VAR, &state)
+        .stdin(Stdio::null());
+    if signals {
+        cmd.env(SIGNALS_VAR, "1");
+    }
+    let mut process = cmd.spawn().unwrap();
+    let started = Instant::now();
+    while !ready_file(&dir).exists() {
+        if started.elapsed() > READY_WITHIN || process.try_wait().unwrap().is_some() {
+            let _ = process.kill();
+            let _ = process.wait();
+            panic!("the child did not get ready");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let made = std::fs::read_to_string(ready_file(&dir))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (k, w) = l.split_once(' ').unwrap();
+            (k.to_string(), w.to_string())
+        })
+        .collect();
+    Child {
+        dir,
+        state,
+        process,
+        made,
+    }
+}
+
+/// Whether the change `kind what` is in place (`true`) or undone.
+fn in_place(kind: &str, what: &str) -> bool {
+    match kind {
+        "netns" => ip(&["netns", "list"]).unwrap_or_default().contains(what),
+        "link" => ip(&["-o", "link", "show"])
+            .unwrap_or_default()
+            .contains(what),
+        "write" => std::fs::read_to_string(what).unwrap() == "5",
+        _ => Path::new(what).exists(),
+    }
+}
+
 #[test]
 fn a_killed_runs_changes_are_repaired_at_the_next_start() {
     if std::env::var_os(CHILD_VAR).is_some() {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("takt-host-killed-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let state = dir.join("state");
-    std::fs::write(dir.join("knob"), "100").unwrap();
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_makes_changes_and_waits", "--nocapture"])
-        .env(CHILD_VAR, &dir)
-        .env(cleanup::STATE_DIR_VAR, &state)
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while !ready_file(&dir).exists() {
-        if started.elapsed() > READY_WITHIN || child.try_wait().unwrap().is_some() {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the child did not get ready");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let made = std::fs::read_to_string(ready_file(&dir)).unwrap();
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
-    let made: Vec<(&str, &str)> = made.lines().map(|l| l.split_once(' ').unwrap()).collect();
+    let Child {
+        dir,
+        state,
+        mut process,
+        made,
+    } = start_child("killed", false);
+    process.kill().unwrap(); // SIGKILL
+    process.wait().unwrap();
     // everything is still there, named by the dead run's journal
-    let journal = state.join(format!("cleanup-{}.json", child.id()));
+    let journal = state.join(format!("cleanup-{}.json", process.id()));
     assert!(journal.exists(), "no journal {}", journal.display());
-    let namespaces = || ip(&["netns", "list"]).unwrap_or_default();
-    let links = || ip(&["-o", "link", "show"]).unwrap_or_default();
     for (kind, what) in &made {
-        let there = match *kind {
-            "netns" => namespaces().contains(what),
-            "link" => links().contains(what),
-            "write" => std::fs::read_to_string(what).unwrap() == "5",
-            _ => Path::new(what).exists(),
-        };
-        assert!(there, "{kind} {what} is gone before the repair");
+        assert!(
+            in_place(kind, what),
+            "{kind} {what} is gone before the repair"
+        );
     }
     // the next start repairs it
     let undone = cleanup::repair(&state).unwrap();
     assert!(!journal.exists());
     for (kind, what) in &made {
-        let gone = match *kind {
-            "netns" => !namespaces().contains(what),
-            "link" => !links().contains(what),
-            "write" => std::fs::read_to_string(what).unwrap() == "100",
-            _ => !Path::new(what).exists(),
-        };
-        assert!(gone, "{kind} {what} is still there after the repair");
+        assert!(
+            !in_place(kind, what),
+            "{kind} {what} is still there after the repair"
+        );
     }
-    let kinds: Vec<&str> = made.iter().map(|(k, _)| *k).collect();
+    let kinds: Vec<&str> = made.iter().map(|(k, _)| k.as_str()).collect();
     eprintln!("repaired {kinds:?}: {undone:?}");
     if is_root() {
         assert!(
@@ -187,5 +231,41 @@ fn a_killed_runs_changes_are_repaired_at_the_next_start() {
             "the root side's RPS mask is a journal item: {undone:?}"
         );
     }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_second_signal_undoes_everything_before_the_process_ends() {
+    if std::env::var_os(CHILD_VAR).is_some() {
+        return;
+    }
+    let Child {
+        dir,
+        state,
+        mut process,
+        made,
+    } = start_child("signalled", true);
+    let pid = process.id() as i32;
+    // SAFETY: kill on our own child's pid, which has not been reaped.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        process.try_wait().unwrap().is_none(),
+        "the first signal only cancels"
+    );
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let status = process.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}");
+    // undone by the hook, with nothing left to repair
+    for (kind, what) in &made {
+        assert!(
+            !in_place(kind, what),
+            "{kind} {what} is still there after the second signal"
+        );
+    }
+    let journal = state.join(format!("cleanup-{}.json", process.id()));
+    assert!(!journal.exists(), "the journal outlived the undo");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -1,62 +1,38 @@
-//! # takt-lab: the laboratory
+//! # takt-lab: the laboratory's orchestration
 //!
-//! Benchmark suites over takt's runtimes, the statistics they report and
-//! the result documents every measuring `takt` subcommand prints.
+//! The library above the benchmark suites: what the `takt` binary calls to
+//! plan, run and record the laboratory's work. The suites themselves are
+//! crates of their own, each a [`Suite`](takt_measure::suite::Suite):
+//!
+//! - `takt-bench-agents`: `takt bench agents [--peers]`;
+//! - `takt-bench-sme`: `takt bench sme`;
+//! - `takt-bench-remote`: `takt bench remote`;
+//! - `takt-machine`: `takt machine`;
+//! - `takt-siplab`: `takt sip load`, `gen`, `capacity`, `sweep`, `tune`
+//!   and `torture`.
+//!
+//! Its own entry points: [`report`] runs `takt report` (the plan, its
+//! stages, the records of a run); [`runs`] is `takt runs` (stored runs
+//! listed, shown, compared); [`sched_check`] is `takt sched`'s report, what
+//! the kernel accepted for a fresh thread or every thread of a process, as
+//! text, a table or JSON.
 //!
 //! The result documents, statistics, sampling and the machine block come
 //! from `takt-measure` and are re-exported here under their old paths
-//! ([`result`], [`stats`], [`sampler`], [`env`](mod@env), [`output`]); the machine
-//! characterization suite is its own crate, `takt-machine`.
+//! ([`result`], [`stats`], [`sampler`], [`env`](mod@env), [`output`]).
+//! [`OrchestrationError`] is the crate's one error type.
 //!
-//! - [`agents`]: `takt bench agents`, the SObjectizer-derived agent benchmarks;
-//! - `agents_peers` (feature `peers`, on by default): the agent benchmarks on
-//!   actix, kameo, ractor and a crossbeam-channel floor.
-//! - [`sme`]: `takt bench sme`, the C++SME thesis benchmarks.
-//! - [`remote`]: `takt bench remote`, agents over NATS (takt-remote)
-//!   beside bare async-nats and raw TCP.
-//!
-//! Every suite implements takt-measure's [`Suite`](takt_measure::suite::Suite)
-//! shape; [`LabError`](error::LabError) is the crate's one error type.
-//!
-//! ## Example
-//!
-//! One benchmark of `takt bench sme --quick` from a program: the price of
-//! a cycle's synchronization on one and two threads, with its estimate
-//! and a quiet run context (no progress output, never cancelled):
-//!
-//! ```
-//! use takt_lab::sampler::Repetitions;
-//! use takt_lab::sme::SmeBench;
-//! use takt_measure::suite::{RunContext, Suite};
-//! use takt_sched::{SpinBudget, ThreadSpec};
-//!
-//! let bench = SmeBench {
-//!     quick: true,
-//!     max_threads: 2,
-//!     spec: ThreadSpec::new("sme"),
-//!     spin: SpinBudget::DEFAULT,
-//!     reps: Repetitions { warmup: 0, runs: 2 }, // a look; a measurement takes 5 or more
-//!     only: vec!["sync_cost".into()],
-//! };
-//! println!("expected about {:?}", Suite::estimate(&bench));
-//! let doc = Suite::run(&bench, &RunContext::quiet())?;
-//! for row in doc.results.iter().filter(|r| r.name == "sync_cost") {
-//!     println!("{} threads={}: {:.2} {}", row.params["executor"], row.params["threads"],
-//!              row.summary.median, row.unit);
-//! }
-//! # Ok::<(), takt_lab::error::LabError>(())
-//! ```
+//! The repository README's Rust examples (the tour) run as this crate's
+//! doctests (`cargo test -p takt-lab --doc`), and its two longer examples
+//! are this crate's `examples/tour_proxy.rs` and `examples/tour_capacity.rs`:
+//! the tour spans takt-agents, takt-sme, takt-sip and takt-siplab, which
+//! only the laboratory's top crate sees together.
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
-pub mod agents;
-#[cfg(feature = "peers")]
-pub mod agents_peers;
-pub mod error;
 mod orchestration_error;
-pub mod remote;
 pub mod report;
 pub mod runs;
-pub mod sme;
+pub mod sched_check;
 
 pub use orchestration_error::OrchestrationError;
 

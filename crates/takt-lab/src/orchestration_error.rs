@@ -1,5 +1,6 @@
 //! The one error type of the laboratory's orchestration: `takt report`
-//! ([`crate::report`]) and `takt runs` ([`crate::runs`]).
+//! ([`crate::report`]), `takt runs` ([`crate::runs`]) and `takt sched`
+//! ([`crate::sched_check`]).
 
 use std::path::PathBuf;
 
@@ -112,4 +113,21 @@ pub enum OrchestrationError {
     /// The output could not be written (a closed stdout is not an error).
     #[error("writing to stdout: {0}")]
     Output(#[source] std::io::Error),
+    /// A scheduler setting could not be applied or read (`takt sched`).
+    #[error(transparent)]
+    Sched(takt_sched::SchedError),
+    /// A policy applied to a process's threads is not what some of them
+    /// report (`takt sched --pid`).
+    #[error("{threads} thread(s) of pid {pid} do not report {policy} (see the table)")]
+    NotApplied {
+        /// How many threads differ.
+        threads: usize,
+        /// The process.
+        pid: i32,
+        /// The policy applied.
+        policy: takt_sched::SchedPolicy,
+    },
+    /// A thread of the laboratory panicked.
+    #[error("{0} thread panicked")]
+    Panicked(&'static str),
 }

@@ -1,5 +1,5 @@
 // ping_pong, customer_ring and skynet on CAF 0.17 with the definitions and
-// work checks of takt-lab's agent peers. Event-based (class-based) actors,
+// work checks of takt-bench-agents' peers. Event-based (class-based) actors,
 // fire-and-forget `send`/`anon_send`, one actor_system per run.
 //
 // A `board` is the one object shared by all actors of a run: touched in the

@@ -2,7 +2,7 @@
 //!
 //! `ping_pong`, `customer_ring` and `skynet` written in C++17 against
 //! [CAF](https://www.actor-framework.org/) 0.17 (Debian `libcaf-dev`), with
-//! the definitions and work checks of takt-lab's agent peers, behind a small
+//! the definitions and work checks of takt-bench-agents' peers, behind a small
 //! C ABI (`cpp/peer.hpp`) and this safe wrapper. `takt bench agents --peers`
 //! runs them in the same process and the same run as takt's own rows
 //! (`impl` = `caf`).
@@ -15,7 +15,7 @@
 //! compiled with `-O2`; Debian's CAF is built with logging off.
 //!
 //! The results are raw observations ([`Outcome`]): the caller checks them
-//! against what the run should have done (takt-lab turns any mismatch into an
+//! against what the run should have done (takt-bench-agents turns any mismatch into an
 //! error). A run that does not finish before its deadline is a
 //! [`CafError::Timeout`], never a hang.
 //!

@@ -46,12 +46,21 @@ fn is_uas(m: &SynthMessage) -> bool {
     m.from.addr.port() == 5070
 }
 
-fn main() -> std::io::Result<()> {
+fn main() -> std::process::ExitCode {
     let Some(root) = std::env::args_os().nth(1) else {
         eprintln!("usage: fuzz_seeds DIR");
-        std::process::exit(2);
+        return std::process::ExitCode::from(2);
     };
-    let root = Path::new(&root);
+    match write_corpora(Path::new(&root)) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("fuzz_seeds: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn write_corpora(root: &Path) -> std::io::Result<()> {
     let dirs = ["parse", "proxy", "ua"].map(|d| root.join(d));
     for d in &dirs {
         std::fs::create_dir_all(d)?;

@@ -1,17 +1,22 @@
 //! Flags shared by several subcommands, defined once.
+//!
+//! Values are parsed by the `FromStr` impls of the types that own them
+//! (takt-sched's [`CpuSet`], [`SchedPolicy`], [`SpinBudget`]): clap's
+//! `value_parser!` picks those up, and their errors become clap's usage
+//! errors.
 
 use clap::Args;
-use takt_sched::{CpuSet, SchedPolicy, SpinBudget, ThreadSpec};
+use takt_sched::{CpuSet, SchedError, SchedPolicy, SpinBudget, ThreadSpec};
 
 /// Where and how the threads a command creates run.
 #[derive(Args, Debug, Clone, Default)]
 pub struct SchedArgs {
     /// CPUs the threads may use, e.g. `1`, `0-1`, `0,2-3`.
-    #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
+    #[arg(long, value_name = "LIST")]
     pub cpus: Option<CpuSet>,
     /// OS scheduling policy, e.g. `other`, `other:nice=-5,slice=200us`,
     /// `batch`, `idle`, `rr:prio=10`, `fifo:prio=10`.
-    #[arg(long, value_name = "POLICY", value_parser = parse_policy)]
+    #[arg(long, value_name = "POLICY")]
     pub sched: Option<SchedPolicy>,
 }
 
@@ -33,7 +38,7 @@ impl SchedArgs {
 #[derive(Args, Debug, Clone, Copy, Default)]
 pub struct SpinArgs {
     /// Spin budget before parking, e.g. `0`, `20us`, `1ms`.
-    #[arg(long, value_name = "DURATION", value_parser = parse_spin, default_value_t = SpinBudget::DEFAULT)]
+    #[arg(long, value_name = "DURATION", default_value_t = SpinBudget::DEFAULT)]
     pub spin: SpinBudget,
 }
 
@@ -46,14 +51,6 @@ pub struct OutputArgs {
     /// The reduced run (under 90 s on a 2-core machine).
     #[arg(long)]
     pub quick: bool,
-}
-
-pub(crate) fn parse_cpus(s: &str) -> Result<CpuSet, String> {
-    s.parse().map_err(|e: takt_sched::SchedError| e.to_string())
-}
-
-pub(crate) fn parse_policy(s: &str) -> Result<SchedPolicy, String> {
-    s.parse().map_err(|e: takt_sched::SchedError| e.to_string())
 }
 
 /// An idle-latency limit on the command line: `none` (the system's idle
@@ -71,6 +68,57 @@ pub(crate) fn parse_idle_limit(s: &str) -> Result<IdleLimit, String> {
     }
 }
 
-pub(crate) fn parse_spin(s: &str) -> Result<SpinBudget, String> {
-    s.parse().map_err(|e: takt_sched::SchedError| e.to_string())
+/// A [`SpinBudget`] flag declared outside [`SpinArgs`] (one with another
+/// default).
+pub(crate) fn parse_spin(s: &str) -> Result<SpinBudget, SchedError> {
+    s.parse()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser, Debug)]
+    struct Flags {
+        #[command(flatten)]
+        sched: SchedArgs,
+        #[command(flatten)]
+        spin: SpinArgs,
+        #[command(flatten)]
+        out: OutputArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<Flags, clap::Error> {
+        Flags::try_parse_from(std::iter::once("t").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn shared_flags_parse_through_the_types_from_str() {
+        let f = parse(&["--cpus", "0-1", "--sched", "other:nice=-5", "--spin", "0"]).unwrap();
+        assert_eq!(f.sched.cpus, Some("0-1".parse().unwrap()));
+        assert_eq!(f.sched.sched, Some("other:nice=-5".parse().unwrap()));
+        assert_eq!(f.spin.spin, "0".parse().unwrap());
+        assert!(!f.out.json && !f.out.quick);
+        let spec = f.sched.spec("w");
+        assert_eq!(spec.cpus().map(|c| c.to_string()), Some("0-1".into()));
+        let f = parse(&["--json", "--quick"]).unwrap();
+        assert_eq!(f.spin.spin, SpinBudget::DEFAULT);
+        assert!(f.out.json && f.out.quick && f.sched.cpus.is_none());
+    }
+
+    #[test]
+    fn bad_values_are_usage_errors_that_name_the_flag() {
+        for (args, flag) in [
+            (&["--cpus", "x"][..], "--cpus"),
+            (&["--sched", "rr"][..], "--sched"),
+            (&["--spin", "soon"][..], "--spin"),
+        ] {
+            let e = parse(args).unwrap_err();
+            assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation, "{e}");
+            assert!(e.to_string().contains(flag), "{e}");
+        }
+        assert!("0,2-3".parse::<CpuSet>().is_ok() && "batch".parse::<SchedPolicy>().is_ok());
+        assert!(parse_spin("20us").is_ok() && parse_spin("x").is_err());
+    }
 }

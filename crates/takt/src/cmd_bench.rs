@@ -2,13 +2,14 @@
 //! `bench` (`takt bench agents`, `takt bench sme`).
 
 use clap::{Args, Subcommand};
-use takt_lab::{agents, remote};
-use takt_measure::error::MeasureError;
+use takt_bench_agents as agents;
+use takt_bench_remote as remote;
 use takt_measure::suite::run_command;
 
 use crate::args::{parse_idle_limit, IdleLimit, OutputArgs, SchedArgs, SpinArgs};
 use crate::cmd_bench_sme;
 use crate::cmd_runs::RecordArgs;
+use crate::error::CmdError;
 
 /// `takt bench` subcommands.
 #[derive(Subcommand, Debug)]
@@ -104,7 +105,7 @@ pub struct AgentsCmd {
     pub record: RecordArgs,
 }
 
-pub fn run(cmd: BenchCmd) -> Result<(), String> {
+pub fn run(cmd: BenchCmd) -> Result<(), CmdError> {
     match cmd {
         BenchCmd::Agents(a) => run_agents(a),
         BenchCmd::Sme(c) => cmd_bench_sme::run(c),
@@ -112,7 +113,7 @@ pub fn run(cmd: BenchCmd) -> Result<(), String> {
     }
 }
 
-fn run_remote(cmd: RemoteCmd) -> Result<(), String> {
+fn run_remote(cmd: RemoteCmd) -> Result<(), CmdError> {
     if cmd.responder {
         let (Some(url), Some(node)) = (&cmd.url, &cmd.node) else {
             return Err("--responder needs --url and --node".into());
@@ -122,7 +123,8 @@ fn run_remote(cmd: RemoteCmd) -> Result<(), String> {
             node,
             &cmd.sched.spec("takt-remote"),
             cmd.spin.spin,
-        );
+        )
+        .map_err(CmdError::from);
     }
     let opts = remote::Options {
         quick: cmd.out.quick,
@@ -137,11 +139,11 @@ fn run_remote(cmd: RemoteCmd) -> Result<(), String> {
         only: cmd.only,
         in_flight: cmd.in_flight.iter().map(|&k| k as usize).collect(),
     };
-    let doc = measured(run_command("takt bench remote", &opts, cmd.out.json))?;
-    cmd.record.store(&doc)
+    let doc = run_command("takt bench remote", &opts, cmd.out.json)?;
+    Ok(cmd.record.store(&doc)?)
 }
 
-fn run_agents(cmd: AgentsCmd) -> Result<(), String> {
+fn run_agents(cmd: AgentsCmd) -> Result<(), CmdError> {
     let opts = agents::Options {
         quick: cmd.out.quick,
         peers: cmd.peers,
@@ -150,18 +152,6 @@ fn run_agents(cmd: AgentsCmd) -> Result<(), String> {
         runs: cmd.runs as usize,
         idle_latency: cmd.idle_latency.and_then(|IdleLimit(l)| l),
     };
-    let doc = measured(run_command("takt bench agents", &opts, cmd.out.json))?;
-    cmd.record.store(&doc)
-}
-
-/// A measuring command's outcome: an interruption ends the process with
-/// status 130 (as the signal would), other errors become the message.
-pub fn measured<T>(r: Result<T, MeasureError>) -> Result<T, String> {
-    match r {
-        Err(e @ MeasureError::Interrupted { .. }) => {
-            eprintln!("takt: {e}");
-            std::process::exit(130)
-        }
-        r => r.map_err(|e| e.to_string()),
-    }
+    let doc = run_command("takt bench agents", &opts, cmd.out.json)?;
+    Ok(cmd.record.store(&doc)?)
 }

@@ -1,12 +1,13 @@
-//! `takt bench sme`: the C++SME thesis benchmarks (see `takt_lab::sme`).
+//! `takt bench sme`: the C++SME thesis benchmarks (see takt-bench-sme).
 
 use clap::Args;
-use takt_lab::sampler::Repetitions;
-use takt_lab::sme::{SmeBench, BENCHMARKS};
+use takt_bench_sme::{SmeBench, BENCHMARKS};
+use takt_measure::sampler::Repetitions;
 use takt_measure::suite::run_command;
 
 use crate::args::{OutputArgs, SchedArgs, SpinArgs};
 use crate::cmd_runs::RecordArgs;
+use crate::error::CmdError;
 
 /// `takt bench sme` flags.
 #[derive(Args, Debug)]
@@ -30,17 +31,13 @@ pub struct SmeCmd {
     runs: u16,
 }
 
-pub fn run(cmd: SmeCmd) -> Result<(), String> {
-    let max_threads = match cmd.threads {
-        Some(t) => t as usize,
-        None => match &cmd.sched.cpus {
-            Some(c) => c.len().max(1),
-            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        },
-    };
+pub fn run(cmd: SmeCmd) -> Result<(), CmdError> {
     let bench = SmeBench {
         quick: cmd.output.quick,
-        max_threads,
+        max_threads: cmd.threads.map_or_else(
+            || SmeBench::default_threads(cmd.sched.cpus.as_ref()),
+            usize::from,
+        ),
         spec: cmd.sched.spec("sme"),
         spin: cmd.spin.spin,
         reps: Repetitions {
@@ -49,6 +46,6 @@ pub fn run(cmd: SmeCmd) -> Result<(), String> {
         },
         only: cmd.only,
     };
-    let doc = crate::cmd_bench::measured(run_command("takt bench sme", &bench, cmd.output.json))?;
-    cmd.record.store(&doc)
+    let doc = run_command("takt bench sme", &bench, cmd.output.json)?;
+    Ok(cmd.record.store(&doc)?)
 }

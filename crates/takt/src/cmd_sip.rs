@@ -1,6 +1,7 @@
 //! `takt sip …`: the SIP proxy and its laboratory. Each subcommand is its
 //! flags (a `cmd_sip_*.rs` file) and one call into takt-siplab.
 
+use crate::error::CmdError;
 use clap::{Args, Subcommand};
 
 /// `takt sip`
@@ -40,7 +41,7 @@ enum SipSub {
     Relay(Box<crate::cmd_sip_relay::RelayArgs>),
 }
 
-pub fn run(c: SipCmd) -> Result<(), String> {
+pub fn run(c: SipCmd) -> Result<(), CmdError> {
     match c.cmd {
         SipSub::Proxy(a) => crate::cmd_sip_proxy::run(*a),
         SipSub::Load(a) => crate::cmd_sip_load::run(*a),

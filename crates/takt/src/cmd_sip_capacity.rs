@@ -9,6 +9,7 @@ use takt_sip::transport::WorkerModel;
 use takt_siplab::capacity::{CapacityOptions, NetKind};
 
 use crate::args::{OutputArgs, SchedArgs};
+use crate::error::CmdError;
 
 /// `takt sip capacity` flags.
 #[derive(Args, Debug)]
@@ -91,7 +92,7 @@ pub struct CapacityArgs {
     out: OutputArgs,
 }
 
-pub fn run(a: CapacityArgs) -> Result<(), String> {
+pub fn run(a: CapacityArgs) -> Result<(), CmdError> {
     let suite = CapacityOptions {
         targets: a.targets,
         modes: a.mode,
@@ -117,12 +118,7 @@ pub fn run(a: CapacityArgs) -> Result<(), String> {
         plot: a.plot,
         quick: a.out.quick,
     }
-    .resolve()
-    .map_err(|e| e.to_string())?;
-    crate::cmd_bench::measured(takt_measure::suite::run_command(
-        "takt sip capacity",
-        &suite,
-        a.out.json,
-    ))?;
+    .resolve()?;
+    takt_measure::suite::run_command("takt sip capacity", &suite, a.out.json)?;
     Ok(())
 }

@@ -14,6 +14,7 @@ use takt_siplab::gen::{Arrivals, GenOptions, Role};
 use takt_siplab::Error;
 
 use crate::args::SchedArgs;
+use crate::error::CmdError;
 
 /// `takt sip gen` flags.
 #[derive(Args, Debug)]
@@ -105,7 +106,7 @@ fn usage_error(msg: String) -> ! {
 }
 
 /// Runs `takt sip gen`.
-pub fn run(a: GenArgs) -> Result<(), String> {
+pub fn run(a: GenArgs) -> Result<(), CmdError> {
     let suite = match (GenOptions {
         proxy: a.proxy,
         cps: a.cps,
@@ -131,9 +132,9 @@ pub fn run(a: GenArgs) -> Result<(), String> {
     {
         Ok(s) => s,
         Err(e @ Error::Usage(_)) => usage_error(e.to_string()),
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(e.into()),
     };
-    crate::cmd_bench::measured(run_command("takt sip gen", &suite, a.json))?;
+    run_command("takt sip gen", &suite, a.json)?;
     Ok(())
 }
 

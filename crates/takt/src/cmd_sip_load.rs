@@ -10,6 +10,7 @@ use takt_siplab::load::{LoadGenerator, LoadOptions};
 
 use crate::args::{parse_idle_limit, parse_spin, IdleLimit, OutputArgs, SchedArgs};
 use crate::cmd_sip::parse_bytes;
+use crate::error::CmdError;
 
 /// `takt sip load` flags.
 #[derive(Args, Debug)]
@@ -80,7 +81,7 @@ pub struct LoadArgs {
     record: crate::cmd_runs::RecordArgs,
 }
 
-pub fn run(a: LoadArgs) -> Result<(), String> {
+pub fn run(a: LoadArgs) -> Result<(), CmdError> {
     let plan = LoadOptions {
         modes: a.mode,
         models: a.model,
@@ -99,12 +100,7 @@ pub fn run(a: LoadArgs) -> Result<(), String> {
         sipp_cpus: a.sipp_cpus,
         quick: a.out.quick,
     }
-    .plan()
-    .map_err(|e| e.to_string())?;
-    let doc = crate::cmd_bench::measured(takt_measure::suite::run_command(
-        "takt sip load",
-        &plan,
-        a.out.json,
-    ))?;
-    a.record.store(&doc)
+    .plan()?;
+    let doc = takt_measure::suite::run_command("takt sip load", &plan, a.out.json)?;
+    Ok(a.record.store(&doc)?)
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::Args;
 use takt_measure::cancel::Cancel;
+use takt_measure::error::MeasureError;
 use takt_sched::SpinBudget;
 use takt_sip::config::Config;
 use takt_sip::proxy::{Mode, Transport};
@@ -15,6 +16,7 @@ use takt_siplab::proxy_run::{exit_text, ProxyRun};
 
 use crate::args::{parse_idle_limit, parse_spin, IdleLimit, SchedArgs};
 use crate::cmd_sip::parse_bytes;
+use crate::error::CmdError;
 
 /// `takt sip proxy` flags; each overrides the configuration file.
 #[derive(Args, Debug)]
@@ -178,9 +180,9 @@ fn apply_flags(cfg: &mut Config, a: &ProxyArgs) {
     }
 }
 
-pub fn run(a: ProxyArgs) -> Result<(), String> {
+pub fn run(a: ProxyArgs) -> Result<(), CmdError> {
     let mut config = match &a.config {
-        Some(p) => Config::load(p).map_err(|e| e.to_string())?,
+        Some(p) => Config::load(p).map_err(takt_siplab::Error::from)?,
         None => Config::default(),
     };
     apply_flags(&mut config, &a);
@@ -194,11 +196,10 @@ pub fn run(a: ProxyArgs) -> Result<(), String> {
             .and_then(|d| Duration::try_from_secs_f64(d.max(0.0)).ok()),
     };
     let cancel = Cancel::new();
-    cancel.on_signals().map_err(|e| e.to_string())?;
-    let snap = run
-        .run(&cancel, &mut |line| eprintln!("{line}"))
-        .map_err(|e| e.to_string())?;
-    takt_measure::output::print(&exit_text(&snap, a.json)).map_err(|e| e.to_string())
+    cancel.on_signals()?;
+    let snap = run.run(&cancel, &mut |line| eprintln!("{line}"))?;
+    takt_measure::output::print(&exit_text(&snap, a.json)).map_err(MeasureError::from)?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use takt_measure::cancel::Cancel;
 use takt_siplab::relay::{serve, RelayConfig, DEFAULT_BATCH, MAX_BATCH};
 
 use crate::args::SchedArgs;
+use crate::error::CmdError;
 
 /// `takt sip relay` flags.
 #[derive(Args, Debug)]
@@ -42,9 +43,9 @@ fn parse_batch(s: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("bad batch {s:?} (1..={MAX_BATCH})"))
 }
 
-pub fn run(a: RelayArgs) -> Result<(), String> {
+pub fn run(a: RelayArgs) -> Result<(), CmdError> {
     let cancel = Cancel::new();
-    cancel.on_signals().map_err(|e| e.to_string())?;
+    cancel.on_signals()?;
     let cfg = RelayConfig {
         listen: a.listen,
         uas: a.uas,
@@ -54,9 +55,8 @@ pub fn run(a: RelayArgs) -> Result<(), String> {
     };
     serve(cfg, &a.sched.spec("sip-relay"), &cancel, &mut |l| {
         eprintln!("{l}")
-    })
-    .map(|_| ())
-    .map_err(|e| e.to_string())
+    })?;
+    Ok(())
 }
 
 #[cfg(test)]

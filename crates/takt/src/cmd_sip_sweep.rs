@@ -5,14 +5,13 @@
 
 use std::path::PathBuf;
 
+use crate::error::CmdError;
 use clap::Args;
 use takt_measure::suite::{run_command, SuiteOutput};
 use takt_sched::{CpuSet, SchedPolicy};
 use takt_sip::proxy::Mode;
 use takt_sip::transport::WorkerModel;
 use takt_siplab::sweep::{Preset, SweepOptions};
-
-use crate::cmd_bench::measured;
 
 /// `takt sip sweep` flags.
 #[derive(Args, Debug)]
@@ -102,7 +101,7 @@ pub struct SweepArgs {
     db: PathBuf,
 }
 
-pub fn run(a: SweepArgs) -> Result<(), String> {
+pub fn run(a: SweepArgs) -> Result<(), CmdError> {
     let suite = SweepOptions {
         targets: a.targets,
         modes: a.mode,
@@ -124,10 +123,9 @@ pub fn run(a: SweepArgs) -> Result<(), String> {
         preset: Preset::of(a.quick, a.paper),
         out: Some(a.out.clone()),
     }
-    .resolve()
-    .map_err(|e| e.to_string())?;
-    let out = measured(run_command("takt sip sweep", &suite, a.json))?;
-    let id = takt_lab::runs::record(&a.db, out.document()).map_err(|e| e.to_string())?;
+    .resolve()?;
+    let out = run_command("takt sip sweep", &suite, a.json)?;
+    let id = takt_lab::runs::record(&a.db, out.document())?;
     let written: Vec<String> = out
         .written
         .iter()

@@ -11,6 +11,7 @@ use takt_sip::transport::WorkerModel;
 use takt_siplab::torture::{cgroup, Scenario, TortureOptions};
 
 use crate::args::{OutputArgs, SchedArgs};
+use crate::error::CmdError;
 
 /// `takt sip torture` flags.
 #[derive(Args, Debug)]
@@ -84,7 +85,7 @@ pub struct TortureArgs {
     record: crate::cmd_runs::RecordArgs,
 }
 
-pub fn run(a: TortureArgs) -> Result<(), String> {
+pub fn run(a: TortureArgs) -> Result<(), CmdError> {
     let suite = TortureOptions {
         target: a.target,
         modes: a.mode,
@@ -105,12 +106,7 @@ pub fn run(a: TortureArgs) -> Result<(), String> {
         soak_secs: a.soak_secs,
         quick: a.out.quick,
     }
-    .resolve()
-    .map_err(|e| e.to_string())?;
-    let doc = crate::cmd_bench::measured(takt_measure::suite::run_command(
-        "takt sip torture",
-        &suite,
-        a.out.json,
-    ))?;
-    a.record.store(&doc)
+    .resolve()?;
+    let doc = takt_measure::suite::run_command("takt sip torture", &suite, a.out.json)?;
+    Ok(a.record.store(&doc)?)
 }

@@ -4,14 +4,13 @@
 
 use std::path::PathBuf;
 
+use crate::error::CmdError;
 use clap::Args;
 use takt_measure::suite::{run_command, SuiteOutput};
 use takt_sched::{CpuSet, SchedPolicy};
 use takt_sip::proxy::Mode;
 use takt_sip::transport::WorkerModel;
 use takt_siplab::tune::{self, TuneOptions};
-
-use crate::cmd_bench::measured;
 
 /// `takt sip tune` flags.
 #[derive(Args, Debug)]
@@ -76,7 +75,7 @@ pub struct TuneArgs {
     db: PathBuf,
 }
 
-pub fn run(a: TuneArgs) -> Result<(), String> {
+pub fn run(a: TuneArgs) -> Result<(), CmdError> {
     let suite = TuneOptions {
         target: a.target,
         workers: a.workers as usize,
@@ -94,10 +93,9 @@ pub fn run(a: TuneArgs) -> Result<(), String> {
         ports: a.ports,
         out: Some(a.out.clone()),
     }
-    .resolve()
-    .map_err(|e| e.to_string())?;
-    let out = measured(run_command("takt sip tune", &suite, a.json))?;
-    let id = takt_lab::runs::record(&a.db, out.document()).map_err(|e| e.to_string())?;
+    .resolve()?;
+    let out = run_command("takt sip tune", &suite, a.json)?;
+    let id = takt_lab::runs::record(&a.db, out.document())?;
     let written: Vec<String> = out
         .written
         .iter()

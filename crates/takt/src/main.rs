@@ -24,6 +24,7 @@ mod cmd_sip_relay;
 mod cmd_sip_sweep;
 mod cmd_sip_torture;
 mod cmd_sip_tune;
+mod error;
 
 use clap::{Parser, Subcommand};
 
@@ -59,9 +60,9 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
-    let result = match cli.command {
+    let result: Result<(), error::CmdError> = match cli.command {
         Command::Sched(c) => cmd_sched::run(c),
-        Command::Machine(c) => cmd_machine::run(c),
+        Command::Machine(c) => cmd_machine::run(c).map_err(Into::into),
         Command::Bench(c) => cmd_bench::run(c),
         Command::Sip(c) => cmd_sip::run(c),
         Command::Report(c) => match cmd_report::run(c) {
@@ -70,15 +71,14 @@ fn main() {
                 std::process::exit(signal.exit_code())
             }
             Ok(takt_lab::report::Finished::Complete { .. }) => Ok(()),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(error::CmdError::Failed(e.to_string())),
         },
-        Command::Runs(c) => cmd_runs::run(c).map_err(|e| e.to_string()),
+        Command::Runs(c) => cmd_runs::run(c).map_err(|e| error::CmdError::Failed(e.to_string())),
     };
     if let Err(e) = result {
         eprintln!("takt: {e}");
         // A command that a signal cut short ends with 128 + N.
-        let code = takt_measure::cancel::received().map_or(1, |s| s.exit_code());
-        std::process::exit(code);
+        std::process::exit(e.exit_code());
     }
 }
 
@@ -219,7 +219,7 @@ mod tests {
         let Command::Bench(cmd_bench::BenchCmd::Remote(r)) = cli.command else {
             panic!("parsed as another command");
         };
-        assert_eq!(r.only, Some(takt_lab::remote::Part::Saturated));
+        assert_eq!(r.only, Some(takt_bench_remote::Part::Saturated));
         assert_eq!(r.in_flight, [64, 256]);
         for bad in [
             &["takt", "bench", "remote", "--only", "latency"][..],

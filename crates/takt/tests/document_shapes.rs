@@ -30,9 +30,9 @@ fn snapshot_path() -> PathBuf {
 /// Every suite's synthetic rows, by the suite name its document carries.
 fn suites() -> Vec<(&'static str, Vec<ResultRow>)> {
     vec![
-        ("agents", takt_lab::agents::synthetic_rows()),
-        ("sme", takt_lab::sme::SmeBench::synthetic_rows()),
-        ("remote", takt_lab::remote::synthetic_rows()),
+        ("agents", takt_bench_agents::synthetic_rows()),
+        ("sme", takt_bench_sme::SmeBench::synthetic_rows()),
+        ("remote", takt_bench_remote::synthetic_rows()),
         ("sip_load", takt_siplab::load::synthetic_rows()),
         (
             "sip_capacity",

@@ -80,7 +80,8 @@ fn applies_to_every_thread_and_reads_back() {
     assert!(out.status.success(), "{out:?}");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains(&format!("pid {pid}:")), "{text}");
-    let rows: Vec<&str> = text.lines().skip(2).collect();
+    // the title, the headers, the rule under them, then a row per thread
+    let rows: Vec<&str> = text.lines().skip(3).collect();
     assert!(rows.len() >= 4, "{text}");
     assert!(
         rows.iter().all(|r| r.matches("250us").count() == 2),

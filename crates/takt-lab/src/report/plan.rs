@@ -172,7 +172,7 @@ impl Host {
     pub fn this_machine() -> Host {
         Host {
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            sme_step: crate::sme::compute_step(),
+            sme_step: takt_bench_sme::compute_step(),
         }
     }
 }
@@ -251,7 +251,7 @@ pub fn plan_on(opts: &Options, host: &Host) -> (Vec<StagePlan>, Vec<String>) {
                             .into(),
                     );
                 }
-                let est = crate::agents::expected_duration(&crate::agents::Options {
+                let est = takt_bench_agents::expected_duration(&takt_bench_agents::Options {
                     quick: true,
                     peers: opts.peers,
                     spin: takt_sched::SpinBudget::NONE,
@@ -281,7 +281,7 @@ pub fn plan_on(opts: &Options, host: &Host) -> (Vec<StagePlan>, Vec<String>) {
                 } else {
                     host.cpus
                 };
-                let bench = crate::sme::SmeBench {
+                let bench = takt_bench_sme::SmeBench {
                     quick: true,
                     max_threads,
                     spec: takt_sched::ThreadSpec::new("estimate"),
@@ -389,7 +389,7 @@ pub fn plan_on(opts: &Options, host: &Host) -> (Vec<StagePlan>, Vec<String>) {
             }
             Stage::Sweep | Stage::Robustness => continue,
             Stage::Remote => {
-                let remote = crate::remote::Options {
+                let remote = takt_bench_remote::Options {
                     quick: opts.quick,
                     runs: 5,
                     url: None,
@@ -409,7 +409,7 @@ pub fn plan_on(opts: &Options, host: &Host) -> (Vec<StagePlan>, Vec<String>) {
                 StagePlan {
                     stage,
                     args,
-                    estimate: crate::remote::expected_duration(&remote),
+                    estimate: takt_bench_remote::expected_duration(&remote),
                     unavailable: find_tool("nats-server").is_none().then(|| {
                         "install nats-server (Debian package nats-server; scripts/setup.sh installs it)"
                             .into()

@@ -15,12 +15,12 @@
 //! | [`Caf`](Peer::Caf) | CAF 0.17 (C++, Debian `libcaf-dev`) | an `actor_system` with 1 scheduler thread | each actor spawned `detached` (a thread of its own) | work-stealing scheduler with 2 threads |
 //!
 //! takt's own rows use `one_thread`, `active_obj` and a `work_stealing`
-//! pool of two for the three [`Placement`]s (see [`crate::agents::placement`]:
+//! pool of two for the three [`Placement`]s (see [`crate::placement`]:
 //! a ratio compares like with like only within one placement, and every
 //! `ping_pong` row reports the fraction of its deliveries that crossed
 //! threads).
 //!
-//! The `peers` cargo feature of takt-lab (and of the `takt` binary) compiles
+//! The `peers` cargo feature of takt-bench-agents (and of the `takt` binary) compiles
 //! this module in and is on by default; `--no-default-features` leaves actix,
 //! kameo, ractor and tokio out of lean builds. kameo 0.22 needs Rust 1.88, so
 //! the default build does too; a lean build keeps the workspace's minimum.
@@ -37,17 +37,17 @@
 //! [`run_once`] builds the peer's runtime, runs **one** measured repetition of
 //! one [`PeerBench`] and tears everything down again (every actor stopped and
 //! accounted for, every runtime and thread it made gone) before it returns. The
-//! caller owns warm-up and repetitions (see [`crate::sampler`]).
+//! caller owns warm-up and repetitions (see [`takt_measure::sampler`]).
 //!
 //! ```no_run
-//! use takt_lab::agents_peers::{run_once, Peer, PeerBench, Placement};
+//! use takt_bench_agents::peers::{run_once, Peer, PeerBench, Placement};
 //!
 //! let bench = PeerBench::PingPong { messages: 1_000_000, placement: Placement::OneThread };
 //! for peer in Peer::ALL {
 //!     let sample = run_once(peer, &bench)?;
 //!     println!("{:>9} {} {:.1} ns/msg", peer.name(), bench.name(), sample.value);
 //! }
-//! # Ok::<(), takt_lab::agents_peers::PeerError>(())
+//! # Ok::<(), takt_bench_agents::peers::PeerError>(())
 //! ```
 //!
 //! ## What each benchmark measures
@@ -178,8 +178,8 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-pub use crate::agents::placement::Placement;
-use crate::agents::placement::{thread_tag, CrossingCounter};
+pub use crate::placement::Placement;
+use crate::placement::{thread_tag, CrossingCounter};
 
 /// One of the runtimes `takt bench agents --peers` compares takt with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

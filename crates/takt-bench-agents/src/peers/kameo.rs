@@ -3,7 +3,7 @@
 //! One-thread rows run on a tokio current-thread runtime; `ping_pong`
 //! `thread_per_agent` puts each player on a [`Home`](super::tokio_rt::Home) of its own, `two_workers`
 //! on a tokio multi-thread runtime with two workers (tokio decides where each
-//! actor's task runs; see the module docs of `agents_peers`). The driver is
+//! actor's task runs; see the module docs of `peers`). The driver is
 //! the calling thread, inside `Runtime::block_on`.
 //!
 //! Every actor gets an unbounded mailbox and is sent to with

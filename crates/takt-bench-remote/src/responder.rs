@@ -24,6 +24,8 @@ use takt_agents::{
 use takt_remote::{Config, Node, Postcard, Remote};
 use takt_sched::{SpinBudget, ThreadSpec};
 
+use crate::error::RemoteBenchError;
+
 /// The line the child prints once it serves.
 pub const READY: &str = "takt-remote responder ready";
 /// The cluster (subject prefix) the bench's nodes share.
@@ -137,25 +139,23 @@ pub fn serve(
     name: &str,
     thread: &ThreadSpec,
     spin: SpinBudget,
-) -> Result<Served, String> {
+) -> Result<Served, RemoteBenchError> {
     let rt = Runtime::new(RtConfig {
         spin,
         ..RtConfig::default()
     });
-    let disp = rt.one_thread("echo").map_err(|e| e.to_string())?;
-    let sink_disp = rt.one_thread("sink").map_err(|e| e.to_string())?;
+    let disp = rt.one_thread("echo")?;
+    let sink_disp = rt.one_thread("sink")?;
     let received = Arc::new(AtomicU64::new(0));
     let mut coop = rt.coop("responder");
-    let echo = coop.add(Echo, &disp).map_err(|e| e.to_string())?;
-    let sink = coop
-        .add(
-            Sink {
-                received: received.clone(),
-            },
-            &sink_disp,
-        )
-        .map_err(|e| e.to_string())?;
-    coop.register().map_err(|e| e.to_string())?;
+    let echo = coop.add(Echo, &disp)?;
+    let sink = coop.add(
+        Sink {
+            received: received.clone(),
+        },
+        &sink_disp,
+    )?;
+    coop.register()?;
     let node = Arc::new(
         Node::start(Config {
             url: url.to_string(),
@@ -164,21 +164,22 @@ pub fn serve(
             thread: thread.renamed(ANSWER_BRIDGE),
             ..Config::default()
         })
-        .map_err(|e| e.to_string())?,
+        .map_err(RemoteBenchError::remote("the answering node"))?,
     );
+    let export = RemoteBenchError::remote;
     node.export_ask::<Bytes, Bytes>(ECHO, echo.requester())
-        .map_err(|e| e.to_string())?;
+        .map_err(export("exporting the echo"))?;
     node.export_ask_inline::<Bytes, Bytes, _>(ECHO_INLINE, |v: Bytes| v)
-        .map_err(|e| e.to_string())?;
+        .map_err(export("exporting the inline echo"))?;
     node.export::<Bytes>(SINK, sink.recipient())
-        .map_err(|e| e.to_string())?;
+        .map_err(export("exporting the sink"))?;
     let counter = Counter {
         received,
         node: OnceLock::new(),
     };
     let _ = counter.node.set(Arc::downgrade(&node));
     node.export_ask::<Count, SinkCount>(SINK, Requester::new(counter))
-        .map_err(|e| e.to_string())?;
+        .map_err(export("exporting the sink's count"))?;
     Ok(Served { node, _rt: rt })
 }
 
@@ -189,9 +190,10 @@ pub fn serve_until_stdin_closes(
     name: &str,
     thread: &ThreadSpec,
     spin: SpinBudget,
-) -> Result<(), String> {
+) -> Result<(), RemoteBenchError> {
     let served = serve(url, name, thread, spin)?;
-    println!("{READY}");
+    takt_measure::output::print(&format!("{READY}\n"))
+        .map_err(RemoteBenchError::io("the responder's ready line"))?;
     let mut sink = [0u8; 64];
     let mut stdin = std::io::stdin().lock();
     while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
@@ -215,14 +217,17 @@ impl Responder {
         program: &std::path::Path,
         args: &[String],
         name: &str,
-    ) -> Result<Responder, String> {
+    ) -> Result<Responder, RemoteBenchError> {
         let mut child = Command::new(program)
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .map_err(|e| format!("cannot start the responder {}: {e}", program.display()))?;
+            .map_err(RemoteBenchError::io(format!(
+                "cannot start the responder {}",
+                program.display()
+            )))?;
         let stdin = child.stdin.take();
         let stdout = child.stdout.take();
         let mut r = Responder {
@@ -231,7 +236,10 @@ impl Responder {
             name: name.to_string(),
         };
         let Some(stdout) = stdout else {
-            return Err("the responder has no stdout".into());
+            return Err(RemoteBenchError::Io {
+                what: "the responder".into(),
+                source: std::io::Error::other("no stdout"),
+            });
         };
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -248,8 +256,12 @@ impl Responder {
                 let status = r.child.try_wait().ok().flatten();
                 r.kill();
                 Err(match status {
-                    Some(s) => format!("the responder exited before serving ({s})"),
-                    None => format!("the responder did not serve within {START_TIMEOUT:?}"),
+                    Some(s) => RemoteBenchError::ResponderExited(s),
+                    None => RemoteBenchError::NotReady {
+                        what: "the responder".into(),
+                        ready: "serve",
+                        within: START_TIMEOUT,
+                    },
                 })
             }
         }

@@ -1,27 +1,5 @@
-//! `takt bench sme`: the C++SME thesis's benchmarks over every takt-sme
-//! executor and thread count.
-//!
-//! All four benchmarks run on the thesis's ring network (its Figure 4.1):
-//!
-//! | name | processes × cycles (thesis) | work per step |
-//! |---|---|---|
-//! | `sync_ring` | 20000 and 50000 × 100000 | Listing 1: read, add one, write |
-//! | `compute_ring` | 200 × 2000 and 2000 × 200 | Listing 2: 10000 divisions of a double by 3 |
-//! | `weak_scaling` | 250, 500, 1000 × 500·threads (cycles:processes 2:1, 1:1, 1:2) | Listing 2 |
-//! | `uneven` | 200 × 2000 and 2000 × 200, first half 2500 divisions, second half 10000 | Listing 2 |
-//!
-//! plus `sync_cost` (the per-cycle price of synchronizing, on a two-process
-//! ring) and the `floor` rows: the same ring as a plain loop over an array.
-//!
-//! Each configuration is measured after one warm-up run (and, for short
-//! runs, at least 100 ms of warm-up runs) over five runs; a
-//! sample is the run's wall time (worker start to finish, thread creation
-//! excluded) divided by processes × cycles. `--quick` keeps the networks and
-//! the work per step but scales cycles (and, for weak scaling, processes)
-//! down; the document's notes say by how much.
-
-mod networks;
-mod published;
+//! The suite: its plan (full and `--quick`), the configurations it runs
+//! and the rows it writes.
 
 use std::time::{Duration, Instant};
 
@@ -29,15 +7,17 @@ use serde_json::{Map, Value};
 use takt_sched::{SpinBudget, ThreadSpec};
 use takt_sme::{Executor, ExecutorKind};
 
-use crate::error::LabError;
-use crate::params;
-use crate::result::{Better, Document, DocumentBuilder, ResultRow};
-use crate::sampler::{measure, Repetitions};
+use takt_measure::params;
+use takt_measure::result::{Better, Document, DocumentBuilder, ResultRow};
+use takt_measure::sampler::{measure, Repetitions};
 use takt_measure::suite::{RunContext, Suite};
+
+use crate::error::SmeError;
+use crate::networks::{compute_ring, divide, floor_ring, sync_ring, Ring};
+use crate::published;
 
 /// Least warm-up time per ring configuration (see `SmeBench::measure_ring`).
 const MIN_WARMUP: Duration = Duration::from_millis(100);
-pub use networks::{compute_ring, divide, floor_ring, sync_ring, Ring};
 
 /// Divisions per step in the compute-dominated benchmarks (Listing 2).
 pub const DIVISIONS: u32 = 10_000;
@@ -192,7 +172,7 @@ fn executors(max_threads: usize) -> Vec<(ExecutorKind, usize)> {
 
 impl Suite for SmeBench {
     type Output = Document;
-    type Error = LabError;
+    type Error = SmeError;
 
     fn name(&self) -> &str {
         "sme"
@@ -214,7 +194,7 @@ impl Suite for SmeBench {
         )
     }
 
-    fn run(&self, ctx: &RunContext) -> Result<Document, LabError> {
+    fn run(&self, ctx: &RunContext) -> Result<Document, SmeError> {
         SmeBench::run(self, ctx)
     }
 }
@@ -225,6 +205,15 @@ thread_local! {
 }
 
 impl SmeBench {
+    /// The largest thread count when none is given: the CPUs of `cpus`
+    /// (`--cpus`), else every online CPU.
+    pub fn default_threads(cpus: Option<&takt_sched::CpuSet>) -> usize {
+        match cpus {
+            Some(c) => c.len().max(1),
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+
     /// Every kind of row the suite can emit (two threads, every benchmark),
     /// each from fixed samples: the input of the document-shape snapshot
     /// test. Runs nothing.
@@ -317,12 +306,12 @@ impl SmeBench {
     }
 
     /// Runs the suite, one progress step per configuration; stops with
-    /// [`LabError::Interrupted`] at the next configuration once `ctx` is
+    /// [`SmeError::Interrupted`] at the next configuration once `ctx` is
     /// cancelled.
-    pub fn run(&self, ctx: &RunContext) -> Result<Document, LabError> {
+    pub fn run(&self, ctx: &RunContext) -> Result<Document, SmeError> {
         let mut progress = |line: &str| {
             if ctx.is_cancelled() {
-                return Err(LabError::Interrupted("sme"));
+                return Err(SmeError::Interrupted);
             }
             ctx.step(line);
             Ok(())
@@ -332,8 +321,8 @@ impl SmeBench {
 
     fn run_rows(
         &self,
-        progress: &mut dyn FnMut(&str) -> Result<(), LabError>,
-    ) -> Result<Document, LabError> {
+        progress: &mut dyn FnMut(&str) -> Result<(), SmeError>,
+    ) -> Result<Document, SmeError> {
         let plan = self.plan();
         let mut doc = DocumentBuilder::start("sme");
         if self.quick {
@@ -382,7 +371,7 @@ impl SmeBench {
         kind: ExecutorKind,
         threads: usize,
         cycles: u64,
-    ) -> Result<(Vec<f64>, f64), LabError> {
+    ) -> Result<(Vec<f64>, f64), SmeError> {
         if SYNTHETIC.get() {
             return Ok((vec![1.0; 5], 0.0));
         }
@@ -398,8 +387,9 @@ impl SmeBench {
         while warm_start.elapsed() < MIN_WARMUP {
             ring.net
                 .run(&exec, cycles)
-                .map_err(|source| LabError::Sme {
-                    config: format!("{kind} x{threads}"),
+                .map_err(|source| SmeError::Run {
+                    kind,
+                    threads,
                     source: Box::new(source),
                 })?;
             warm_runs += 1;
@@ -413,20 +403,20 @@ impl SmeBench {
             }
         });
         if let Some(source) = failure {
-            return Err(LabError::Sme {
-                config: format!("{kind} x{threads}"),
+            return Err(SmeError::Run {
+                kind,
+                threads,
                 source: Box::new(source),
             });
         }
         // Every run advanced the ring by `cycles`: process 0 holds the count.
         let expected = ((self.reps.warmup + m.samples.len()) as u64 + warm_runs) * cycles;
         if ring.net.value(ring.first) != expected as i64 {
-            return Err(LabError::Bench {
-                suite: "sme",
-                reason: format!(
-                    "{kind} x{threads}: ring value {} after {expected} cycles",
-                    ring.net.value(ring.first)
-                ),
+            return Err(SmeError::WrongCount {
+                kind,
+                threads,
+                value: ring.net.value(ring.first),
+                cycles: expected,
             });
         }
         Ok((m.samples, m.cpu_s))
@@ -438,8 +428,8 @@ impl SmeBench {
         name: &str,
         shape: Shape,
         divisions: Option<&dyn Fn(usize) -> u32>,
-        progress: &mut dyn FnMut(&str) -> Result<(), LabError>,
-    ) -> Result<(), LabError> {
+        progress: &mut dyn FnMut(&str) -> Result<(), SmeError>,
+    ) -> Result<(), SmeError> {
         let Shape { processes, cycles } = shape;
         let make = || match divisions {
             None => sync_ring(processes),
@@ -489,7 +479,7 @@ impl SmeBench {
             match &sequential {
                 None => sequential = Some(samples),
                 Some(seq) => {
-                    let seq_median = crate::stats::median(seq);
+                    let seq_median = takt_measure::stats::median(seq);
                     let speedup: Vec<f64> = samples.iter().map(|s| seq_median / s).collect();
                     let row = ResultRow::new(
                         name,
@@ -540,8 +530,8 @@ impl SmeBench {
         processes: usize,
         cycles_per_thread: u64,
         ratio: &str,
-        progress: &mut dyn FnMut(&str) -> Result<(), LabError>,
-    ) -> Result<(), LabError> {
+        progress: &mut dyn FnMut(&str) -> Result<(), SmeError>,
+    ) -> Result<(), SmeError> {
         let make = || compute_ring(processes, |_| DIVISIONS);
         let mut one_thread: Option<f64> = None;
         for (kind, threads) in executors(self.max_threads) {
@@ -575,7 +565,7 @@ impl SmeBench {
             let steps = processes as f64 * cycles as f64;
             let times: Vec<f64> = samples.iter().map(|s| s * steps).collect();
             match one_thread {
-                None => one_thread = Some(crate::stats::median(&times)),
+                None => one_thread = Some(takt_measure::stats::median(&times)),
                 Some(t1) => {
                     let eff: Vec<f64> = times.iter().map(|t| t1 / t).collect();
                     let row = ResultRow::new(
@@ -603,8 +593,8 @@ impl SmeBench {
         &self,
         doc: &mut DocumentBuilder,
         cycles: u64,
-        progress: &mut dyn FnMut(&str) -> Result<(), LabError>,
-    ) -> Result<(), LabError> {
+        progress: &mut dyn FnMut(&str) -> Result<(), SmeError>,
+    ) -> Result<(), SmeError> {
         // A ring with one trivial process per thread: each cycle is almost
         // nothing but the barrier.
         for (kind, threads) in executors(self.max_threads) {

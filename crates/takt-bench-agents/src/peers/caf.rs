@@ -32,7 +32,8 @@ pub(super) fn unavailable() -> Option<&'static str> {
 
 /// What a build without the `caf` feature reports instead of CAF's rows.
 #[cfg(not(feature = "caf"))]
-const ABSENT: &str = "not measured: this build has no CAF peer (takt-lab feature `caf` is off)";
+const ABSENT: &str =
+    "not measured: this build has no CAF peer (takt-bench-agents feature `caf` is off)";
 
 #[cfg(feature = "caf")]
 mod checked {

@@ -6,6 +6,8 @@ use std::time::{Duration, Instant};
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
 
+use crate::error::RemoteBenchError;
+
 /// The subject the responder serves.
 const SUBJECT: &str = "bench.echo";
 
@@ -18,16 +20,16 @@ pub(super) struct BareNats {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
+fn runtime() -> Result<tokio::runtime::Runtime, RemoteBenchError> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| e.to_string())
+        .map_err(RemoteBenchError::io("a tokio runtime"))
 }
 
 impl BareNats {
     /// Connects a responder and a requester to `url`.
-    pub(super) fn start(url: &str) -> Result<BareNats, String> {
+    pub(super) fn start(url: &str) -> Result<BareNats, RemoteBenchError> {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let u = url.to_string();
@@ -45,14 +47,14 @@ impl BareNats {
                     let c = match async_nats::connect(u.as_str()).await {
                         Ok(c) => c,
                         Err(e) => {
-                            let _ = ready_tx.send(Err(e.to_string()));
+                            let _ = ready_tx.send(Err(RemoteBenchError::nats("connect")(e)));
                             return;
                         }
                     };
                     let mut sub = match c.subscribe(SUBJECT).await {
                         Ok(s) => s,
                         Err(e) => {
-                            let _ = ready_tx.send(Err(e.to_string()));
+                            let _ = ready_tx.send(Err(RemoteBenchError::nats("subscribe")(e)));
                             return;
                         }
                     };
@@ -71,14 +73,19 @@ impl BareNats {
                     }
                 });
             })
-            .map_err(|e| format!("the bare nats responder thread: {e}"))?;
+            .map_err(RemoteBenchError::io("the bare nats responder thread"))?;
+        const READY_WITHIN: Duration = Duration::from_secs(10);
         ready_rx
-            .recv_timeout(Duration::from_secs(10))
-            .map_err(|_| "bare nats responder did not start".to_string())??;
+            .recv_timeout(READY_WITHIN)
+            .map_err(|_| RemoteBenchError::NotReady {
+                what: "the bare nats responder".into(),
+                ready: "start",
+                within: READY_WITHIN,
+            })??;
         let rt = runtime()?;
         let client = rt
             .block_on(async_nats::connect(url))
-            .map_err(|e| e.to_string())?;
+            .map_err(RemoteBenchError::nats("connect"))?;
         Ok(BareNats {
             rt,
             client,
@@ -88,12 +95,12 @@ impl BareNats {
     }
 
     /// One request/reply of `payload`.
-    pub(super) fn round_trip(&mut self, payload: &[u8]) -> Result<Duration, String> {
+    pub(super) fn round_trip(&mut self, payload: &[u8]) -> Result<Duration, RemoteBenchError> {
         let body = bytes::Bytes::copy_from_slice(payload);
         let t0 = Instant::now();
         self.rt
             .block_on(self.client.request(SUBJECT, body))
-            .map_err(|e| e.to_string())?;
+            .map_err(RemoteBenchError::nats("request"))?;
         Ok(t0.elapsed())
     }
 
@@ -105,7 +112,7 @@ impl BareNats {
         payload: &[u8],
         in_flight: usize,
         window: Duration,
-    ) -> Result<(u64, Duration), String> {
+    ) -> Result<(u64, Duration), RemoteBenchError> {
         let body = bytes::Bytes::copy_from_slice(payload);
         let client = self.client.clone();
         let t0 = Instant::now();
@@ -122,7 +129,7 @@ impl BareNats {
                 }
                 match pending.next().await {
                     Some(Ok(_)) => done += 1,
-                    Some(Err(e)) => return Err(e.to_string()),
+                    Some(Err(e)) => return Err(RemoteBenchError::nats("request")(e)),
                     None => return Ok(done),
                 }
             }

@@ -1,33 +1,18 @@
-//! `takt bench agents`: the SObjectizer 4.4.b3 benchmarks (the seed's
-//! names and parameters) plus `ping_pong` and `skynet`, on takt-agents,
-//! and with `peers` the same ping_pong, customer_ring and skynet on other
-//! actor runtimes in the same run.
-//!
-//! Every row is the median of at least 5 runs after a warm-up run, with
-//! the CPU time each run cost (`cpu_s`: spinning buys latency with CPU).
-//! Rows that the seed published carry its figure converted to our unit
-//! (`published`; the seed ran on a 1.5 GHz Pentium-M in 2006, so the
-//! column shows the distance travelled, not a same-machine comparison).
-//!
-//! Parameters: every takt row records its dispatcher, thread count, spin
-//! budget, CPU set and scheduling policy. Peer rows record the workload
-//! and thread count only; the table's `takt ×` column compares each peer
-//! row with the takt row doing the same workload on as many threads.
-
-pub mod placement;
-pub mod runs;
+//! The suite: its plan (full and `--quick`), the rows it writes and the
+//! seed's published figures beside them.
 
 use std::time::Duration;
 
 use serde_json::{Map, Value};
 use takt_sched::{SpinBudget, ThreadSpec};
 
-use crate::error::LabError;
-use crate::params;
-use crate::result::{Better, Document, DocumentBuilder, ResultRow};
-use placement::Placement;
-use runs::{RingDispatcher, Sample, TaktOpts};
+use takt_measure::params;
+use takt_measure::result::{Better, Document, DocumentBuilder, ResultRow};
 use takt_measure::suite::{RunContext, Suite};
+
+use crate::error::AgentsError;
+use crate::placement::Placement;
+use crate::runs::{self, RingDispatcher, Sample, TaktOpts};
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -185,10 +170,6 @@ struct Runner<'a> {
     synthetic: bool,
 }
 
-/// The message of a run stopped by cancellation (mapped to
-/// [`LabError::Interrupted`] by [`run`]).
-const INTERRUPTED: &str = "interrupted";
-
 /// One repetition's values: the main value and an optional second one
 /// (registration, or the processing phase).
 type Rep = (f64, Option<f64>);
@@ -211,7 +192,7 @@ impl Runner<'_> {
         p.insert("spin".into(), self.opts.spin.to_string().into());
         p.insert(
             "idle_latency".into(),
-            crate::result::idle_latency_param(self.opts.idle_latency).into(),
+            takt_measure::result::idle_latency_param(self.opts.idle_latency).into(),
         );
         p.insert(
             "cpus".into(),
@@ -235,8 +216,8 @@ impl Runner<'_> {
     fn repeat(
         &mut self,
         label: &str,
-        mut run: impl FnMut() -> Result<Rep, String>,
-    ) -> Result<Series, String> {
+        mut run: impl FnMut() -> Result<Rep, AgentsError>,
+    ) -> Result<Series, AgentsError> {
         if self.synthetic {
             return Ok(Series {
                 main: vec![1.0; 5],
@@ -255,7 +236,7 @@ impl Runner<'_> {
         let mut cpu = Duration::ZERO;
         for i in 0..runs {
             if self.ctx.is_cancelled() {
-                return Err(INTERRUPTED.into());
+                return Err(AgentsError::Interrupted);
             }
             let c0 = takt_sched::process_cpu_time();
             let (a, b) = run()?;
@@ -320,7 +301,7 @@ fn median_detail(counts: &[(&str, &[f64])]) -> Map<String, Value> {
     counts
         .iter()
         .filter(|(_, v)| !v.is_empty())
-        .map(|(k, v)| ((*k).to_string(), crate::stats::median(v).into()))
+        .map(|(k, v)| ((*k).to_string(), takt_measure::stats::median(v).into()))
         .collect()
 }
 
@@ -343,7 +324,7 @@ fn ping_pong_row(
     in_flight: u64,
     placement: Placement,
     disp: &str,
-) -> Result<ResultRow, String> {
+) -> Result<ResultRow, AgentsError> {
     let mut crossed = Vec::new();
     let mut woken = Vec::new();
     let s = r.repeat(&format!("{name} {placement} ({disp}) {messages}"), || {
@@ -381,7 +362,7 @@ pub fn expected_duration(opts: &Options) -> Duration {
 
 impl Suite for Options {
     type Output = Document;
-    type Error = LabError;
+    type Error = AgentsError;
 
     fn name(&self) -> &str {
         "agents"
@@ -401,29 +382,29 @@ impl Suite for Options {
         )
     }
 
-    fn run(&self, ctx: &RunContext) -> Result<Document, LabError> {
+    fn run(&self, ctx: &RunContext) -> Result<Document, AgentsError> {
         run(self, ctx)
     }
 }
 
 /// Runs the suite, one progress step per run; stops with
-/// [`LabError::Interrupted`] at the next run once `ctx` is cancelled.
-pub fn run(opts: &Options, ctx: &RunContext) -> Result<Document, LabError> {
+/// [`AgentsError::Interrupted`] at the next run once `ctx` is cancelled.
+pub fn run(opts: &Options, ctx: &RunContext) -> Result<Document, AgentsError> {
     let _idle = opts
         .idle_latency
         .map(takt_sched::IdleLatency::hold)
         .transpose()
-        .map_err(LabError::IdleLatency)?;
-    run_rows(opts, ctx).map_err(|reason| {
+        .map_err(AgentsError::IdleLatency)?;
+    run_rows(opts, ctx).map_err(|e| {
         if ctx.is_cancelled() {
-            LabError::Interrupted("agents")
+            AgentsError::Interrupted
         } else {
-            LabError::bench("agents")(reason)
+            e
         }
     })
 }
 
-fn run_rows(opts: &Options, ctx: &RunContext) -> Result<Document, String> {
+fn run_rows(opts: &Options, ctx: &RunContext) -> Result<Document, AgentsError> {
     rows_of(opts, ctx, false)
 }
 
@@ -445,7 +426,7 @@ pub fn synthetic_rows() -> Vec<ResultRow> {
         .results
 }
 
-fn rows_of(opts: &Options, ctx: &RunContext, synthetic: bool) -> Result<Document, String> {
+fn rows_of(opts: &Options, ctx: &RunContext, synthetic: bool) -> Result<Document, AgentsError> {
     let plan = Plan::of(opts.quick);
     let t = opts.takt();
     let mut r = Runner {
@@ -460,7 +441,7 @@ fn rows_of(opts: &Options, ctx: &RunContext, synthetic: bool) -> Result<Document
     if let Some(limit) = opts.idle_latency {
         r.doc.note(format!(
             "idle latency limit {} held for the whole run, machine-wide: idle CPUs polled instead of halting, the peers' too",
-            crate::result::idle_latency_param(Some(limit))
+            takt_measure::result::idle_latency_param(Some(limit))
         ));
     }
     r.doc.note(
@@ -580,7 +561,7 @@ fn rows_of(opts: &Options, ctx: &RunContext, synthetic: bool) -> Result<Document
     {
         let n = plan.skynet;
         let s = r.repeat(&format!("skynet {n} leaves"), || {
-            runs::skynet(&t, n).map(sample_rep)
+            Ok(runs::skynet(&t, n).map(sample_rep)?)
         })?;
         let p = r.takt_params("one_thread", 1, params![("leaves", n)]);
         r.takt_row("skynet", p, "ms", s.main, s.cpu_s, None);
@@ -589,7 +570,7 @@ fn rows_of(opts: &Options, ctx: &RunContext, synthetic: bool) -> Result<Document
     // The seed's single-agent benches.
     let n = plan.seed_n;
     {
-        let s = r.repeat("send_msg", || runs::send_msg(&t, n).map(|v| (v, None)))?;
+        let s = r.repeat("send_msg", || Ok(runs::send_msg(&t, n).map(|v| (v, None))?))?;
         let p = r.takt_params("one_thread", 1, params![("messages", n)]);
         r.takt_row(
             "send_msg",
@@ -603,7 +584,7 @@ fn rows_of(opts: &Options, ctx: &RunContext, synthetic: bool) -> Result<Document
     }
     {
         let s = r.repeat("send_and_process_msg", || {
-            runs::send_and_process_msg(&t, n).map(|(a, b)| (a, Some(b)))
+            Ok(runs::send_and_process_msg(&t, n).map(|(a, b)| (a, Some(b)))?)
         })?;
         for (phase, v, seed) in [
             ("send", &s.main, SEED_SEND_AND_PROCESS.0),
@@ -623,7 +604,7 @@ fn rows_of(opts: &Options, ctx: &RunContext, synthetic: bool) -> Result<Document
     }
     {
         let s = r.repeat("insend_and_process_msg", || {
-            runs::insend_and_process_msg(&t, n).map(|v| (v, None))
+            Ok(runs::insend_and_process_msg(&t, n).map(|v| (v, None))?)
         })?;
         let p = r.takt_params("one_thread", 1, params![("messages", n)]);
         r.takt_row(
@@ -644,7 +625,7 @@ fn rows_of(opts: &Options, ctx: &RunContext, synthetic: bool) -> Result<Document
     }
     {
         let s = r.repeat("process_state_changes", || {
-            runs::process_state_changes(&t, n).map(|(a, b)| (a, Some(b)))
+            Ok(runs::process_state_changes(&t, n).map(|(a, b)| (a, Some(b)))?)
         })?;
         for (phase, v, seed) in [
             ("send", &s.main, SEED_STATES.0),
@@ -668,7 +649,7 @@ fn rows_of(opts: &Options, ctx: &RunContext, synthetic: bool) -> Result<Document
     }
     for &(agents, m) in &plan.agents_msg {
         let s = r.repeat(&format!("send_agents_msg_self N={agents} M={m}"), || {
-            runs::send_agents_msg_self(&t, agents, m).map(|v| (v, None))
+            Ok(runs::send_agents_msg_self(&t, agents, m).map(|v| (v, None))?)
         })?;
         let seed = SEED_AGENTS_MSG
             .iter()
@@ -692,17 +673,17 @@ fn rows_of(opts: &Options, ctx: &RunContext, synthetic: bool) -> Result<Document
     r.doc.note("send_agents_msg_self: N agents registered, M of them (a random sample) each send one message to a randomly chosen agent from their own handler, as the seed defines it; the time runs from queuing the M sender events to the end of the last one (each send with its sender's dispatch), divided by M");
 
     if opts.peers {
-        peers::run(&mut r, &plan)?;
+        peer_rows::run(&mut r, &plan)?;
     }
     Ok(r.doc.finish())
 }
 
 #[cfg(feature = "peers")]
-mod peers {
+mod peer_rows {
     use super::*;
-    use crate::agents_peers::{run_once, Peer, PeerBench};
+    use crate::peers::{run_once, Peer, PeerBench};
 
-    pub(super) fn run(r: &mut Runner<'_>, plan: &Plan) -> Result<(), String> {
+    pub(super) fn run(r: &mut Runner<'_>, plan: &Plan) -> Result<(), AgentsError> {
         let mut benches: Vec<(PeerBench, Map<String, Value>)> = Placement::ALL
             .into_iter()
             .map(|placement| {
@@ -750,7 +731,10 @@ mod peers {
                 let label = format!("{} {} {p:?}", peer.name(), bench.name());
                 let mut crossed = Vec::new();
                 let s = r.repeat(&label, || {
-                    let s = run_once(peer, bench).map_err(|e| format!("{}: {e}", peer.name()))?;
+                    let s = run_once(peer, bench).map_err(|source| AgentsError::Peer {
+                        peer: peer.name(),
+                        source,
+                    })?;
                     crossed.extend(s.crossed);
                     Ok((s.value, s.registration_us_per_agent))
                 })?;
@@ -791,10 +775,10 @@ mod peers {
 }
 
 #[cfg(not(feature = "peers"))]
-mod peers {
+mod peer_rows {
     use super::*;
 
-    pub(super) fn run(_r: &mut Runner<'_>, _plan: &Plan) -> Result<(), String> {
-        Err("this build has no peer runtimes (takt-lab feature `peers` is off)".into())
+    pub(super) fn run(_r: &mut Runner<'_>, _plan: &Plan) -> Result<(), AgentsError> {
+        Err(AgentsError::NoPeers)
     }
 }

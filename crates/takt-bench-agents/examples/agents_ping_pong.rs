@@ -6,40 +6,42 @@
 //! Arguments: `[messages] [one_thread|thread_per_agent|two_workers]
 //! [balls in flight]` (default 1000000, one_thread, 1).
 
-use takt_lab::agents::placement::Placement;
-use takt_lab::agents::runs::{ping_pong, TaktOpts};
+use std::process::ExitCode;
+
+use takt_bench_agents::placement::Placement;
+use takt_bench_agents::runs::{ping_pong, TaktOpts};
 use takt_sched::{SpinBudget, ThreadSpec};
 
-fn main() {
+/// Bad arguments: the message on stderr, exit status 2.
+fn usage(msg: &str) -> ExitCode {
+    eprintln!("{msg}");
+    ExitCode::from(2)
+}
+
+fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let n: u64 = match args.next().map_or(Ok(1_000_000), |s| s.parse::<u64>()) {
         Ok(n) if n > 0 => n,
-        _ => {
-            eprintln!("usage: agents_ping_pong [messages >= 1] [placement]");
-            std::process::exit(2);
-        }
+        _ => return usage("usage: agents_ping_pong [messages >= 1] [placement]"),
     };
     let placement = match args.next() {
         None => Placement::OneThread,
         Some(name) => match Placement::ALL.into_iter().find(|p| p.name() == name) {
             Some(p) => p,
             None => {
-                eprintln!(
+                return usage(&format!(
                     "agents_ping_pong: unknown placement {name:?}: expected one_thread, thread_per_agent or two_workers"
-                );
-                std::process::exit(2);
+                ))
             }
         },
     };
-    let in_flight: u64 = match args.next().map_or(Ok(1), |s| s.parse::<u64>()) {
-        Ok(k) if (1..=n).contains(&k) => k,
-        _ => {
-            eprintln!(
-                "usage: agents_ping_pong [messages] [placement] [balls in flight, 1..=messages]"
-            );
-            std::process::exit(2);
-        }
-    };
+    let in_flight: u64 =
+        match args.next().map_or(Ok(1), |s| s.parse::<u64>()) {
+            Ok(k) if (1..=n).contains(&k) => k,
+            _ => return usage(
+                "usage: agents_ping_pong [messages] [placement] [balls in flight, 1..=messages]",
+            ),
+        };
     let opts = TaktOpts {
         spin: SpinBudget::default(),
         thread: ThreadSpec::default(),
@@ -48,7 +50,7 @@ fn main() {
         Ok(s) => s,
         Err(e) => {
             eprintln!("agents_ping_pong: {e}");
-            std::process::exit(1);
+            return ExitCode::FAILURE;
         }
     };
     println!(
@@ -57,4 +59,5 @@ fn main() {
         s.crossed * 100.0,
         s.wakeups_per_msg
     );
+    ExitCode::SUCCESS
 }

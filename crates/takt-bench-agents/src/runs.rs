@@ -1,7 +1,7 @@
 //! takt's side of every agent benchmark: one function per benchmark, each
 //! one run (set-up outside the timed region, the run's own timing inside).
 //!
-//! The definitions match the peers' (`agents_peers`) exactly where a peer
+//! The definitions match the peers' ([`peers`](crate::peers)) exactly where a peer
 //! runs the same benchmark: a *message* is one delivery; a ping-pong round
 //! trip is two messages; a customer_ring token injected at agent
 //! `j*N/M` is done after `N` hops (so `N*M` messages); skynet's leaves
@@ -12,11 +12,61 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use takt_agents::{
-    Addr, Agent, Config, CoopHandle, Ctx, Definer, Dispatcher, Runtime, RuntimeHandle, State,
+    Addr, Agent, Config, CoopHandle, Ctx, Definer, Dispatcher, RegError, Runtime, RuntimeHandle,
+    State,
 };
 use takt_sched::{SpinBudget, ThreadSpec};
 
-use super::placement::{thread_tag, CrossingCounter, Placement};
+use crate::placement::{thread_tag, CrossingCounter, Placement};
+
+/// Why one run of a benchmark failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The runtime refused a dispatcher, an agent or a cooperation.
+    #[error(transparent)]
+    Runtime(#[from] RegError),
+    /// The parameters describe no run: what the benchmark needs, and what
+    /// it was given.
+    #[error("{bench} needs {needs}{given}")]
+    Params {
+        /// The benchmark.
+        bench: &'static str,
+        /// What it needs.
+        needs: &'static str,
+        /// The values given (with their separator), or nothing.
+        given: String,
+    },
+    /// The run did not complete within its deadline.
+    #[error("benchmark run did not complete within {} s", RUN_DEADLINE.as_secs())]
+    Deadline,
+    /// The benchmark's cooperation did not finish after deregistration.
+    #[error("benchmark cooperation did not finish")]
+    Unfinished,
+    /// A skynet node could not create its children.
+    #[error("skynet: {step} of node {node}: {source}")]
+    SkynetNode {
+        /// `adding a child` or `registering the children`.
+        step: &'static str,
+        /// The node's number.
+        node: u64,
+        /// The runtime's refusal.
+        source: RegError,
+    },
+    /// The run completed with a wrong result: a lost delivery, a wrong
+    /// sum.
+    #[error("{bench}: {got}, expected {expected}")]
+    Wrong {
+        /// The benchmark.
+        bench: &'static str,
+        /// What the run counted.
+        got: String,
+        /// What it should have counted.
+        expected: u64,
+    },
+}
+
+/// How long one run may take.
+const RUN_DEADLINE: Duration = Duration::from_secs(600);
 
 /// How the runtime's threads are made.
 #[derive(Clone, Debug)]
@@ -66,13 +116,13 @@ impl Latch {
         *self.done.lock().unwrap() = true;
         self.cv.notify_all();
     }
-    fn wait(&self) -> Result<(), String> {
-        let deadline = Instant::now() + Duration::from_secs(600);
+    fn wait(&self) -> Result<(), RunError> {
+        let deadline = Instant::now() + RUN_DEADLINE;
         let mut d = self.done.lock().unwrap();
         while !*d {
             let now = Instant::now();
             if now >= deadline {
-                return Err("benchmark run did not complete within 600 s".into());
+                return Err(RunError::Deadline);
             }
             d = self.cv.wait_timeout(d, deadline - now).unwrap().0;
         }
@@ -101,10 +151,10 @@ impl Countdown {
     }
 }
 
-fn finish(rt: Runtime, coop: &CoopHandle) -> Result<(), String> {
+fn finish(rt: Runtime, coop: &CoopHandle) -> Result<(), RunError> {
     coop.deregister();
     if !coop.wait_timeout(Duration::from_secs(120)) {
-        return Err("benchmark cooperation did not finish".into());
+        return Err(RunError::Unfinished);
     }
     rt.shutdown();
     Ok(())
@@ -195,19 +245,20 @@ pub fn ping_pong(
     messages: u64,
     in_flight: u64,
     placement: Placement,
-) -> Result<PingPongSample, String> {
+) -> Result<PingPongSample, RunError> {
     if in_flight == 0 || messages < in_flight {
-        return Err(format!(
-            "ping_pong needs at least one ball and a message per ball ({messages} messages, {in_flight} in flight)"
-        ));
+        return Err(RunError::Params {
+            bench: "ping_pong",
+            needs: "at least one ball and a message per ball",
+            given: format!(" ({messages} messages, {in_flight} in flight)"),
+        });
     }
     let rt = opts.runtime();
     let disp = match placement {
         Placement::OneThread => rt.one_thread("pp"),
         Placement::ThreadPerAgent => rt.active_obj("pp"),
         Placement::TwoWorkers => rt.work_stealing("pp", 2),
-    }
-    .map_err(|e| e.to_string())?;
+    }?;
     let done = Countdown::new(in_flight);
     let started = Countdown::new(2);
     let totals = Arc::new(Mutex::new(CrossingCounter::default()));
@@ -220,9 +271,9 @@ pub fn ping_pong(
         crossing: CrossingCounter::default(),
         totals: totals.clone(),
     };
-    let a = coop.add(mk(), &disp).map_err(|e| e.to_string())?;
-    let b = coop.add(mk(), &disp).map_err(|e| e.to_string())?;
-    let coop = coop.register().map_err(|e| e.to_string())?;
+    let a = coop.add(mk(), &disp)?;
+    let b = coop.add(mk(), &disp)?;
+    let coop = coop.register()?;
     started.latch.wait()?;
     let reg = t0.elapsed().as_secs_f64() * 1e6 / 2.0;
     a.send(SetPeer(b.clone()));
@@ -252,10 +303,11 @@ pub fn ping_pong(
     finish(rt, &coop)?;
     let totals = *totals.lock().unwrap_or_else(|p| p.into_inner());
     if totals.handled != messages {
-        return Err(format!(
-            "ping_pong: {} deliveries handled, {messages} sent",
-            totals.handled
-        ));
+        return Err(RunError::Wrong {
+            bench: "ping_pong",
+            got: format!("{} deliveries handled", totals.handled),
+            expected: messages,
+        });
     }
     Ok(PingPongSample {
         value: ns,
@@ -361,7 +413,7 @@ impl RingDispatcher {
         }
     }
 
-    fn make(&self, rt: &RuntimeHandle) -> Result<Dispatcher, String> {
+    fn make(&self, rt: &RuntimeHandle) -> Result<Dispatcher, RegError> {
         match *self {
             RingDispatcher::OneThread => rt.one_thread("ring"),
             RingDispatcher::ActiveObj => rt.active_obj("ring"),
@@ -369,7 +421,6 @@ impl RingDispatcher {
             RingDispatcher::ThreadPool { threads } => rt.thread_pool("ring", threads),
             RingDispatcher::WorkStealing { threads } => rt.work_stealing("ring", threads),
         }
-        .map_err(|e| e.to_string())
     }
 }
 
@@ -380,9 +431,13 @@ pub fn customer_ring(
     disp_kind: RingDispatcher,
     agents: usize,
     tokens: usize,
-) -> Result<Sample, String> {
+) -> Result<Sample, RunError> {
     if agents == 0 || tokens == 0 || agents > u32::MAX as usize {
-        return Err("customer_ring needs 1..2^32 agents and at least one token".into());
+        return Err(RunError::Params {
+            bench: "customer_ring",
+            needs: "1..2^32 agents and at least one token",
+            given: String::new(),
+        });
     }
     let rt = opts.runtime();
     let disp = disp_kind.make(&rt)?;
@@ -402,22 +457,20 @@ pub fn customer_ring(
             RingDispatcher::ActiveGroup { groups } => disp.group(format!("g{}", i % groups.max(1))),
             _ => disp.bind(),
         };
-        let a = coop
-            .add(
-                Customer {
-                    next: addrs.last().cloned(),
-                    done: done.clone(),
-                    started: started.clone(),
-                    count,
-                    crossing: CrossingCounter::default(),
-                    totals: totals.clone(),
-                },
-                binding,
-            )
-            .map_err(|e| e.to_string())?;
+        let a = coop.add(
+            Customer {
+                next: addrs.last().cloned(),
+                done: done.clone(),
+                started: started.clone(),
+                count,
+                crossing: CrossingCounter::default(),
+                totals: totals.clone(),
+            },
+            binding,
+        )?;
         addrs.push(a);
     }
-    let coop = coop.register().map_err(|e| e.to_string())?;
+    let coop = coop.register()?;
     started.latch.wait()?;
     let reg = t0.elapsed().as_secs_f64() * 1e6 / agents as f64;
     addrs.reverse();
@@ -461,7 +514,7 @@ struct Node {
     /// The first node that cannot create its children says why here and
     /// releases the driver, which would otherwise wait for a sum that
     /// never comes.
-    failed: Arc<(Mutex<Option<String>>, Arc<Countdown>)>,
+    failed: Arc<(Mutex<Option<RunError>>, Arc<Countdown>)>,
     disp: Dispatcher,
 }
 
@@ -499,22 +552,27 @@ impl Agent for Node {
                 failed: self.failed.clone(),
                 disp: self.disp.clone(),
             };
-            if let Err(e) = coop.add(child, &self.disp) {
-                return self.fail(format!("adding a child of node {}: {e}", self.num));
+            if let Err(source) = coop.add(child, &self.disp) {
+                return self.fail(RunError::SkynetNode {
+                    step: "adding a child",
+                    node: self.num,
+                    source,
+                });
             }
         }
         match coop.register() {
             Ok(c) => self.children = Some(c),
-            Err(e) => self.fail(format!(
-                "registering the children of node {}: {e}",
-                self.num
-            )),
+            Err(source) => self.fail(RunError::SkynetNode {
+                step: "registering the children",
+                node: self.num,
+                source,
+            }),
         }
     }
 }
 
 impl Node {
-    fn fail(&self, why: String) {
+    fn fail(&self, why: RunError) {
         self.failed.0.lock().unwrap().get_or_insert(why);
         self.failed.1.hit();
     }
@@ -533,13 +591,17 @@ impl Node {
 
 /// Skynet over `leaves` (a power of ten) leaf agents on a one_thread
 /// dispatcher; returns ms per run and the check sum.
-pub fn skynet(opts: &TaktOpts, leaves: u64) -> Result<Sample, String> {
+pub fn skynet(opts: &TaktOpts, leaves: u64) -> Result<Sample, RunError> {
     let levels = (leaves as f64).log10().round() as u32;
     if 10u64.pow(levels) != leaves || levels == 0 {
-        return Err(format!("skynet needs a power of ten leaves, got {leaves}"));
+        return Err(RunError::Params {
+            bench: "skynet",
+            needs: "a power of ten leaves",
+            given: format!(", got {leaves}"),
+        });
     }
     let rt = opts.runtime();
-    let disp = rt.one_thread("skynet").map_err(|e| e.to_string())?;
+    let disp = rt.one_thread("skynet")?;
     let done = Arc::new((Countdown::new(1), AtomicU64::new(0)));
     let failed = Arc::new((Mutex::new(None), done.0.clone()));
     let t = Instant::now();
@@ -558,19 +620,22 @@ pub fn skynet(opts: &TaktOpts, leaves: u64) -> Result<Sample, String> {
             disp: disp.clone(),
         },
         &disp,
-    )
-    .map_err(|e| e.to_string())?;
-    let root = coop.register().map_err(|e| e.to_string())?;
+    )?;
+    let root = coop.register()?;
     done.0.latch.wait()?;
     let ms = t.elapsed().as_secs_f64() * 1e3;
     if let Some(why) = failed.0.lock().unwrap().take() {
         finish(rt, &root)?;
-        return Err(format!("skynet: {why}"));
+        return Err(why);
     }
     let sum = done.1.load(Ordering::SeqCst);
     let expect = leaves * (leaves - 1) / 2;
     if sum != expect {
-        return Err(format!("skynet sum {sum}, expected {expect}"));
+        return Err(RunError::Wrong {
+            bench: "skynet",
+            got: format!("sum {sum}"),
+            expected: expect,
+        });
     }
     finish(rt, &root)?;
     Ok(Sample {
@@ -664,46 +729,42 @@ struct Unwanted(#[allow(dead_code)] u64);
 
 /// The seed's `send_msg`: one agent sends `n` messages nobody handles;
 /// ns per send.
-pub fn send_msg(opts: &TaktOpts, n: u64) -> Result<f64, String> {
+pub fn send_msg(opts: &TaktOpts, n: u64) -> Result<f64, RunError> {
     flood(opts, n, FloodMode::SendOnly).map(|(s, _)| s)
 }
 
 /// The seed's `send_and_process_msg`: one agent sends `n` messages to
 /// itself, then handles them; (ns per send, ns per processed message).
-pub fn send_and_process_msg(opts: &TaktOpts, n: u64) -> Result<(f64, f64), String> {
+pub fn send_and_process_msg(opts: &TaktOpts, n: u64) -> Result<(f64, f64), RunError> {
     flood(opts, n, FloodMode::SendAndProcess).map(|(s, p)| (s, p.unwrap_or(f64::NAN)))
 }
 
 /// The seed's `insend_and_process_msg`: `n` insend events, each handled
 /// inside its send; ns per message (send and process).
-pub fn insend_and_process_msg(opts: &TaktOpts, n: u64) -> Result<f64, String> {
+pub fn insend_and_process_msg(opts: &TaktOpts, n: u64) -> Result<f64, RunError> {
     flood(opts, n, FloodMode::Insend).map(|(s, _)| s)
 }
 
-fn flood(opts: &TaktOpts, n: u64, mode: FloodMode) -> Result<(f64, Option<f64>), String> {
+fn flood(opts: &TaktOpts, n: u64, mode: FloodMode) -> Result<(f64, Option<f64>), RunError> {
     let rt = opts.runtime();
-    let disp = rt.one_thread("flood").map_err(|e| e.to_string())?;
+    let disp = rt.one_thread("flood")?;
     let times = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
     let done = Countdown::new(1);
     let mut coop = rt.coop("flood");
-    let peer = coop
-        .add(Sink { seen: 0 }, &disp)
-        .map_err(|e| e.to_string())?;
-    let a = coop
-        .add(
-            Flood {
-                n,
-                mode,
-                processed: 0,
-                times: times.clone(),
-                done: done.clone(),
-                t_sent: None,
-                peer: Some(peer),
-            },
-            &disp,
-        )
-        .map_err(|e| e.to_string())?;
-    let coop = coop.register().map_err(|e| e.to_string())?;
+    let peer = coop.add(Sink { seen: 0 }, &disp)?;
+    let a = coop.add(
+        Flood {
+            n,
+            mode,
+            processed: 0,
+            times: times.clone(),
+            done: done.clone(),
+            t_sent: None,
+            peer: Some(peer),
+        },
+        &disp,
+    )?;
+    let coop = coop.register()?;
     a.send(Go);
     done.latch.wait()?;
     let send = times.0.load(Ordering::SeqCst) as f64 / n as f64;
@@ -784,25 +845,23 @@ impl Agent for Stately {
 /// The seed's `process_state_changes`: an agent with 10 states and one
 /// event per state sends itself `n` events, then handles them, changing
 /// state at each; (ns per send, ns per processed event).
-pub fn process_state_changes(opts: &TaktOpts, n: u64) -> Result<(f64, f64), String> {
+pub fn process_state_changes(opts: &TaktOpts, n: u64) -> Result<(f64, f64), RunError> {
     let rt = opts.runtime();
-    let disp = rt.one_thread("states").map_err(|e| e.to_string())?;
+    let disp = rt.one_thread("states")?;
     let done = Countdown::new(1);
     let times = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
     let mut coop = rt.coop("states");
-    let a = coop
-        .add(
-            Stately {
-                n,
-                processed: 0,
-                done: done.clone(),
-                times: times.clone(),
-                t_sent: None,
-            },
-            &disp,
-        )
-        .map_err(|e| e.to_string())?;
-    let coop = coop.register().map_err(|e| e.to_string())?;
+    let a = coop.add(
+        Stately {
+            n,
+            processed: 0,
+            done: done.clone(),
+            times: times.clone(),
+            t_sent: None,
+        },
+        &disp,
+    )?;
+    let coop = coop.register()?;
     a.send(Go);
     done.latch.wait()?;
     let send = times.0.load(Ordering::SeqCst) as f64 / n as f64;
@@ -895,14 +954,16 @@ pub fn send_agents_msg_self(
     opts: &TaktOpts,
     agents: usize,
     messages: usize,
-) -> Result<f64, String> {
+) -> Result<f64, RunError> {
     if agents == 0 || messages == 0 || messages > agents {
-        return Err(format!(
-            "send_agents_msg_self needs 1 <= M <= N (N={agents} agents, M={messages} senders)"
-        ));
+        return Err(RunError::Params {
+            bench: "send_agents_msg_self",
+            needs: "1 <= M <= N",
+            given: format!(" (N={agents} agents, M={messages} senders)"),
+        });
     }
     let rt = opts.runtime();
-    let disp = rt.one_thread("agents").map_err(|e| e.to_string())?;
+    let disp = rt.one_thread("agents")?;
     // xorshift: a fixed, reproducible random choice.
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut next = move |n: usize| {
@@ -927,7 +988,7 @@ pub fn send_agents_msg_self(
             shared: Some(shared.clone()),
             pick: next(agents) as u32,
         };
-        addrs.push(coop.add(m, &disp).map_err(|e| e.to_string())?);
+        addrs.push(coop.add(m, &disp)?);
     }
     // The M senders: a random sample without repetition (partial
     // Fisher–Yates over the agents' indices).
@@ -938,16 +999,14 @@ pub fn send_agents_msg_self(
     }
     let senders = idx[..messages].iter().map(|&i| addrs[i].clone()).collect();
     let _ = shared.addrs.set(addrs);
-    let starter = coop
-        .add(
-            Starter {
-                senders,
-                shared: shared.clone(),
-            },
-            &disp,
-        )
-        .map_err(|e| e.to_string())?;
-    let coop = coop.register().map_err(|e| e.to_string())?;
+    let starter = coop.add(
+        Starter {
+            senders,
+            shared: shared.clone(),
+        },
+        &disp,
+    )?;
+    let coop = coop.register()?;
     starter.send(Go);
     done.latch.wait()?;
     let ns = shared.elapsed_ns.load(Ordering::SeqCst) as f64 / messages as f64;

@@ -24,6 +24,59 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
+use crate::error::RemoteBenchError;
+
+/// Why the ractor_cluster peer failed (shown after `ractor-cluster: `).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RactorError {
+    /// Node A could not be started, or its output read.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Node A went away: what was being done when it did, and its exit
+    /// status if it had one by then.
+    #[error("node A: {what}{}", .status.map_or(String::new(), |s| format!(" (it exited: {s})")))]
+    Ended {
+        /// What was being done.
+        what: String,
+        /// Node A's exit status.
+        status: Option<std::process::ExitStatus>,
+    },
+    /// Node A answered a command with an `err` line.
+    #[error("{0}")]
+    Refused(String),
+    /// Node A's first line was not `ready NODE_B_PID`.
+    #[error("node A's first line is {0:?}, not `ready NODE_B_PID`")]
+    NotReady(String),
+    /// Node A answered a command with something else than `ok …`.
+    #[error("{command:?} answered {answer:?}")]
+    Unexpected {
+        /// The command.
+        command: String,
+        /// The answer.
+        answer: String,
+    },
+    /// An `ok` answer lacks a number.
+    #[error("answer {answer:?} has no number {}", .index + 1)]
+    NoNumber {
+        /// The answer's words.
+        answer: String,
+        /// The missing number's index.
+        index: usize,
+    },
+    /// Node A did not answer in time.
+    #[error("node A did not answer within {0:?}")]
+    Silent(Duration),
+    /// A row asked for the peer, which is not running.
+    #[error("not running")]
+    NotRunning,
+}
+
 /// The peer's executable name.
 pub(super) const PEER_BIN: &str = "takt-peer-ractor";
 
@@ -50,15 +103,12 @@ pub(super) enum Located {
 /// Finds the peer: `explicit` (which must exist: asked for, its absence is
 /// an error), else `takt-peer-ractor` in `beside`'s directory (the running
 /// `takt`'s).
-pub(super) fn locate(explicit: Option<&Path>, beside: &Path) -> Result<Located, String> {
+pub(super) fn locate(explicit: Option<&Path>, beside: &Path) -> Result<Located, RemoteBenchError> {
     if let Some(p) = explicit {
         return if p.is_file() {
             Ok(Located::At(p.to_path_buf()))
         } else {
-            Err(format!(
-                "--ractor-peer {}: no such file (build it with `{BUILD_HINT}` from the repository root)",
-                p.display()
-            ))
+            Err(RemoteBenchError::NoRactorPeer(p.to_path_buf()))
         };
     }
     let at = beside
@@ -90,14 +140,17 @@ pub(super) struct RactorPeer {
 
 impl RactorPeer {
     /// Starts `program node-a` and waits until node B has answered once.
-    pub(super) fn start(program: &Path) -> Result<RactorPeer, String> {
+    pub(super) fn start(program: &Path) -> Result<RactorPeer, RactorError> {
         let mut child = Command::new(program)
             .arg("node-a")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .map_err(|e| format!("ractor-cluster: cannot start {}: {e}", program.display()))?;
+            .map_err(|source| RactorError::Io {
+                what: format!("cannot start {}", program.display()),
+                source,
+            })?;
         let stdin = child.stdin.take();
         let stdout = child.stdout.take();
         let (tx, lines) = mpsc::channel();
@@ -108,7 +161,10 @@ impl RactorPeer {
             node_b: 0,
         };
         let Some(stdout) = stdout else {
-            return Err("ractor-cluster: node A has no stdout".into());
+            return Err(RactorError::Io {
+                what: "node A".into(),
+                source: std::io::Error::other("no stdout"),
+            });
         };
         std::thread::Builder::new()
             .name("ractor-peer-out".into())
@@ -120,7 +176,10 @@ impl RactorPeer {
                     }
                 }
             })
-            .map_err(|e| format!("ractor-cluster: node A's stdout reader: {e}"))?;
+            .map_err(|source| RactorError::Io {
+                what: "node A's stdout reader".into(),
+                source,
+            })?;
         let ready = peer.answer(START_TIMEOUT)?;
         match ready
             .strip_prefix("ready ")
@@ -130,9 +189,7 @@ impl RactorPeer {
                 peer.node_b = pid;
                 Ok(peer)
             }
-            _ => Err(format!(
-                "ractor-cluster: node A's first line is {ready:?}, not `ready NODE_B_PID`"
-            )),
+            _ => Err(RactorError::NotReady(ready)),
         }
     }
 
@@ -147,7 +204,7 @@ impl RactorPeer {
     }
 
     /// One call of `payload.len()` bytes, timed in node A.
-    pub(super) fn round_trip(&mut self, payload: &[u8]) -> Result<Duration, String> {
+    pub(super) fn round_trip(&mut self, payload: &[u8]) -> Result<Duration, RactorError> {
         let a = self.ask(&format!("rtt {}", payload.len()), ANSWER_SLACK)?;
         let ns = one_number(&a, 0)?;
         Ok(Duration::from_nanos(ns))
@@ -160,7 +217,7 @@ impl RactorPeer {
         payload: &[u8],
         in_flight: usize,
         window: Duration,
-    ) -> Result<(u64, Duration), String> {
+    ) -> Result<(u64, Duration), RactorError> {
         let a = self.ask(
             &format!(
                 "saturate {} {in_flight} {}",
@@ -173,9 +230,12 @@ impl RactorPeer {
     }
 
     /// Sends `command` and returns the words after `ok`.
-    fn ask(&mut self, command: &str, timeout: Duration) -> Result<String, String> {
+    fn ask(&mut self, command: &str, timeout: Duration) -> Result<String, RactorError> {
         let Some(stdin) = self.stdin.as_mut() else {
-            return Err("ractor-cluster: node A's stdin is closed".into());
+            return Err(RactorError::Io {
+                what: "node A".into(),
+                source: std::io::Error::other("its stdin is closed"),
+            });
         };
         if let Err(e) = writeln!(stdin, "{command}").and_then(|()| stdin.flush()) {
             return Err(self.ended(&format!("sending {command:?}: {e}")));
@@ -183,50 +243,57 @@ impl RactorPeer {
         let a = self.answer(timeout)?;
         match a.split_once(' ') {
             Some(("ok", rest)) => Ok(rest.to_string()),
-            _ => Err(format!("ractor-cluster: {command:?} answered {a:?}")),
+            _ => Err(RactorError::Unexpected {
+                command: command.to_string(),
+                answer: a,
+            }),
         }
     }
 
     /// Node A's next line, which must come within `timeout`; an `err`
     /// line is an error.
-    fn answer(&mut self, timeout: Duration) -> Result<String, String> {
+    fn answer(&mut self, timeout: Duration) -> Result<String, RactorError> {
         match self.lines.recv_timeout(timeout) {
             Ok(Ok(l)) => match l.strip_prefix("err ") {
-                Some(why) => Err(format!("ractor-cluster: {why}")),
+                Some(why) => Err(RactorError::Refused(why.to_string())),
                 None => Ok(l),
             },
             Ok(Err(e)) => Err(self.ended(&format!("reading its stdout: {e}"))),
             Err(RecvTimeoutError::Disconnected) => Err(self.ended("its stdout closed")),
-            Err(RecvTimeoutError::Timeout) => Err(format!(
-                "ractor-cluster: node A did not answer within {timeout:?}"
-            )),
+            Err(RecvTimeoutError::Timeout) => Err(RactorError::Silent(timeout)),
         }
     }
 
     /// An error for a node A that went away, with its exit status if it
     /// has one by now.
-    fn ended(&mut self, what: &str) -> String {
+    fn ended(&mut self, what: &str) -> RactorError {
         let t0 = Instant::now();
         let status = loop {
             match self.child.try_wait() {
-                Ok(Some(s)) => break format!(" (it exited: {s})"),
+                Ok(Some(s)) => break Some(s),
                 Ok(None) if t0.elapsed() < Duration::from_millis(500) => {
                     std::thread::sleep(Duration::from_millis(10));
                 }
-                _ => break String::new(),
+                _ => break None,
             }
         };
-        format!("ractor-cluster: node A: {what}{status}")
+        RactorError::Ended {
+            what: what.to_string(),
+            status,
+        }
     }
 }
 
 /// The `i`-th number of an answer's words.
-fn one_number(answer: &str, i: usize) -> Result<u64, String> {
+fn one_number(answer: &str, i: usize) -> Result<u64, RactorError> {
     answer
         .split_ascii_whitespace()
         .nth(i)
         .and_then(|w| w.parse().ok())
-        .ok_or_else(|| format!("ractor-cluster: answer {answer:?} has no number {}", i + 1))
+        .ok_or_else(|| RactorError::NoNumber {
+            answer: answer.to_string(),
+            index: i,
+        })
 }
 
 impl Drop for RactorPeer {
@@ -284,7 +351,7 @@ mod tests {
         let mut peer = RactorPeer::start(&built_peer()).unwrap();
         let (a, b) = (peer.node_a_pid(), peer.node_b_pid());
         assert!(a != b && !gone(a) && !gone(b), "{a} {b}");
-        for size in super::super::SIZES {
+        for size in crate::SIZES {
             let d = peer.round_trip(&vec![7; size]).unwrap();
             assert!(
                 d > Duration::ZERO && d < Duration::from_secs(10),
@@ -297,7 +364,10 @@ mod tests {
         assert!(n >= 16, "{n} round trips");
         assert!(d >= Duration::from_millis(50), "{d:?}");
         // A request node A refuses is an error, and node A keeps serving.
-        let e = peer.saturate(&[7; 64], 0, Duration::ZERO).unwrap_err();
+        let e = peer
+            .saturate(&[7; 64], 0, Duration::ZERO)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("at least one"), "{e}");
         peer.round_trip(&[1]).unwrap();
         drop(peer);
@@ -309,15 +379,21 @@ mod tests {
     /// clear error, not a hang.
     #[test]
     fn a_peer_that_does_not_start_is_a_clear_error() {
-        let e = RactorPeer::start(Path::new("/bin/false")).unwrap_err();
+        let e = RactorPeer::start(Path::new("/bin/false"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("stdout closed") && e.contains("exited"), "{e}");
         // `echo node-a` prints its argument.
-        let e = RactorPeer::start(Path::new("/bin/echo")).unwrap_err();
+        let e = RactorPeer::start(Path::new("/bin/echo"))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("\"node-a\"") && e.contains("ready NODE_B_PID"),
             "{e}"
         );
-        let e = RactorPeer::start(Path::new("/nonexistent/takt-peer-ractor")).unwrap_err();
+        let e = RactorPeer::start(Path::new("/nonexistent/takt-peer-ractor"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("cannot start"), "{e}");
     }
 
@@ -337,12 +413,18 @@ mod tests {
             "{note}"
         );
         std::fs::write(dir.join(PEER_BIN), b"").unwrap();
-        assert_eq!(locate(None, &takt), Ok(Located::At(dir.join(PEER_BIN))));
+        assert_eq!(
+            locate(None, &takt).unwrap(),
+            Located::At(dir.join(PEER_BIN))
+        );
         let explicit = dir.join("elsewhere");
-        let e = locate(Some(&explicit), &takt).unwrap_err();
+        let e = locate(Some(&explicit), &takt).unwrap_err().to_string();
         assert!(e.contains("--ractor-peer") && e.contains(BUILD_HINT), "{e}");
         std::fs::write(&explicit, b"").unwrap();
-        assert_eq!(locate(Some(&explicit), &takt), Ok(Located::At(explicit)));
+        assert_eq!(
+            locate(Some(&explicit), &takt).unwrap(),
+            Located::At(explicit)
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -130,7 +130,7 @@ fn runs_leave_no_threads_behind() {
         }
     }
     // No other peer test runs meanwhile (`serial`); the slack covers threads
-    // of other takt-lab tests. 75 runs, 25 of them making two threads each,
+    // of other tests. 75 runs, 25 of them making two threads each,
     // must not leave theirs behind (one peer leaking on one bench would
     // leave 10).
     // /proc is Linux-only.

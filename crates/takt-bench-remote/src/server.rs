@@ -5,6 +5,8 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::error::RemoteBenchError;
+
 /// How long the server may take to listen.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -17,25 +19,27 @@ pub(super) struct NatsServer {
 
 impl NatsServer {
     /// Starts `nats-server` on a free loopback port.
-    pub(super) fn start() -> Result<NatsServer, String> {
+    pub(super) fn start() -> Result<NatsServer, RemoteBenchError> {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
-            .map_err(|e| format!("no free loopback port: {e}"))?;
+            .map_err(RemoteBenchError::io("no free loopback port"))?;
         let mut child = Command::new("nats-server")
             .args(["-a", "127.0.0.1", "-p", &port.to_string()])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .map_err(|e| {
-                format!("cannot start nats-server ({e}): install it (scripts/setup.sh, Debian package nats-server) or pass --url")
-            })?;
+            .map_err(RemoteBenchError::NoNatsServer)?;
         let t0 = Instant::now();
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
             if t0.elapsed() > START_TIMEOUT {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("nats-server did not listen on port {port}"));
+                return Err(RemoteBenchError::NotReady {
+                    what: format!("nats-server on port {port}"),
+                    ready: "listen",
+                    within: START_TIMEOUT,
+                });
             }
             std::thread::sleep(Duration::from_millis(20));
         }

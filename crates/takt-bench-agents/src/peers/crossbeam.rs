@@ -1,6 +1,6 @@
 //! The floor: the benchmarks' messages on plain `crossbeam-channel` unbounded
 //! channels, with no actor framework around them (the module docs of
-//! `agents_peers` say exactly what each floor measures).
+//! `peers` say exactly what each floor measures).
 //!
 //! One-thread floors use `try_recv` only: a message that is not where the
 //! benchmark put it is a lost message and an error, never a wait. The

@@ -1,63 +1,19 @@
-//! `takt bench remote`: agents in two nodes over NATS (takt-remote),
-//! beside bare async-nats request/reply, raw TCP with `TCP_NODELAY`, raw
-//! TCP with Nagle on and split writes, and ractor_cluster (ractor's own
-//! remoting, direct TCP without a broker; reported with no ratio target),
-//! in the same run.
-//!
-//! - `rtt`: back-to-back round trips of 64 B, 1 KiB and 64 KiB (µs per
-//!   round trip, the mean of each run).
-//! - `paced_rtt`: one 64 B round trip every 75, 80 and 100 ms — the seed's
-//!   case, where SObjectizer's transport stalled — for 60 s per pace (4 s
-//!   with `--quick`), every implementation at once; the rows are the p50,
-//!   p99, p99.9 and max of each fifth of the window. Repeated under each
-//!   `--idle-latency` limit (`none,0`: without and with takt-sched's
-//!   idle-latency hold, `IdleLatency`; a hold needs root, else the run
-//!   says so in its notes).
-//! - `saturated`: 1, 16, 64 and 256 round trips in flight (round trips/s),
-//!   for `takt`, `takt-inline` (the same echo answered on the answering
-//!   node's bridge thread, `Node::export_ask_inline`), `takt-in-process`,
-//!   bare async-nats and `ractor-cluster`,
-//!   each run issuing asks for a fixed window (1 s, 120 ms with `--quick`)
-//!   and then waiting for the last; the `takt` rows' notes say where the
-//!   CPU time went, per round trip and per thread, in both processes.
-//! - `saturated_ratio`: each takt variant over bare async-nats at each
-//!   depth (the issue's target: ≥ 0.8× at 64 in flight).
-//! - `one_way` (with `--one-way`): 64 B messages from the asking node to a sink agent at
-//!   offered rates up to "as fast as the sender can", until the outbound
-//!   queue overflows (the bridge's overload reaction: the send is dropped
-//!   and counted) or the answering node's engine reports slow consumers:
-//!   messages delivered per second, with the losses in each row's note.
-//!
-//! The `takt` rows are two processes: the asking node here (a plain thread
-//! calling `RemoteAgent::ask`), the answering node in a child process
-//! (`takt bench remote --responder`, killed when the run ends and ending
-//! by itself if this process dies) whose agents run on one_thread
-//! dispatchers. `takt-in-process` runs the same two nodes in this process
-//! (two connections, two bridge threads). The run starts its own
-//! nats-server unless given a URL.
-//!
-//! The `ractor-cluster` rows are two processes of the `takt-peer-ractor`
-//! executable (built from `peers/ractor-cluster`, a cargo workspace of its
-//! own), found next to `takt` or at `--ractor-peer`; without it the run
-//! leaves them out and says how to build it (see `ractor.rs`).
-
-mod nats;
-mod ractor;
-pub mod responder;
-mod server;
-mod takt;
-mod tcp;
-mod threads;
+//! The suite: its parts, their windows and estimates, and the rows they
+//! write.
 
 use std::time::{Duration, Instant};
 
 use takt_sched::{SpinBudget, ThreadSpec};
 
-use crate::error::LabError;
-use crate::params;
-use crate::result::{Better, Document, DocumentBuilder, ResultRow};
-use crate::stats::quantile;
+use takt_measure::cancel::Cancel;
+use takt_measure::params;
+use takt_measure::result::{Better, Document, DocumentBuilder, ResultRow};
+use takt_measure::stats::quantile;
 use takt_measure::suite::{RunContext, Suite};
+
+use crate::error::RemoteBenchError;
+use crate::ractor::RactorError;
+use crate::{nats, ractor, server, takt, tcp, threads};
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -107,17 +63,15 @@ pub enum Part {
 }
 
 impl std::str::FromStr for Part {
-    type Err = String;
+    type Err = RemoteBenchError;
 
-    fn from_str(s: &str) -> Result<Part, String> {
+    fn from_str(s: &str) -> Result<Part, RemoteBenchError> {
         match s {
             "rtt" => Ok(Part::Rtt),
             "paced" => Ok(Part::Paced),
             "saturated" => Ok(Part::Saturated),
             "one-way" => Ok(Part::OneWay),
-            _ => Err(format!(
-                "unknown part {s:?} (rtt, paced, saturated, one-way)"
-            )),
+            _ => Err(RemoteBenchError::UnknownPart(s.to_string())),
         }
     }
 }
@@ -173,8 +127,8 @@ const ONE_WAY_SIZE: usize = 64;
 const SATURATED_IMPLS: usize = 4;
 
 /// The `takt-peer-ractor` this run would use (see [`ractor::locate`]).
-fn ractor_peer(o: &Options) -> Result<ractor::Located, String> {
-    let me = std::env::current_exe().map_err(|e| format!("the takt executable: {e}"))?;
+fn ractor_peer(o: &Options) -> Result<ractor::Located, RemoteBenchError> {
+    let me = std::env::current_exe().map_err(RemoteBenchError::io("the takt executable"))?;
     ractor::locate(o.ractor_peer.as_deref(), &me)
 }
 
@@ -282,22 +236,20 @@ fn saturated_impls(ractor: bool) -> Vec<Which> {
 }
 
 impl Impls {
-    fn round_trip(&mut self, w: &Which, payload: &[u8]) -> Result<Duration, String> {
+    fn round_trip(&mut self, w: &Which, payload: &[u8]) -> Result<Duration, RemoteBenchError> {
         match w {
             Which::Takt => self.takt.round_trip(payload),
             Which::TaktInline => self.takt.round_trip_inline(payload),
             Which::Local => self.local.round_trip(payload),
             Which::Nats => self.nats.round_trip(payload),
             Which::Tcp => self.tcp.round_trip(payload),
-            Which::Ractor => self.ractor()?.round_trip(payload),
+            Which::Ractor => Ok(self.ractor()?.round_trip(payload)?),
         }
     }
 
     /// The ractor_cluster peer, which rows ask for only when it runs.
-    fn ractor(&mut self) -> Result<&mut ractor::RactorPeer, String> {
-        self.ractor
-            .as_mut()
-            .ok_or_else(|| "ractor-cluster is not running".to_string())
+    fn ractor(&mut self) -> Result<&mut ractor::RactorPeer, RactorError> {
+        self.ractor.as_mut().ok_or(RactorError::NotRunning)
     }
 
     /// The implementations of the `rtt` rows.
@@ -323,7 +275,7 @@ impl Impls {
 
 impl Suite for Options {
     type Output = Document;
-    type Error = LabError;
+    type Error = RemoteBenchError;
 
     fn name(&self) -> &str {
         "remote"
@@ -341,30 +293,27 @@ impl Suite for Options {
         )
     }
 
-    fn run(&self, ctx: &RunContext) -> Result<Document, LabError> {
-        run(self, ctx).map_err(|reason| {
+    fn run(&self, ctx: &RunContext) -> Result<Document, RemoteBenchError> {
+        run(self, ctx).map_err(|e| {
             if ctx.is_cancelled() {
-                LabError::Interrupted("remote")
+                RemoteBenchError::Interrupted
             } else {
-                LabError::Bench {
-                    suite: "remote",
-                    reason,
-                }
+                e
             }
         })
     }
 }
 
 /// Checks for Ctrl-C between steps.
-fn step(ctx: &RunContext, msg: &str) -> Result<(), String> {
+fn step(ctx: &RunContext, msg: &str) -> Result<(), RemoteBenchError> {
     if ctx.is_cancelled() {
-        return Err("interrupted".into());
+        return Err(RemoteBenchError::Interrupted);
     }
     ctx.step(msg);
     Ok(())
 }
 
-fn run(o: &Options, ctx: &RunContext) -> Result<Document, String> {
+fn run(o: &Options, ctx: &RunContext) -> Result<Document, RemoteBenchError> {
     let runs = o.runs.max(5);
     let mut doc = DocumentBuilder::start("remote");
     let server = match &o.url {
@@ -379,7 +328,7 @@ fn run(o: &Options, ctx: &RunContext) -> Result<Document, String> {
     let (program, mut args) = match &o.responder {
         Some((p, a)) => (p.clone(), a.clone()),
         None => (
-            std::env::current_exe().map_err(|e| format!("the takt executable: {e}"))?,
+            std::env::current_exe().map_err(RemoteBenchError::io("the takt executable"))?,
             responder_args(&o.thread, o.spin),
         ),
     };
@@ -459,7 +408,7 @@ fn run(o: &Options, ctx: &RunContext) -> Result<Document, String> {
     for st in [im.takt.stats(), im.local.stats()] {
         if st.queue_full + st.too_large + st.undeliverable + st.type_mismatch + st.slow_consumer > 0
         {
-            return Err(format!("takt-remote lost messages during the run: {st:?}"));
+            return Err(RemoteBenchError::Lost(st));
         }
     }
 
@@ -486,7 +435,7 @@ fn rtt_runs(
     im: &mut Impls,
     runs: usize,
     doc: &mut DocumentBuilder,
-) -> Result<(), String> {
+) -> Result<(), RemoteBenchError> {
     let count = |size: usize| {
         let base = if o.quick { 300 } else { 3000 };
         if size >= 65536 {
@@ -548,7 +497,7 @@ fn saturated_runs(
     im: &mut Impls,
     runs: usize,
     doc: &mut DocumentBuilder,
-) -> Result<(), String> {
+) -> Result<(), RemoteBenchError> {
     // Saturated: each run issues asks for a fixed window.
     let payload = vec![0x5a; SATURATED_SIZE];
     let window = saturated_window(o);
@@ -688,70 +637,70 @@ fn paced_runs(
     runs: usize,
     hold: Option<Duration>,
     doc: &mut DocumentBuilder,
-) -> Result<(), String> {
+) -> Result<(), RemoteBenchError> {
     for pace in PACES_MS {
         step(
             ctx,
             &format!(
                 "paced {pace} ms for {} s, idle latency {}",
                 paced_window(o).as_secs(),
-                crate::result::idle_latency_param(hold)
+                takt_measure::result::idle_latency_param(hold)
             ),
         )?;
-        let cancel = ctx.cancel().flag();
-        let cancel = &cancel;
+        let cancel = ctx.cancel();
         let window = paced_window(o);
         let c0 = takt_sched::process_cpu_time();
         let payload = vec![0x5a; PACED_SIZE];
-        let lat: Vec<(&'static str, Result<Vec<f64>, String>)> = std::thread::scope(|s| {
-            let Impls {
-                takt,
-                local,
-                nats,
-                tcp,
-                nagle,
-                ractor,
-            } = im;
-            let p = &payload;
-            let pace_d = Duration::from_millis(pace);
-            let mut h = vec![
-                (
-                    "takt",
-                    s.spawn(move || paced(|| takt.round_trip(p), pace_d, window, cancel)),
-                ),
-                (
-                    "takt-in-process",
-                    s.spawn(move || paced(|| local.round_trip(p), pace_d, window, cancel)),
-                ),
-                (
-                    "async-nats",
-                    s.spawn(move || paced(|| nats.round_trip(p), pace_d, window, cancel)),
-                ),
-                (
-                    "tcp-nodelay",
-                    s.spawn(move || paced(|| tcp.round_trip(p), pace_d, window, cancel)),
-                ),
-                (
-                    "tcp-nagle-split",
-                    s.spawn(move || paced(|| nagle.round_trip(p), pace_d, window, cancel)),
-                ),
-            ];
-            if let Some(r) = ractor.as_mut() {
-                h.push((
-                    Which::Ractor.name(),
-                    s.spawn(move || paced(|| r.round_trip(p), pace_d, window, cancel)),
-                ));
-            }
-            h.into_iter()
-                .map(|(n, j)| {
+        let lat: Vec<(&'static str, Result<Vec<f64>, RemoteBenchError>)> =
+            std::thread::scope(|s| {
+                let Impls {
+                    takt,
+                    local,
+                    nats,
+                    tcp,
+                    nagle,
+                    ractor,
+                } = im;
+                let p = &payload;
+                let pace_d = Duration::from_millis(pace);
+                let mut h = vec![
                     (
-                        n,
-                        j.join()
-                            .unwrap_or_else(|_| Err("paced thread panicked".into())),
-                    )
-                })
-                .collect()
-        });
+                        "takt",
+                        s.spawn(move || paced(|| takt.round_trip(p), pace_d, window, cancel)),
+                    ),
+                    (
+                        "takt-in-process",
+                        s.spawn(move || paced(|| local.round_trip(p), pace_d, window, cancel)),
+                    ),
+                    (
+                        "async-nats",
+                        s.spawn(move || paced(|| nats.round_trip(p), pace_d, window, cancel)),
+                    ),
+                    (
+                        "tcp-nodelay",
+                        s.spawn(move || paced(|| tcp.round_trip(p), pace_d, window, cancel)),
+                    ),
+                    (
+                        "tcp-nagle-split",
+                        s.spawn(move || paced(|| nagle.round_trip(p), pace_d, window, cancel)),
+                    ),
+                ];
+                if let Some(r) = ractor.as_mut() {
+                    h.push((
+                        Which::Ractor.name(),
+                        s.spawn(move || paced(|| Ok(r.round_trip(p)?), pace_d, window, cancel)),
+                    ));
+                }
+                h.into_iter()
+                    .map(|(n, j)| {
+                        (
+                            n,
+                            j.join()
+                                .unwrap_or_else(|_| Err(RemoteBenchError::Panicked("paced"))),
+                        )
+                    })
+                    .collect()
+            });
         let cpu = takt_sched::process_cpu_time()
             .saturating_sub(c0)
             .as_secs_f64()
@@ -787,7 +736,10 @@ fn paced_rows(
                 params![
                     ("bytes", PACED_SIZE),
                     ("pace_ms", pace),
-                    ("idle_latency", crate::result::idle_latency_param(hold)),
+                    (
+                        "idle_latency",
+                        takt_measure::result::idle_latency_param(hold)
+                    ),
                     ("quantile", label),
                     ("round_trips_per_run", per)
                 ],
@@ -871,7 +823,7 @@ fn one_way(
     takt: &mut takt::TaktEcho,
     runs: usize,
     doc: &mut DocumentBuilder,
-) -> Result<(), String> {
+) -> Result<(), RemoteBenchError> {
     let payload = vec![0x5a; ONE_WAY_SIZE];
     let window = one_way_window(o);
     let mut breaks: Option<String> = None;
@@ -943,17 +895,17 @@ fn one_way(
 /// One exchange every `pace` for `window` (or until `cancel`); the
 /// latencies in µs, in order.
 fn paced(
-    mut exchange: impl FnMut() -> Result<Duration, String>,
+    mut exchange: impl FnMut() -> Result<Duration, RemoteBenchError>,
     pace: Duration,
     window: Duration,
-    cancel: &std::sync::atomic::AtomicBool,
-) -> Result<Vec<f64>, String> {
+    cancel: &Cancel,
+) -> Result<Vec<f64>, RemoteBenchError> {
     let t0 = Instant::now();
     let mut next = t0;
     let mut out = Vec::new();
     while t0.elapsed() < window {
-        if cancel.load(std::sync::atomic::Ordering::Acquire) {
-            return Err("interrupted".into());
+        if cancel.is_cancelled() {
+            return Err(RemoteBenchError::Interrupted);
         }
         out.push(exchange()?.as_secs_f64() * 1e6);
         next += pace;
@@ -967,7 +919,7 @@ fn paced(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use crate::responder;
 
     /// The child side of the responder tests: serves when the test binary
     /// is run with a `nats://` URL and a node name among its arguments
@@ -991,7 +943,7 @@ mod tests {
     fn child_args(url: &str, node: &str) -> Vec<String> {
         [
             "--exact",
-            "remote::tests::responder_child_entry",
+            "suite::tests::responder_child_entry",
             "--nocapture",
             "--test-threads=1",
             url,
@@ -1113,7 +1065,7 @@ mod tests {
         o.only = Some(Part::OneWay);
         o.one_way = false;
         assert!(!o.runs_part(Part::OneWay));
-        assert_eq!("one-way".parse::<Part>(), Ok(Part::OneWay));
+        assert_eq!("one-way".parse::<Part>().unwrap(), Part::OneWay);
         assert!("latency".parse::<Part>().is_err());
     }
 
@@ -1157,7 +1109,7 @@ mod tests {
 
     #[test]
     fn paced_keeps_the_pace_and_stops_when_cancelled() {
-        let cancel = AtomicBool::new(false);
+        let cancel = Cancel::new();
         let mut n = 0;
         let t0 = Instant::now();
         let l = paced(
@@ -1173,7 +1125,7 @@ mod tests {
         assert!(t0.elapsed() >= Duration::from_millis(200));
         assert!((8..=11).contains(&l.len()), "{} exchanges", l.len());
         assert!(l.iter().all(|&us| us == 5.0));
-        cancel.store(true, Ordering::Release);
+        cancel.cancel();
         let r = paced(
             || Ok(Duration::ZERO),
             Duration::from_millis(1),

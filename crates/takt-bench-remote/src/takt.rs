@@ -11,7 +11,8 @@ use takt_agents::AskError;
 use takt_remote::{Config, Node, RemoteAgent, RemoteError};
 use takt_sched::{SpinBudget, ThreadSpec};
 
-use super::responder::{self, Count, Responder, Served, SinkCount};
+use crate::error::RemoteBenchError;
+use crate::responder::{self, Count, Responder, Served, SinkCount};
 
 /// How long one benchmark query may take before the run fails.
 const ASK_TIMEOUT: Duration = Duration::from_secs(10);
@@ -59,7 +60,7 @@ impl TaktEcho {
         spin: SpinBudget,
         name: &str,
         placement: Placement,
-    ) -> Result<TaktEcho, String> {
+    ) -> Result<TaktEcho, RemoteBenchError> {
         // Bridge names within Linux's 15 characters, distinct per process.
         let ask_bridge = match placement {
             Placement::Child { .. } => "ask-bridge",
@@ -79,20 +80,25 @@ impl TaktEcho {
             thread: thread.renamed(ask_bridge),
             ..Config::default()
         })
-        .map_err(|e| e.to_string())?;
+        .map_err(RemoteBenchError::remote("the asking node"))?;
         let wait = Duration::from_secs(20);
         if !client.wait_for_node(name, wait) {
-            return Err(format!("the answering node {name} did not appear"));
+            return Err(RemoteBenchError::NotReady {
+                what: format!("the answering node {name}"),
+                ready: "appear",
+                within: wait,
+            });
         }
+        let find = RemoteBenchError::remote;
         let echo = client
             .remote(name, responder::ECHO)
-            .map_err(|e| e.to_string())?;
+            .map_err(find("the answering node's echo"))?;
         let echo_inline = client
             .remote(name, responder::ECHO_INLINE)
-            .map_err(|e| e.to_string())?;
+            .map_err(find("the answering node's inline echo"))?;
         let sink = client
             .remote(name, responder::SINK)
-            .map_err(|e| e.to_string())?;
+            .map_err(find("the answering node's sink"))?;
         // The exports are confirmed before the node announces them; one
         // answered ask shows the path works end to end.
         let t0 = Instant::now();
@@ -102,7 +108,7 @@ impl TaktEcho {
                 .wait()
             {
                 Ok(_) => break,
-                Err(e) if t0.elapsed() > wait => return Err(format!("takt ask: {e}")),
+                Err(e) if t0.elapsed() > wait => return Err(RemoteBenchError::ask("takt ask")(e)),
                 Err(_) => std::thread::sleep(Duration::from_millis(50)),
             }
         }
@@ -116,24 +122,27 @@ impl TaktEcho {
     }
 
     /// One ask of `payload`.
-    pub(super) fn round_trip(&mut self, payload: &[u8]) -> Result<Duration, String> {
+    pub(super) fn round_trip(&mut self, payload: &[u8]) -> Result<Duration, RemoteBenchError> {
         Self::ask_once(&self.echo, payload)
     }
 
     /// One ask of `payload` to the echo answered on the bridge thread.
-    pub(super) fn round_trip_inline(&mut self, payload: &[u8]) -> Result<Duration, String> {
+    pub(super) fn round_trip_inline(
+        &mut self,
+        payload: &[u8],
+    ) -> Result<Duration, RemoteBenchError> {
         Self::ask_once(&self.echo_inline, payload)
     }
 
-    fn ask_once(echo: &RemoteAgent, payload: &[u8]) -> Result<Duration, String> {
+    fn ask_once(echo: &RemoteAgent, payload: &[u8]) -> Result<Duration, RemoteBenchError> {
         let body = Bytes::copy_from_slice(payload);
         let t0 = Instant::now();
         let r = echo
             .ask::<Bytes, Bytes>(body, ASK_TIMEOUT)
             .wait()
-            .map_err(|e| format!("takt ask: {e}"))?;
+            .map_err(RemoteBenchError::ask("takt ask"))?;
         if r.len() != payload.len() {
-            return Err("takt echo: wrong reply length".into());
+            return Err(RemoteBenchError::WrongReply("takt echo"));
         }
         Ok(t0.elapsed())
     }
@@ -147,7 +156,7 @@ impl TaktEcho {
         in_flight: usize,
         window: Duration,
         inline: bool,
-    ) -> Result<(u64, Duration), String> {
+    ) -> Result<(u64, Duration), RemoteBenchError> {
         let echo = if inline {
             &self.echo_inline
         } else {
@@ -165,7 +174,7 @@ impl TaktEcho {
                 pending.push_back(echo.ask::<Bytes, Bytes>(body.clone(), ASK_TIMEOUT));
             }
             if let Some(p) = pending.pop_front() {
-                p.wait().map_err(|e| format!("takt ask: {e}"))?;
+                p.wait().map_err(RemoteBenchError::ask("takt ask"))?;
                 done += 1;
             }
         }
@@ -189,15 +198,15 @@ impl TaktEcho {
         payload: &[u8],
         rate: u64,
         window: Duration,
-    ) -> Result<(u64, u64, Duration), String> {
+    ) -> Result<(u64, u64, Duration), RemoteBenchError> {
         let body = Bytes::copy_from_slice(payload);
         let (mut sent, mut full) = (0u64, 0u64);
         let t0 = Instant::now();
-        let send = |sent: &mut u64, full: &mut u64| -> Result<(), String> {
+        let send = |sent: &mut u64, full: &mut u64| -> Result<(), RemoteBenchError> {
             match self.sink.send(body.clone()) {
                 Ok(()) => *sent += 1,
                 Err(RemoteError::QueueFull { .. }) => *full += 1,
-                Err(e) => return Err(format!("takt send: {e}")),
+                Err(e) => return Err(RemoteBenchError::remote("takt send")(e)),
             }
             Ok(())
         };
@@ -229,14 +238,14 @@ impl TaktEcho {
     /// (`Rejected`), and an answering node that fell behind drops it with
     /// the flood (slow consumer: `Timeout`): it is asked again, each try
     /// waiting [`COUNT_TRY`], for up to [`ASK_TIMEOUT`] in all.
-    pub(super) fn sink_count(&self) -> Result<SinkCount, String> {
+    pub(super) fn sink_count(&self) -> Result<SinkCount, RemoteBenchError> {
         let t0 = Instant::now();
         loop {
             match self.sink.ask::<Count, SinkCount>(Count, COUNT_TRY).wait() {
                 Err(AskError::Rejected | AskError::Timeout) if t0.elapsed() < ASK_TIMEOUT => {
                     std::thread::sleep(Duration::from_millis(5))
                 }
-                r => return r.map_err(|e| format!("takt sink count: {e}")),
+                r => return r.map_err(RemoteBenchError::ask("takt sink count")),
             }
         }
     }

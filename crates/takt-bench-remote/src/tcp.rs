@@ -9,6 +9,8 @@ use std::net::{TcpListener, TcpStream};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::error::RemoteBenchError;
+
 /// How frames are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Mode {
@@ -52,9 +54,11 @@ pub(super) struct TcpEcho {
 
 impl TcpEcho {
     /// Starts the echo server on a free loopback port and connects.
-    pub(super) fn start(mode: Mode) -> Result<TcpEcho, String> {
-        let l = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-        let addr = l.local_addr().map_err(|e| e.to_string())?;
+    pub(super) fn start(mode: Mode) -> Result<TcpEcho, RemoteBenchError> {
+        let l = TcpListener::bind("127.0.0.1:0").map_err(RemoteBenchError::io("tcp echo: bind"))?;
+        let addr = l
+            .local_addr()
+            .map_err(RemoteBenchError::io("tcp echo: its address"))?;
         let server = std::thread::spawn(move || {
             let Ok((mut s, _)) = l.accept() else { return };
             let _ = s.set_nodelay(mode == Mode::NoDelay);
@@ -65,13 +69,11 @@ impl TcpEcho {
                 }
             }
         });
-        let client = TcpStream::connect(addr).map_err(|e| e.to_string())?;
+        let client = TcpStream::connect(addr).map_err(RemoteBenchError::io("tcp echo: connect"))?;
         client
             .set_nodelay(mode == Mode::NoDelay)
-            .map_err(|e| e.to_string())?;
-        client
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .map_err(|e| e.to_string())?;
+            .and_then(|()| client.set_read_timeout(Some(Duration::from_secs(10))))
+            .map_err(RemoteBenchError::io("tcp echo: socket options"))?;
         Ok(TcpEcho {
             client,
             mode,
@@ -81,12 +83,13 @@ impl TcpEcho {
     }
 
     /// One round trip of `payload`.
-    pub(super) fn round_trip(&mut self, payload: &[u8]) -> Result<Duration, String> {
+    pub(super) fn round_trip(&mut self, payload: &[u8]) -> Result<Duration, RemoteBenchError> {
         let t0 = Instant::now();
-        write_frame(&mut self.client, payload, self.mode).map_err(|e| e.to_string())?;
-        read_frame(&mut self.client, &mut self.buf).map_err(|e| e.to_string())?;
+        write_frame(&mut self.client, payload, self.mode)
+            .and_then(|()| read_frame(&mut self.client, &mut self.buf))
+            .map_err(RemoteBenchError::io("tcp echo"))?;
         if self.buf.len() != payload.len() {
-            return Err("tcp echo: wrong reply length".into());
+            return Err(RemoteBenchError::WrongReply("tcp echo"));
         }
         Ok(t0.elapsed())
     }
