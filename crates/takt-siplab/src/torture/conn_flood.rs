@@ -43,6 +43,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 use takt_measure::result::{Better, ResultRow};
+use takt_measure::stats::nearest_rank;
 
 use super::{fault_rate, row, Progress, Server, TorturePlan};
 use crate::error::{Error, Result};
@@ -223,14 +224,6 @@ fn tcp_delta(before: Option<Value>, after: Option<Value>) -> Option<Map<String, 
     )
 }
 
-/// The `p`-quantile (0..=1) of `v` (nearest rank), if any.
-fn quantile(v: &[f64], p: f64) -> Option<f64> {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let i = ((p * s.len() as f64).ceil() as usize).clamp(1, s.len().max(1)) - 1;
-    s.get(i).copied()
-}
-
 fn mb(kib_or_bytes: f64, kib: bool) -> f64 {
     if kib {
         kib_or_bytes / 1024.0
@@ -299,8 +292,8 @@ fn phase_rows(
         );
     }
     let mut det = Map::new();
-    det.insert("p50_ms".into(), json!(quantile(&r.probe_ms, 0.5)));
-    det.insert("p99_ms".into(), json!(quantile(&r.probe_ms, 0.99)));
+    det.insert("p50_ms".into(), json!(nearest_rank(&r.probe_ms, 0.5)));
+    det.insert("p99_ms".into(), json!(nearest_rank(&r.probe_ms, 0.99)));
     det.insert("max_ms".into(), json!(r.probe_max_ms()));
     det.insert("answered".into(), json!(r.probes_answered));
     det.insert("probes".into(), json!(r.probes));
@@ -390,10 +383,10 @@ mod tests {
     #[test]
     fn quantiles_by_nearest_rank() {
         let v: Vec<f64> = (1..=100).map(f64::from).collect();
-        assert_eq!(quantile(&v, 0.5), Some(50.0));
-        assert_eq!(quantile(&v, 0.99), Some(99.0));
-        assert_eq!(quantile(&[3.0], 0.99), Some(3.0));
-        assert_eq!(quantile(&[], 0.5), None);
+        assert_eq!(nearest_rank(&v, 0.5), Some(50.0));
+        assert_eq!(nearest_rank(&v, 0.99), Some(99.0));
+        assert_eq!(nearest_rank(&[3.0], 0.99), Some(3.0));
+        assert_eq!(nearest_rank(&[], 0.5), None);
     }
 
     #[test]
