@@ -104,27 +104,3 @@ impl From<&str> for CmdError {
         CmdError::Failed(message.to_string())
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use takt_measure::cancel::Signal;
-
-    #[test]
-    fn an_interrupted_run_exits_128_plus_the_signal_and_a_failure_1() {
-        let e = CmdError::from(MeasureError::Interrupted {
-            suite: "agents".into(),
-            signal: Some(Signal::Interrupt),
-        });
-        assert_eq!(e.exit_code(), 130);
-        assert!(e.to_string().starts_with("agents: interrupted"), "{e}");
-        let e = CmdError::from(MeasureError::Interrupted {
-            suite: "agents".into(),
-            signal: Some(Signal::Terminate),
-        });
-        assert_eq!(e.exit_code(), 143);
-        assert_eq!(CmdError::from("no").exit_code(), 1);
-        let e = CmdError::from(MeasureError::Signal("taken".into()));
-        assert_eq!(e.exit_code(), 1);
-    }
-}
