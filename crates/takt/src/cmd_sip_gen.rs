@@ -98,11 +98,9 @@ fn parse_dur(s: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("{s:?} is not a duration (e.g. 0, 500ms, 2s)"))
 }
 
-/// Exits with status 2 and clap's usage line, as for any bad flag.
-fn usage_error(msg: String) -> ! {
-    crate::cli::Cli::command()
-        .error(ErrorKind::ArgumentConflict, msg)
-        .exit()
+/// A usage error with clap's usage line (status 2), as for any bad flag.
+fn usage_error(msg: String) -> CmdError {
+    CmdError::Usage(crate::cli::Cli::command().error(ErrorKind::ArgumentConflict, msg))
 }
 
 /// Runs `takt sip gen`.
@@ -131,7 +129,7 @@ pub fn run(a: GenArgs) -> Result<(), CmdError> {
     .resolve()
     {
         Ok(s) => s,
-        Err(e @ Error::Usage(_)) => usage_error(e.to_string()),
+        Err(e @ Error::Usage(_)) => return Err(usage_error(e.to_string())),
         Err(e) => return Err(e.into()),
     };
     run_command("takt sip gen", &suite, a.json)?;

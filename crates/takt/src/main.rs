@@ -27,30 +27,52 @@ mod cmd_sip_torture;
 mod cmd_sip_tune;
 mod error;
 
+use std::process::ExitCode;
+
 use clap::Parser;
+use takt_lab::report::Finished;
 
 use cli::{Cli, Command};
+use error::CmdError;
 
-fn main() {
-    let cli = Cli::parse();
-    let result: Result<(), error::CmdError> = match cli.command {
-        Command::Sched(c) => cmd_sched::run(c),
-        Command::Machine(c) => cmd_machine::run(c).map_err(Into::into),
-        Command::Bench(c) => cmd_bench::run(c),
-        Command::Sip(c) => cmd_sip::run(c),
-        Command::Report(c) => match cmd_report::run(c) {
-            // The report is written; the status says the run was cut short.
-            Ok(takt_lab::report::Finished::Interrupted { signal, .. }) => {
-                std::process::exit(signal.exit_code())
+/// The one place a run becomes the process's exit status.
+fn main() -> ExitCode {
+    let status = match Cli::try_parse() {
+        // A bad flag (2), or --help and --version (0): clap prints it.
+        Err(e) => usage(&e),
+        Ok(cli) => match run(cli.command) {
+            Ok(status) => status,
+            Err(CmdError::Usage(e)) => usage(&e),
+            Err(e) => {
+                eprintln!("takt: {e}");
+                e.exit_code()
             }
-            Ok(takt_lab::report::Finished::Complete { .. }) => Ok(()),
-            Err(e) => Err(error::CmdError::Failed(e.to_string())),
         },
-        Command::Runs(c) => cmd_runs::run(c).map_err(|e| error::CmdError::Failed(e.to_string())),
     };
-    if let Err(e) = result {
-        eprintln!("takt: {e}");
-        // A command that a signal cut short ends with 128 + N.
-        std::process::exit(e.exit_code());
+    ExitCode::from(u8::try_from(status).unwrap_or(1))
+}
+
+/// Prints clap's message (help on stdout, an error with the usage line on
+/// stderr) and returns clap's status for it.
+fn usage(e: &clap::Error) -> i32 {
+    // As clap's own `exit`: a closed stream leaves the status as it is.
+    let _ = e.print();
+    e.exit_code()
+}
+
+/// Runs one command: the status of a command that finished (0, or 128 + N
+/// for a report a signal cut short after writing it), or its error.
+fn run(command: Command) -> Result<i32, CmdError> {
+    match command {
+        Command::Sched(c) => cmd_sched::run(c)?,
+        Command::Machine(c) => cmd_machine::run(c)?,
+        Command::Bench(c) => cmd_bench::run(c)?,
+        Command::Sip(c) => cmd_sip::run(c)?,
+        Command::Report(c) => match cmd_report::run(c)? {
+            Finished::Interrupted { signal, .. } => return Ok(signal.exit_code()),
+            Finished::Complete { .. } => {}
+        },
+        Command::Runs(c) => cmd_runs::run(c)?,
     }
+    Ok(0)
 }

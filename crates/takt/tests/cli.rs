@@ -609,8 +609,9 @@ mod sip_relay {
 mod exit_status {
     use takt_measure::error::MeasureError;
 
-    use crate::error::CmdError;
     use takt_measure::cancel::Signal;
+
+    use crate::error::CmdError;
 
     #[test]
     fn an_interrupted_run_exits_128_plus_the_signal_and_a_failure_1() {
@@ -627,6 +628,27 @@ mod exit_status {
         assert_eq!(e.exit_code(), 143);
         assert_eq!(CmdError::from("no").exit_code(), 1);
         let e = CmdError::from(MeasureError::Signal("taken".into()));
+        assert_eq!(e.exit_code(), 1);
+    }
+
+    #[test]
+    fn a_usage_error_exits_2_and_an_interrupted_machine_run_128_plus_the_signal() {
+        use clap::CommandFactory;
+        let usage = crate::cli::Cli::command()
+            .error(clap::error::ErrorKind::ArgumentConflict, "no such pairing");
+        let e = CmdError::Usage(usage);
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("no such pairing"), "{e}");
+        let e = CmdError::from(takt_machine::MachineError::Interrupted(15));
+        assert_eq!(e.exit_code(), 143);
+        let e = CmdError::from(takt_machine::MachineError::Measure(
+            MeasureError::Interrupted {
+                suite: "machine".into(),
+                signal: Some(Signal::Interrupt),
+            },
+        ));
+        assert_eq!(e.exit_code(), 130);
+        let e = CmdError::from(takt_machine::MachineError::Only("x".into()));
         assert_eq!(e.exit_code(), 1);
     }
 }
