@@ -1,8 +1,16 @@
-//! The `takt` command: a thin front over takt-lab and the runtimes.
+//! The `takt` command: one binary, subcommands by area, over takt's
+//! laboratory crates and runtimes (see the crate's README for the table of
+//! commands and the crate that implements each).
 //!
-//! `main` parses, dispatches, maps errors to exit codes (1 for a failed
-//! command, 2 for bad usage, 128 + N for one a signal cut short: 130 for
-//! SIGINT) and treats a closed stdout as success.
+//! Each command is its clap flags (`cli.rs` and the `cmd_*` modules) and one
+//! library call. `main` parses, dispatches and turns the outcome into the
+//! exit status in one place: 0 for a finished command (a closed stdout
+//! included), 1 for a failed one, 2 for bad usage, 128 + N for one a signal
+//! cut short (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP). Output goes
+//! through `takt_measure::output::print`, diagnostics to stderr.
+//!
+//! The flag tests live in `tests/cli.rs`, which compiles these modules into
+//! the test crate.
 
 // The flags' doc comments are clap's help text, written for a terminal
 // (`HOST[:PORT]`, `[::1]:5060`), not intra-doc links.
