@@ -21,8 +21,7 @@
 //!   disturbance every figure carries).
 //!
 //! Tables and charts are takt-measure's one table model (its HTML
-//! renderer) and one chart model (inline SVG); [`plot`] describes a
-//! chart by its axes' labels and scales for callers outside the report.
+//! renderer) and one chart model (inline SVG).
 //!
 //! Contract: every stage of [`input::Stage::ALL`] gets a section; a stage
 //! without a document, or with a document that is not a takt result
@@ -78,7 +77,6 @@
 mod error;
 pub mod html;
 pub mod input;
-pub mod plot;
 pub mod provenance;
 pub mod render;
 pub mod scaling_model;

@@ -395,7 +395,7 @@ impl Config {
             .endpoint
             .parse()
             .map(Some)
-            .map_err(|e: String| bad("stats.endpoint", e))
+            .map_err(|e: crate::stats::BadEndpointAddr| bad("stats.endpoint", e.to_string()))
     }
 
     /// Builds the proxy and server settings. `base` carries CPU set and

@@ -75,6 +75,21 @@ pub fn median(samples: &[f64]) -> f64 {
     }
 }
 
+/// The arithmetic mean of `samples`, or `None` when there are none.
+pub fn mean(samples: &[f64]) -> Option<f64> {
+    (!samples.is_empty()).then(|| samples.iter().sum::<f64>() / samples.len() as f64)
+}
+
+/// The `p`-quantile (0..=1) by nearest rank: the smallest sample with at
+/// least a fraction `p` of the samples at or below it (always a sample
+/// itself, never interpolated), or `None` when there are none.
+pub fn nearest_rank(samples: &[f64], p: f64) -> Option<f64> {
+    let mut v = samples.to_vec();
+    v.sort_by(f64::total_cmp);
+    let i = ((p * v.len() as f64).ceil() as usize).clamp(1, v.len().max(1)) - 1;
+    v.get(i).copied()
+}
+
 /// The `q`-quantile (0..=1) by linear interpolation between order statistics.
 pub fn quantile(samples: &[f64], q: f64) -> f64 {
     if samples.is_empty() {
@@ -127,6 +142,18 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mean_and_nearest_rank_of_known_samples() {
+        assert_eq!(mean(&[]), None);
+        assert_eq!(mean(&[1.0, 2.0, 6.0]), Some(3.0));
+        let v = [5.0, 1.0, 4.0, 2.0, 3.0];
+        assert_eq!(nearest_rank(&v, 0.5), Some(3.0));
+        assert_eq!(nearest_rank(&v, 0.0), Some(1.0));
+        assert_eq!(nearest_rank(&v, 0.99), Some(5.0));
+        assert_eq!(nearest_rank(&v, 0.2), Some(1.0));
+        assert_eq!(nearest_rank(&[], 0.5), None);
+    }
 
     #[test]
     fn summary_of_known_samples() {

@@ -26,15 +26,28 @@ pub enum EndpointAddr {
     Unix(PathBuf),
 }
 
+/// An endpoint address that is neither `ip:port` nor `unix:/path`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad endpoint address {given:?} (want ip:port or unix:/path): {source}")]
+pub struct BadEndpointAddr {
+    /// The text given.
+    pub given: String,
+    /// Why it is not a socket address.
+    pub source: std::net::AddrParseError,
+}
+
 impl std::str::FromStr for EndpointAddr {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = BadEndpointAddr;
+    fn from_str(s: &str) -> Result<Self, BadEndpointAddr> {
         if let Some(p) = s.strip_prefix("unix:") {
             return Ok(EndpointAddr::Unix(p.into()));
         }
         s.parse()
             .map(EndpointAddr::Tcp)
-            .map_err(|e| format!("bad endpoint address {s:?} (want ip:port or unix:/path): {e}"))
+            .map_err(|source| BadEndpointAddr {
+                given: s.to_string(),
+                source,
+            })
     }
 }
 

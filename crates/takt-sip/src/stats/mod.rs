@@ -37,7 +37,7 @@ pub use summary::KindRow;
 pub(crate) use tcp_counters::bump;
 pub use tcp_counters::{TcpCounters, TcpSnapshot};
 
-pub use endpoint::{serve, Endpoint, EndpointAddr};
+pub use endpoint::{serve, BadEndpointAddr, Endpoint, EndpointAddr};
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -15,6 +15,7 @@
 //!   significance test of `takt sip tune`.
 
 use serde::Serialize;
+use takt_measure::stats::mean;
 pub use takt_measure::stats::{paired_t, Paired};
 
 use crate::search::{Capacity, Phase, SearchResult};
@@ -58,10 +59,6 @@ pub struct Crossing {
     pub below: Option<CrossingColumn>,
     /// The first failing rate.
     pub above: Option<CrossingColumn>,
-}
-
-fn mean(v: &[f64]) -> Option<f64> {
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
 /// The column at `rate` from a search's counted grid trials with their

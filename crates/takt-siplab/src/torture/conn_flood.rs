@@ -46,7 +46,7 @@ use takt_measure::result::{Better, ResultRow};
 
 use super::{fault_rate, row, Progress, Server, TorturePlan};
 use crate::error::{Error, Result};
-use crate::gen::{Generator, Role};
+use crate::gen::{GenReport, Generator, Role};
 use crate::target::TcpSetup;
 use crate::tcp_flood::{self, FloodConfig, FloodReport};
 
@@ -151,12 +151,26 @@ pub fn run(
     for (phase, r, tcp) in &phases {
         out.extend(phase_rows(plan, phase, r, tcp.clone()));
     }
+    out.push(calls_row(plan, n, rate, &rep, flood_s.as_secs_f64())?);
+    Ok(super::stop_noted(out, unclean))
+}
+
+/// The `flood_calls_failed` row: the calls (at `rate`) that failed or
+/// were unfinished while `connections` were flooded for `flood_s`
+/// seconds, from the generator's report `rep`.
+fn calls_row(
+    plan: &TorturePlan,
+    connections: usize,
+    rate: f64,
+    rep: &GenReport,
+    flood_s: f64,
+) -> Result<ResultRow> {
     let u = rep
         .uac
         .as_ref()
         .ok_or_else(|| Error::Thread("the UAC did not report".into()))?;
     let mut p = plan.params(super::Scenario::ConnFlood);
-    p.insert("connections".into(), json!(n));
+    p.insert("connections".into(), json!(connections));
     let mut det = Map::new();
     det.insert("attempted".into(), json!(u.attempted));
     det.insert("completed".into(), json!(u.completed));
@@ -164,7 +178,7 @@ pub fn run(
     det.insert("unfinished".into(), json!(u.unfinished));
     det.insert("rate_cps".into(), json!(rate));
     det.insert("calls_s".into(), json!(rep.send_s));
-    det.insert("flood_s".into(), json!(flood_s.as_secs_f64()));
+    det.insert("flood_s".into(), json!(flood_s));
     let r = row(
         plan,
         "flood_calls_failed",
@@ -174,12 +188,11 @@ pub fn run(
         (u.failed + u.unfinished) as f64,
         det,
     );
-    out.push(if flood_s.as_secs_f64() > rep.send_s {
+    Ok(if flood_s > rep.send_s {
         r.with_note("the calls ended before the flood did: its last part ran without calls")
     } else {
         r
-    });
-    Ok(super::stop_noted(out, unclean))
+    })
 }
 
 /// takt's TCP counters from its `/stats` (`None` for other targets).
@@ -334,9 +347,10 @@ fn phase_rows(
     out
 }
 
-/// The rows of one flood phase, built by [`phase_rows`] from a synthetic
-/// report with every figure: part of the document-shape snapshot test's
-/// input.
+/// The rows of both flood phases, built by [`phase_rows`] from a
+/// synthetic report with every figure, and the calls' row built by
+/// [`calls_row`] from a synthetic generator report: part of the
+/// document-shape snapshot test's input.
 pub(super) fn synthetic_rows(plan: &TorturePlan) -> Vec<ResultRow> {
     let r = FloodReport {
         connections: 100,
@@ -358,7 +372,15 @@ pub(super) fn synthetic_rows(plan: &TorturePlan) -> Vec<ResultRow> {
         probe_ms: vec![1.0, 2.0, 3.0],
         closed_by_server: 0,
     };
-    phase_rows(plan, "full", &r, Some(Map::new()))
+    let mut out = phase_rows(plan, "idle", &r, Some(Map::new()));
+    let half = FloodReport {
+        half_open: true,
+        ..r
+    };
+    out.extend(phase_rows(plan, "half_open", &half, None));
+    let rep = GenReport::synthetic(Role::Both, "udp");
+    out.push(calls_row(plan, 100, 500.0, &rep, 10.0).expect("the synthetic report has a UAC"));
+    out
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ use takt_measure::result::{Better, ResultRow};
 
 use super::{fault_rate, row, watch, Progress, Server, TorturePlan};
 use crate::error::{io, Error, Result};
-use crate::gen::{Generator, Role};
+use crate::gen::{GenReport, Generator, Role};
 
 /// The classes of bad input.
 pub const CLASSES: [&str; 9] = [
@@ -114,6 +114,109 @@ fn delta(
         .collect()
 }
 
+/// One class's burst: what the server counted before and after it, how
+/// long it took, the responses by status.
+#[derive(Debug)]
+struct Burst {
+    class: &'static str,
+    before: watch::Losses,
+    after: watch::Losses,
+    burst_s: f64,
+    answered: BTreeMap<String, u64>,
+}
+
+/// The scenario's rows: `garbage_answered` for each class's burst of
+/// `per_class` datagrams, and `live_calls_failed` for the calls (at
+/// `rate`) the generator's report `rep` counts.
+fn rows(
+    plan: &TorturePlan,
+    per_class: u64,
+    bursts: &[Burst],
+    rep: &GenReport,
+    rate: f64,
+) -> Result<Vec<ResultRow>> {
+    let mut out = Vec::new();
+    for b in bursts {
+        let mut p = plan.params(super::Scenario::Garbage);
+        p.insert("class".into(), json!(b.class));
+        let n: u64 = b.answered.values().sum();
+        let mut det = Map::new();
+        det.insert("sent".into(), json!(per_class));
+        det.insert("burst_s".into(), json!(b.burst_s));
+        det.insert("responses".into(), json!(b.answered));
+        det.insert(
+            "server_parse_errors".into(),
+            json!(delta(&b.before.parse_errors, &b.after.parse_errors)),
+        );
+        det.insert(
+            "server_replied".into(),
+            json!(delta(&b.before.replied, &b.after.replied)),
+        );
+        det.insert(
+            "server_dropped".into(),
+            json!(delta(&b.before.dropped, &b.after.dropped)),
+        );
+        det.insert(
+            "server_socket_drops".into(),
+            json!(b.after.socket_drops.saturating_sub(b.before.socket_drops)),
+        );
+        out.push(row(
+            plan,
+            "garbage_answered",
+            &p,
+            "ratio",
+            Better::Higher,
+            n as f64 / per_class as f64,
+            det,
+        ));
+    }
+    let u = rep
+        .uac
+        .as_ref()
+        .ok_or_else(|| Error::Thread("the UAC did not report".into()))?;
+    let p = plan.params(super::Scenario::Garbage);
+    let mut det = Map::new();
+    det.insert("attempted".into(), json!(u.attempted));
+    det.insert("completed".into(), json!(u.completed));
+    det.insert("failures".into(), json!(u.failures));
+    det.insert("unfinished".into(), json!(u.unfinished));
+    det.insert("rate_cps".into(), json!(rate));
+    out.push(row(
+        plan,
+        "live_calls_failed",
+        &p,
+        "calls",
+        Better::Lower,
+        (u.failed + u.unfinished) as f64,
+        det,
+    ));
+    Ok(out)
+}
+
+/// The rows of every class's burst and of the live calls, built by
+/// [`rows`] from synthetic counters and a synthetic generator report:
+/// part of the document-shape snapshot test's input.
+pub(super) fn synthetic_rows(plan: &TorturePlan) -> Vec<ResultRow> {
+    let after = watch::Losses {
+        socket_drops: 1,
+        parse_errors: [("no_via".to_string(), 10)].into(),
+        replied: [("400".to_string(), 10)].into(),
+        ..watch::Losses::default()
+    };
+    let bursts: Vec<Burst> = CLASSES
+        .iter()
+        .map(|&class| Burst {
+            class,
+            before: watch::Losses::default(),
+            after: after.clone(),
+            burst_s: 0.1,
+            answered: [("400".to_string(), 10)].into(),
+        })
+        .collect();
+    let rep = GenReport::synthetic(Role::Both, "udp");
+    rows(plan, 10, &bursts, &rep, 500.0).expect("the synthetic report has a UAC")
+}
+
 /// Runs the scenario; returns its rows.
 pub fn run(
     plan: &TorturePlan,
@@ -149,7 +252,7 @@ pub fn run(
         let h = s.spawn(|| gen.run(&plan.cancel));
         std::thread::sleep(d.fault_run / 3);
         progress(Progress::Step("garbage bursts"));
-        let mut classes = Vec::new();
+        let mut bursts = Vec::new();
         for (class, sock) in CLASSES.iter().zip(&socks) {
             if plan.stopped() {
                 break;
@@ -173,74 +276,26 @@ pub fn run(
             std::thread::sleep(Duration::from_millis(300));
             responses(sock, &mut answered);
             let after = watch::losses(&server.target);
-            classes.push((*class, before, after, burst_s, answered));
+            bursts.push(Burst {
+                class,
+                before,
+                after,
+                burst_s,
+                answered,
+            });
         }
         let rep = h
             .join()
             .map_err(|_| Error::Thread("the generator thread panicked".into()))??;
-        Ok((rep, classes))
+        Ok((rep, bursts))
     });
     let stopped = server.stop();
-    let (rep, classes) = measured?;
+    let (rep, bursts) = measured?;
     if plan.stopped() {
         return Err(Error::Interrupted);
     }
     let unclean = super::stop_verdict(stopped)?;
-    let mut out = Vec::new();
-    for (class, before, after, burst_s, answered) in &classes {
-        let mut p = plan.params(super::Scenario::Garbage);
-        p.insert("class".into(), json!(class));
-        let n: u64 = answered.values().sum();
-        let mut det = Map::new();
-        det.insert("sent".into(), json!(per_class));
-        det.insert("burst_s".into(), json!(burst_s));
-        det.insert("responses".into(), json!(answered));
-        det.insert(
-            "server_parse_errors".into(),
-            json!(delta(&before.parse_errors, &after.parse_errors)),
-        );
-        det.insert(
-            "server_replied".into(),
-            json!(delta(&before.replied, &after.replied)),
-        );
-        det.insert(
-            "server_dropped".into(),
-            json!(delta(&before.dropped, &after.dropped)),
-        );
-        det.insert(
-            "server_socket_drops".into(),
-            json!(after.socket_drops.saturating_sub(before.socket_drops)),
-        );
-        out.push(row(
-            plan,
-            "garbage_answered",
-            &p,
-            "ratio",
-            Better::Higher,
-            n as f64 / per_class as f64,
-            det,
-        ));
-    }
-    let u = rep
-        .uac
-        .as_ref()
-        .ok_or_else(|| Error::Thread("the UAC did not report".into()))?;
-    let p = plan.params(super::Scenario::Garbage);
-    let mut det = Map::new();
-    det.insert("attempted".into(), json!(u.attempted));
-    det.insert("completed".into(), json!(u.completed));
-    det.insert("failures".into(), json!(u.failures));
-    det.insert("unfinished".into(), json!(u.unfinished));
-    det.insert("rate_cps".into(), json!(cfg.cps));
-    out.push(row(
-        plan,
-        "live_calls_failed",
-        &p,
-        "calls",
-        Better::Lower,
-        (u.failed + u.unfinished) as f64,
-        det,
-    ));
+    let out = rows(plan, per_class, &bursts, &rep, cfg.cps)?;
     Ok(super::stop_noted(out, unclean))
 }
 

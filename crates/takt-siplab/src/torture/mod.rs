@@ -508,6 +508,51 @@ fn sustains(o: &TrialOutcome, threshold: f64) -> bool {
     !o.generator_bound && o.sent > 0 && o.drop_rate() <= threshold
 }
 
+/// The `capacity` row for scenario `sc`'s setting: the search's answer,
+/// or the given one (`how` says which).
+fn capacity_row(plan: &TorturePlan, sc: Scenario, cps: f64, how: String) -> ResultRow {
+    ResultRow::new(
+        "capacity",
+        plan.kind.name(),
+        capacity_params(plan, sc),
+        "cps",
+        Better::Higher,
+        vec![cps],
+        0.0,
+    )
+    .with_note(how)
+}
+
+/// The `capacity_sustained` row for scenario `sc`'s setting: what the
+/// sustained check ([`sustained`]) found below the `searched` capacity,
+/// each long trial in its detail.
+fn sustained_row(plan: &TorturePlan, sc: Scenario, searched: f64, s: Sustained) -> ResultRow {
+    let mut det = Map::new();
+    det.insert("searched_cps".into(), json!(searched));
+    det.insert("passed".into(), json!(s.passed));
+    det.insert("window_s".into(), json!(s.window_s));
+    det.insert("trials".into(), json!(s.trials));
+    ResultRow::new(
+        "capacity_sustained",
+        plan.kind.name(),
+        capacity_params(plan, sc),
+        "cps",
+        Better::Higher,
+        vec![s.cps],
+        0.0,
+    )
+    .with_detail(det)
+    .with_note(s.note)
+}
+
+/// The capacity rows' `params`: the setting's, without the scenario (the
+/// capacity serves every scenario that needs it).
+fn capacity_params(plan: &TorturePlan, sc: Scenario) -> Map<String, Value> {
+    let mut p = plan.params(sc);
+    p.remove("scenario");
+    p
+}
+
 /// Runs the plan's scenarios in turn; `progress` hears of each step.
 pub fn run(plan: &TorturePlan, mut progress: impl FnMut(Progress<'_>)) -> Result<Document> {
     if plan.scenarios.is_empty() {
@@ -525,42 +570,14 @@ pub fn run(plan: &TorturePlan, mut progress: impl FnMut(Progress<'_>)) -> Result
             }
             if sc.needs_capacity() && cap.is_none() {
                 let (c, how) = capacity(plan, &mut progress)?;
-                let mut p = plan.params(sc);
-                p.remove("scenario");
-                doc.push(
-                    ResultRow::new(
-                        "capacity",
-                        plan.kind.name(),
-                        p.clone(),
-                        "cps",
-                        Better::Higher,
-                        vec![c],
-                        0.0,
-                    )
-                    .with_note(how),
-                );
+                // pushed before the sustained check: an interrupted check
+                // keeps it
+                doc.push(capacity_row(plan, sc, c, how));
                 let mut used = c;
                 if plan.capacity.is_none() && plan.sustain_steps > 0 {
                     let s = sustained(plan, c, &mut progress)?;
                     used = s.cps;
-                    let mut det = Map::new();
-                    det.insert("searched_cps".into(), json!(c));
-                    det.insert("passed".into(), json!(s.passed));
-                    det.insert("window_s".into(), json!(s.window_s));
-                    det.insert("trials".into(), json!(s.trials));
-                    doc.push(
-                        ResultRow::new(
-                            "capacity_sustained",
-                            plan.kind.name(),
-                            p,
-                            "cps",
-                            Better::Higher,
-                            vec![s.cps],
-                            0.0,
-                        )
-                        .with_detail(det)
-                        .with_note(s.note),
-                    );
+                    doc.push(sustained_row(plan, sc, c, s));
                 }
                 cap = Some(used);
                 searched = Some(c);
@@ -637,12 +654,10 @@ fn fault_rate(capacity: Option<f64>) -> f64 {
     capacity.map_or(500.0, |c| (c / 4.0).clamp(50.0, 5_000.0))
 }
 
-/// The rows torture's row builders make on synthetic inputs: the
-/// overload scenario's and one conn-flood phase's, for takt (with and
-/// without extra proxy flags) and Kamailio. The other scenarios' rows
-/// (uas-restart, garbage, soak, flood_calls_failed, capacity) are built
-/// inside their measuring code and are not covered. Input of the
-/// document-shape snapshot test; starts nothing.
+/// The rows torture's row builders make on synthetic inputs: every row
+/// kind `run` can emit (the capacity and sustained capacity, and each
+/// scenario's rows), for takt (with and without extra proxy flags),
+/// Kamailio and a server at an address. Input of the document-shape snapshot test; starts nothing.
 #[doc(hidden)]
 pub fn synthetic_rows() -> Vec<ResultRow> {
     use crate::target::TaktOptions;
@@ -655,14 +670,17 @@ pub fn synthetic_rows() -> Vec<ResultRow> {
             ..TaktOptions::default()
         }),
         TargetKind::Kamailio,
+        TargetKind::Addr(a),
     ] {
+        // a running server at an address: no CPU limit, its capacity given
+        let addr = matches!(kind, TargetKind::Addr(_));
         let plan = TorturePlan {
             kind,
             setup: TargetSetup::new(a),
-            cpu_limit: Some(1.0),
+            cpu_limit: (!addr).then_some(1.0),
             period_us: 1_000,
             scenarios: Vec::new(),
-            capacity: None,
+            capacity: addr.then_some(1_000.0),
             search: SearchConfig::default(),
             search_window: Duration::from_secs(1),
             sustain_steps: 0,
@@ -673,7 +691,31 @@ pub fn synthetic_rows() -> Vec<ResultRow> {
             stop: Arc::new(AtomicBool::new(false)),
             cancel: Cancel::default(),
         };
+        let sustained = Sustained {
+            cps: 950.0,
+            passed: true,
+            window_s: 6.0,
+            trials: vec![SustainTrial {
+                rate_cps: 950.0,
+                outcome: TrialOutcome::default(),
+                cpu_per_call_us: Some(10.0),
+            }],
+            note: "synthetic".into(),
+        };
+        out.push(capacity_row(
+            &plan,
+            Scenario::Overload,
+            1_000.0,
+            "measured".into(),
+        ));
+        // checked only when the capacity was searched, as in `run`
+        if plan.capacity.is_none() {
+            out.push(sustained_row(&plan, Scenario::Overload, 1_000.0, sustained));
+        }
         out.extend(overload::synthetic_rows(&plan));
+        out.extend(uas_restart::synthetic_rows(&plan));
+        out.extend(garbage::synthetic_rows(&plan));
+        out.extend(soak::synthetic_rows(&plan));
         out.extend(conn_flood::synthetic_rows(&plan));
     }
     out

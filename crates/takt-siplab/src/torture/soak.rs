@@ -12,10 +12,101 @@ use takt_measure::result::{Better, ResultRow};
 
 use super::{row, watch, Progress, Server, TorturePlan};
 use crate::error::{Error, Result};
-use crate::gen::{Generator, Role};
+use crate::gen::{GenReport, Generator, Role};
 
 /// RSS growth allowed between the first minute and the end.
 pub const RSS_GROWTH_TARGET: f64 = 0.05;
+
+/// What a soak measured.
+#[derive(Debug)]
+struct Soaked {
+    /// The generator's report.
+    rep: GenReport,
+    /// The server's RSS every second, bytes.
+    series: Vec<u64>,
+    /// Its RSS at `reference_at`, if the soak got that far.
+    reference: Option<u64>,
+    /// When the reference was to be taken.
+    reference_at: Duration,
+    /// Its RSS once the load was over, bytes.
+    end_rss: u64,
+}
+
+/// The soak's rows: `soak_failed_calls` and `soak_rss_growth`, for a
+/// soak of the plan's length at `rate` calls/s.
+fn rows(plan: &TorturePlan, rate: f64, m: &Soaked) -> Result<Vec<ResultRow>> {
+    let (rep, series) = (&m.rep, &m.series);
+    let (reference, reference_at, end_rss) = (m.reference, m.reference_at, m.end_rss);
+    let d = plan.durations.soak;
+    let u = rep
+        .uac
+        .as_ref()
+        .ok_or_else(|| Error::Thread("the UAC did not report".into()))?;
+    let mut p = plan.params(super::Scenario::Soak);
+    p.insert("rate_cps".into(), json!(rate));
+    p.insert("duration_s".into(), json!(d.as_secs_f64()));
+    let mut det = Map::new();
+    det.insert("attempted".into(), json!(u.attempted));
+    det.insert("completed".into(), json!(u.completed));
+    det.insert("failures".into(), json!(u.failures));
+    det.insert("unfinished".into(), json!(u.unfinished));
+    det.insert("retransmitted".into(), json!(u.retransmitted));
+    det.insert(
+        "generator_bound".into(),
+        json!(rep.saturation.generator_bound),
+    );
+    det.insert("generator_reasons".into(), json!(rep.saturation.reasons));
+    let mut out = vec![row(
+        plan,
+        "soak_failed_calls",
+        &p,
+        "calls",
+        Better::Lower,
+        (u.failed + u.unfinished) as f64,
+        det,
+    )];
+    let reference = reference.unwrap_or_else(|| series.first().copied().unwrap_or(0));
+    let last = series.last().copied().unwrap_or(end_rss);
+    let growth = last as f64 / reference.max(1) as f64 - 1.0;
+    let mut det = Map::new();
+    det.insert("rss_reference_mb".into(), json!(reference as f64 / 1e6));
+    det.insert("reference_at_s".into(), json!(reference_at.as_secs_f64()));
+    det.insert("rss_end_mb".into(), json!(last as f64 / 1e6));
+    det.insert("rss_after_load_mb".into(), json!(end_rss as f64 / 1e6));
+    det.insert("target".into(), json!(RSS_GROWTH_TARGET));
+    det.insert("met".into(), json!(growth <= RSS_GROWTH_TARGET));
+    det.insert(
+        "rss_mb_every_10s".into(),
+        json!(series
+            .iter()
+            .step_by(10)
+            .map(|&r| (r as f64 / 1e5).round() / 10.0)
+            .collect::<Vec<_>>()),
+    );
+    out.push(row(
+        plan,
+        "soak_rss_growth",
+        &p,
+        "ratio",
+        Better::Lower,
+        growth,
+        det,
+    ));
+    Ok(out)
+}
+
+/// The soak's rows, built by [`rows`] from a synthetic generator report
+/// and memory series: part of the document-shape snapshot test's input.
+pub(super) fn synthetic_rows(plan: &TorturePlan) -> Vec<ResultRow> {
+    let soaked = Soaked {
+        rep: GenReport::synthetic(Role::Both, "udp"),
+        series: (0..30).map(|i| 100_000_000 + i * 10_000).collect(),
+        reference: Some(100_100_000),
+        reference_at: Duration::from_secs(10),
+        end_rss: 100_200_000,
+    };
+    rows(plan, 500.0, &soaked).expect("the synthetic report has a UAC")
+}
 
 /// Runs the soak; returns its rows.
 pub fn run(
@@ -77,59 +168,13 @@ pub fn run(
         return Err(Error::Interrupted);
     }
     let unclean = super::stop_verdict(stopped)?;
-    let u = rep
-        .uac
-        .as_ref()
-        .ok_or_else(|| Error::Thread("the UAC did not report".into()))?;
-    let mut p = plan.params(super::Scenario::Soak);
-    p.insert("rate_cps".into(), json!(cfg.cps));
-    p.insert("duration_s".into(), json!(d.as_secs_f64()));
-    let mut det = Map::new();
-    det.insert("attempted".into(), json!(u.attempted));
-    det.insert("completed".into(), json!(u.completed));
-    det.insert("failures".into(), json!(u.failures));
-    det.insert("unfinished".into(), json!(u.unfinished));
-    det.insert("retransmitted".into(), json!(u.retransmitted));
-    det.insert(
-        "generator_bound".into(),
-        json!(rep.saturation.generator_bound),
-    );
-    det.insert("generator_reasons".into(), json!(rep.saturation.reasons));
-    let mut out = vec![row(
-        plan,
-        "soak_failed_calls",
-        &p,
-        "calls",
-        Better::Lower,
-        (u.failed + u.unfinished) as f64,
-        det,
-    )];
-    let reference = reference.unwrap_or_else(|| series.first().copied().unwrap_or(0));
-    let last = series.last().copied().unwrap_or(end_rss);
-    let growth = last as f64 / reference.max(1) as f64 - 1.0;
-    let mut det = Map::new();
-    det.insert("rss_reference_mb".into(), json!(reference as f64 / 1e6));
-    det.insert("reference_at_s".into(), json!(reference_at.as_secs_f64()));
-    det.insert("rss_end_mb".into(), json!(last as f64 / 1e6));
-    det.insert("rss_after_load_mb".into(), json!(end_rss as f64 / 1e6));
-    det.insert("target".into(), json!(RSS_GROWTH_TARGET));
-    det.insert("met".into(), json!(growth <= RSS_GROWTH_TARGET));
-    det.insert(
-        "rss_mb_every_10s".into(),
-        json!(series
-            .iter()
-            .step_by(10)
-            .map(|&r| (r as f64 / 1e5).round() / 10.0)
-            .collect::<Vec<_>>()),
-    );
-    out.push(row(
-        plan,
-        "soak_rss_growth",
-        &p,
-        "ratio",
-        Better::Lower,
-        growth,
-        det,
-    ));
+    let soaked = Soaked {
+        rep,
+        series,
+        reference,
+        reference_at,
+        end_rss,
+    };
+    let out = rows(plan, cfg.cps, &soaked)?;
     Ok(super::stop_noted(out, unclean))
 }

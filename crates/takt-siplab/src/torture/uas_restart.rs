@@ -22,7 +22,7 @@ use takt_sched::ThreadSpec;
 
 use super::{fault_rate, row, watch, Progress, Server, TorturePlan};
 use crate::error::{io, Error, Result};
-use crate::gen::{Generator, Role};
+use crate::gen::{GenReport, Generator, Role};
 use crate::server_stats;
 
 /// A `takt sip gen --role uas` process, killed when dropped.
@@ -87,6 +87,103 @@ impl Drop for UasProcess {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// What a run with the UAS's outage measured.
+#[derive(Debug)]
+struct Outage {
+    /// The UAC's report.
+    rep: GenReport,
+    /// The server's counters before the run.
+    before: watch::Losses,
+    /// And after it.
+    after: watch::Losses,
+    /// From the new UAS being bound to the first call completed after it;
+    /// if none completed, the rest of the run (if the UAS came back).
+    first_after: std::result::Result<Duration, Option<Duration>>,
+}
+
+/// The scenario's rows: `outage_failed_calls` and `uas_recovery`, for
+/// calls at `rate` with a UAC draining for `drain` (the outage is the
+/// plan's).
+fn rows(plan: &TorturePlan, rate: f64, drain: Duration, m: &Outage) -> Result<Vec<ResultRow>> {
+    let d = plan.durations;
+    let (rep, before, after, first_after) = (&m.rep, &m.before, &m.after, m.first_after);
+    let u = rep
+        .uac
+        .as_ref()
+        .ok_or_else(|| Error::Thread("the UAC did not report".into()))?;
+    let mut p = plan.params(super::Scenario::UasRestart);
+    p.insert("outage_s".into(), json!(d.outage.as_secs_f64()));
+    p.insert("rate_cps".into(), json!(rate));
+    let replied: Map<_, _> = after
+        .replied
+        .iter()
+        .map(|(k, n)| {
+            (
+                k.clone(),
+                json!(n - before.replied.get(k).copied().unwrap_or(0)),
+            )
+        })
+        .collect();
+    let mut det = Map::new();
+    det.insert("attempted".into(), json!(u.attempted));
+    det.insert("completed".into(), json!(u.completed));
+    det.insert("failures".into(), json!(u.failures));
+    det.insert("unfinished".into(), json!(u.unfinished));
+    det.insert(
+        "outage_calls_expected".into(),
+        json!(rate * d.outage.as_secs_f64()),
+    );
+    det.insert("server_replied".into(), json!(replied));
+    det.insert("drain_s".into(), json!(drain.as_secs_f64()));
+    let mut out = vec![row(
+        plan,
+        "outage_failed_calls",
+        &p,
+        "calls",
+        Better::Lower,
+        (u.failed + u.unfinished) as f64,
+        det,
+    )];
+    let mut det = Map::new();
+    det.insert("recovered".into(), json!(first_after.is_ok()));
+    let rec = match first_after {
+        Ok(d) => d.as_secs_f64(),
+        Err(rest) => rest.map_or(0.0, |d| d.as_secs_f64()),
+    };
+    let r = row(plan, "uas_recovery", &p, "s", Better::Lower, rec, det);
+    out.push(if first_after.is_ok() {
+        r
+    } else {
+        r.with_note("no call completed after the UAS came back (the value is the rest of the run)")
+    });
+    Ok(out)
+}
+
+/// The scenario's rows, built by [`rows`] from a synthetic UAC report and
+/// counters, for a UAS that came back and one that did not: part of the
+/// document-shape snapshot test's input.
+pub(super) fn synthetic_rows(plan: &TorturePlan) -> Vec<ResultRow> {
+    let after = watch::Losses {
+        replied: [("503".to_string(), 10)].into(),
+        ..watch::Losses::default()
+    };
+    [
+        Ok(Duration::from_millis(50)),
+        Err(Some(Duration::from_secs(2))),
+    ]
+    .into_iter()
+    .flat_map(|first_after| {
+        let outage = Outage {
+            rep: GenReport::synthetic(Role::Uac, "udp"),
+            before: watch::Losses::default(),
+            after: after.clone(),
+            first_after,
+        };
+        rows(plan, 500.0, Duration::from_secs(3), &outage).expect("the synthetic report has a UAC")
+    })
+    .collect()
 }
 
 /// Runs the scenario; returns its rows.
@@ -171,54 +268,12 @@ pub fn run(
             "the run ended before the UAS was killed and restarted".into(),
         ));
     };
-    let u = rep
-        .uac
-        .as_ref()
-        .ok_or_else(|| Error::Thread("the UAC did not report".into()))?;
-    let mut p = plan.params(super::Scenario::UasRestart);
-    p.insert("outage_s".into(), json!(d.outage.as_secs_f64()));
-    p.insert("rate_cps".into(), json!(rate));
-    let replied: Map<_, _> = after
-        .replied
-        .iter()
-        .map(|(k, n)| {
-            (
-                k.clone(),
-                json!(n - before.replied.get(k).copied().unwrap_or(0)),
-            )
-        })
-        .collect();
-    let mut det = Map::new();
-    det.insert("attempted".into(), json!(u.attempted));
-    det.insert("completed".into(), json!(u.completed));
-    det.insert("failures".into(), json!(u.failures));
-    det.insert("unfinished".into(), json!(u.unfinished));
-    det.insert(
-        "outage_calls_expected".into(),
-        json!(rate * d.outage.as_secs_f64()),
-    );
-    det.insert("server_replied".into(), json!(replied));
-    det.insert("drain_s".into(), json!(cfg.drain.as_secs_f64()));
-    let mut out = vec![row(
-        plan,
-        "outage_failed_calls",
-        &p,
-        "calls",
-        Better::Lower,
-        (u.failed + u.unfinished) as f64,
-        det,
-    )];
-    let mut det = Map::new();
-    det.insert("recovered".into(), json!(first_after.is_ok()));
-    let rec = match first_after {
-        Ok(d) => d.as_secs_f64(),
-        Err(rest) => rest.map_or(0.0, |d| d.as_secs_f64()),
+    let outage = Outage {
+        rep,
+        before,
+        after,
+        first_after,
     };
-    let r = row(plan, "uas_recovery", &p, "s", Better::Lower, rec, det);
-    out.push(if first_after.is_ok() {
-        r
-    } else {
-        r.with_note("no call completed after the UAS came back (the value is the rest of the run)")
-    });
+    let out = rows(plan, rate, cfg.drain, &outage)?;
     Ok(super::stop_noted(out, unclean))
 }
