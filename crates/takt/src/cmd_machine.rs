@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use clap::Args;
 use takt_machine::{self as machine, Config, Family, Mode};
 
+use crate::error::CmdError;
+
 /// `takt machine` flags.
 #[derive(Args, Debug)]
 pub struct MachineCmd {
@@ -59,7 +61,7 @@ fn parse_only(s: &str) -> Result<FamilyList, machine::MachineError> {
     Family::parse_list(s).map(FamilyList)
 }
 
-fn parse_size(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let (num, mult) = match t.char_indices().last() {
         Some((i, 'K' | 'k')) => (&t[..i], 1u64 << 10),
@@ -75,7 +77,8 @@ fn parse_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("invalid size `{s}` (e.g. 512M, 4G; at least 1M)"))
 }
 
-pub fn run(cmd: MachineCmd) -> Result<(), String> {
+/// Runs `takt machine`.
+pub fn run(cmd: MachineCmd) -> Result<(), CmdError> {
     let mode = if cmd.quick {
         Mode::Quick
     } else if cmd.full {
@@ -101,22 +104,8 @@ pub fn run(cmd: MachineCmd) -> Result<(), String> {
     // turns it into the exit status 128 + N. With --repeat the runs are
     // children that do not record: this process stores the document with
     // the repeatability section.
-    match machine::run_command(&run).map_err(|e| e.to_string())? {
-        Some(doc) => cmd.record.store(&doc),
+    match machine::run_command(&run)? {
+        Some(doc) => Ok(cmd.record.store(&doc)?),
         None => Ok(()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_parse() {
-        assert_eq!(parse_size("512M"), Ok(512 << 20));
-        assert_eq!(parse_size("4G"), Ok(4 << 30));
-        assert!(parse_size("10").is_err());
-        assert!(parse_size("xG").is_err());
-        assert!(parse_size("99999999999T").is_err());
     }
 }

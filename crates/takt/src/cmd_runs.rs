@@ -48,11 +48,11 @@ pub struct RecordArgs {
 impl RecordArgs {
     /// With `--record`, stores `doc` (a result document) as one complete
     /// run and says so on stderr; without it, does nothing.
-    pub fn store(&self, doc: &impl serde::Serialize) -> Result<(), String> {
+    pub fn store(&self, doc: &impl serde::Serialize) -> Result<(), OrchestrationError> {
         if !self.record {
             return Ok(());
         }
-        let id = takt_lab::runs::record(&self.db, doc).map_err(|e| e.to_string())?;
+        let id = takt_lab::runs::record(&self.db, doc)?;
         eprintln!("takt: stored run {id} in {}", self.db.display());
         Ok(())
     }

@@ -71,31 +71,3 @@ pub(crate) fn parse_bytes(s: &str) -> Result<usize, String> {
         .filter(|&n| n > 0)
         .ok_or_else(|| format!("bad byte count {s:?} (e.g. 212992, 256k, 4m)"))
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::args::{parse_idle_limit, IdleLimit};
-
-    #[test]
-    fn byte_sizes() {
-        assert_eq!(parse_bytes("4m"), Ok(4 << 20));
-        assert_eq!(parse_bytes("256K"), Ok(256 << 10));
-        assert_eq!(parse_bytes("212992"), Ok(212_992));
-        assert!(parse_bytes("0").is_err());
-        assert!(parse_bytes("x").is_err());
-    }
-
-    #[test]
-    fn idle_limits() {
-        use std::time::Duration;
-        assert_eq!(parse_idle_limit("none"), Ok(IdleLimit(None)));
-        assert_eq!(parse_idle_limit("0"), Ok(IdleLimit(Some(Duration::ZERO))));
-        assert_eq!(
-            parse_idle_limit("20us"),
-            Ok(IdleLimit(Some(Duration::from_micros(20))))
-        );
-        let e = parse_idle_limit("soon").unwrap_err();
-        assert!(e.contains("bad idle latency \"soon\""), "{e}");
-    }
-}

@@ -116,7 +116,7 @@ fn parse_positive_duration(s: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("{s:?} is not a positive duration (e.g. 500ms, 5s)"))
 }
 
-fn apply_flags(cfg: &mut Config, a: &ProxyArgs) {
+pub(crate) fn apply_flags(cfg: &mut Config, a: &ProxyArgs) {
     if let Some(l) = a.listen {
         cfg.proxy.listen = l.to_string();
     }
@@ -200,48 +200,4 @@ pub fn run(a: ProxyArgs) -> Result<(), CmdError> {
     let snap = run.run(&cancel, &mut |line| eprintln!("{line}"))?;
     takt_measure::output::print(&exit_text(&snap, a.json)).map_err(MeasureError::from)?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tcp_flags_override_the_file() {
-        use clap::Parser;
-        #[derive(Parser)]
-        struct P {
-            #[command(flatten)]
-            a: ProxyArgs,
-        }
-        let p = P::try_parse_from([
-            "p",
-            "--tcp-workers",
-            "2",
-            "--tcp-max-connections",
-            "100",
-            "--tcp-max-per-peer",
-            "3",
-            "--tcp-message-deadline",
-            "250ms",
-            "--tcp-idle-timeout",
-            "30s",
-        ])
-        .unwrap();
-        let mut cfg = Config::parse("[workers]\nmax_tcp_connections = 9\n", "x").unwrap();
-        apply_flags(&mut cfg, &p.a);
-        let (_, sc) = cfg.runtime(Some(takt_sched::ThreadSpec::new("t"))).unwrap();
-        let l = sc.tcp_limits;
-        assert_eq!((l.workers, l.max_connections, l.max_per_peer), (2, 100, 3));
-        assert_eq!(l.message_deadline, Duration::from_millis(250));
-        assert_eq!(l.idle_timeout, Duration::from_secs(30));
-        for bad in [
-            &["p", "--tcp-max-connections", "0"][..],
-            &["p", "--tcp-message-deadline", "0"],
-            &["p", "--tcp-idle-timeout", "soon"],
-            &["p", "--tcp-workers", "0"],
-        ] {
-            assert!(P::try_parse_from(bad).is_err(), "{bad:?}");
-        }
-    }
 }

@@ -36,7 +36,7 @@ pub struct RelayArgs {
     sched: SchedArgs,
 }
 
-fn parse_batch(s: &str) -> Result<usize, String> {
+pub(crate) fn parse_batch(s: &str) -> Result<usize, String> {
     s.parse::<usize>()
         .ok()
         .filter(|n| (1..=MAX_BATCH).contains(n))
@@ -57,18 +57,4 @@ pub fn run(a: RelayArgs) -> Result<(), CmdError> {
         eprintln!("{l}")
     })?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn batch_sizes() {
-        assert_eq!(parse_batch("1"), Ok(1));
-        assert_eq!(parse_batch(&MAX_BATCH.to_string()), Ok(MAX_BATCH));
-        assert!(parse_batch("0").is_err());
-        assert!(parse_batch("100000").is_err());
-        assert!(parse_batch("x").is_err());
-    }
 }

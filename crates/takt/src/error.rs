@@ -5,15 +5,21 @@ use std::fmt;
 use takt_measure::cancel;
 use takt_measure::error::MeasureError;
 
-/// A command's failure: a measuring command's error (an interruption
-/// among them), or a message.
+/// A command's failure: a library's error (an interruption among them), a
+/// usage error found after parsing, or a message.
 #[derive(Debug)]
 pub enum CmdError {
+    /// Flags that parse but do not fit together (found once the command
+    /// resolves them): clap's error, printed with the usage line, status 2.
+    Usage(clap::Error),
     /// A suite run through `takt_measure::suite::run_command` failed or
     /// was interrupted by a signal.
     Measure(MeasureError),
-    /// A laboratory call outside a suite failed (`takt sched`).
+    /// A laboratory call outside a suite failed: `takt report`, `takt
+    /// runs`, `takt sched`, or storing a run for `--record`.
     Lab(takt_lab::OrchestrationError),
+    /// `takt machine` failed or a signal interrupted it.
+    Machine(takt_machine::MachineError),
     /// The answering node of `takt bench remote` (its child process) failed.
     Remote(takt_bench_remote::RemoteBenchError),
     /// A SIP laboratory command failed outside its suite (its flags
@@ -24,12 +30,20 @@ pub enum CmdError {
 }
 
 impl CmdError {
-    /// The process's exit status for this error: 128 + N for a run that
-    /// signal N interrupted (130 for Ctrl-C), else 128 + N if a signal
-    /// arrived while the command failed, else 1.
+    /// The process's exit status for this error: 2 for a usage error,
+    /// 128 + N for a run that signal N interrupted (130 for Ctrl-C), else
+    /// 128 + N if a signal arrived while the command failed, else 1.
     pub fn exit_code(&self) -> i32 {
         match self {
-            CmdError::Measure(e @ MeasureError::Interrupted { .. }) => e.exit_code(),
+            CmdError::Usage(e) => e.exit_code(),
+            CmdError::Measure(e @ MeasureError::Interrupted { .. })
+            | CmdError::Lab(takt_lab::OrchestrationError::Signal(
+                e @ MeasureError::Interrupted { .. },
+            ))
+            | CmdError::Machine(takt_machine::MachineError::Measure(
+                e @ MeasureError::Interrupted { .. },
+            )) => e.exit_code(),
+            CmdError::Machine(takt_machine::MachineError::Interrupted(signal)) => 128 + signal,
             _ => cancel::received().map_or(1, |s| s.exit_code()),
         }
     }
@@ -38,8 +52,10 @@ impl CmdError {
 impl fmt::Display for CmdError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            CmdError::Usage(e) => write!(f, "{e}"),
             CmdError::Measure(e) => write!(f, "{e}"),
             CmdError::Lab(e) => write!(f, "{e}"),
+            CmdError::Machine(e) => write!(f, "{e}"),
             CmdError::Remote(e) => write!(f, "{e}"),
             CmdError::Sip(e) => write!(f, "{e}"),
             CmdError::Failed(message) => f.write_str(message),
@@ -50,8 +66,10 @@ impl fmt::Display for CmdError {
 impl std::error::Error for CmdError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
+            CmdError::Usage(e) => Some(e),
             CmdError::Measure(e) => Some(e),
             CmdError::Lab(e) => Some(e),
+            CmdError::Machine(e) => Some(e),
             CmdError::Remote(e) => Some(e),
             CmdError::Sip(e) => Some(e),
             CmdError::Failed(_) => None,
@@ -59,19 +77,15 @@ impl std::error::Error for CmdError {
     }
 }
 
-/// For a command whose functions still return their failure as text: the
-/// message, while the exit status of an interrupted run still comes out
-/// right, from the signal the process received (see
-/// [`CmdError::exit_code`]).
-impl From<CmdError> for String {
-    fn from(e: CmdError) -> String {
-        e.to_string()
-    }
-}
-
 impl From<takt_lab::OrchestrationError> for CmdError {
     fn from(e: takt_lab::OrchestrationError) -> Self {
         CmdError::Lab(e)
+    }
+}
+
+impl From<takt_machine::MachineError> for CmdError {
+    fn from(e: takt_machine::MachineError) -> Self {
+        CmdError::Machine(e)
     }
 }
 
@@ -102,29 +116,5 @@ impl From<String> for CmdError {
 impl From<&str> for CmdError {
     fn from(message: &str) -> Self {
         CmdError::Failed(message.to_string())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use takt_measure::cancel::Signal;
-
-    #[test]
-    fn an_interrupted_run_exits_128_plus_the_signal_and_a_failure_1() {
-        let e = CmdError::from(MeasureError::Interrupted {
-            suite: "agents".into(),
-            signal: Some(Signal::Interrupt),
-        });
-        assert_eq!(e.exit_code(), 130);
-        assert!(e.to_string().starts_with("agents: interrupted"), "{e}");
-        let e = CmdError::from(MeasureError::Interrupted {
-            suite: "agents".into(),
-            signal: Some(Signal::Terminate),
-        });
-        assert_eq!(e.exit_code(), 143);
-        assert_eq!(CmdError::from("no").exit_code(), 1);
-        let e = CmdError::from(MeasureError::Signal("taken".into()));
-        assert_eq!(e.exit_code(), 1);
     }
 }

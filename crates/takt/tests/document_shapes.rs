@@ -11,16 +11,16 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use takt_measure::result::{DocumentBuilder, ResultRow};
+use takt_siplab::tune::{self, gain_row};
 
 const HEADER: &str = "\
 # The shape of every suite's result document, one line per distinct row shape:
 # suite<TAB>name<TAB>impl<TAB>sorted,param,keys<TAB>unit (sorted, deduplicated).
 # Built by crates/takt/tests/document_shapes.rs from each suite's row builders
-# (`synthetic_rows`) on fixed synthetic inputs, without measuring; the
-# `sip_tune tune_gain` lines by a unit test in crates/takt/src/cmd_sip_tune.rs.
+# (`synthetic_rows`, and `tune::gain_row` for the `sip_tune tune_gain` lines)
+# on fixed synthetic inputs, without measuring.
 # A change to a document updates this file in the same commit:
 #   TAKT_UPDATE_SNAPSHOT=1 cargo test -p takt --test document_shapes
-#   TAKT_UPDATE_SNAPSHOT=1 cargo test -p takt --bin takt tune_gain
 ";
 
 fn snapshot_path() -> PathBuf {
@@ -47,17 +47,38 @@ fn suites() -> Vec<(&'static str, Vec<ResultRow>)> {
             "sip_torture",
             stamped(takt_siplab::torture::synthetic_rows()),
         ),
-        // a sweep's document, and the `tune_gain` rows the binary adds
-        // (their lines are checked by a unit test in `cmd_sip_tune.rs`)
-        ("sip_tune", stamped(takt_siplab::sweep::synthetic_rows())),
+        // a sweep's document, and the `tune_gain` rows beside it
+        ("sip_tune", stamped(tune_rows())),
         // every row kind of `takt machine` (all modes, `--compare` included)
         ("machine", takt_machine::synthetic_rows()),
     ]
 }
 
-/// Lines that a unit test of the binary owns (rows built in the binary).
-fn binary_owned(line: &str) -> bool {
-    line.starts_with("sip_tune\ttune_gain\t")
+/// A recommendation for `target` with the given gain, the rest empty.
+fn recommendation(target: &'static str, gain_pct: Option<f64>) -> tune::Recommendation {
+    tune::Recommendation {
+        target,
+        mode: "stateful",
+        workers: 8,
+        capacities: Vec::new(),
+        best: None,
+        gain_pct,
+        ab: None,
+        ab_rate_cps: None,
+        verdict: tune::Verdict::KeepDefault,
+    }
+}
+
+/// `takt sip tune`'s rows: a sweep's, and a `tune_gain` row for each
+/// target whose recommendation gains something (`tune::gain_row`).
+fn tune_rows() -> Vec<ResultRow> {
+    let mut rows = takt_siplab::sweep::synthetic_rows();
+    rows.extend(
+        ["takt", "kamailio"]
+            .into_iter()
+            .filter_map(|t| gain_row(&recommendation(t, Some(5.0)))),
+    );
+    rows
 }
 
 /// `rows` as the SIP laboratory's commands emit them: with the load
@@ -107,18 +128,18 @@ fn every_suite_yields_rows() {
 }
 
 #[test]
+fn a_recommendation_without_a_gain_has_no_gain_row() {
+    assert!(gain_row(&recommendation("takt", None)).is_none());
+}
+
+#[test]
 fn document_shapes_match_the_snapshot() {
     let now = shapes();
     let path = snapshot_path();
     let text = std::fs::read_to_string(&path).unwrap_or_default();
-    let owned: BTreeSet<String> = text
-        .lines()
-        .filter(|l| binary_owned(l))
-        .map(str::to_string)
-        .collect();
     if std::env::var_os("TAKT_UPDATE_SNAPSHOT").is_some_and(|v| v == "1") {
         let mut text = HEADER.to_string();
-        for line in now.union(&owned) {
+        for line in &now {
             text.push_str(line);
             text.push('\n');
         }
@@ -127,7 +148,7 @@ fn document_shapes_match_the_snapshot() {
     }
     let committed: BTreeSet<String> = text
         .lines()
-        .filter(|l| !l.is_empty() && !l.starts_with('#') && !binary_owned(l))
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .map(str::to_string)
         .collect();
     if committed != now {
