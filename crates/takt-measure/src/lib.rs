@@ -1,7 +1,8 @@
 //! # takt-measure: what every takt measurement shares
 //!
-//! The base beneath the laboratory's suites (`takt-lab`, `takt-machine`)
-//! and the report built on them:
+//! The base beneath the laboratory's suites (`takt-bench-agents`,
+//! `takt-bench-sme`, `takt-bench-remote`, `takt-machine`, `takt-siplab`)
+//! and the report and records built on them:
 //!
 //! - [`result`]: [`Document`](result::Document) and
 //!   [`ResultRow`](result::ResultRow), the JSON result document every

@@ -1,9 +1,12 @@
 //! One shape for every suite: estimate its duration, run with a
 //! [`RunContext`] (progress and cancellation), return a document.
 //!
-//! A suite's options value *is* the suite: `takt_lab::agents::Options`,
-//! `takt_lab::sme::SmeBench`, `takt_siplab::load::LoadPlan` and
-//! `takt_machine::Config` implement [`Suite`]. [`run_suite`] runs one
+//! A suite's options value *is* the suite, or resolves into it:
+//! `takt_bench_agents::Options`, `takt_bench_sme::SmeBench`,
+//! `takt_bench_remote::Options`, `takt_machine::Config`, and takt-siplab's
+//! `load::LoadPlan`, `capacity::CapacitySuite`, `sweep::SweepSuite`,
+//! `tune::TuneSuite`, `torture::TortureSuite` and `gen::GenSuite`
+//! implement [`Suite`]. [`run_suite`] runs one
 //! inside a progress stage of its estimated duration; [`run_command`] is
 //! what a `takt` measuring command does: announce, run with Ctrl-C
 //! cancelling, print the tables or the JSON document.
