@@ -1,16 +1,19 @@
 //! `takt report` end to end: Ctrl-C during a stage keeps the report, which
 //! says what is missing; `--from` renders the directory again.
 
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
-#[test]
-fn an_interrupted_report_is_written_and_says_what_is_missing() {
-    let dir = std::env::temp_dir().join(format!("takt-report-int-{}", std::process::id()));
+/// Starts `takt report --quick --only ONLY` into a fresh directory named
+/// after `tag`, sends `signal` to it alone 3 s in (as a supervisor would:
+/// the runner forwards it to the stage's child), and waits up to 60 s for
+/// it to stop. Returns the report directory and the exit status.
+fn interrupted_report(tag: &str, only: &str, signal: i32) -> (PathBuf, ExitStatus) {
+    let dir = std::env::temp_dir().join(format!("takt-report-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let mut child = Command::new(env!("CARGO_BIN_EXE_takt"))
-        .args(["report", "--quick", "--only", "sme,remote", "--out"])
+        .args(["report", "--quick", "--only", only, "--out"])
         .arg(&dir)
         .arg("--db")
         .arg(dir.with_extension("db"))
@@ -19,11 +22,10 @@ fn an_interrupted_report_is_written_and_says_what_is_missing() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Let the SME stage start (its child is running), then interrupt us
-    // alone, as a SIGTERM from a supervisor would: the runner forwards it.
+    // Let the first stage start (its child is running).
     std::thread::sleep(Duration::from_secs(3));
     // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
     let start = Instant::now();
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
@@ -35,6 +37,12 @@ fn an_interrupted_report_is_written_and_says_what_is_missing() {
         );
         std::thread::sleep(Duration::from_millis(50));
     };
+    (dir, status)
+}
+
+#[test]
+fn an_interrupted_report_is_written_and_says_what_is_missing() {
+    let (dir, status) = interrupted_report("int", "sme,remote", libc::SIGINT);
     assert_eq!(status.code(), Some(130), "{status}");
     let html = std::fs::read_to_string(dir.join("index.html")).expect("no report written");
     assert!(
@@ -74,32 +82,7 @@ fn an_interrupted_report_is_written_and_says_what_is_missing() {
 
 #[test]
 fn a_report_ended_by_sigterm_is_written_and_exits_143() {
-    let dir = std::env::temp_dir().join(format!("takt-report-term-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_takt"))
-        .args(["report", "--quick", "--only", "sme", "--out"])
-        .arg(&dir)
-        .arg("--db")
-        .arg(dir.with_extension("db"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_secs(3));
-    // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "takt report did not stop"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let (dir, status) = interrupted_report("term", "sme", libc::SIGTERM);
     assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status}");
     let html = std::fs::read_to_string(dir.join("index.html")).expect("no report written");
     assert!(
