@@ -102,7 +102,7 @@ pub(crate) fn render(value: &Value, doc: &Document, command: &str) -> String {
                 esc(&r.name)
             )),
             Cell::text(params_text(r)),
-            Cell::num(r.summary.median),
+            crate::provenance::median_cell(r),
             Cell::text(&r.unit),
             match estimate {
                 Some(e) => Cell::Html(format!(
@@ -112,7 +112,11 @@ pub(crate) fn render(value: &Value, doc: &Document, command: &str) -> String {
                 )),
                 None => Cell::Empty,
             },
-            Cell::opt(estimate.filter(|e| *e > 0.0).map(|e| r.summary.median / e)),
+            Cell::opt(
+                estimate
+                    .filter(|e| *e > 0.0)
+                    .and_then(|e| Some(r.median()? / e)),
+            ),
         ];
         cells.extend(stat_cells(r));
         t.row(cells);
