@@ -295,6 +295,76 @@ mod tests {
         Store::open_with(&db, false, &steps).unwrap();
     }
 
+    /// A version-1 database with a document, a row and its samples opens
+    /// under version 2 with all of them as they were, and takes a bound.
+    #[test]
+    fn version_1_rows_and_samples_survive_the_rebuild() {
+        let (_dir, db) = temp_db("v1rows");
+        hand_made_v1(&db);
+        let conn = Connection::open(&db).unwrap();
+        conn.execute_batch(
+            "INSERT INTO documents (id, run_id, seq, suite, started, takt, body)
+             VALUES (1, 1, 0, 'sme', '2026-11-01T00:00:00Z', '0.1.0', '{}');
+             INSERT INTO results (id, document_id, seq, suite, name, impl, params, unit, better,
+                                  median, min, max, mean, stddev, ci_lo, ci_hi, runs, cpu_s)
+             VALUES (7, 1, 0, 'sme', 'sync_ring', 'takt', '{}', 'ns/step', 'lower',
+                     9.5, 9.0, 10.0, 9.5, 0.5, 9.0, 10.0, 2, 0.1);
+             INSERT INTO samples (result_id, seq, value) VALUES (7, 0, 9.0), (7, 1, 10.0);",
+        )
+        .unwrap();
+        drop(conn);
+        let store = Store::open_existing(&db).unwrap();
+        let run = store.run(1).unwrap();
+        let row = &run.documents[0].rows[0];
+        assert_eq!(
+            (row.median, row.min, row.max),
+            (Some(9.5), Some(9.0), Some(10.0))
+        );
+        assert_eq!(row.samples, vec![9.0, 10.0]);
+        assert_eq!(row.bound, None);
+        drop(store);
+        let conn = Connection::open(&db).unwrap();
+        assert_eq!(version(&conn).unwrap(), SCHEMA_VERSION);
+        conn.pragma_update(None, "foreign_keys", true).unwrap();
+        // the samples' foreign key follows the rebuilt table
+        let fk: String = conn
+            .query_row(
+                "SELECT sql FROM sqlite_master WHERE name = 'samples'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(
+            fk.contains("REFERENCES \"results\"") || fk.contains("REFERENCES results"),
+            "{fk}"
+        );
+        conn.execute(
+            "INSERT INTO results (document_id, seq, suite, name, impl, params, unit, better,
+                                  runs, cpu_s, bound_kind, bound_value, bound_limit)
+             VALUES (1, 1, 'sip_capacity', 'capacity', 'kamailio', '{}', 'cps', 'higher',
+                     0, 1.0, 'lower', 35000.0, 'generator')",
+            [],
+        )
+        .unwrap();
+        // a bound beside a median is refused by the schema itself
+        assert!(conn
+            .execute(
+                "INSERT INTO results (document_id, seq, suite, name, impl, params, unit, better,
+                                      median, min, max, mean, runs, cpu_s,
+                                      bound_kind, bound_value, bound_limit)
+                 VALUES (1, 2, 's', 'c', 'k', '{}', 'cps', 'higher', 1, 1, 1, 1, 1, 1.0,
+                         'lower', 2.0, 'generator')",
+                [],
+            )
+            .is_err());
+        // deleting the run still cascades to its samples
+        conn.execute("DELETE FROM runs WHERE id = 1", []).unwrap();
+        let left: i64 = conn
+            .query_row("SELECT count(*) FROM samples", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(left, 0);
+    }
+
     #[test]
     fn a_fresh_database_runs_every_step() {
         let (_dir, db) = temp_db("fresh");
