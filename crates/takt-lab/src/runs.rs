@@ -564,4 +564,31 @@ mod tests {
         assert!(text.contains("+25.0%"), "{text}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    /// A diff's side that is a bound reads as the bound, and a stored
+    /// bound row renders as one, never as its bare value.
+    #[test]
+    fn a_bound_reads_as_a_bound_in_show_and_diff() {
+        let bound = takt_records::Bound::new(takt_records::BoundKind::Lower, 35_000.0, "generator");
+        let side = Side {
+            median: None,
+            mean: None,
+            bound: Some(bound.clone()),
+            ci95: None,
+            runs: 0,
+            samples: 0,
+            cpu_s: 1.0,
+        };
+        assert_eq!(side_text(Some(&side)), "≥ 35,000 (generator)");
+        let mut r = row("capacity", "kamailio", json!({}), "cps", json!([1.0, 2.0]));
+        r.median = None;
+        r.min = None;
+        r.max = None;
+        r.mean = None;
+        r.ci95 = None;
+        r.bound = Some(bound);
+        let text = rows_tables(&[r]);
+        assert!(text.contains("≥ 35,000 (generator)"), "{text}");
+        assert!(!text.contains("35000"), "{text}");
+    }
 }
