@@ -14,7 +14,7 @@ use crate::error::CmdError;
 /// `takt sip capacity` flags.
 #[derive(Args, Debug)]
 pub struct CapacityArgs {
-    /// Targets (repeatable): takt, kamailio, null-relay, or the address
+    /// Targets (repeatable): takt, kamailio, opensips, null-relay, or the address
     /// of a running proxy (default: takt, kamailio, null-relay).
     #[arg(long = "target", value_name = "TARGET")]
     targets: Vec<String>,

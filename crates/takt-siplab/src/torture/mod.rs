@@ -1,5 +1,6 @@
 //! `takt sip torture`: a SIP server under overload and faults, measured
-//! the same way whatever the server is (takt-sip, Kamailio, any address).
+//! the same way whatever the server is (takt-sip, Kamailio, OpenSIPS, any
+//! address).
 //!
 //! Scenarios ([`Scenario`]), each against a server started fresh:
 //! - **overload** ([`overload`]): the server's 1%-drop capacity first (the
@@ -227,7 +228,7 @@ impl TorturePlan {
         p.insert("workers".into(), json!(self.setup.workers));
         let model = match &self.kind {
             TargetKind::Takt(o) => o.model.name(),
-            TargetKind::Kamailio => "processes",
+            TargetKind::Kamailio | TargetKind::OpenSips => "processes",
             TargetKind::NullRelay => "relay",
             TargetKind::Addr(_) => "unknown",
         };
