@@ -60,10 +60,12 @@
 //! the process group the lab made), runtime files in DIR. OpenSIPS binds
 //! its UDP socket with `SO_REUSEPORT`: a second instance on the same
 //! address starts without complaint and silently takes part of the
-//! traffic. So the listen port is picked free just before (UDP, and TCP
-//! when asked), and once OpenSIPS is up every UDP socket on that address
-//! must be one of its own; a start that loses that race is retried with
-//! another port, and an address another process shares is an error.
+//! traffic. So before the start the port must bind here without
+//! `SO_REUSEPORT` (UDP, and TCP when asked: any holder makes that fail),
+//! and once OpenSIPS is up every UDP socket on that address must be one of
+//! its own. [`TargetKind::start`](super::TargetKind::start) picks a free
+//! port and retries with another if one is taken meanwhile; [`start_on`]
+//! a given port, where another holder is an error.
 //! Ready when the group's socket is bound and the MI `ps` command lists
 //! the asked number of UDP receivers.
 
@@ -144,9 +146,7 @@ fn peers_dir() -> Result<PathBuf> {
             exe.ancestors()
                 .find(|a| a.join("peers").join(BUILD_DIR).is_dir())
                 .map(|a| a.join("peers"))
-                .unwrap_or_else(|| {
-                    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/peers")
-                })
+                .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/peers"))
         }
     };
     let dir = base.join(BUILD_DIR);
@@ -172,7 +172,8 @@ pub fn config(setup: &TargetSetup, listen: SocketAddr, module_dir: &Path, mi: &P
     let stateful = setup.mode == takt_sip::proxy::Mode::Stateful;
     let uas = host_port(setup.uas);
     let at = host_port(listen);
-    let mut c = String::from("# written by takt-siplab: a minimal proxy for capacity measurements\n");
+    let mut c =
+        String::from("# written by takt-siplab: a minimal proxy for capacity measurements\n");
     c += &format!(
         "log_level=1\nstderror_enabled=yes\nsyslog_enabled=no\n\
          udp_workers={}\n\
@@ -264,8 +265,8 @@ pub fn check_config(setup: &TargetSetup, listen: SocketAddr) -> Result<()> {
     if out.status.success() {
         return Ok(());
     }
-    let text = String::from_utf8_lossy(&out.stderr).into_owned()
-        + &String::from_utf8_lossy(&out.stdout);
+    let text =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
     Err(Error::Config(format!(
         "OpenSIPS rejected the lab's configuration ({}): {}",
         out.status,
@@ -287,7 +288,8 @@ pub(super) fn start(setup: &TargetSetup) -> Result<Target> {
     let build = Build::locate()?;
     let mut last = None;
     for _ in 0..PORT_ATTEMPTS {
-        match start_once(setup, &build) {
+        let port = free_port(setup)?;
+        match start_once(setup, &build, port) {
             Err(Error::Start { target, reason }) if reason.contains("in use") => {
                 last = Some(Error::Start { target, reason });
             }
@@ -297,32 +299,63 @@ pub(super) fn start(setup: &TargetSetup) -> Result<Target> {
     Err(last.expect("at least one attempt"))
 }
 
-/// A port free for UDP (and TCP, when the setup asks for it) on `ip`.
+/// Starts OpenSIPS listening on `port` of [`TargetSetup::listen_ip`]
+/// (where [`TargetKind::start`](super::TargetKind::start) picks a free
+/// one): an error if another process holds that port.
+pub fn start_on(setup: &TargetSetup, port: u16) -> Result<Target> {
+    if setup.workers == 0 {
+        return Err(Error::Config("a target needs at least one worker".into()));
+    }
+    start_once(setup, &Build::locate()?, port)
+}
+
+/// A port free for UDP (and TCP, when the setup asks for it).
 fn free_port(setup: &TargetSetup) -> Result<u16> {
-    // in a fresh namespace every port is free: any free one here will do
-    let probe_ip = match setup.netns {
+    let udp = UdpSocket::bind(SocketAddr::new(probe_ip(setup), 0))
+        .map_err(io("picking a free port for opensips"))?;
+    Ok(udp
+        .local_addr()
+        .map_err(io("picking a free port for opensips"))?
+        .port())
+}
+
+/// Where ports are probed: the listen address, or in a namespace (where
+/// every port of a fresh one is free) any address here.
+fn probe_ip(setup: &TargetSetup) -> IpAddr {
+    match setup.netns {
         Some(_) if setup.listen_ip.is_ipv4() => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
         Some(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
         None => setup.listen_ip,
-    };
-    let udp = UdpSocket::bind(SocketAddr::new(probe_ip, 0))
-        .map_err(io("picking a free port for opensips"))?;
-    let port = udp
-        .local_addr()
-        .map_err(io("picking a free port for opensips"))?
-        .port();
-    if setup.tcp.is_some() && TcpListener::bind(SocketAddr::new(probe_ip, port)).is_err() {
-        return Err(Error::Start {
-            target: NAME,
-            reason: format!("TCP port {port} is in use"),
-        });
     }
-    Ok(port)
 }
 
-fn start_once(setup: &TargetSetup, build: &Build) -> Result<Target> {
+/// `Err` (a start error saying "in use") if another process holds `port`
+/// for UDP (or TCP, when the setup asks for it): binding without
+/// `SO_REUSEPORT` fails on a port any socket holds, with or without it.
+fn check_port_free(setup: &TargetSetup, port: u16) -> Result<()> {
+    let at = SocketAddr::new(probe_ip(setup), port);
+    let held = |proto: &str, e: std::io::Error| Error::Start {
+        target: NAME,
+        reason: format!(
+            "{proto} port {port} is in use by another process ({e}): \
+             an OpenSIPS there would share its traffic (SO_REUSEPORT)"
+        ),
+    };
+    drop(UdpSocket::bind(at).map_err(|e| held("UDP", e))?);
+    if setup.tcp.is_some() {
+        drop(TcpListener::bind(at).map_err(|e| held("TCP", e))?);
+    }
+    Ok(())
+}
+
+fn start_once(setup: &TargetSetup, build: &Build, port: u16) -> Result<Target> {
+    if setup.transport != takt_sip::proxy::Transport::Udp {
+        return Err(Error::Config(
+            "the opensips target is UDP only: measure TCP against takt or the address of a running proxy".into(),
+        ));
+    }
+    check_port_free(setup, port)?;
     let dir = TempDir::new("takt-siplab-opensips")?;
-    let port = free_port(setup)?;
     let listen = SocketAddr::new(setup.listen_ip, port);
     let mi = Mi::new(dir.path())?;
     let cfg = dir.path().join("opensips.cfg");
@@ -347,14 +380,14 @@ fn start_once(setup: &TargetSetup, build: &Build) -> Result<Target> {
     wait_ready(&mut p, NAME, |p| {
         (bound_udp(p, ip) == Some(listen) && mi.udp_receivers().ok()? >= workers).then_some(())
     })?;
-    // SO_REUSEPORT: another process's socket on the address would share
-    // the traffic without an error anywhere
+    // SO_REUSEPORT: a socket another process bound since the check would
+    // share the traffic without an error anywhere
     let foreign = foreign_sockets(&p, listen);
     if !foreign.is_empty() {
         let e = Error::Start {
             target: NAME,
             reason: format!(
-                "UDP {listen} is also held by another process (socket inodes {foreign:?}): \
+                "UDP {listen} is also in use by another process (socket inodes {foreign:?}): \
                  with SO_REUSEPORT it would take part of the traffic"
             ),
         };
@@ -433,7 +466,8 @@ impl Mi {
         let n = MI_CLIENTS.fetch_add(1, Ordering::Relaxed);
         let me = self.dir.join(format!("mi-{n}.sock"));
         let _ = std::fs::remove_file(&me);
-        let s = UnixDatagram::bind(&me).map_err(|e| bad(format!("binding {}: {e}", me.display())))?;
+        let s =
+            UnixDatagram::bind(&me).map_err(|e| bad(format!("binding {}: {e}", me.display())))?;
         // the socket's file goes when the exchange is over, whatever happened
         struct Unlink<'a>(&'a Path);
         impl Drop for Unlink<'_> {
