@@ -83,6 +83,7 @@ use super::{
 };
 use crate::error::{io, Error, Result};
 use crate::server_stats;
+use takt_host::peers::{self, Peer};
 
 const NAME: &str = "opensips";
 /// Shared memory, MB: tm's transactions for several seconds of the
@@ -100,12 +101,9 @@ const MI_BUFFER: usize = 65_536;
 /// terminating zero).
 const SUN_PATH_MAX: usize = 107;
 
-/// Where `scripts/peers.sh` puts the build, relative to its peers
-/// directory.
-const BUILD_DIR: &str = "opensips-3.6.8";
 /// The server, relative to the build.
 const BINARY: &str = "sbin/opensips";
-/// The modules, relative to the build (the first that exists).
+/// The modules, relative to the build (the first that holds `tm.so`).
 const MODULE_DIRS: [&str; 2] = ["lib64/opensips/modules", "lib/opensips/modules"];
 
 /// The OpenSIPS build: its binary and module directory.
@@ -118,45 +116,33 @@ pub struct Build {
 }
 
 impl Build {
-    /// The build `scripts/peers.sh` made; a missing one is an error whose
-    /// sentence names the command that builds it.
+    /// The build `scripts/peers.sh` made ([`takt_host::peers`]): a missing
+    /// one is [`Error::NotBuilt`], whose sentence names the command that
+    /// builds it; a build without its binary or modules is an error
+    /// naming what is missing, with the same command.
     pub fn locate() -> Result<Build> {
-        let dir = peers_dir()?;
+        let dir = peers::locate(Peer::OpenSips)?;
         let binary = dir.join(BINARY);
         let modules = MODULE_DIRS
             .iter()
             .map(|d| dir.join(d))
             .find(|d| d.join("tm.so").is_file());
+        let missing = |what: String| Error::Start {
+            target: NAME,
+            reason: format!(
+                "the build at {} has no {what}: run `bash scripts/peers.sh {}`",
+                dir.display(),
+                Peer::OpenSips.script_arg()
+            ),
+        };
         match (binary.is_file(), modules) {
             (true, Some(modules)) => Ok(Build { binary, modules }),
-            _ => Err(Error::Config(format!(
-                "OpenSIPS is not built here (no {} with its modules): run `bash scripts/peers.sh`",
-                binary.display()
+            (false, _) => Err(missing(BINARY.to_string())),
+            (true, None) => Err(missing(format!(
+                "modules (tm.so under {})",
+                MODULE_DIRS.join(" or ")
             ))),
         }
-    }
-}
-
-/// The peers directory's OpenSIPS build (see `scripts/peers.sh`).
-fn peers_dir() -> Result<PathBuf> {
-    let base = match std::env::var_os("TAKT_PEERS_DIR") {
-        Some(d) => PathBuf::from(d),
-        None => {
-            let exe = std::env::current_exe().map_err(io("finding this executable"))?;
-            exe.ancestors()
-                .find(|a| a.join("peers").join(BUILD_DIR).is_dir())
-                .map(|a| a.join("peers"))
-                .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/peers"))
-        }
-    };
-    let dir = base.join(BUILD_DIR);
-    if dir.join(".built").is_file() {
-        Ok(dir)
-    } else {
-        Err(Error::Config(format!(
-            "OpenSIPS 3.6.8 is not built here ({} has no finished build): run `bash scripts/peers.sh`",
-            dir.display()
-        )))
     }
 }
 
