@@ -137,9 +137,17 @@ fn gone(pids: &[i32]) -> bool {
     })
 }
 
-/// The build, or the test fails with the sentence that says how to make it.
-fn build() -> Build {
-    Build::locate().unwrap_or_else(|e| panic!("{e}"))
+/// Held by every test that starts OpenSIPS: the capacity run and the
+/// sweep would measure each other on a small machine, and the checks
+/// that nothing was left behind (and the sweep's read-back) look at every
+/// OpenSIPS this test process started.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Checks the build (or the test fails with the sentence that says how to
+/// make it) and takes [`ONE_AT_A_TIME`].
+fn build() -> std::sync::MutexGuard<'static, ()> {
+    Build::locate().unwrap_or_else(|e| panic!("{e}"));
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// (policy, slice ns) of a thread, from `/proc/PID/task/TID/sched`.
@@ -172,7 +180,7 @@ fn threads_of(pids: &[i32]) -> Vec<(i32, i32)> {
 
 #[test]
 fn opensips_accepts_the_configuration_in_both_modes() {
-    build();
+    let _alone = build();
     let mut s = TargetSetup::new("127.0.0.1:5070".parse().unwrap());
     s.workers = 3;
     let listen: SocketAddr = "127.0.0.1:5060".parse().unwrap();
@@ -252,7 +260,7 @@ fn exercise(mode: Mode) {
 
 #[test]
 fn opensips_relays_in_both_modes_pinned_and_under_the_policy() {
-    build();
+    let _alone = build();
     exercise(Mode::Stateless);
     exercise(Mode::Stateful);
 }
@@ -260,7 +268,7 @@ fn opensips_relays_in_both_modes_pinned_and_under_the_policy() {
 #[test]
 fn opensips_over_tcp() {
     use std::io::{Read, Write};
-    build();
+    let _alone = build();
     let uas = Uas::start();
     let mut setup = TargetSetup::new(uas.addr);
     setup.mode = Mode::Stateful;
@@ -289,7 +297,7 @@ fn opensips_over_tcp() {
 
 #[test]
 fn a_port_another_process_holds_is_refused_and_nothing_is_left() {
-    build();
+    let _alone = build();
     let uas = Uas::start();
     let setup = TargetSetup::new(uas.addr);
     // another socket on the port, bound with SO_REUSEPORT as a second
@@ -369,7 +377,7 @@ fn own_groups() -> Vec<(i32, Vec<i32>)> {
 /// its shared memory read at every point and below its limit.
 #[test]
 fn a_quick_capacity_run_of_opensips_in_both_modes() {
-    build();
+    let _alone = build();
     let opts = CapacityOptions {
         targets: vec!["opensips".into()],
         modes: vec![Mode::Stateless, Mode::Stateful],
@@ -442,7 +450,7 @@ fn a_quick_capacity_run_of_opensips_in_both_modes() {
 /// slice — and the sweep's own read-back agrees.
 #[test]
 fn a_sweep_applies_its_profiles_to_every_opensips_process() {
-    build();
+    let _alone = build();
     let default_slice = sched_of(std::process::id() as i32, std::process::id() as i32)
         .unwrap()
         .1;

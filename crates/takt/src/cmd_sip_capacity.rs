@@ -74,7 +74,7 @@ pub struct CapacityArgs {
     connections: u16,
     /// Server CPU per call at a fixed rate, after the search: `CPS` for
     /// every target, `TARGET=CPS` for one (repeatable, comma-separated),
-    /// `none` to skip [default: 10000,kamailio=2000].
+    /// `none` to skip [default: 10000,kamailio=2000,opensips=2000].
     #[arg(long = "at", value_name = "[TARGET=]CPS", value_delimiter = ',')]
     at: Vec<String>,
     /// Workers (takt, spinning off) or children (Kamailio) of the
