@@ -658,7 +658,8 @@ fn fault_rate(capacity: Option<f64>) -> f64 {
 /// The rows torture's row builders make on synthetic inputs: every row
 /// kind `run` can emit (the capacity and sustained capacity, and each
 /// scenario's rows), for takt (with and without extra proxy flags),
-/// Kamailio and a server at an address. Input of the document-shape snapshot test; starts nothing.
+/// Kamailio, OpenSIPS and a server at an address. Input of the
+/// document-shape snapshot test; starts nothing.
 #[doc(hidden)]
 pub fn synthetic_rows() -> Vec<ResultRow> {
     use crate::target::TaktOptions;
@@ -671,6 +672,7 @@ pub fn synthetic_rows() -> Vec<ResultRow> {
             ..TaktOptions::default()
         }),
         TargetKind::Kamailio,
+        TargetKind::OpenSips,
         TargetKind::Addr(a),
     ] {
         // a running server at an address: no CPU limit, its capacity given
