@@ -7,7 +7,7 @@
 //! --quick` runs end to end in both modes; a sweep at two worker counts
 //! applies its profiles to every OpenSIPS process.
 
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -17,6 +17,7 @@ use takt_sched::CpuSet;
 use takt_sip::proxy::{Mode, Transport};
 use takt_sip::transport::WorkerModel;
 use takt_siplab::capacity::{CapacityOptions, GenLoad, NetKind};
+use takt_siplab::net::VethNet;
 use takt_siplab::server_stats::{parse_proc_stat, ServerWindow};
 use takt_siplab::sweep::{self, Preset, SweepOptions};
 use takt_siplab::target::opensips::{self, Build};
@@ -32,7 +33,11 @@ struct Uas {
 
 impl Uas {
     fn start() -> Uas {
-        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+        Uas::start_on("127.0.0.1".parse().unwrap())
+    }
+
+    fn start_on(ip: IpAddr) -> Uas {
+        let s = UdpSocket::bind(SocketAddr::new(ip, 0)).unwrap();
         s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
         let addr = s.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
@@ -195,11 +200,13 @@ fn opensips_accepts_the_configuration_in_both_modes() {
     }
 }
 
-/// Starts OpenSIPS in `mode`, relays OPTIONS and INVITEs, checks every
-/// process's CPUs and policy, its counters and shared memory, and stops.
-fn exercise(mode: Mode) {
-    let uas = Uas::start();
-    let uac = UdpSocket::bind("127.0.0.1:0").unwrap();
+/// Starts OpenSIPS in `mode` (in `net`'s namespace when given), relays
+/// OPTIONS and INVITEs, checks every process's CPUs and policy, its
+/// counters and shared memory, and stops.
+fn exercise(mode: Mode, net: Option<&VethNet>) {
+    let ip: IpAddr = net.map_or("127.0.0.1".parse().unwrap(), |n| n.root_ip);
+    let uas = Uas::start_on(ip);
+    let uac = UdpSocket::bind(SocketAddr::new(ip, 0)).unwrap();
     uac.set_read_timeout(Some(Duration::from_millis(200)))
         .unwrap();
     let mut setup = TargetSetup::new(uas.addr);
@@ -207,10 +214,17 @@ fn exercise(mode: Mode) {
     setup.workers = 2;
     setup.cpus = Some(server_cpu());
     setup.sched = Some("batch".parse().unwrap());
+    if let Some(n) = net {
+        setup.listen_ip = n.server_ip;
+        setup.netns = Some(n.namespace().to_string());
+    }
     let mut t = TargetKind::OpenSips
         .start(&setup)
         .unwrap_or_else(|e| panic!("{mode:?}: {e}"));
     assert_eq!(t.name(), "opensips");
+    if let Some(n) = net {
+        assert_eq!(t.listen().ip(), n.server_ip);
+    }
     let pids = t.pids();
     // OpenSIPS's own list of its processes is the lab's process group:
     // the attendant, 2 UDP receivers, timers, the MI process
@@ -261,8 +275,35 @@ fn exercise(mode: Mode) {
 #[test]
 fn opensips_relays_in_both_modes_pinned_and_under_the_policy() {
     let _alone = build();
-    exercise(Mode::Stateless);
-    exercise(Mode::Stateful);
+    exercise(Mode::Stateless, None);
+    exercise(Mode::Stateful, None);
+}
+
+#[test]
+fn opensips_behind_a_veth_pair() {
+    let _alone = build();
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        let e = VethNet::create(&server_cpu()).unwrap_err().to_string();
+        assert!(e.contains("needs root"), "{e}");
+        return;
+    }
+    let net = VethNet::create(&server_cpu()).unwrap();
+    exercise(Mode::Stateful, Some(&net));
+}
+
+#[test]
+fn a_dropped_opensips_leaves_nothing_behind() {
+    let _alone = build();
+    let uas = Uas::start();
+    let t = TargetKind::OpenSips
+        .start(&TargetSetup::new(uas.addr))
+        .unwrap();
+    let pids = t.pids();
+    // the attendant, 4 UDP receivers, the timers and the MI process
+    assert!(pids.len() >= 4 + 3, "{pids:?}");
+    drop(t);
+    assert!(gone(&pids), "left {pids:?}");
 }
 
 #[test]
