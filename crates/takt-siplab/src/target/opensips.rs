@@ -61,11 +61,13 @@
 //! its UDP socket with `SO_REUSEPORT`: a second instance on the same
 //! address starts without complaint and silently takes part of the
 //! traffic. So before the start the port must bind here without
-//! `SO_REUSEPORT` (UDP, and TCP when asked: any holder makes that fail),
-//! and once OpenSIPS is up every UDP socket on that address must be one of
-//! its own. [`TargetKind::start`](super::TargetKind::start) picks a free
-//! port and retries with another if one is taken meanwhile; [`start_on`]
-//! a given port, where another holder is an error.
+//! `SO_REUSEPORT` (UDP, and TCP when asked: any holder makes that fail;
+//! skipped in a network namespace, fresh for the run), and once OpenSIPS
+//! is up every UDP socket on that address must be one of its own.
+//! [`TargetKind::start`](super::TargetKind::start) picks a free port and
+//! retries with another if one is taken meanwhile; [`start_on`] a given
+//! port, where another holder is an error.
+//!
 //! Ready when the group's socket is bound and the MI `ps` command lists
 //! the asked number of UDP receivers.
 
@@ -318,8 +320,13 @@ fn probe_ip(setup: &TargetSetup) -> IpAddr {
 /// `Err` (a start error saying "in use") if another process holds `port`
 /// for UDP (or TCP, when the setup asks for it): binding without
 /// `SO_REUSEPORT` fails on a port any socket holds, with or without it.
+/// In a namespace (not this process's) only the check after the start
+/// applies.
 fn check_port_free(setup: &TargetSetup, port: u16) -> Result<()> {
-    let at = SocketAddr::new(probe_ip(setup), port);
+    if setup.netns.is_some() {
+        return Ok(());
+    }
+    let at = SocketAddr::new(setup.listen_ip, port);
     let held = |proto: &str, e: std::io::Error| Error::Start {
         target: NAME,
         reason: format!(
