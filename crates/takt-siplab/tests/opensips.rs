@@ -594,3 +594,40 @@ fn a_sweep_applies_its_profiles_to_every_opensips_process() {
     }
     assert!(own_groups().is_empty(), "left {:?}", own_groups());
 }
+
+#[test]
+fn a_worker_killed_mid_run_is_an_error_naming_opensips() {
+    let _alone = build();
+    let uas = Uas::start();
+    let mut setup = TargetSetup::new(uas.addr);
+    setup.workers = 2;
+    let mut t = TargetKind::OpenSips.start(&setup).unwrap();
+    let pids = t.pids();
+    let (worker, _) = t
+        .opensips_processes()
+        .unwrap()
+        .unwrap()
+        .into_iter()
+        .find(|(_, k)| k.starts_with("SIP receiver udp:"))
+        .unwrap();
+    // SAFETY: kill has no memory-safety preconditions; `worker` is a
+    // process of the server this test started and still holds.
+    unsafe { libc::kill(worker, libc::SIGKILL) };
+    // OpenSIPS's attendant shuts the rest down on a child's death
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let e = loop {
+        match t.check_alive() {
+            Err(e) => break e.to_string(),
+            Ok(()) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Ok(()) => panic!("OpenSIPS still running after its worker was killed"),
+        }
+    };
+    assert!(
+        e.starts_with("opensips exited unexpectedly: exit status"),
+        "{e}"
+    );
+    assert!(e.contains("stderr:"), "{e}");
+    let e = t.stop().unwrap_err().to_string();
+    assert!(e.contains("opensips exited unexpectedly"), "{e}");
+    assert!(gone(&pids), "left {pids:?}");
+}
