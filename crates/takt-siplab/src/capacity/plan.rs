@@ -145,7 +145,7 @@ pub(super) fn setting_params(
     p.insert("workers".into(), json!(workers));
     let model = match &case.kind {
         TargetKind::Takt(o) => o.model.name(),
-        TargetKind::Kamailio => "processes",
+        TargetKind::Kamailio | TargetKind::OpenSips => "processes",
         TargetKind::NullRelay => "relay",
         TargetKind::Addr(_) => "unknown",
     };
