@@ -189,11 +189,9 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
             (Some(_), Some(b)) => format!("a bound, not a crossing: {b}"),
             (Some(_), None) => String::new(),
         };
-        // a cost at a bound that is not a cost at capacity says why
-        if let Some(n) = cpu
-            .filter(|r| r.median().is_none())
-            .and_then(|r| r.note.as_deref())
-        {
+        // a cost at a bound says where it was taken, or why it is not a
+        // cost at capacity
+        if let Some(n) = cpu.and_then(|r| r.note.as_deref()) {
             if !note.is_empty() {
                 note.push_str("; ");
             }
