@@ -1,6 +1,6 @@
 //! What every figure carries: the command that reproduces it, the method,
 //! the spread, the sample count, the CPU time, and a flag when the host
-//! stole time or other load ran during the measurement.
+//! stole time or work other than the run's own ran during the measurement.
 
 use std::fmt::Write as _;
 
@@ -9,30 +9,21 @@ use takt_measure::result::{Document, ResultRow};
 
 use crate::html::{esc, num, Cell, CellTable};
 
-/// Steal time above this share of CPU time flags a document (percent).
-pub const STEAL_FLAG_PCT: f64 = 1.0;
-/// A 1-minute load average above this many runnable threads per CPU flags
-/// a document: other work competed with the measurement.
-pub const LOAD_FLAG_PER_CPU: f64 = 1.0;
-
-/// Why the figures of `doc` may be disturbed, if they may be.
+/// Why the figures of `doc` may be disturbed, if they may be: work that was
+/// not the run's own plus the hypervisor's steal exceeded
+/// [`takt_measure::env::DISTURBED_PCT`] of the machine's CPU time over the
+/// run (see [`MachineBlock::others_pct`](takt_measure::env::MachineBlock)).
+/// The load average is not used: it counts the run's own server and
+/// generator. A document that predates the measurement is not flagged.
 pub fn disturbance(doc: &Document) -> Option<String> {
     let m = &doc.machine;
-    let mut why = Vec::new();
-    if m.steal_pct > STEAL_FLAG_PCT {
-        why.push(format!(
-            "the hypervisor stole {:.1}% of CPU time",
-            m.steal_pct
-        ));
-    }
-    let cpus = m.cpus.max(1) as f64;
-    if m.load[0] > LOAD_FLAG_PER_CPU * cpus {
-        why.push(format!(
-            "the 1-minute load was {:.1} on {} CPUs (other work ran)",
-            m.load[0], m.cpus
-        ));
-    }
-    (!why.is_empty()).then(|| why.join("; "))
+    let total = m.disturbed_pct()?;
+    Some(format!(
+        "{total:.1}% of the machine's CPU time went to other work ({:.1}% ran outside this run's processes, {:.1}% was stolen by the hypervisor; flagged above {}%)",
+        m.others_pct.unwrap_or(0.0),
+        m.steal_pct,
+        takt_measure::env::DISTURBED_PCT
+    ))
 }
 
 /// The `params` of a row as `key=value` text.
@@ -200,7 +191,7 @@ pub fn how(doc: &Document, command: &str, method: &str) -> String {
          <b>Samples:</b> {} rows, {} measured repetitions in all, {} s of CPU time measured \
          (each row's <i>CPU s/run</i> is user + system time of all threads per repetition); \
          <i>± ci95</i> is the Student-t 95% interval of the mean, <i>min … max</i> the spread of the repetitions.<br>\
-         <b>Conditions:</b> {} ({} CPUs{}), kernel {}, {} build of {}, started {}; steal {:.1}%, load {:.2} / {:.2} / {:.2}.",
+         <b>Conditions:</b> {} ({} CPUs{}), kernel {}, {} build of {}, started {}; steal {:.1}%, other work {}, load {:.2} / {:.2} / {:.2}.",
         esc(command),
         esc(method),
         doc.results.len(),
@@ -214,6 +205,8 @@ pub fn how(doc: &Document, command: &str, method: &str) -> String {
         esc(&m.commit),
         esc(&doc.started),
         m.steal_pct,
+        m.others_pct
+            .map_or_else(|| "not recorded".to_string(), |o| format!("{o:.1}%")),
         m.load[0],
         m.load[1],
         m.load[2],
@@ -237,7 +230,7 @@ mod tests {
     use super::*;
     use takt_measure::result::{Better, DocumentBuilder};
 
-    fn doc(steal: f64, load: f64) -> Document {
+    fn doc(steal: f64, others: Option<f64>) -> Document {
         let mut b = DocumentBuilder::start("t");
         b.push(ResultRow::new(
             "x",
@@ -251,19 +244,29 @@ mod tests {
         let mut d = b.finish();
         d.machine.cpus = 2;
         d.machine.steal_pct = steal;
-        d.machine.load = [load, 0.0, 0.0];
+        d.machine.others_pct = others;
+        // The run's own server and generator keep the load at 2 on 2 CPUs:
+        // that alone flags nothing.
+        d.machine.load = [2.2, 2.0, 1.0];
         d
     }
 
     #[test]
-    fn steal_and_load_flag_a_document() {
-        assert!(disturbance(&doc(0.2, 1.5)).is_none());
-        assert!(disturbance(&doc(3.0, 0.1)).unwrap().contains("stole 3.0%"));
-        assert!(disturbance(&doc(0.0, 6.0))
+    fn other_work_and_steal_flag_a_document() {
+        assert!(disturbance(&doc(0.2, Some(1.5))).is_none());
+        assert!(disturbance(&doc(3.0, Some(2.5)))
             .unwrap()
-            .contains("load was 6.0 on 2"));
-        let h = how(&doc(0.0, 6.0), "takt x --json", "m");
+            .starts_with("5.5%"));
+        assert!(disturbance(&doc(0.0, Some(30.0)))
+            .unwrap()
+            .contains("30.0% ran outside this run's processes"));
+        // A document from before the measurement: not flagged.
+        assert!(disturbance(&doc(0.5, None)).is_none());
+        let h = how(&doc(0.0, Some(30.0)), "takt x --json", "m");
         assert!(h.contains("Disturbed"), "{h}");
         assert!(h.contains("5 measured repetitions"), "{h}");
+        assert!(h.contains("other work 30.0%"), "{h}");
+        let quiet = how(&doc(0.1, Some(0.4)), "takt x --json", "m");
+        assert!(!quiet.contains("Disturbed"), "{quiet}");
     }
 }

@@ -23,7 +23,8 @@ fn every_section_renders_with_its_figures() {
         assert!(svg.contains("<svg"), "a figure without an SVG");
         assert!(svg.contains("<circle"), "a figure without data points");
     }
-    // provenance: the command, and the disturbance flag of the loaded host the fixtures ran on
+    // provenance: the command, and the disturbance flag of the SME fixture,
+    // whose machine block records other work beside the run
     assert!(html.contains("<code>takt bench sme --quick --json</code>"));
     assert!(html.contains("Disturbed"));
     // the seed's figures and the model's check
