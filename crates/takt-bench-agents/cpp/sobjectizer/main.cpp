@@ -14,7 +14,9 @@
 //   takt-so5 v1 rep=K bench=B dispatcher=D <sizes> <measured>
 //
 // then `takt-so5 v1 end runs=R`. <sizes> echo the parameters in a fixed
-// order per benchmark; <measured> are whole nanoseconds (and skynet's sum):
+// order per benchmark; <measured> are whole nanoseconds (and skynet's sum),
+// followed on every line by `cpu_ns=C`, the CPU time (all threads) the
+// repetition cost, its environment's start and stop included:
 //
 //   ping_pong               messages=N                 ns=T
 //   customer_ring           agents=N tokens=M [groups=G] reg_ns=R ns=T
@@ -50,6 +52,8 @@
 #include <thread>
 #include <vector>
 
+#include <time.h>
+
 namespace {
 
 using clock_type = std::chrono::steady_clock;
@@ -65,6 +69,16 @@ ns_since( clock_type::time_point t )
 {
 	return static_cast< u64 >( std::chrono::duration_cast<
 			std::chrono::nanoseconds >( clock_type::now() - t ).count() );
+}
+
+// CPU time of the whole process, all threads.
+u64
+process_cpu_ns()
+{
+	timespec ts{};
+	clock_gettime( CLOCK_PROCESS_CPUTIME_ID, &ts );
+	return static_cast< u64 >( ts.tv_sec ) * 1000000000ull
+			+ static_cast< u64 >( ts.tv_nsec );
 }
 
 [[noreturn]] void
@@ -1148,10 +1162,13 @@ main( int argc, char ** argv )
 			p.second();
 		for( u64 k = 1; k <= a.m_runs; ++k )
 		{
+			const auto c0 = process_cpu_ns();
 			const auto measured = p.second();
-			std::printf( "%s rep=%llu bench=%s %s %s\n", PROTOCOL,
+			const auto cpu = process_cpu_ns() - c0;
+			std::printf( "%s rep=%llu bench=%s %s %s cpu_ns=%llu\n", PROTOCOL,
 					static_cast< unsigned long long >( k ), a.m_bench.c_str(),
-					p.first.c_str(), measured.c_str() );
+					p.first.c_str(), measured.c_str(),
+					static_cast< unsigned long long >( cpu ) );
 			std::fflush( stdout );
 		}
 	}

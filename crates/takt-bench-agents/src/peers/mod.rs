@@ -172,6 +172,7 @@ mod caf;
 mod crossbeam;
 mod kameo;
 mod ractor;
+pub mod sobjectizer;
 mod tokio_rt;
 
 use std::fmt;
