@@ -844,14 +844,16 @@ mod so5 {
         bench: So5Bench,
         params: Map<String, Value>,
         /// Rows: (extra params, unit, value of a repetition).
-        rows: Vec<(
-            Map<String, Value>,
-            &'static str,
-            fn(&So5Bench, &So5Rep) -> f64,
-        )>,
+        rows: Vec<RowOf>,
     }
 
-    fn per_msg(field: &'static str) -> fn(&So5Bench, &So5Rep) -> f64 {
+    /// One row of a case: its extra parameters, its unit, and the value
+    /// of a repetition.
+    type RowOf = (Map<String, Value>, &'static str, RepValue);
+    /// A repetition's value in the row's unit.
+    type RepValue = fn(&So5Bench, &So5Rep) -> f64;
+
+    fn per_msg(field: &'static str) -> RepValue {
         match field {
             "ns" => |b, r| r.get("ns") as f64 / messages(b),
             "send_ns" => |b, r| r.get("send_ns") as f64 / messages(b),

@@ -56,9 +56,6 @@ use takt_measure::cancel::Cancel;
 /// What the driver's `--protocol` prints, and every line's prefix.
 pub const PROTOCOL: &str = "takt-so5 v1";
 
-/// The driver's file name under `<peers>/bin/`.
-pub const DRIVER: &str = "takt-so5-bench";
-
 /// The SObjectizer version the driver is built against.
 pub const VERSION: &str = "5.8.4";
 
@@ -517,19 +514,18 @@ pub struct Driver {
 }
 
 impl Driver {
-    /// The driver `scripts/peers.sh` built, or why it is not there (a
-    /// "not measured: …" sentence ending with the command that builds it).
+    /// The driver `scripts/peers.sh` built ([`takt_host::peers`]), or why
+    /// it is not there: [`So5Error::NotBuilt`] holding "not measured: …"
+    /// and the command that builds it.
     pub fn locate() -> Result<Driver, So5Error> {
-        let dir = locate_peers().map_err(So5Error::NotBuilt)?;
-        let path = dir.join("bin").join(DRIVER);
-        if path.is_file() {
-            Ok(Driver { path })
-        } else {
-            Err(So5Error::NotBuilt(format!(
-                "not measured: SObjectizer {VERSION}'s benchmark driver is not built here ({} is missing): run `bash scripts/peers.sh`",
-                path.display()
-            )))
-        }
+        Driver::locate_in(&takt_host::peers::cache_dir())
+    }
+
+    /// [`Driver::locate`] in a given cache directory.
+    pub fn locate_in(cache: &Path) -> Result<Driver, So5Error> {
+        takt_host::peers::locate_in(cache, takt_host::peers::Peer::So5Driver)
+            .map(|path| Driver { path })
+            .map_err(|e| So5Error::NotBuilt(format!("not measured: {e}")))
     }
 
     /// A driver at `path` (tests use stubs).
@@ -716,20 +712,6 @@ impl Drop for Kid {
     }
 }
 
-/// The directory of the peers' builds (`takt_host::peers`).
-fn locate_peers() -> Result<PathBuf, String> {
-    if let Some(d) = std::env::var_os("TAKT_PEERS_DIR") {
-        return Ok(PathBuf::from(d));
-    }
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    for dir in exe.ancestors() {
-        if dir.file_name().is_some_and(|n| n == "target") {
-            return Ok(dir.join("peers"));
-        }
-    }
-    Ok(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/peers"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -823,6 +805,26 @@ mod tests {
             let e = parse(&ring(), 2, &out).unwrap_err();
             assert!(matches!(e, So5Error::Malformed { .. }), "{out:?}: {e}");
         }
+    }
+
+    /// No build: the "not measured" sentence, with the command that
+    /// builds it.
+    #[test]
+    fn a_missing_build_says_not_measured_and_how_to_build_it() {
+        let empty = std::env::temp_dir().join(format!("takt-so5-none-{}", std::process::id()));
+        let e = Driver::locate_in(&empty).unwrap_err();
+        let msg = e.to_string();
+        assert!(matches!(e, So5Error::NotBuilt(_)), "{msg}");
+        assert!(
+            msg.starts_with(
+                "not measured: takt's SObjectizer 5.8.4 benchmark driver is not built here"
+            ),
+            "{msg}"
+        );
+        assert!(
+            msg.ends_with("run `bash scripts/peers.sh sobjectizer so5-driver`"),
+            "{msg}"
+        );
     }
 
     #[test]
