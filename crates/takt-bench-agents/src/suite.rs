@@ -1004,11 +1004,20 @@ mod so5 {
     }
 
     pub(super) fn rows(r: &mut Runner<'_>, plan: &Plan) -> Result<(), AgentsError> {
+        rows_from(r, plan, Driver::locate)
+    }
+
+    /// [`rows`] with the driver from `locate`.
+    fn rows_from(
+        r: &mut Runner<'_>,
+        plan: &Plan,
+        locate: impl FnOnce() -> Result<Driver, So5Error>,
+    ) -> Result<(), AgentsError> {
         let runs = r.opts.runs.max(5) as u32;
         let driver = if r.synthetic {
             None
         } else {
-            match Driver::locate() {
+            match locate() {
                 Ok(d) => Some(d),
                 Err(So5Error::NotBuilt(why)) => {
                     r.doc.note(format!("{IMPL}: {why}"));
@@ -1069,5 +1078,46 @@ mod so5 {
             cpu_ns: 0,
         };
         vec![rep; 5]
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        /// Without the build the document says "not measured" and why,
+        /// and has no SObjectizer row: never a silent gap.
+        #[test]
+        fn a_missing_driver_is_a_not_measured_note() {
+            let opts = Options {
+                quick: true,
+                peers: true,
+                spin: SpinBudget::DEFAULT,
+                thread: ThreadSpec::default(),
+                runs: 5,
+                idle_latency: None,
+            };
+            let ctx = RunContext::quiet();
+            let mut r = Runner {
+                opts: &opts,
+                doc: DocumentBuilder::start("agents"),
+                ctx: &ctx,
+                synthetic: false,
+            };
+            let empty =
+                std::env::temp_dir().join(format!("takt-so5-absent-{}", std::process::id()));
+            rows_from(&mut r, &Plan::of(true), || Driver::locate_in(&empty)).unwrap();
+            let doc = r.doc.finish();
+            assert!(doc.results.is_empty());
+            let note = doc
+                .notes
+                .iter()
+                .find(|n| n.starts_with("sobjectizer: not measured: "))
+                .unwrap_or_else(|| panic!("{:?}", doc.notes));
+            assert!(
+                note.ends_with("run `bash scripts/peers.sh sobjectizer so5-driver`"),
+                "{note}"
+            );
+            assert!(takt_measure::output::render(&doc).contains(note.as_str()));
+        }
     }
 }
