@@ -261,7 +261,7 @@ impl So5Bench {
 
     /// A generous estimate of one repetition on a loaded 2-core machine,
     /// environment start and stop included; the run is killed after
-    /// [`KILL_FACTOR`] times the estimate of all its repetitions.
+    /// three times the estimate of all its repetitions.
     pub fn estimate(&self) -> Duration {
         // Per message: one thread, and a hand-off between threads.
         const LOCAL: f64 = 1e-6;
