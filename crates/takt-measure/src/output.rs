@@ -29,19 +29,27 @@ pub fn render(doc: &Document) -> String {
         for r in &g.rows {
             let vs = if r.implementation != "takt" {
                 doc.peer_of(r, "takt")
-                    .map(|t| format!("{:.2}", t.advantage_over(r)))
+                    .and_then(|t| t.advantage_over(r))
+                    .map(|x| format!("{x:.2}"))
                     .unwrap_or_default()
             } else {
                 String::new()
             };
             let mut cells = vec![r.implementation.clone()];
             cells.extend(g.param_cells(r));
+            // a bound shows in the median's column, with no spread
+            let stat = |f: fn(&crate::stats::Summary) -> f64| {
+                r.summary
+                    .as_ref()
+                    .map(|s| fmt_num(f(s)))
+                    .unwrap_or_default()
+            };
             cells.extend([
-                fmt_num(r.summary.median),
-                fmt_num((r.summary.ci95[1] - r.summary.ci95[0]) / 2.0),
-                fmt_num(r.summary.min),
-                fmt_num(r.summary.max),
-                r.summary.runs.to_string(),
+                r.value_text(),
+                stat(|s| (s.ci95[1] - s.ci95[0]) / 2.0),
+                stat(|s| s.min),
+                stat(|s| s.max),
+                r.summary.as_ref().map_or(0, |s| s.runs).to_string(),
                 fmt_num(r.cpu_s),
                 r.published.map(fmt_num).unwrap_or_default(),
                 vs,
@@ -51,6 +59,21 @@ pub fn render(doc: &Document) -> String {
         t.drop_empty_columns();
         out.push_str(&t.render());
         out.push('\n');
+    }
+    // a row without a value says why beneath the tables
+    for r in doc
+        .results
+        .iter()
+        .filter(|r| r.summary.is_none() && r.bound.is_none())
+    {
+        if let Some(n) = &r.note {
+            out.push_str(&format!(
+                "{} {} {}: {n}\n",
+                r.name,
+                r.implementation,
+                crate::table::params_label(r)
+            ));
+        }
     }
     out.push_str(&machine_line(doc));
     for n in &doc.notes {
@@ -136,5 +159,50 @@ mod tests {
         assert!(json["results"][0]["ci95"].is_array());
         let back: Document = serde_json::from_value(json).unwrap();
         assert_eq!(back, doc);
+    }
+
+    /// A bound shows as a bound in the median's column, with no spread and
+    /// no ratio; a row without a value says why beneath the tables.
+    #[test]
+    fn a_bound_is_shown_as_a_bound_and_a_missing_value_says_why() {
+        use crate::result::{Bound, BoundKind};
+        let mut b = DocumentBuilder::start("sip_capacity");
+        b.push(ResultRow::new(
+            "capacity",
+            "takt",
+            crate::params![("mode", "stateless")],
+            "cps",
+            Better::Higher,
+            vec![9_000.0],
+            1.0,
+        ));
+        b.push(ResultRow::bounded(
+            "capacity",
+            "kamailio",
+            crate::params![("mode", "stateless")],
+            "cps",
+            Better::Higher,
+            Bound::new(BoundKind::Lower, 35_000.0, "generator"),
+            1.0,
+        ));
+        b.push(ResultRow::unmeasured(
+            "cpu_per_call",
+            "kamailio",
+            crate::params![("mode", "stateless")],
+            "us",
+            Better::Lower,
+            "not comparable: 40% busy",
+        ));
+        let t = render(&b.finish());
+        let kam = t
+            .lines()
+            .find(|l| l.starts_with("kamailio") && l.contains("35,000"))
+            .unwrap_or_else(|| panic!("{t}"));
+        assert!(kam.contains("≥ 35,000 (generator)"), "{t}");
+        assert!(!kam.contains("35000"), "{t}");
+        assert!(
+            t.contains("cpu_per_call kamailio mode=stateless: not comparable: 40% busy"),
+            "{t}"
+        );
     }
 }

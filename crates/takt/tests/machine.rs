@@ -130,6 +130,12 @@ fn human_report_and_bad_only() {
         "{text}"
     );
     assert!(text.contains("estimate"), "{text}");
+    // the CSE 221 report's figure beside the measured one (timer_fenced
+    // has one), with the measured value over it
+    assert!(
+        text.contains("CSE 221 (ns)") && text.contains("÷ CSE 221") && text.contains("36.5"),
+        "{text}"
+    );
     let bad = takt()
         .args(["machine", "--only", "bogus"])
         .output()

@@ -275,7 +275,7 @@ fn mode_name(m: Mode) -> &'static str {
 fn model_name(k: &TargetKind) -> &'static str {
     match k {
         TargetKind::Takt(o) => o.model.name(),
-        TargetKind::Kamailio => "processes",
+        TargetKind::Kamailio | TargetKind::OpenSips => "processes",
         TargetKind::NullRelay => "relay",
         TargetKind::Addr(_) => "unknown",
     }

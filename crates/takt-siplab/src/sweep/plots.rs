@@ -69,7 +69,7 @@ fn paper_series() -> Vec<Series> {
 /// [`write_plots`]).
 fn capacity_chart(s: &SweepOutcome) -> Chart {
     let servers: Vec<_> = s.cases.iter().filter(|c| !c.key.is_ceiling()).collect();
-    let mut series: Vec<Series> = Vec::new();
+    let mut series: Vec<(Series, usize)> = Vec::new();
     for c in &servers {
         let label = if servers.iter().any(|o| {
             o.key.target == c.key.target && (o.key.mode, o.key.model) != (c.key.mode, c.key.model)
@@ -81,19 +81,34 @@ fn capacity_chart(s: &SweepOutcome) -> Chart {
         } else {
             format!("{} {}", c.key.target, c.key.profile)
         };
-        let Some(cap) = c.result.capacity else {
-            continue;
-        };
-        let point = (c.key.workers as f64, cap.cps());
-        match series.iter_mut().find(|se| se.label == label) {
-            Some(se) => se.points.push(point),
-            None => series.push(Series {
-                label,
-                points: vec![point],
-                dashed: false,
-            }),
+        // a bound ("≥ L", "< L") is not a point of the curve: the series
+        // says how many it left out
+        let point = measured_cps(c).map(|cps| (c.key.workers as f64, cps));
+        let bounded = usize::from(c.result.capacity.is_some() && point.is_none());
+        match series.iter_mut().find(|se| se.0.label == label) {
+            Some(se) => {
+                se.0.points.extend(point);
+                se.1 += bounded;
+            }
+            None => series.push((
+                Series {
+                    label,
+                    points: point.into_iter().collect(),
+                    dashed: false,
+                },
+                bounded,
+            )),
         }
     }
+    let mut series: Vec<Series> = series
+        .into_iter()
+        .map(|(mut se, bounded)| {
+            if bounded > 0 {
+                se.label = format!("{} ({bounded} bound(s) not drawn)", se.label);
+            }
+            se
+        })
+        .collect();
     let ms: Vec<f64> = servers.iter().map(|c| c.key.workers as f64).collect();
     let (lo, hi) = ms.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), m| {
         (lo.min(*m), hi.max(*m))
@@ -108,6 +123,15 @@ fn capacity_chart(s: &SweepOutcome) -> Chart {
         }
     }
     capacity_vs_m_chart(series)
+}
+
+/// A case's measured capacity; `None` for a bound ("≥ L", "< L"), which a
+/// chart never draws as a value, or an unfinished search.
+fn measured_cps(c: &CaseOutcome) -> Option<f64> {
+    match c.result.capacity? {
+        crate::search::Capacity::Measured { cps, .. } => Some(cps),
+        _ => None,
+    }
 }
 
 /// The capacity-versus-m chart of `series`, with the paper's series beside
@@ -183,7 +207,7 @@ pub fn write_plots(s: &SweepOutcome, dir: &Path) -> Result<usize> {
                 points: cases
                     .iter()
                     .filter(|c| c.key.profile == *p)
-                    .filter_map(|c| Some((c.key.workers as f64, c.result.capacity?.cps())))
+                    .filter_map(|c| Some((c.key.workers as f64, measured_cps(c)?)))
                     .collect(),
                 dashed: false,
             })
@@ -274,5 +298,40 @@ mod tests {
             file_name(&["drop", "takt", "stateful", "shared", "other:slice=1ms"]),
             "drop-takt-stateful-shared-other-slice-1ms.svg"
         );
+    }
+
+    /// A bound is left out of the capacity curve and counted in its label.
+    #[test]
+    fn bounds_are_not_drawn_as_capacities() {
+        use crate::search::{Capacity, Limit};
+        use crate::sweep::fixture::case;
+        let with = |m: usize, cap| {
+            let mut c = case("default", "other", 1.0);
+            c.key.target = "takt";
+            c.key.workers = m;
+            c.result.capacity = cap;
+            c
+        };
+        let mut s = crate::sweep::fixture::outcome(&[(0.02, 0.01)], 2_000.0);
+        s.cases = vec![
+            with(
+                2,
+                Some(Capacity::AtLeast {
+                    cps: 24_100.0,
+                    limit: Limit::Generator,
+                }),
+            ),
+            with(
+                16,
+                Some(Capacity::Measured {
+                    cps: 18_000.0,
+                    first_failing_cps: 18_540.0,
+                }),
+            ),
+        ];
+        assert_eq!(measured_cps(&s.cases[0]), None);
+        assert_eq!(measured_cps(&s.cases[1]), Some(18_000.0));
+        let svg = capacity_chart(&s).to_svg().unwrap();
+        assert!(svg.contains("takt default (1 bound(s) not drawn)"), "{svg}");
     }
 }

@@ -102,8 +102,9 @@ impl Recommendation {
             return None;
         };
         Some(match self.target {
-            "kamailio" => format!(
-                "for pid in $(pgrep -x kamailio); do takt sched --pid $pid --sched {sched}; done"
+            // every process of the server: its workers are processes
+            t @ ("kamailio" | "opensips") => format!(
+                "for pid in $(pgrep -x {t}); do takt sched --pid $pid --sched {sched}; done"
             ),
             _ => format!("takt sched --pid PID --sched {sched}"),
         })
@@ -141,8 +142,13 @@ pub fn recommend(s: &SweepOutcome) -> Vec<Recommendation> {
             let best_case = cmp.and_then(|c| cases.iter().find(|k| k.key == c.key));
             let best = best_case.map(|c| (c.label.clone(), c.policy.clone()));
             let best_cap = best_case.and_then(|c| c.result.capacity);
+            // a gain only between two measured capacities: a bound is not
+            // a value to take a ratio with
             let gain_pct = match (default, best_cap) {
-                (Some(d), Some(b)) if d.cps() > 0.0 => Some(100.0 * (b.cps() - d.cps()) / d.cps()),
+                (
+                    Some(Capacity::Measured { cps: d, .. }),
+                    Some(Capacity::Measured { cps: b, .. }),
+                ) if d > 0.0 => Some(100.0 * (b - d) / d),
                 _ => None,
             };
             let ab = cmp.and_then(|c| c.comparison.drop);
@@ -331,6 +337,9 @@ mod tests {
         assert!(reason.starts_with("generator-bound"), "{reason}");
         assert!(render(r).contains("inconclusive: generator-bound"));
         assert!(r.command().is_none());
+        // no gain is taken against a bound, so no tune_gain row
+        assert_eq!(r.gain_pct, None);
+        assert!(suite::gain_row(r).is_none());
         // the default's side too, and a search ceiling is no crossing either
         let mut s = outcome(&drops, 2_200.0);
         s.cases[0].result.capacity = Some(Capacity::Below {
