@@ -171,8 +171,15 @@ build_so5_driver() {
     return
   fi
   built "$lib" "sobjectizer $SO5_VERSION $SO5_COMMIT static" || die "so5-driver: SObjectizer $SO5_VERSION is not built (bash scripts/peers.sh sobjectizer)"
-  local stamp
-  stamp="$(cat "$srcdir"/*.cpp "$srcdir"/*.hpp "$lib/.built" 2>/dev/null | sha256sum | cut -d' ' -f1)"
+  local stamp sources
+  sources=("$srcdir"/*.cpp)
+  shopt -s nullglob
+  sources+=("$srcdir"/*.hpp)
+  shopt -u nullglob
+  # The sources, the library's stamp and the compile line: a change to any
+  # of them rebuilds.
+  local flags="-O2 -std=c++17 -pthread -DSO_5_STATIC_LIB"
+  stamp="$( (cat "${sources[@]}" "$lib/.built"; echo "$flags") | sha256sum | cut -d' ' -f1)"
   [ -x "$out" ] && [ -f "$out.built" ] && [ "$(cat "$out.built")" = "$stamp" ] \
     && { say "so5-driver: built ($out)"; return; }
   mkdir -p "$CACHE/bin"
@@ -180,9 +187,12 @@ build_so5_driver() {
   libfile="$(ls "$lib"/lib*/libso*.a | head -n 1)"
   local t0=$SECONDS
   # SO_5_STATIC_LIB: the headers' declarations for the static library.
-  g++ -O2 -std=c++17 -pthread -DSO_5_STATIC_LIB -I"$lib/include" "$srcdir"/*.cpp \
+  g++ $flags -I"$lib/include" "$srcdir"/*.cpp \
       "$libfile" -o "$out.tmp" 2>"$CACHE/bin/takt-so5-bench.log" \
     || { tail -n 30 "$CACHE/bin/takt-so5-bench.log" >&2; die "so5-driver: compiling $srcdir failed"; }
+  # The driver speaks the protocol takt-bench-agents parses.
+  [ "$("$out.tmp" --protocol 2>&1)" = "takt-so5 v1" ] \
+    || die "so5-driver: $out.tmp --protocol did not print 'takt-so5 v1'"
   mv "$out.tmp" "$out"
   echo "$stamp" >"$out.built"
   say "so5-driver: built in $((SECONDS - t0)) s ($out)"

@@ -19,6 +19,11 @@ pub enum AgentsError {
         /// What went wrong.
         source: crate::peers::PeerError,
     },
+    /// The SObjectizer driver failed, hung, printed something unexpected
+    /// or was interrupted (the message names the peer and quotes it).
+    #[cfg(feature = "peers")]
+    #[error("agents: {0}")]
+    Sobjectizer(#[from] crate::peers::sobjectizer::So5Error),
     /// The peers were asked for, but this build has none.
     #[error("agents: this build has no peer runtimes (takt-bench-agents feature `peers` is off)")]
     NoPeers,

@@ -776,8 +776,12 @@ fn flood(opts: &TaktOpts, n: u64, mode: FloodMode) -> Result<(f64, Option<f64>),
 
 // ------------------------------------------------- process_state_changes
 
-/// Event `I` of the 10-state agent.
+/// Event `I` of the 10-state agent of [`process_state_changes_types`].
 struct Ev<const I: usize>;
+
+/// The one message type of [`process_state_changes`], handled in each of
+/// the ten states.
+struct Tick;
 
 struct Stately {
     n: u64,
@@ -785,20 +789,35 @@ struct Stately {
     done: Arc<Countdown>,
     times: Arc<(AtomicU64, AtomicU64)>,
     t_sent: Option<Instant>,
+    /// Send one [`Tick`] type (the seed's way) or ten [`Ev`] types.
+    one_type: bool,
 }
 
 const STATES: usize = 10;
 
+impl Stately {
+    /// Handled one more message after changing state: the last one
+    /// records the processing time.
+    fn handled(&mut self) {
+        self.processed += 1;
+        if self.processed == self.n {
+            let t = self.t_sent.take().expect("set after sending");
+            self.times
+                .1
+                .store(t.elapsed().as_nanos() as u64, Ordering::SeqCst);
+            self.done.hit();
+        }
+    }
+}
+
 fn on_ev<const I: usize>(me: &mut Stately, ctx: &mut Ctx<Stately>, _: Ev<I>) {
     ctx.change_state(State::new(((I + 1) % STATES) as u16));
-    me.processed += 1;
-    if me.processed == me.n {
-        let t = me.t_sent.take().expect("set after sending");
-        me.times
-            .1
-            .store(t.elapsed().as_nanos() as u64, Ordering::SeqCst);
-        me.done.hit();
-    }
+    me.handled();
+}
+
+fn on_tick<const I: usize>(me: &mut Stately, ctx: &mut Ctx<Stately>, _: Tick) {
+    ctx.change_state(State::new(((I + 1) % STATES) as u16));
+    me.handled();
 }
 
 fn send_ev<const I: usize>(ctx: &Ctx<Stately>) {
@@ -807,32 +826,38 @@ fn send_ev<const I: usize>(ctx: &Ctx<Stately>) {
 
 impl Agent for Stately {
     fn define(def: &mut Definer<Self>) {
-        def.state(State::new(0)).on(on_ev::<0>);
-        def.state(State::new(1)).on(on_ev::<1>);
-        def.state(State::new(2)).on(on_ev::<2>);
-        def.state(State::new(3)).on(on_ev::<3>);
-        def.state(State::new(4)).on(on_ev::<4>);
-        def.state(State::new(5)).on(on_ev::<5>);
-        def.state(State::new(6)).on(on_ev::<6>);
-        def.state(State::new(7)).on(on_ev::<7>);
-        def.state(State::new(8)).on(on_ev::<8>);
-        def.state(State::new(9)).on(on_ev::<9>);
+        def.state(State::new(0)).on(on_ev::<0>).on(on_tick::<0>);
+        def.state(State::new(1)).on(on_ev::<1>).on(on_tick::<1>);
+        def.state(State::new(2)).on(on_ev::<2>).on(on_tick::<2>);
+        def.state(State::new(3)).on(on_ev::<3>).on(on_tick::<3>);
+        def.state(State::new(4)).on(on_ev::<4>).on(on_tick::<4>);
+        def.state(State::new(5)).on(on_ev::<5>).on(on_tick::<5>);
+        def.state(State::new(6)).on(on_ev::<6>).on(on_tick::<6>);
+        def.state(State::new(7)).on(on_ev::<7>).on(on_tick::<7>);
+        def.state(State::new(8)).on(on_ev::<8>).on(on_tick::<8>);
+        def.state(State::new(9)).on(on_ev::<9>).on(on_tick::<9>);
         def.on(|me: &mut Stately, ctx: &mut Ctx<Stately>, _: Go| {
             let t = Instant::now();
-            let senders: [fn(&Ctx<Stately>); STATES] = [
-                send_ev::<0>,
-                send_ev::<1>,
-                send_ev::<2>,
-                send_ev::<3>,
-                send_ev::<4>,
-                send_ev::<5>,
-                send_ev::<6>,
-                send_ev::<7>,
-                send_ev::<8>,
-                send_ev::<9>,
-            ];
-            for i in 0..me.n {
-                senders[(i % STATES as u64) as usize](ctx);
+            if me.one_type {
+                for _ in 0..me.n {
+                    ctx.send_self(Tick);
+                }
+            } else {
+                let senders: [fn(&Ctx<Stately>); STATES] = [
+                    send_ev::<0>,
+                    send_ev::<1>,
+                    send_ev::<2>,
+                    send_ev::<3>,
+                    send_ev::<4>,
+                    send_ev::<5>,
+                    send_ev::<6>,
+                    send_ev::<7>,
+                    send_ev::<8>,
+                    send_ev::<9>,
+                ];
+                for i in 0..me.n {
+                    senders[(i % STATES as u64) as usize](ctx);
+                }
             }
             me.times
                 .0
@@ -842,10 +867,23 @@ impl Agent for Stately {
     }
 }
 
-/// The seed's `process_state_changes`: an agent with 10 states and one
-/// event per state sends itself `n` events, then handles them, changing
-/// state at each; (ns per send, ns per processed event).
+/// The seed's `process_state_changes`: an agent with 10 states sends
+/// itself `n` messages of one type, which has a handler in each state
+/// (the message is the incident of ten events, as the seed puts it), then
+/// handles them, each handler moving it to the next state; (ns per send,
+/// ns per processed message).
 pub fn process_state_changes(opts: &TaktOpts, n: u64) -> Result<(f64, f64), RunError> {
+    states_run(opts, n, true)
+}
+
+/// A variant of [`process_state_changes`] with ten message types, one
+/// handled in each state (the `i`-th message sent is of type `i % 10`);
+/// (ns per send, ns per processed message).
+pub fn process_state_changes_types(opts: &TaktOpts, n: u64) -> Result<(f64, f64), RunError> {
+    states_run(opts, n, false)
+}
+
+fn states_run(opts: &TaktOpts, n: u64, one_type: bool) -> Result<(f64, f64), RunError> {
     let rt = opts.runtime();
     let disp = rt.one_thread("states")?;
     let done = Countdown::new(1);
@@ -858,6 +896,7 @@ pub fn process_state_changes(opts: &TaktOpts, n: u64) -> Result<(f64, f64), RunE
             done: done.clone(),
             times: times.clone(),
             t_sent: None,
+            one_type,
         },
         &disp,
     )?;
@@ -924,36 +963,84 @@ impl Agent for Member {
     }
 }
 
-/// Queues one `Fire` to each sender from the agents' own thread, then
-/// starts the clock: the timed region is exactly the M sender events.
+/// How `send_agents_msg_self` times its M sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SendTiming {
+    /// The seed's way: one handler sends the M messages, each to a
+    /// randomly chosen agent; the loop of sends is timed.
+    Sends,
+    /// Each of M agents sends one from its own handler; the M sender
+    /// events are timed, each send with its sender's dispatch around it.
+    Dispatched,
+}
+
+/// [`SendTiming::Sends`]: sends one `Item` to each of `to`, timed.
+/// [`SendTiming::Dispatched`]: queues one `Fire` to each of `to` (the
+/// senders) from the agents' own thread, then starts the clock: the
+/// timed region is exactly the M sender events.
 struct Starter {
-    senders: Vec<Addr<Member>>,
+    to: Vec<Addr<Member>>,
+    timing: SendTiming,
     shared: Arc<SelfShared>,
 }
 
 impl Agent for Starter {
     fn define(def: &mut Definer<Self>) {
-        def.on(|me: &mut Starter, _: &mut Ctx<Starter>, _: Go| {
-            for s in &me.senders {
-                s.send(Fire);
-            }
-            *me.shared.start.lock().unwrap() = Some(Instant::now());
-        });
+        def.on(
+            |me: &mut Starter, _: &mut Ctx<Starter>, _: Go| match me.timing {
+                SendTiming::Sends => {
+                    let t = Instant::now();
+                    for s in &me.to {
+                        s.send(Item(0));
+                    }
+                    me.shared
+                        .elapsed_ns
+                        .store(t.elapsed().as_nanos() as u64, Ordering::SeqCst);
+                }
+                SendTiming::Dispatched => {
+                    for s in &me.to {
+                        s.send(Fire);
+                    }
+                    *me.shared.start.lock().unwrap() = Some(Instant::now());
+                }
+            },
+        );
     }
 }
 
 /// The seed's `send_agents_msg_self`: `agents` agents are registered and
-/// `messages` of them (chosen at random, each at most once) each send one
-/// message to a randomly chosen agent, from their own handler; ns per
-/// send. The clock runs from the moment the M sender events are queued
-/// (behind nothing) to the end of the last one, so each send is measured
-/// with its sender's dispatch around it, as an agent's send happens in
-/// practice; the deliveries run after the timed region (FIFO: they are
-/// queued behind the sender events).
+/// `messages` messages are sent, each to a randomly chosen agent; the
+/// sends are timed, as the seed times them (one handler sends them all;
+/// the deliveries run after the timed region); ns per send.
 pub fn send_agents_msg_self(
     opts: &TaktOpts,
     agents: usize,
     messages: usize,
+) -> Result<f64, RunError> {
+    agents_msg(opts, agents, messages, SendTiming::Sends)
+}
+
+/// A variant of [`send_agents_msg_self`] in which `messages` of the agents
+/// (chosen at random, each at most once) each send one message to a
+/// randomly chosen agent, from their own handler; ns per send. The clock
+/// runs from the moment the M sender events are queued (behind nothing)
+/// to the end of the last one, so each send is measured with its sender's
+/// dispatch around it, as an agent's send happens in practice; the
+/// deliveries run after the timed region (FIFO: they are queued behind
+/// the sender events).
+pub fn send_agents_msg_self_dispatched(
+    opts: &TaktOpts,
+    agents: usize,
+    messages: usize,
+) -> Result<f64, RunError> {
+    agents_msg(opts, agents, messages, SendTiming::Dispatched)
+}
+
+fn agents_msg(
+    opts: &TaktOpts,
+    agents: usize,
+    messages: usize,
+    timing: SendTiming,
 ) -> Result<f64, RunError> {
     if agents == 0 || messages == 0 || messages > agents {
         return Err(RunError::Params {
@@ -975,7 +1062,10 @@ pub fn send_agents_msg_self(
     let done = Countdown::new(1);
     let shared = Arc::new(SelfShared {
         addrs: std::sync::OnceLock::new(),
-        senders_left: AtomicU64::new(messages as u64),
+        senders_left: AtomicU64::new(match timing {
+            SendTiming::Sends => 0,
+            SendTiming::Dispatched => messages as u64,
+        }),
         items_left: AtomicU64::new(messages as u64),
         start: Mutex::new(None),
         elapsed_ns: AtomicU64::new(0),
@@ -990,18 +1080,36 @@ pub fn send_agents_msg_self(
         };
         addrs.push(coop.add(m, &disp)?);
     }
-    // The M senders: a random sample without repetition (partial
-    // Fisher–Yates over the agents' indices).
-    let mut idx: Vec<usize> = (0..agents).collect();
-    for i in 0..messages {
-        let j = i + next(agents - i);
-        idx.swap(i, j);
-    }
-    let senders = idx[..messages].iter().map(|&i| addrs[i].clone()).collect();
+    let to = match timing {
+        // M receivers chosen at random, with the SObjectizer driver's
+        // sequence (a generator of their own, from the same seed).
+        SendTiming::Sends => {
+            let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+            (0..messages)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    addrs[(x % agents as u64) as usize].clone()
+                })
+                .collect()
+        }
+        // The M senders: a random sample without repetition (partial
+        // Fisher–Yates over the agents' indices).
+        SendTiming::Dispatched => {
+            let mut idx: Vec<usize> = (0..agents).collect();
+            for i in 0..messages {
+                let j = i + next(agents - i);
+                idx.swap(i, j);
+            }
+            idx[..messages].iter().map(|&i| addrs[i].clone()).collect()
+        }
+    };
     let _ = shared.addrs.set(addrs);
     let starter = coop.add(
         Starter {
-            senders,
+            to,
+            timing,
             shared: shared.clone(),
         },
         &disp,
@@ -1083,11 +1191,24 @@ mod tests {
     /// delivered (the done latch), and refuses M > N.
     #[test]
     fn send_agents_msg_self_has_m_senders_of_n_agents() {
-        let ns = send_agents_msg_self(&opts(), 200, 150).unwrap();
-        assert!(ns.is_finite() && ns > 0.0);
-        let ns = send_agents_msg_self(&opts(), 50, 50).unwrap();
-        assert!(ns.is_finite() && ns > 0.0);
-        assert!(send_agents_msg_self(&opts(), 10, 11).is_err());
-        assert!(send_agents_msg_self(&opts(), 0, 0).is_err());
+        for run in [send_agents_msg_self, send_agents_msg_self_dispatched] {
+            let ns = run(&opts(), 200, 150).unwrap();
+            assert!(ns.is_finite() && ns > 0.0);
+            let ns = run(&opts(), 50, 50).unwrap();
+            assert!(ns.is_finite() && ns > 0.0);
+            assert!(run(&opts(), 10, 11).is_err());
+            assert!(run(&opts(), 0, 0).is_err());
+        }
+    }
+
+    /// One message type handled in each of ten states, and ten types one
+    /// per state: both process every message they sent.
+    #[test]
+    fn process_state_changes_both_ways_handle_every_message() {
+        for run in [process_state_changes, process_state_changes_types] {
+            let (send, process) = run(&opts(), 1003).unwrap();
+            assert!(send.is_finite() && send > 0.0);
+            assert!(process.is_finite() && process > 0.0);
+        }
     }
 }

@@ -352,10 +352,12 @@ fn ping_pong_row(
 pub fn expected_duration(opts: &Options) -> Duration {
     // Measured on a busy 2-core VM; a quiet one is faster.
     let base = if opts.quick { 35 } else { 180 };
+    // The peers' part, SObjectizer's driver included (quick: ~25 s of
+    // it, most in customer_ring over 50,000 agents; default: ~5 min).
     let peers = match (opts.peers, opts.quick) {
         (false, _) => 0,
-        (true, true) => 25,
-        (true, false) => 720,
+        (true, true) => 50,
+        (true, false) => 1020,
     };
     Duration::from_secs(base + peers)
 }
@@ -647,6 +649,27 @@ fn rows_of(opts: &Options, ctx: &RunContext, synthetic: bool) -> Result<Document
             r.rate_row("process_state_changes", p, v, s.cpu_s, Some(seed));
         }
     }
+    {
+        let s = r.repeat("process_state_changes_types", || {
+            Ok(runs::process_state_changes_types(&t, n).map(|(a, b)| (a, Some(b)))?)
+        })?;
+        for (phase, v) in [("send", &s.main), ("process", &s.second)] {
+            let p = r.takt_params(
+                "one_thread",
+                1,
+                params![("messages", n), ("states", 10), ("phase", phase)],
+            );
+            r.takt_row(
+                "process_state_changes_types",
+                p,
+                "ns/msg",
+                v.clone(),
+                s.cpu_s,
+                None,
+            );
+        }
+    }
+    r.doc.note("process_state_changes: one message type with a handler in each of the agent's ten states, as the seed defines it; process_state_changes_types: ten message types, one handled in each state");
     for &(agents, m) in &plan.agents_msg {
         let s = r.repeat(&format!("send_agents_msg_self N={agents} M={m}"), || {
             Ok(runs::send_agents_msg_self(&t, agents, m).map(|v| (v, None))?)
@@ -670,7 +693,26 @@ fn rows_of(opts: &Options, ctx: &RunContext, synthetic: bool) -> Result<Document
         );
         r.rate_row("send_agents_msg_self", p, &s.main, s.cpu_s, seed);
     }
-    r.doc.note("send_agents_msg_self: N agents registered, M of them (a random sample) each send one message to a randomly chosen agent from their own handler, as the seed defines it; the time runs from queuing the M sender events to the end of the last one (each send with its sender's dispatch), divided by M");
+    for &(agents, m) in &plan.agents_msg {
+        let s = r.repeat(
+            &format!("send_agents_msg_self_dispatched N={agents} M={m}"),
+            || Ok(runs::send_agents_msg_self_dispatched(&t, agents, m).map(|v| (v, None))?),
+        )?;
+        let p = r.takt_params(
+            "one_thread",
+            1,
+            params![("agents", agents), ("messages", m)],
+        );
+        r.takt_row(
+            "send_agents_msg_self_dispatched",
+            p,
+            "ns/msg",
+            s.main,
+            s.cpu_s,
+            None,
+        );
+    }
+    r.doc.note("send_agents_msg_self: N agents registered, M messages sent from one handler, each to a randomly chosen agent; the sends are timed, as the seed times them, divided by M; send_agents_msg_self_dispatched: M of the agents (a random sample) each send one from their own handler, timed from queuing the M sender events to the end of the last one (each send with its sender's dispatch)");
 
     if opts.peers {
         peer_rows::run(&mut r, &plan)?;
@@ -769,6 +811,7 @@ mod peer_rows {
                 }
             }
         }
+        so5::rows(r, plan)?;
         r.doc.note("peers: actix, kameo and ractor on their single-thread runtime for threads=1 rows; ping_pong placement thread_per_agent = a thread per actor (takt active_obj, an actix Arbiter each, a tokio current-thread runtime each, two crossbeam threads, each CAF actor spawned detached), two_workers = both on one two-worker runtime that places them (takt work_stealing(2), tokio multi-thread with 2 workers, CAF's work-stealing scheduler with 2 threads; actix and the floor have none); caf = CAF 0.17 (C++, event-based actors, -O2) on its work-stealing scheduler with 1 thread for threads=1 rows; detail.crossed_fraction = deliveries whose sender ran on another thread; crossbeam is a plain-channel floor; `takt ×` = peer median / takt median for the same workload and placement");
         Ok(())
     }
@@ -780,5 +823,301 @@ mod peer_rows {
 
     pub(super) fn run(_r: &mut Runner<'_>, _plan: &Plan) -> Result<(), AgentsError> {
         Err(AgentsError::NoPeers)
+    }
+}
+
+/// SObjectizer 5.8's rows: takt's SObjectizer driver run as a child, one
+/// child per benchmark (warm-up and repetitions inside it), each row with
+/// the name, parameters and unit of the takt row doing the same work.
+#[cfg(feature = "peers")]
+mod so5 {
+    use super::*;
+    use crate::peers::sobjectizer::{Driver, So5Bench, So5Dispatcher, So5Error, So5Rep};
+
+    /// The peer's name in rows and notes.
+    const IMPL: &str = "sobjectizer";
+
+    /// Warm-up repetitions before the timed ones, as every row has.
+    const WARMUP: u32 = 1;
+
+    /// One benchmark of the run: what to ask the driver, the row's
+    /// parameters, and how a repetition becomes the row's values.
+    struct Case {
+        bench: So5Bench,
+        params: Map<String, Value>,
+        /// Rows: (extra params, unit, value of a repetition).
+        rows: Vec<RowOf>,
+    }
+
+    /// One row of a case: its extra parameters, its unit, and the value
+    /// of a repetition.
+    type RowOf = (Map<String, Value>, &'static str, RepValue);
+    /// A repetition's value in the row's unit.
+    type RepValue = fn(&So5Bench, &So5Rep) -> f64;
+
+    fn per_msg(field: &'static str) -> RepValue {
+        match field {
+            "ns" => |b, r| r.get("ns") as f64 / messages(b),
+            "send_ns" => |b, r| r.get("send_ns") as f64 / messages(b),
+            _ => |b, r| r.get("process_ns") as f64 / messages(b),
+        }
+    }
+
+    /// The messages one repetition of `b` delivers (or sends).
+    fn messages(b: &So5Bench) -> f64 {
+        match *b {
+            So5Bench::PingPong { messages, .. }
+            | So5Bench::SendMsg { messages }
+            | So5Bench::SendAndProcessMsg { messages }
+            | So5Bench::InsendAndProcessMsg { messages }
+            | So5Bench::ProcessStateChanges { messages }
+            | So5Bench::SendAgentsMsgSelf { messages, .. } => messages as f64,
+            So5Bench::CustomerRing { agents, tokens, .. } => agents as f64 * tokens as f64,
+            So5Bench::Skynet { .. } => 1.0,
+        }
+    }
+
+    fn reg_us(b: &So5Bench, r: &So5Rep) -> f64 {
+        match *b {
+            So5Bench::CustomerRing { agents, .. } => r.get("reg_ns") as f64 / 1e3 / agents as f64,
+            _ => f64::NAN,
+        }
+    }
+
+    fn ms(_: &So5Bench, r: &So5Rep) -> f64 {
+        r.get("ns") as f64 / 1e6
+    }
+
+    fn phase(p: &str) -> Map<String, Value> {
+        params![("phase", p)]
+    }
+
+    fn one_thread(mut p: Map<String, Value>) -> Map<String, Value> {
+        p.insert("threads".into(), 1.into());
+        p.insert("dispatcher".into(), "one_thread".into());
+        p
+    }
+
+    /// Every case of this plan, in the order takt's rows come.
+    fn cases(plan: &Plan) -> Vec<Case> {
+        let mut v = Vec::new();
+        for placement in Placement::ALL {
+            let (messages, dispatcher) = match placement {
+                Placement::OneThread => (plan.ping_pong, So5Dispatcher::OneThread),
+                Placement::ThreadPerAgent => (plan.ping_pong_cross, So5Dispatcher::ActiveObj),
+                Placement::TwoWorkers => (plan.ping_pong_cross, So5Dispatcher::ThreadPool),
+            };
+            v.push(Case {
+                bench: So5Bench::PingPong {
+                    messages,
+                    dispatcher,
+                },
+                params: params![
+                    ("messages", messages),
+                    ("placement", placement.name()),
+                    ("threads", placement.threads())
+                ],
+                rows: vec![(Map::new(), "ns/msg", per_msg("ns"))],
+            });
+        }
+        let ring = |agents: usize, tokens: usize, d: So5Dispatcher, threads: usize| {
+            let mut p = params![
+                ("agents", agents),
+                ("tokens", tokens),
+                ("threads", threads),
+                ("dispatcher", d.name())
+            ];
+            if let So5Dispatcher::ActiveGroup { groups } = d {
+                p.insert("groups".into(), groups.into());
+            }
+            Case {
+                bench: So5Bench::CustomerRing {
+                    agents: agents as u64,
+                    tokens: tokens as u64,
+                    dispatcher: d,
+                },
+                params: p,
+                rows: vec![
+                    (Map::new(), "ns/msg", per_msg("ns")),
+                    (phase("registration"), "us/agent", reg_us),
+                ],
+            }
+        };
+        for &n in &plan.ring_one {
+            v.push(ring(n, 100, So5Dispatcher::OneThread, 1));
+        }
+        for &n in &plan.ring_ao {
+            v.push(ring(n, 50, So5Dispatcher::ActiveObj, n));
+        }
+        for &n in &plan.ring_ag {
+            v.push(ring(
+                n,
+                100,
+                So5Dispatcher::ActiveGroup { groups: 100 },
+                100,
+            ));
+        }
+        v.push(Case {
+            bench: So5Bench::Skynet {
+                leaves: plan.skynet,
+            },
+            params: params![("leaves", plan.skynet), ("threads", 1)],
+            rows: vec![(Map::new(), "ms", ms)],
+        });
+        let n = plan.seed_n;
+        let m = params![("messages", n)];
+        v.push(Case {
+            bench: So5Bench::SendMsg { messages: n },
+            params: one_thread(m.clone()),
+            rows: vec![(Map::new(), "ns/msg", per_msg("send_ns"))],
+        });
+        let phases = vec![
+            (phase("send"), "ns/msg", per_msg("send_ns")),
+            (phase("process"), "ns/msg", per_msg("process_ns")),
+        ];
+        v.push(Case {
+            bench: So5Bench::SendAndProcessMsg { messages: n },
+            params: one_thread(m.clone()),
+            rows: phases.clone(),
+        });
+        v.push(Case {
+            bench: So5Bench::InsendAndProcessMsg { messages: n },
+            params: one_thread(m),
+            rows: vec![(Map::new(), "ns/msg", per_msg("ns"))],
+        });
+        v.push(Case {
+            bench: So5Bench::ProcessStateChanges { messages: n },
+            params: one_thread(params![("messages", n), ("states", 10)]),
+            rows: phases,
+        });
+        for &(agents, messages) in &plan.agents_msg {
+            v.push(Case {
+                bench: So5Bench::SendAgentsMsgSelf {
+                    agents: agents as u64,
+                    messages: messages as u64,
+                },
+                params: one_thread(params![("agents", agents), ("messages", messages)]),
+                rows: vec![(Map::new(), "ns/msg", per_msg("send_ns"))],
+            });
+        }
+        v
+    }
+
+    pub(super) fn rows(r: &mut Runner<'_>, plan: &Plan) -> Result<(), AgentsError> {
+        rows_from(r, plan, Driver::locate)
+    }
+
+    /// [`rows`] with the driver from `locate`.
+    fn rows_from(
+        r: &mut Runner<'_>,
+        plan: &Plan,
+        locate: impl FnOnce() -> Result<Driver, So5Error>,
+    ) -> Result<(), AgentsError> {
+        let runs = r.opts.runs.max(5) as u32;
+        let driver = if r.synthetic {
+            None
+        } else {
+            match locate() {
+                Ok(d) => Some(d),
+                Err(So5Error::NotBuilt(why)) => {
+                    r.doc.note(format!("{IMPL}: {why}"));
+                    return Ok(());
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
+        if let Some(d) = &driver {
+            d.check_protocol(r.ctx.cancel())?;
+        }
+        for case in cases(plan) {
+            let reps = match &driver {
+                Some(d) => {
+                    r.ctx.step(&format!(
+                        "{IMPL} {} {}: warm-up + {runs} runs",
+                        case.bench.name(),
+                        case.bench.echo()
+                    ));
+                    if r.ctx.is_cancelled() {
+                        return Err(AgentsError::Interrupted);
+                    }
+                    d.run(&case.bench, WARMUP, runs, r.ctx.cancel())
+                        .map_err(|e| match e {
+                            So5Error::Interrupted => AgentsError::Interrupted,
+                            e => e.into(),
+                        })?
+                }
+                None => synthetic(&case.bench),
+            };
+            let cpu_s = reps.iter().map(|x| x.cpu_ns as f64 / 1e9).sum::<f64>() / reps.len() as f64;
+            for (extra, unit, value) in &case.rows {
+                let mut p = case.params.clone();
+                p.extend(extra.clone());
+                let samples = reps.iter().map(|x| value(&case.bench, x)).collect();
+                r.push(
+                    ResultRow::new(
+                        case.bench.name(),
+                        IMPL,
+                        p,
+                        *unit,
+                        Better::Lower,
+                        samples,
+                        cpu_s,
+                    )
+                    .with_detail(params![("so5_dispatcher", case.bench.dispatcher().name())]),
+                );
+            }
+        }
+        r.doc.note(format!("{IMPL}: SObjectizer {} (C++, g++ -O2, static library) through takt's driver, a child process per benchmark (one warm-up, then the runs); agents address each other by their direct mboxes; ping_pong one_thread / thread_per_agent / two_workers = SObjectizer's one_thread, active_obj, thread_pool(2, fifo individual); customer_ring on one_thread, active_obj and active_group (agent i in group i mod 100) as the seed ran it; the seed's six on one_thread, timed as the seed times them; insend_and_process_msg: SObjectizer 5 has no insend events, so the receiver's event queue runs each demand inside the send", crate::peers::sobjectizer::VERSION));
+        Ok(())
+    }
+
+    /// Fixed repetitions for the document-shape snapshot.
+    fn synthetic(b: &So5Bench) -> Vec<So5Rep> {
+        let rep = So5Rep {
+            fields: b.fields().iter().map(|&k| (k, 1000)).collect(),
+            cpu_ns: 0,
+        };
+        vec![rep; 5]
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        /// Without the build the document says "not measured" and why,
+        /// and has no SObjectizer row: never a silent gap.
+        #[test]
+        fn a_missing_driver_is_a_not_measured_note() {
+            let opts = Options {
+                quick: true,
+                peers: true,
+                spin: SpinBudget::DEFAULT,
+                thread: ThreadSpec::default(),
+                runs: 5,
+                idle_latency: None,
+            };
+            let ctx = RunContext::quiet();
+            let mut r = Runner {
+                opts: &opts,
+                doc: DocumentBuilder::start("agents"),
+                ctx: &ctx,
+                synthetic: false,
+            };
+            let empty =
+                std::env::temp_dir().join(format!("takt-so5-absent-{}", std::process::id()));
+            rows_from(&mut r, &Plan::of(true), || Driver::locate_in(&empty)).unwrap();
+            let doc = r.doc.finish();
+            assert!(doc.results.is_empty());
+            let note = doc
+                .notes
+                .iter()
+                .find(|n| n.starts_with("sobjectizer: not measured: "))
+                .unwrap_or_else(|| panic!("{:?}", doc.notes));
+            assert!(
+                note.ends_with("run `bash scripts/peers.sh sobjectizer so5-driver`"),
+                "{note}"
+            );
+            assert!(takt_measure::output::render(&doc).contains(note.as_str()));
+        }
     }
 }

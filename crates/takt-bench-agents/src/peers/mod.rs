@@ -34,6 +34,11 @@
 //! rows. `scripts/setup.sh` installs `libcaf-dev`, and the tests fail without
 //! it.
 //!
+//! SObjectizer 5.8 (C++, the seed's own framework) is not a [`Peer`]: it
+//! runs in a child process of takt's driver, a whole series of
+//! repetitions per call, with the seed's six benchmarks besides these
+//! three; see [`sobjectizer`].
+//!
 //! [`run_once`] builds the peer's runtime, runs **one** measured repetition of
 //! one [`PeerBench`] and tears everything down again (every actor stopped and
 //! accounted for, every runtime and thread it made gone) before it returns. The
@@ -172,6 +177,7 @@ mod caf;
 mod crossbeam;
 mod kameo;
 mod ractor;
+pub mod sobjectizer;
 mod tokio_rt;
 
 use std::fmt;

@@ -12,7 +12,8 @@ use crate::section::push_figure;
 use takt_measure::chart::{Axis, Chart, Series};
 
 /// The peer runtimes the agents suite knows; a missing one is named.
-pub(crate) const PEERS: [(&str, &str); 5] = [
+pub(crate) const PEERS: [(&str, &str); 6] = [
+    ("sobjectizer", "build it with `bash scripts/peers.sh` (SObjectizer 5.8.4 and takt's driver)"),
     ("actix", "build takt with the default `peers` feature"),
     ("kameo", "build takt with the default `peers` feature"),
     ("ractor", "build takt with the default `peers` feature"),
