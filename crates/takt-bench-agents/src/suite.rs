@@ -770,7 +770,12 @@ mod peer_rows {
                 if !peer.supports(bench) {
                     continue;
                 }
-                let label = format!("{} {} {p:?}", peer.name(), bench.name());
+                let label = format!(
+                    "{} {} {}",
+                    peer.name(),
+                    bench.name(),
+                    takt_measure::result::params_text(p)
+                );
                 let mut crossed = Vec::new();
                 let s = r.repeat(&label, || {
                     let s = run_once(peer, bench).map_err(|source| AgentsError::Peer {

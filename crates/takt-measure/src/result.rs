@@ -468,6 +468,21 @@ impl Document {
 
 /// The `idle_latency` row parameter: `none` (the system's idle policy), or
 /// the held limit in whole µs, the kernel's granularity (`0us`: idle CPUs
+/// Parameters as `key=value` text, keys sorted, strings without quotes
+/// (`messages=2000000 placement=one_thread`): progress lines, tables and
+/// diffs show parameters this way.
+pub fn params_text(params: &Map<String, Value>) -> String {
+    let mut keys: Vec<&String> = params.keys().collect();
+    keys.sort();
+    keys.iter()
+        .map(|k| match &params[*k] {
+            Value::String(s) => format!("{k}={s}"),
+            other => format!("{k}={other}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// poll). See [`takt_sched::IdleLatency`].
 pub fn idle_latency_param(limit: Option<std::time::Duration>) -> String {
     limit.map_or_else(|| "none".into(), |d| format!("{}us", d.as_micros()))
@@ -575,5 +590,23 @@ mod bound_tests {
         assert_eq!(m.advantage_over(&b), None);
         assert_eq!(b.advantage_over(&m), None);
         assert_eq!(m.advantage_over(&m), Some(1.0));
+    }
+}
+
+#[cfg(test)]
+mod params_text_tests {
+    use super::*;
+
+    #[test]
+    fn params_read_as_key_value() {
+        let p = crate::params![
+            ("placement", "one_thread"),
+            ("messages", 2_000_000),
+            ("spin", true)
+        ];
+        assert_eq!(
+            params_text(&p),
+            "messages=2000000 placement=one_thread spin=true"
+        );
     }
 }

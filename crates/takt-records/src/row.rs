@@ -110,15 +110,7 @@ impl Row {
 
     /// `key=value` pairs of the parameters, keys sorted.
     pub fn params_text(&self) -> String {
-        let mut keys: Vec<&String> = self.params.keys().collect();
-        keys.sort();
-        keys.iter()
-            .map(|k| match &self.params[*k] {
-                Value::String(s) => format!("{k}={s}"),
-                other => format!("{k}={other}"),
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
+        takt_measure::result::params_text(&self.params)
     }
 }
 

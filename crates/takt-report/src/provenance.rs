@@ -28,14 +28,7 @@ pub fn disturbance(doc: &Document) -> Option<String> {
 
 /// The `params` of a row as `key=value` text.
 pub fn params_text(row: &ResultRow) -> String {
-    row.params
-        .iter()
-        .map(|(k, v)| match v {
-            Value::String(s) => format!("{k}={s}"),
-            other => format!("{k}={other}"),
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+    takt_measure::result::params_text(&row.params)
 }
 
 /// The parameters every row of `rows` has with the same value.
