@@ -45,6 +45,7 @@
 //!     spin: SpinBudget::DEFAULT,
 //!     reps: Repetitions { warmup: 0, runs: 2 }, // a look; a measurement takes 5 or more
 //!     only: vec!["sync_cost".into()],
+//!     peers: false, // true: C++SME's own programs beside (see `cppsme`)
 //! };
 //! println!("expected about {:?}", Suite::estimate(&bench));
 //! let doc = Suite::run(&bench, &RunContext::quiet())?;
@@ -56,8 +57,10 @@
 //! ```
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+pub mod cppsme;
 mod error;
 pub mod networks;
+mod peers;
 mod published;
 mod suite;
 

@@ -170,7 +170,7 @@ mod tests {
         assert_eq!(floor_ranges(7, 4), [0..1, 1..2, 2..3, 3..7]);
         assert_eq!(floor_ranges(8, 2), [0..4, 4..8]);
         assert_eq!(floor_ranges(2, 3), [0..0, 0..0, 0..2]);
-        assert_eq!(floor_ranges(5, 1), [0..5]);
+        assert_eq!(floor_ranges(5, 1), vec![0..5]);
     }
 
     #[test]
