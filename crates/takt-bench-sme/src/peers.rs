@@ -92,7 +92,7 @@ pub(crate) const NOTE: &str = "cppsme: C++SME 8e12da6 (the thesis's implementati
     the last), worklist = its CQueue (one process per fetch_add); a sample is its own timer (threads started to joined) / \
     (processes × cycles); its cycles are in detail.cycles (scaled down from the thesis's: compare per process-step); \
     its compute steps divide a long double (x87), takt's a double; speedup and efficiency are over its own 1-thread run \
-    of the same executor; a run is killed after 3 × its estimate";
+    of the same executor; a run is killed after 3 × its estimate (at least 2 s)";
 
 /// The runs of one configuration (one shape, executor and thread count).
 fn config_run(name: &str, s: &PeerShape, sched: Sched, threads: usize) -> Option<PeerRun> {
@@ -201,7 +201,7 @@ impl SmeBench {
         for i in 0..self.reps.warmup + self.reps.runs {
             let s = build.run_once(run, est, self.spec.cpus(), cancelled)?;
             // A slow machine: later runs' deadlines follow what this took.
-            est = est.max(Duration::from_secs_f64(s.reported.seconds + 0.5));
+            est = est.max(Duration::from_secs_f64(s.reported.seconds + 0.1));
             if i >= self.reps.warmup {
                 samples.push(s.ns_per_step);
                 cpu += s.cpu_s;
@@ -290,4 +290,37 @@ impl SmeBench {
 /// Fixed samples for the document-shape snapshot.
 fn synthetic(_run: &PeerRun, runs: usize) -> (Vec<f64>, f64) {
     (vec![1.0; runs], 0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use takt_measure::sampler::Repetitions;
+    use takt_sched::{SpinBudget, ThreadSpec};
+
+    fn bench(quick: bool) -> SmeBench {
+        SmeBench {
+            quick,
+            max_threads: 2,
+            spec: ThreadSpec::default(),
+            spin: SpinBudget::DEFAULT,
+            reps: Repetitions { warmup: 1, runs: 5 },
+            only: Vec::new(),
+            peers: true,
+        }
+    }
+
+    #[test]
+    fn the_peer_part_fits_its_budgets_on_two_threads() {
+        let quick = bench(true).peer_estimate();
+        let full = bench(false).peer_estimate();
+        eprintln!("C++SME part: --quick {quick:?}, full {full:?}");
+        assert!(quick < Duration::from_secs(90), "{quick:?}");
+        assert!(full < Duration::from_secs(600), "{full:?}");
+        let off = SmeBench {
+            peers: false,
+            ..bench(true)
+        };
+        assert_eq!(off.peer_estimate(), Duration::ZERO);
+    }
 }

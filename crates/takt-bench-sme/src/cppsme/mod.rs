@@ -21,8 +21,9 @@
 //!    Ctrl-C reaches takt, not it) with stdin closed and its output piped
 //!    into two reader threads.
 //! 2. takt polls it until it exits, the deadline passes (three times the
-//!    run's estimate: C++SME's barrier waits on a condition variable with
-//!    no predicate, and a run can hang) or the run is cancelled.
+//!    run's estimate, at least two seconds: C++SME's barrier waits on a
+//!    condition variable with no predicate, and a run can hang) or the run
+//!    is cancelled.
 //! 3. On a deadline or a cancellation, and whenever the [`Child`] guard is
 //!    dropped, the whole group is killed with SIGKILL and reaped; the
 //!    guard's drop runs on every path out, so no child outlives a run.
@@ -246,19 +247,19 @@ fn peers_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/peers")
 }
 
-/// How long a run should take, for its deadline (killed at three times
-/// this): a fixed start-up allowance plus the model below, from runs on
-/// the 2-vCPU development machine under load, generous on purpose.
+/// How long a run should take: start-up plus the model below, from runs
+/// on the 2-vCPU development machine (AMD EPYC, under load). A run is
+/// killed at [`deadline`] of this.
 pub fn estimate(run: &PeerRun) -> Duration {
     /// Starting the program and building its network.
-    const STARTUP_S: f64 = 0.5;
+    const STARTUP_S: f64 = 0.05;
     /// `ring_dynamic`, per process-step, whatever the thread count (its
     /// threads never beat one here).
-    const SYNC_STEP_S: f64 = 40e-9;
+    const SYNC_STEP_S: f64 = 25e-9;
     /// `ring_heavy`, per process-step on one thread (10000 x87 divisions).
-    const HEAVY_STEP_S: f64 = 150e-6;
+    const HEAVY_STEP_S: f64 = 130e-6;
     /// Its two condition-variable barriers per cycle, when threads > 1.
-    const BARRIERS_S: f64 = 200e-6;
+    const BARRIERS_S: f64 = 100e-6;
     let t = run.threads.max(1) as f64;
     let work = match run.program {
         Program::RingDynamic => run.steps() * SYNC_STEP_S,
@@ -272,3 +273,13 @@ pub fn estimate(run: &PeerRun) -> Duration {
     };
     Duration::from_secs_f64(STARTUP_S + work + sync)
 }
+
+/// When a run of `estimate` is killed: [`DEADLINE_FACTOR`] times it, and
+/// never before [`MIN_DEADLINE`] (starting a process on a loaded machine
+/// can take longer than a short run).
+pub fn deadline(estimate: Duration) -> Duration {
+    (estimate * DEADLINE_FACTOR).max(MIN_DEADLINE)
+}
+
+/// The least time a run is given.
+pub const MIN_DEADLINE: Duration = Duration::from_secs(2);

@@ -19,7 +19,8 @@ const POLL: Duration = Duration::from_millis(20);
 /// Most output kept per stream for an error message (the rest is read and
 /// dropped, so the child never blocks on a full pipe).
 const KEEP_BYTES: usize = 4096;
-/// A run is killed after this many times its estimate.
+/// A run is killed after this many times its estimate (see
+/// [`super::deadline`]).
 pub const DEADLINE_FACTOR: u32 = 3;
 
 /// One run's result.
@@ -46,7 +47,7 @@ pub enum PeerError {
         source: std::io::Error,
     },
     /// It ran past its deadline and was killed.
-    #[error("cppsme: {run} hung: killed after {after:.1?} ({DEADLINE_FACTOR} × its estimate of {estimate:.1?})")]
+    #[error("cppsme: {run} hung: killed after {after:.1?} (its estimate: {estimate:.1?})")]
     Hung {
         /// The run.
         run: String,
@@ -161,7 +162,7 @@ fn children_cpu() -> f64 {
 }
 
 impl CppSme {
-    /// Runs `run` once: killed after [`DEADLINE_FACTOR`] × `estimate`, or
+    /// Runs `run` once: killed at [`super::deadline`] of `estimate`, or
     /// as soon as `cancelled()` says so; on `cpus`, when given (the
     /// child's affinity, which its threads inherit). Nothing is left
     /// running when this returns, whatever it returns.
@@ -212,7 +213,7 @@ impl CppSme {
         };
         let out = reader(child.child.stdout.take());
         let err = reader(child.child.stderr.take());
-        let deadline = estimate * DEADLINE_FACTOR;
+        let deadline = super::deadline(estimate);
         let status = loop {
             match child.child.try_wait() {
                 Ok(Some(status)) => {
