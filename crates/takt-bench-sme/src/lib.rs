@@ -23,6 +23,11 @@
 //! the work per step but scales cycles (and, for weak scaling, processes)
 //! down; the document's notes say by how much.
 //!
+//! With [`SmeBench::peers`] (`--peers`) the run also starts C++SME's own
+//! programs, the thesis's implementation, and adds their rows (impl
+//! `cppsme`) beside takt's; see [`cppsme`] for how a run is started,
+//! parsed, timed out and killed.
+//!
 //! The networks are public ([`sync_ring`], [`compute_ring`], [`floor_ring`])
 //! so a profiler or a test can run one configuration alone.
 //!

@@ -24,7 +24,7 @@
 //!    run's estimate, at least two seconds: C++SME's barrier waits on a
 //!    condition variable with no predicate, and a run can hang) or the run
 //!    is cancelled.
-//! 3. On a deadline or a cancellation, and whenever the [`Child`] guard is
+//! 3. On a deadline or a cancellation, and whenever the child's guard is
 //!    dropped, the whole group is killed with SIGKILL and reaped; the
 //!    guard's drop runs on every path out, so no child outlives a run.
 
