@@ -263,6 +263,6 @@ fn a_missing_build_names_the_command_that_builds_it() {
     let dir = stub("missing", "true");
     let why = CppSme::at(&dir).check().unwrap_err().to_string();
     assert!(why.contains("ring_heavy"), "{why}");
-    assert!(why.ends_with("run `bash scripts/peers.sh`"), "{why}");
+    assert!(why.ends_with("run `bash scripts/peers.sh cppsme`"), "{why}");
     let _ = std::fs::remove_dir_all(&dir);
 }

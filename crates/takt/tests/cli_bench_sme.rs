@@ -74,7 +74,7 @@ fn a_missing_build_is_not_measured_in_the_document_and_the_table() {
         .find(|n| n.starts_with("cppsme: not measured: "))
         .unwrap_or_else(|| panic!("no not-measured note in {notes:?}"));
     assert!(
-        missing.ends_with("run `bash scripts/peers.sh`"),
+        missing.ends_with("run `bash scripts/peers.sh cppsme`"),
         "{missing}"
     );
     assert!(

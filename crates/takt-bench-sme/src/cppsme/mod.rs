@@ -35,7 +35,11 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use takt_host::peers::{self, Peer};
+
 pub use parse::{parse, OutputError, Reported};
+pub use takt_host::peers::NotBuilt;
+
 pub use run::{PeerError, PeerSample, Printed, DEADLINE_FACTOR};
 
 /// The commit of C++SME the project builds (its last, 2015-08-18).
@@ -171,15 +175,6 @@ pub struct CppSme {
     dir: PathBuf,
 }
 
-/// Why there is no C++SME build to run: a sentence ending with the
-/// command that builds it.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct NotBuilt(pub String);
-
-/// The command that builds the peers.
-const BUILD_COMMAND: &str = "bash scripts/peers.sh";
-
 impl CppSme {
     /// The build in `dir` (a C++SME source tree with the programs built
     /// under `test/`), as it is; [`CppSme::check`] says whether it is
@@ -188,12 +183,10 @@ impl CppSme {
         CppSme { dir: dir.into() }
     }
 
-    /// The project's build (`scripts/peers.sh`): `cppsme-8e12da6/` in the
-    /// peers directory (`$TAKT_PEERS_DIR`, else the `target/peers` above
-    /// this executable, else the workspace's), with every program present.
+    /// The project's build (`scripts/peers.sh`), found by
+    /// [`takt_host::peers::locate`], with every program present.
     pub fn locate() -> Result<CppSme, NotBuilt> {
-        let dir = peers_dir().join(format!("cppsme-{COMMIT}"));
-        let me = CppSme::at(dir);
+        let me = CppSme::at(peers::locate(Peer::CppSme)?);
         me.check()?;
         Ok(me)
     }
@@ -221,30 +214,14 @@ impl CppSme {
                 m.is_file() && m.permissions().mode() & 0o111 != 0
             });
             if !ok {
-                return Err(NotBuilt(format!(
-                    "C++SME {COMMIT} is not built here (no {}): run `{BUILD_COMMAND}`",
-                    path.display()
-                )));
+                return Err(NotBuilt {
+                    peer: Peer::CppSme,
+                    path,
+                });
             }
         }
         Ok(())
     }
-}
-
-/// Where `scripts/peers.sh` puts its builds.
-fn peers_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("TAKT_PEERS_DIR").filter(|d| !d.is_empty()) {
-        return PathBuf::from(d);
-    }
-    if let Ok(exe) = std::env::current_exe() {
-        if let Some(target) = exe
-            .ancestors()
-            .find(|a| a.file_name() == Some("target".as_ref()))
-        {
-            return target.join("peers");
-        }
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/peers")
 }
 
 /// How long a run should take: start-up plus the model below, from runs
