@@ -265,7 +265,14 @@ impl SmeBench {
         // times and the others per-step figures alike.
         let steps = run.steps();
         let times: Vec<f64> = samples.iter().map(|ns| ns * steps).collect();
-        let t1 = *one_thread.get_or_insert_with(|| median(&times));
+        if run.threads == 1 {
+            *one_thread = Some(median(&times));
+        }
+        // Without its one-thread run (it failed, and a note says so) there
+        // is no speedup to give.
+        let Some(t1) = *one_thread else {
+            return;
+        };
         let ratio: Vec<f64> = times.iter().map(|t| t1 / t).collect();
         let (unit, note) = match s.ratio {
             Some(_) => (
