@@ -23,6 +23,11 @@
 //! the work per step but scales cycles (and, for weak scaling, processes)
 //! down; the document's notes say by how much.
 //!
+//! With [`SmeBench::peers`] (`--peers`) the run also starts C++SME's own
+//! programs, the thesis's implementation, and adds their rows (impl
+//! `cppsme`) beside takt's; see [`cppsme`] for how a run is started,
+//! parsed, timed out and killed.
+//!
 //! The networks are public ([`sync_ring`], [`compute_ring`], [`floor_ring`])
 //! so a profiler or a test can run one configuration alone.
 //!
@@ -45,6 +50,7 @@
 //!     spin: SpinBudget::DEFAULT,
 //!     reps: Repetitions { warmup: 0, runs: 2 }, // a look; a measurement takes 5 or more
 //!     only: vec!["sync_cost".into()],
+//!     peers: false, // true: C++SME's own programs beside (see `cppsme`)
 //! };
 //! println!("expected about {:?}", Suite::estimate(&bench));
 //! let doc = Suite::run(&bench, &RunContext::quiet())?;
@@ -56,8 +62,10 @@
 //! ```
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+pub mod cppsme;
 mod error;
 pub mod networks;
+mod peers;
 mod published;
 mod suite;
 

@@ -62,7 +62,18 @@ const WEAK: &[(&str, usize, ExecutorKind, usize, f64)] = {
     ]
 };
 
+/// The thesis's model an executor stands for: `static` and `thesis_static`
+/// its static orchestration, `worklist` and `thesis_worklist` its work list.
+fn model(kind: ExecutorKind) -> Option<ExecutorKind> {
+    match kind {
+        ExecutorKind::Static | ExecutorKind::ThesisStatic => Some(ExecutorKind::Static),
+        ExecutorKind::Worklist | ExecutorKind::ThesisWorklist => Some(ExecutorKind::Worklist),
+        _ => None,
+    }
+}
+
 fn seconds(name: &str, kind: ExecutorKind, threads: usize, processes: usize) -> Option<(f64, u64)> {
+    let kind = model(kind)?;
     TIMES
         .iter()
         .find(|r| r.0 == name && r.1 == processes && r.2 == kind && r.3 == threads)
@@ -93,6 +104,7 @@ pub(super) fn speedup(
 }
 
 fn weak_seconds(kind: ExecutorKind, threads: usize, ratio: &str) -> Option<(usize, f64)> {
+    let kind = model(kind)?;
     WEAK.iter()
         .find(|r| r.0 == ratio && r.2 == kind && r.3 == threads)
         .map(|r| (r.1, r.4))

@@ -12,6 +12,7 @@ use takt_measure::result::{Better, Document, DocumentBuilder, ResultRow};
 use takt_measure::sampler::{measure, Repetitions};
 use takt_measure::suite::{RunContext, Suite};
 
+use crate::cppsme::CppSme;
 use crate::error::SmeError;
 use crate::networks::{compute_ring, divide, floor_ring, sync_ring, Ring};
 use crate::published;
@@ -48,6 +49,8 @@ pub struct SmeBench {
     pub reps: Repetitions,
     /// Benchmarks to run (empty: all).
     pub only: Vec<String>,
+    /// Also run C++SME's own programs (`--peers`; see [`crate::cppsme`]).
+    pub peers: bool,
 }
 
 /// One configuration's shape.
@@ -184,13 +187,21 @@ impl Suite for SmeBench {
 
     fn describe(&self) -> String {
         format!(
-            "{} parameters, threads 1..={}",
+            "{} parameters, threads 1..={}{}",
             if self.quick {
                 "--quick"
             } else {
                 "the thesis's full"
             },
-            self.max_threads
+            self.max_threads,
+            if self.peers {
+                format!(
+                    "; C++SME's own programs beside (about {:.0} s of it)",
+                    self.peer_estimate().as_secs_f64()
+                )
+            } else {
+                String::new()
+            }
         )
     }
 
@@ -226,14 +237,15 @@ impl SmeBench {
             spin: SpinBudget::DEFAULT,
             reps: Repetitions { warmup: 0, runs: 5 },
             only: Vec::new(),
+            peers: true,
         };
         SYNTHETIC.set(true);
-        let doc = bench.run_rows(&mut |_| Ok(()));
+        let doc = bench.run_rows(&mut |_| Ok(()), &|| false);
         SYNTHETIC.set(false);
         doc.expect("synthetic rows").results
     }
 
-    fn wants(&self, name: &str) -> bool {
+    pub(crate) fn wants(&self, name: &str) -> bool {
         self.only.is_empty() || self.only.iter().any(|o| o == name)
     }
 
@@ -253,7 +265,8 @@ impl SmeBench {
 
     /// A rough duration of the whole run, from a quick calibration of one
     /// compute step ([`compute_step`]) and an assumed ~3 ns per
-    /// synchronization-ring step.
+    /// synchronization-ring step, plus, with `peers`, C++SME's runs at
+    /// their estimates ([`crate::cppsme::estimate`]).
     pub fn estimate(&self) -> Duration {
         self.estimate_with_step(compute_step())
     }
@@ -302,7 +315,7 @@ impl SmeBench {
             .map(|(_, n)| n)
             .sum();
         secs += MIN_WARMUP.as_secs_f64() * (warm * execs.len()) as f64;
-        Duration::from_secs_f64(secs)
+        Duration::from_secs_f64(secs) + self.peer_estimate()
     }
 
     /// Runs the suite, one progress step per configuration; stops with
@@ -316,15 +329,37 @@ impl SmeBench {
             ctx.step(line);
             Ok(())
         };
-        self.run_rows(&mut progress)
+        self.run_rows(&mut progress, &|| ctx.is_cancelled())
     }
 
     fn run_rows(
         &self,
         progress: &mut dyn FnMut(&str) -> Result<(), SmeError>,
+        cancelled: &dyn Fn() -> bool,
     ) -> Result<Document, SmeError> {
         let plan = self.plan();
         let mut doc = DocumentBuilder::start("sme");
+        // C++SME's build, or why there is none (said in the notes).
+        let build = match (self.peers, SYNTHETIC.get()) {
+            (false, _) => Err(None),
+            (true, true) => Ok(None),
+            (true, false) => CppSme::locate().map(Some).map_err(Some),
+        };
+        if self.peers {
+            doc.note(crate::peers::NOTE);
+        }
+        if let Err(Some(why)) = &build {
+            doc.note(format!("cppsme: not measured: {why}"));
+        }
+        let peer_rows = |doc: &mut DocumentBuilder,
+                         name: &str,
+                         progress: &mut dyn FnMut(&str) -> Result<(), SmeError>|
+         -> Result<(), SmeError> {
+            match &build {
+                Ok(b) => self.peer_rows(doc, name, b.as_ref(), progress, cancelled),
+                Err(_) => Ok(()),
+            }
+        };
         if self.quick {
             doc.note(Plan::QUICK_NOTE);
         }
@@ -339,16 +374,19 @@ impl SmeBench {
             for s in &plan.sync {
                 self.ring_bench(&mut doc, "sync_ring", *s, None, progress)?;
             }
+            peer_rows(&mut doc, "sync_ring", progress)?;
         }
         if self.wants("compute_ring") {
             for s in &plan.compute {
                 self.ring_bench(&mut doc, "compute_ring", *s, Some(&|_| DIVISIONS), progress)?;
             }
+            peer_rows(&mut doc, "compute_ring", progress)?;
         }
         if self.wants("weak_scaling") {
             for &(p, c, ratio) in &plan.weak {
                 self.weak_bench(&mut doc, p, c, ratio, progress)?;
             }
+            peer_rows(&mut doc, "weak_scaling", progress)?;
         }
         if self.wants("uneven") {
             for s in &plan.uneven {
@@ -356,6 +394,7 @@ impl SmeBench {
                 let div = move |i: usize| if i < half { LIGHT_DIVISIONS } else { DIVISIONS };
                 self.ring_bench(&mut doc, "uneven", *s, Some(&div), progress)?;
             }
+            peer_rows(&mut doc, "uneven", progress)?;
         }
         if self.wants("sync_cost") {
             self.sync_cost(&mut doc, plan.sync_cost_cycles, progress)?;

@@ -49,7 +49,7 @@ pub struct UnknownExecutor {
 }
 
 /// The names of [`ExecutorKind::ALL`]: `sequential, static, worklist,
-/// stealing or balanced`.
+/// stealing, balanced, thesis_static or thesis_worklist`.
 fn expected() -> String {
     let names: Vec<&str> = ExecutorKind::ALL.iter().map(|k| k.name()).collect();
     let (last, rest) = names.split_last().expect("there are executors");

@@ -33,6 +33,9 @@
 //! reference, [`ExecutorKind::Static`] is the fastest when processes cost
 //! the same, [`ExecutorKind::Balanced`] when they differ but are stable,
 //! [`ExecutorKind::Stealing`] and [`ExecutorKind::Worklist`] when they vary.
+//! [`ExecutorKind::ThesisStatic`] and [`ExecutorKind::ThesisWorklist`] are
+//! the C++SME thesis's own partitioning and claiming, kept to reproduce its
+//! figures.
 //!
 //! ## Why it is fast
 //! - All processes of one Rust type live in one contiguous array and are

@@ -120,3 +120,21 @@ fn final_values_agree_with_the_model() {
         }
     }
 }
+
+#[test]
+fn thesis_executors_oversubscribed_are_identical() {
+    // A stress of the thesis's shapes: one shared-cursor claim per process
+    // (thesis_worklist) with more threads than cores, so workers are
+    // preempted between claims, and the uneven static split with a
+    // remainder on the last thread (97 processes over 4 and 7 threads).
+    let cycles = scaled(300);
+    let (reference, ran) = csv_trace(random(97, 5), &Executor::sequential(), cycles);
+    for kind in [ExecutorKind::ThesisWorklist, ExecutorKind::ThesisStatic] {
+        for threads in [4, 7] {
+            let e = Executor::new(kind, threads).with_spin(takt_sched::SpinBudget::from_micros(5));
+            let (got, got_ran) = csv_trace(random(97, 5), &e, cycles);
+            assert_eq!(got_ran, ran, "{kind} x{threads}");
+            assert!(got == reference, "{kind} x{threads}: CSV trace differs");
+        }
+    }
+}

@@ -3,7 +3,8 @@
 //! Properties, over every interleaving (bounded preemptions):
 //! - `Cursor`: with two threads claiming from one cursor, every index below
 //!   the limit is handed out exactly once, and a reset published through a
-//!   barrier starts the next round at 0 for both.
+//!   barrier starts the next round at 0 for both. (`worklist` claims
+//!   chunks through it, `thesis_worklist` single processes: the same code.)
 //! - `RangeDeque`: an owner popping the front and a thief stealing the back
 //!   (and two thieves at once) hand out every index exactly once.
 #![cfg(loom)]

@@ -412,7 +412,7 @@ fn bad_configuration_is_an_error() {
     assert_eq!(unknown.name, "nope");
     assert_eq!(
         unknown.to_string(),
-        "unknown executor \"nope\" (expected sequential, static, worklist, stealing or balanced)"
+        "unknown executor \"nope\" (expected sequential, static, worklist, stealing, balanced, thesis_static or thesis_worklist)"
     );
     assert_eq!(
         "balanced".parse::<ExecutorKind>().unwrap(),
@@ -467,6 +467,13 @@ fn every_process_steps_once_per_cycle_split_across_workers() {
                 r.last_cycle_processes.iter().all(|&n| n == lo || n == hi),
                 "{r:?}"
             );
+        }
+        if e.kind() == ExecutorKind::ThesisStatic {
+            // The thesis's split: ⌊10/t⌋ each, the rest on the last thread.
+            let q = 10 / e.threads() as u32;
+            let (last, first) = r.last_cycle_processes.split_last().unwrap();
+            assert!(first.iter().all(|&n| n == q), "{r:?}");
+            assert_eq!(*last, 10 - q * (e.threads() as u32 - 1), "{r:?}");
         }
     }
 }

@@ -19,7 +19,8 @@ pub enum BenchCmd {
     /// ractor, CAF (C++) and a crossbeam floor in the same run.
     Agents(AgentsCmd),
     /// The C++SME thesis benchmarks (sync_ring, compute_ring, weak_scaling,
-    /// uneven, sync_cost) over every SME executor and thread count.
+    /// uneven, sync_cost) over every SME executor and thread count;
+    /// `--peers` adds C++SME's own programs in the same run.
     Sme(cmd_bench_sme::SmeCmd),
     /// Agents in two nodes over NATS (takt-remote): round trips by size,
     /// paced at 75/80/100 ms, saturated at 1-256 in flight, beside bare

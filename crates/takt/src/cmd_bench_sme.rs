@@ -26,6 +26,10 @@ pub struct SmeCmd {
     /// Run only these benchmarks (repeatable).
     #[arg(long, value_name = "NAME", value_parser = clap::builder::PossibleValuesParser::new(BENCHMARKS))]
     only: Vec<String>,
+    /// Also run C++SME's own programs (the thesis's implementation, built
+    /// by `scripts/peers.sh`) in the same run: rows with impl `cppsme`.
+    #[arg(long)]
+    peers: bool,
     /// Measured runs per configuration (at least 5), after one warm-up.
     #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u16).range(5..=1000))]
     runs: u16,
@@ -45,6 +49,7 @@ pub fn run(cmd: SmeCmd) -> Result<(), CmdError> {
             runs: cmd.runs as usize,
         },
         only: cmd.only,
+        peers: cmd.peers,
     };
     let doc = run_command("takt bench sme", &bench, cmd.output.json)?;
     Ok(cmd.record.store(&doc)?)

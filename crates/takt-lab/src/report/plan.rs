@@ -288,6 +288,7 @@ pub fn plan_on(opts: &Options, host: &Host) -> (Vec<StagePlan>, Vec<String>) {
                     spin: takt_sched::SpinBudget::NONE,
                     reps: takt_measure::sampler::Repetitions { warmup: 1, runs },
                     only: only.clone(),
+                    peers: false,
                 };
                 let mut args = strings(&[
                     "bench",

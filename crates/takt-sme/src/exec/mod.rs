@@ -7,6 +7,17 @@
 //! | `worklist` | chunks claimed from one shared cursor | barrier + one `fetch_add` per chunk | costs vary unpredictably, few cores |
 //! | `stealing` | `static` ranges, idle threads steal chunks | barrier + one CAS per chunk | costs vary a little, or cores get preempted |
 //! | `balanced` | ranges cut to equal *measured* cost, re-cut on drift | barrier (+ one more per re-balance) | costs differ but are stable |
+//! | `thesis_static` | ⌊p/t⌋ processes per thread, the remainder on the last | one barrier | reproducing the thesis's static orchestration |
+//! | `thesis_worklist` | one process per claim from one shared cursor | barrier + one `fetch_add` per process | reproducing the thesis's work list |
+//!
+//! The two `thesis_` flavours are the C++SME thesis's own shapes, kept to
+//! reproduce and explain its figures: `thesis_static` gives the last
+//! thread up to `t - 1` extra processes (the thesis's zig-zag in speedup
+//! as the thread count varies), and `thesis_worklist` makes every thread
+//! bounce one cache line per process stepped (its slowdown from one to two
+//! threads on cheap processes). `static` and `worklist` are the same
+//! designs without those costs: ranges differing by at most one process,
+//! and chunks of many processes per claim.
 //!
 //! All of them produce exactly the same values as `sequential`: processes
 //! read last cycle's buffer and write their own signals in this cycle's, so
@@ -45,16 +56,24 @@ pub enum ExecutorKind {
     Stealing,
     /// Partitions of equal measured cost, re-cut when costs drift.
     Balanced,
+    /// The thesis's static split: ⌊p/t⌋ processes to each of the first
+    /// `t - 1` threads, the rest to the last.
+    ThesisStatic,
+    /// The thesis's work list: one process per `fetch_add` of one shared
+    /// cursor (`with_chunk` does not apply).
+    ThesisWorklist,
 }
 
 impl ExecutorKind {
     /// Every flavour, in the order benchmarks list them.
-    pub const ALL: [ExecutorKind; 5] = [
+    pub const ALL: [ExecutorKind; 7] = [
         ExecutorKind::Sequential,
         ExecutorKind::Static,
         ExecutorKind::Worklist,
         ExecutorKind::Stealing,
         ExecutorKind::Balanced,
+        ExecutorKind::ThesisStatic,
+        ExecutorKind::ThesisWorklist,
     ];
 
     /// The command-line name.
@@ -65,6 +84,8 @@ impl ExecutorKind {
             ExecutorKind::Worklist => "worklist",
             ExecutorKind::Stealing => "stealing",
             ExecutorKind::Balanced => "balanced",
+            ExecutorKind::ThesisStatic => "thesis_static",
+            ExecutorKind::ThesisWorklist => "thesis_worklist",
         }
     }
 }
@@ -147,7 +168,8 @@ impl Executor {
         self
     }
 
-    /// Processes per claimed chunk (`worklist`, `stealing`); by default
+    /// Processes per claimed chunk (`worklist`, `stealing`; always one for
+    /// `thesis_worklist`); by default
     /// chosen from the network size and thread count.
     pub fn with_chunk(mut self, processes: u32) -> Self {
         self.chunk = Some(processes.max(1));

@@ -64,6 +64,20 @@ pub(crate) fn even_ranges(n: u32, parts: usize) -> Vec<Range<u32>> {
         .collect()
 }
 
+/// `n` processes in `parts` contiguous ranges the thesis's way: `⌊n/parts⌋`
+/// to each of the first `parts - 1`, the rest (up to `parts - 1` more) to
+/// the last.
+pub(crate) fn floor_ranges(n: u32, parts: usize) -> Vec<Range<u32>> {
+    let parts = parts.max(1) as u32;
+    let q = n / parts;
+    (0..parts)
+        .map(|i| {
+            let end = if i + 1 == parts { n } else { (i + 1) * q };
+            i * q..end
+        })
+        .collect()
+}
+
 /// Contiguous ranges over `costs` for `parts` threads minimizing the largest
 /// sum (the linear partition problem), by binary search on the bound with a
 /// greedy feasibility check: O(n log Σ).
@@ -149,6 +163,14 @@ mod tests {
         let r = even_ranges(7, 4);
         assert_eq!(r, [0..2, 2..4, 4..6, 6..7]);
         assert_eq!(even_ranges(1, 3), [0..1, 1..1, 1..1]);
+    }
+
+    #[test]
+    fn floor_ranges_put_the_rest_on_the_last() {
+        assert_eq!(floor_ranges(7, 4), [0..1, 1..2, 2..3, 3..7]);
+        assert_eq!(floor_ranges(8, 2), [0..4, 4..8]);
+        assert_eq!(floor_ranges(2, 3), [0..0, 0..0, 0..2]);
+        assert_eq!(floor_ranges(5, 1), vec![0..5]);
     }
 
     #[test]

@@ -18,7 +18,7 @@ use std::time::Duration;
 use takt_sched::{clock, CpuSet, SpinBarrier, ThreadSpec};
 
 use super::claim::{Cursor, RangeDeque};
-use super::partition::{balanced_ranges, chunks_of, even_ranges, max_load, Chunk};
+use super::partition::{balanced_ranges, chunks_of, even_ranges, floor_ranges, max_load, Chunk};
 use super::{Executor, ExecutorKind, RunReport, MAX_THREADS};
 use crate::error::{Fault, RunError};
 use crate::network::{Network, RawNet};
@@ -45,7 +45,7 @@ const MAX_DEFAULT_CHUNK: u32 = 4096;
 const REBALANCE_OVERHEAD_FACTOR: u64 = 100;
 
 enum Plan {
-    /// `sequential` and `static`: fixed chunks per thread.
+    /// `sequential`, `static` and `thesis_static`: fixed chunks per thread.
     Fixed {
         parts: Vec<Vec<Chunk>>,
     },
@@ -469,10 +469,22 @@ fn plan(net: &Network, exec: &Executor) -> Plan {
                 .map(|r| chunks_of(kb, r, u32::MAX))
                 .collect(),
         },
-        ExecutorKind::Worklist => Plan::Worklist {
-            chunks: chunks_of(kb, 0..n, exec.chunk.unwrap_or_else(|| default_chunk(n, t))),
-            cursors: [Padded(Cursor::new()), Padded(Cursor::new())],
+        ExecutorKind::ThesisStatic => Plan::Fixed {
+            parts: floor_ranges(n, t)
+                .into_iter()
+                .map(|r| chunks_of(kb, r, u32::MAX))
+                .collect(),
         },
+        ExecutorKind::Worklist | ExecutorKind::ThesisWorklist => {
+            let size = match exec.kind {
+                ExecutorKind::ThesisWorklist => 1,
+                _ => exec.chunk.unwrap_or_else(|| default_chunk(n, t)),
+            };
+            Plan::Worklist {
+                chunks: chunks_of(kb, 0..n, size),
+                cursors: [Padded(Cursor::new()), Padded(Cursor::new())],
+            }
+        }
         ExecutorKind::Stealing => {
             let size = exec.chunk.unwrap_or_else(|| default_chunk(n, t));
             let mut chunks = Vec::new();

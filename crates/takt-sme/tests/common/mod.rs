@@ -338,6 +338,8 @@ pub fn executors() -> Vec<Executor> {
         ExecutorKind::Worklist,
         ExecutorKind::Stealing,
         ExecutorKind::Balanced,
+        ExecutorKind::ThesisStatic,
+        ExecutorKind::ThesisWorklist,
     ] {
         for t in 1..=3 {
             let mut e = Executor::new(kind, t).with_spin(takt_sched::SpinBudget::from_micros(50));
