@@ -158,6 +158,8 @@ impl GenReport {
             retransmit: true,
             proxy: "127.0.0.1:5060".into(),
             uas_addr: "127.0.0.1:5070".into(),
+            request_uri: Some("sip:service@127.0.0.1:5070".into()),
+            route: None,
             send_s: 1.0,
             window_s: 1.0,
             achieved_cps: 100.0,

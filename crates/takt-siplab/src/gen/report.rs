@@ -380,6 +380,10 @@ pub struct GenReport {
     pub proxy: String,
     /// The UAS's address.
     pub uas_addr: String,
+    /// The calls' Request-URI (roles `uac` and `both`).
+    pub request_uri: Option<String>,
+    /// The preloaded Route, if any.
+    pub route: Option<String>,
     /// From the first to the last call placed, s.
     pub send_s: f64,
     /// The window `achieved_cps` is taken over, s: from the plan's origin
