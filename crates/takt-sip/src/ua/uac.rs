@@ -220,6 +220,9 @@ pub struct UacStats {
     /// (empty, or holding whitespace or control characters, such as a
     /// folded line): the dialog's requests go to the initial Request-URI.
     pub bad_contact: u64,
+    /// Final failure responses (300–699) received, by status code: index
+    /// `code - 300` (retransmitted ones included).
+    pub failure_codes: Vec<u64>,
     /// INVITE sent → first 180 received, ns.
     pub invite_to_180: Histogram<u64>,
     /// INVITE sent → 200 received, ns.
@@ -240,6 +243,7 @@ impl UacStats {
             unexpected: 0,
             dialog_overflow: 0,
             bad_contact: 0,
+            failure_codes: vec![0; 400],
             invite_to_180: h(),
             invite_to_200: h(),
         }
@@ -565,6 +569,12 @@ impl Uac {
             return Err(UaError::Unexpected);
         };
         let method = m.cseq_method();
+        if let Some(n) = (code as usize)
+            .checked_sub(300)
+            .and_then(|i| self.stats.failure_codes.get_mut(i))
+        {
+            *n += 1;
+        }
         let call = token::decode(m.call_id()).and_then(|(slot, seq, run)| {
             let c = self.calls.get(slot as usize)?;
             (run == self.cfg.run_id && c.seq == seq && c.state != State::Free).then_some(slot)

@@ -118,6 +118,7 @@ impl GenReport {
             failed: 1,
             unfinished: 0,
             failures: Default::default(),
+            failure_codes: Default::default(),
             sent: ByKind::new(),
             received: ByKind::new(),
             retransmitted: ByKind::new(),
