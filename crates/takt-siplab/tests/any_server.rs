@@ -187,3 +187,22 @@ fn a_proxy_that_forwards_nowhere_ends_the_run_with_the_diagnosis() {
         "{text}"
     );
 }
+
+#[test]
+fn a_uas_address_this_host_cannot_listen_on_is_refused_before_any_trial() {
+    // TEST-NET-3: no interface of this host has it
+    let mut o = options("127.0.0.1:9".parse().unwrap(), Mode::Stateless);
+    o.uas = Some("203.0.113.5:5070".parse().unwrap());
+    let e = o.resolve().unwrap().run(&RunContext::quiet()).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("the generator's UAS cannot listen on 203.0.113.5:5070"),
+        "{e}"
+    );
+    // a port another socket holds
+    let held = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut o = options("127.0.0.1:9".parse().unwrap(), Mode::Stateless);
+    o.uas = Some(held.local_addr().unwrap());
+    let e = o.resolve().unwrap().run(&RunContext::quiet()).unwrap_err();
+    assert!(e.to_string().contains("Address already in use"), "{e}");
+}
