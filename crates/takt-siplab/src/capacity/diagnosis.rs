@@ -8,7 +8,9 @@
 //! the calls, or is not there). Read as a drop rate of 1.0 it would end
 //! the search at its lowest rate as a capacity "< 50"; instead the run
 //! ends with a [`UasDiagnosis`]: where the UAS listened, what the calls
-//! named, and what came back to the UAC.
+//! named, and what came back to the UAC. A 503 among the answers is a
+//! server shedding load it cannot take, not one that forwards nowhere: a
+//! trial refused that way stays a measurement (the search ramps down).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -39,7 +41,8 @@ pub struct UasDiagnosis {
 impl UasDiagnosis {
     /// The diagnosis of a trial at `rate_cps` whose report `r` shows the
     /// UAC's INVITEs and no request at the UAS; `None` when a request
-    /// reached the UAS or no INVITE left (or a side did not run).
+    /// reached the UAS, no INVITE left, a 503 came back (overload, see
+    /// the module docs), or a side did not run.
     pub fn of(r: &GenReport, rate_cps: f64) -> Option<UasDiagnosis> {
         let (uac, uas) = (r.uac.as_ref()?, r.uas.as_ref()?);
         let invites = uac.sent.get("invite").copied().unwrap_or(0);
@@ -47,7 +50,7 @@ impl UasDiagnosis {
             .iter()
             .filter_map(|k| uas.received.get(*k))
             .sum();
-        if invites == 0 || reached > 0 {
+        if invites == 0 || reached > 0 || uac.failure_codes.contains_key(&503) {
             return None;
         }
         let mut came_back: BTreeMap<String, u64> = uac
@@ -177,6 +180,10 @@ mod tests {
         assert_eq!(UasDiagnosis::of(&r, 10.0), None);
         // no INVITE left: nothing to diagnose
         let r = report(&[], &[]);
+        assert_eq!(UasDiagnosis::of(&r, 10.0), None);
+        // refused as overload: a measurement, not a misrouting
+        let mut r = report(&[("invite", 10)], &[("failure", 10)]);
+        r.uac.as_mut().unwrap().failure_codes = [(503, 10)].into_iter().collect();
         assert_eq!(UasDiagnosis::of(&r, 10.0), None);
     }
 }
