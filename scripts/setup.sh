@@ -63,3 +63,37 @@ if pgrep -x kamailio -P 1 >/dev/null 2>&1 && ss -lun 2>/dev/null | grep -q ':506
   echo "setup: a kamailio daemon still holds port 5060; stop it (systemctl disable --now kamailio)" >&2
   exit 1
 fi
+
+# The source documents' own systems, which Debian does not package
+# (OpenSIPS, SObjectizer, C++SME), built from source by scripts/peers.sh:
+# its build tools first. TAKT_PEER_SOURCES names a directory of their
+# archives; without it the script clones them (network needed).
+peer_pkgs=()
+for tool in bison flex cmake autoreconf automake libtoolize make git; do
+  command -v "$tool" >/dev/null 2>&1 && continue
+  case "$tool" in
+    autoreconf) peer_pkgs+=(autoconf) ;;
+    libtoolize) peer_pkgs+=(libtool) ;;
+    *) peer_pkgs+=("$tool") ;;
+  esac
+done
+if [ ${#peer_pkgs[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: need root to install: ${peer_pkgs[*]}" >&2
+    exit 1
+  fi
+  echo "setup: installing ${peer_pkgs[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${peer_pkgs[@]}" >/dev/null
+fi
+# The test run needs every peer: a failed build fails setup. The report
+# (scripts/report.sh sets TAKT_PEERS_OPTIONAL=1) goes on without one and
+# says "not measured" where it would have been.
+if ! bash "$(dirname "$0")/peers.sh"; then
+  if [ -n "${TAKT_PEERS_OPTIONAL:-}" ]; then
+    echo "setup: a peer was not built (above); the report marks it not measured" >&2
+  else
+    exit 1
+  fi
+fi

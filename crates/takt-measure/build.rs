@@ -28,6 +28,22 @@ fn main() {
         "cargo:rustc-env=TAKT_BUILD_PROFILE={}",
         std::env::var("PROFILE").unwrap_or_default()
     );
-    println!("cargo:rerun-if-changed=../../.git/HEAD");
-    println!("cargo:rerun-if-changed=../../.git/index");
+    // Rebuild when HEAD moves, the branch it names gets a commit, or the
+    // index changes. The paths come from git itself: in a linked worktree
+    // `.git` is a file and HEAD and the index live elsewhere, and a path
+    // that does not exist would make cargo rerun this on every build.
+    let git_dir = out("git", &["rev-parse", "--absolute-git-dir"]);
+    if git_dir != "unknown" {
+        println!("cargo:rerun-if-changed={git_dir}/HEAD");
+        println!("cargo:rerun-if-changed={git_dir}/index");
+        let branch = out("git", &["symbolic-ref", "-q", "HEAD"]);
+        let common = out(
+            "git",
+            &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+        );
+        let reference = std::path::Path::new(&common).join(&branch);
+        if branch != "unknown" && common != "unknown" && reference.is_file() {
+            println!("cargo:rerun-if-changed={}", reference.display());
+        }
+    }
 }

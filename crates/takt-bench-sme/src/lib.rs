@@ -49,8 +49,8 @@
 //! println!("expected about {:?}", Suite::estimate(&bench));
 //! let doc = Suite::run(&bench, &RunContext::quiet())?;
 //! for row in doc.results.iter().filter(|r| r.name == "sync_cost") {
-//!     println!("{} threads={}: {:.2} {}", row.params["executor"], row.params["threads"],
-//!              row.summary.median, row.unit);
+//!     println!("{} threads={}: {} {}", row.params["executor"], row.params["threads"],
+//!              row.value_text(), row.unit);
 //! }
 //! # Ok::<(), takt_bench_sme::SmeError>(())
 //! ```

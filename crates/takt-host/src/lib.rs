@@ -21,6 +21,8 @@
 //! - [`netns`]: network namespaces behind veth pairs
 //!   ([`Veth`](netns::Veth)), with receive packet steering; the SIP
 //!   laboratory's `--net veth` ([`VethNet`](netns::VethNet)).
+//! - [`peers`]: where `scripts/peers.sh` built the peers Debian does not
+//!   package (OpenSIPS, SObjectizer, C++SME), and the "not built" error.
 //! - [`error`]: [`HostError`], the crate's one error type.
 //!
 //! Signals are [`takt_measure::cancel`]'s: the first cancels the run,
@@ -48,6 +50,7 @@ pub mod cgroup;
 pub mod cleanup;
 pub mod error;
 pub mod netns;
+pub mod peers;
 pub mod settings;
 
 pub use error::{HostError, Result};

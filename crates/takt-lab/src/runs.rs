@@ -250,15 +250,17 @@ fn as_result_row(r: &Row) -> ResultRow {
         params: r.params.clone(),
         unit: r.unit.clone(),
         better: convert_better(r.better),
-        summary: Summary {
-            median: r.median,
-            min: r.min,
-            max: r.max,
-            mean: r.mean,
+        // a bound (or a row without a value) has no statistics
+        summary: r.median.map(|median| Summary {
+            median,
+            min: r.min.unwrap_or(f64::NAN),
+            max: r.max.unwrap_or(f64::NAN),
+            mean: r.mean.unwrap_or(f64::NAN),
             stddev: r.stddev.unwrap_or(0.0),
             ci95: r.ci95.unwrap_or([f64::NAN; 2]),
             runs: usize::try_from(r.runs).unwrap_or(usize::MAX),
-        },
+        }),
+        bound: r.bound.clone(),
         cpu_s: r.cpu_s,
         samples: Vec::new(),
         published: r.published,
@@ -293,12 +295,14 @@ fn rows_tables(rows: &[Row]) -> String {
         for r in &g.rows {
             let mut cells = vec![r.implementation.clone()];
             cells.extend(g.param_cells(r));
+            let s = r.summary.as_ref();
+            let stat = |f: fn(&Summary) -> f64| s.map(|s| fmt_num(f(s))).unwrap_or_default();
             cells.extend([
-                fmt_num(r.summary.median),
-                ci_half(r.summary.ci95),
-                fmt_num(r.summary.min),
-                fmt_num(r.summary.max),
-                r.summary.runs.to_string(),
+                r.value_text(),
+                s.map(|s| ci_half(s.ci95)).unwrap_or_default(),
+                stat(|s| s.min),
+                stat(|s| s.max),
+                s.map_or(0, |s| s.runs).to_string(),
                 fmt_num(r.cpu_s),
                 r.published.map(fmt_num).unwrap_or_default(),
             ]);
@@ -311,10 +315,14 @@ fn rows_tables(rows: &[Row]) -> String {
     out
 }
 
+/// One side of a diff: "median ±half", or the bound ("≥ 35,000
+/// (generator)"), never the bound as a bare number.
 fn side_text(s: Option<&Side>) -> String {
-    s.map_or(String::new(), |s| match s.ci95 {
-        Some(c) => format!("{} ±{}", fmt_num(s.median), fmt_num((c[1] - c[0]) / 2.0)),
-        None => fmt_num(s.median),
+    s.map_or(String::new(), |s| match (s.median, s.ci95, &s.bound) {
+        (Some(m), Some(c), _) => format!("{} ±{}", fmt_num(m), fmt_num((c[1] - c[0]) / 2.0)),
+        (Some(m), None, _) => fmt_num(m),
+        (None, _, Some(b)) => b.to_string(),
+        (None, _, None) => "–".into(),
     })
 }
 
@@ -327,15 +335,8 @@ fn diff_key(r: &RowDiff) -> ResultRow {
         params: r.params.clone(),
         unit: r.unit.clone(),
         better: convert_better(r.better),
-        summary: Summary {
-            median: f64::NAN,
-            min: f64::NAN,
-            max: f64::NAN,
-            mean: f64::NAN,
-            stddev: f64::NAN,
-            ci95: [f64::NAN; 2],
-            runs: 0,
-        },
+        summary: None,
+        bound: None,
         cpu_s: 0.0,
         samples: Vec::new(),
         published: None,
@@ -562,5 +563,32 @@ mod tests {
         );
         assert!(text.contains("+25.0%"), "{text}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A diff's side that is a bound reads as the bound, and a stored
+    /// bound row renders as one, never as its bare value.
+    #[test]
+    fn a_bound_reads_as_a_bound_in_show_and_diff() {
+        let bound = takt_records::Bound::new(takt_records::BoundKind::Lower, 35_000.0, "generator");
+        let side = Side {
+            median: None,
+            mean: None,
+            bound: Some(bound.clone()),
+            ci95: None,
+            runs: 0,
+            samples: 0,
+            cpu_s: 1.0,
+        };
+        assert_eq!(side_text(Some(&side)), "≥ 35,000 (generator)");
+        let mut r = row("capacity", "kamailio", json!({}), "cps", json!([1.0, 2.0]));
+        r.median = None;
+        r.min = None;
+        r.max = None;
+        r.mean = None;
+        r.ci95 = None;
+        r.bound = Some(bound);
+        let text = rows_tables(&[r]);
+        assert!(text.contains("≥ 35,000 (generator)"), "{text}");
+        assert!(!text.contains("35000"), "{text}");
     }
 }

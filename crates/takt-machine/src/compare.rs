@@ -228,15 +228,16 @@ fn pair_with(ctx: &mut Ctx, takt: &ResultRow, tool: &str, runs: ToolRuns) {
             .insert("takt_interleaved".into(), serde_json::json!(v));
     }
     let row = s.into_row();
-    let ratio = takt.summary.median / row.summary.median;
+    let tool_summary = row.summary.clone().expect("a row built from samples");
+    let ratio = takt.median().unwrap_or(f64::NAN) / tool_summary.median;
     let (takt_best, tool_best) = match takt.better {
         takt_measure::result::Better::Lower => (
             takt_measure::stats::quantile(&takt.samples, 0.05),
-            row.summary.min,
+            tool_summary.min,
         ),
         takt_measure::result::Better::Higher => (
             takt_measure::stats::quantile(&takt.samples, 0.95),
-            row.summary.max,
+            tool_summary.max,
         ),
     };
     ctx.comparisons.push(Comparison {

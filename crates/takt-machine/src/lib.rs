@@ -90,7 +90,7 @@
 //! println!("expected about {:?}", cfg.expected_duration());
 //! let doc = takt_machine::run(cfg)?;
 //! for row in &doc.document.results {
-//!     println!("{} {} {}", row.name, row.summary.median, row.unit);
+//!     println!("{} {} {}", row.name, row.value_text(), row.unit);
 //! }
 //! assert!(!doc.document.results.is_empty());
 //! # Ok::<(), takt_machine::MachineError>(())
@@ -560,7 +560,7 @@ impl Ctx {
                             || r.params.get(k).map(|x| x.to_string()).as_deref() == Some(v)
                     })
             })
-            .map(|r| r.summary.median)
+            .and_then(|r| r.median())
     }
 
     /// The time budget for one measurement whose default-mode budget is `d`.

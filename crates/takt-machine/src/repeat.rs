@@ -174,7 +174,7 @@ pub fn summarize(docs: &[MachineDocument]) -> Repeatability {
                     known_unstable: known_unstable(&r.name, &r.params).map(String::from),
                 }
             });
-            e.medians.push(r.summary.median);
+            e.medians.extend(r.median());
         }
     }
     let rows: Vec<RepeatRow> = order

@@ -333,12 +333,27 @@ pub fn ticks_ns(t0: u64, t1: u64) -> f64 {
     c.ticks_to_ns(t1.saturating_sub(t0)) as f64
 }
 
+/// The measured median over the CSE 221 report's published figure (both in
+/// the row's unit: [`Sampled::published`] is converted to it), when the row
+/// has both and the figure is not zero.
+pub fn published_ratio(r: &ResultRow) -> Option<f64> {
+    let p = r.published.filter(|p| *p != 0.0 && p.is_finite())?;
+    Some(r.median()? / p)
+}
+
 /// Renders rows as the `takt machine` tables: one per family and unit,
-/// with a column per parameter and the estimate, median, mean, stddev,
-/// min, p99, sample count and outliers removed; then every row's method
-/// and estimate model.
+/// with a column per parameter and the estimate, median, the CSE 221
+/// report's published figure and the median over it (where the report has
+/// one), mean, stddev, min, p99, sample count and outliers removed; then
+/// every row's method and estimate model.
 pub fn render_rows(doc: &Document) -> String {
     let get = |r: &ResultRow, k: &str| r.detail.get(k).and_then(Value::as_f64);
+    let stat = |r: &ResultRow, f: fn(&takt_measure::stats::Summary) -> f64| {
+        r.summary
+            .as_ref()
+            .map(|s| fmt_num(f(s)))
+            .unwrap_or_default()
+    };
     let section = |r: &ResultRow| {
         r.detail
             .get("family")
@@ -358,6 +373,8 @@ pub fn render_rows(doc: &Document) -> String {
         t = t
             .number(format!("estimate ({u})"))
             .number(format!("median ({u})"))
+            .number(format!("CSE 221 ({u})"))
+            .number("÷ CSE 221")
             .number("mean")
             .number("stddev")
             .number("min")
@@ -369,12 +386,16 @@ pub fn render_rows(doc: &Document) -> String {
             cells.extend(g.param_cells(r));
             cells.extend([
                 get(r, "estimate").map(fmt_num).unwrap_or_default(),
-                fmt_num(r.summary.median),
-                fmt_num(r.summary.mean),
-                fmt_num(r.summary.stddev),
-                fmt_num(r.summary.min),
+                r.value_text(),
+                r.published.map(fmt_num).unwrap_or_default(),
+                published_ratio(r)
+                    .map(|x| format!("{x:.2}"))
+                    .unwrap_or_default(),
+                stat(r, |s| s.mean),
+                stat(r, |s| s.stddev),
+                stat(r, |s| s.min),
                 get(r, "p99").map(fmt_num).unwrap_or_default(),
-                r.summary.runs.to_string(),
+                r.summary.as_ref().map_or(0, |s| s.runs).to_string(),
                 r.detail
                     .get("outliers_removed")
                     .and_then(Value::as_u64)
@@ -463,7 +484,7 @@ mod tests {
             .estimate(Estimate::new(60.0, "model"))
             .with_samples(s, 0.01)
             .into_row();
-        assert_eq!(row.summary.runs, 20);
+        assert_eq!(row.summary.as_ref().unwrap().runs, 20);
         assert_eq!(row.detail["outliers_removed"], 1);
         assert_eq!(row.detail["samples_total"], 21);
         assert_eq!(row.detail["estimate"], 60.0);
@@ -509,5 +530,34 @@ mod tests {
         let lens: Vec<usize> = sets.iter().map(|(s, _)| s.len()).collect();
         assert_eq!(lens, [2, 4]);
         assert_eq!(*log.borrow(), [1, 2, 1, 2, 2, 2]);
+    }
+
+    #[test]
+    fn the_table_shows_the_published_figure_and_the_ratio() {
+        let mut doc = takt_measure::result::DocumentBuilder::start("machine");
+        doc.push(
+            Sampled::new("syscall_getpid", "ns", Better::Lower, "raw syscall")
+                .with_samples(vec![110.0, 110.0, 110.0], 0.0)
+                .published(55.0)
+                .into_row(),
+        );
+        doc.push(
+            Sampled::new("clock_read", "ns", Better::Lower, "rdtsc")
+                .with_samples(vec![20.0, 20.0, 20.0], 0.0)
+                .into_row(),
+        );
+        let doc = doc.finish();
+        assert_eq!(published_ratio(&doc.results[0]), Some(2.0));
+        assert_eq!(published_ratio(&doc.results[1]), None);
+        let text = render_rows(&doc);
+        assert!(
+            text.contains("CSE 221 (ns)") && text.contains("÷ CSE 221"),
+            "{text}"
+        );
+        let line = text
+            .lines()
+            .find(|l| l.contains("55.0"))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(line.contains("110") && line.contains("2.00"), "{line}");
     }
 }

@@ -49,8 +49,9 @@
 //! ));
 //! let doc = doc.finish();
 //! let row = &doc.results[0];
-//! assert_eq!(row.summary.median, 12.3);
-//! assert!(row.summary.ci95[0] < 12.3 && 12.3 < row.summary.ci95[1]);
+//! let summary = row.summary.as_ref().expect("a measured row");
+//! assert_eq!(summary.median, 12.3);
+//! assert!(summary.ci95[0] < 12.3 && 12.3 < summary.ci95[1]);
 //! let json = serde_json::to_string(&doc)?;
 //! assert!(json.contains("\"suite\":\"example\""));
 //! # Ok::<(), serde_json::Error>(())

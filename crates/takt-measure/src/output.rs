@@ -29,19 +29,27 @@ pub fn render(doc: &Document) -> String {
         for r in &g.rows {
             let vs = if r.implementation != "takt" {
                 doc.peer_of(r, "takt")
-                    .map(|t| format!("{:.2}", t.advantage_over(r)))
+                    .and_then(|t| t.advantage_over(r))
+                    .map(|x| format!("{x:.2}"))
                     .unwrap_or_default()
             } else {
                 String::new()
             };
             let mut cells = vec![r.implementation.clone()];
             cells.extend(g.param_cells(r));
+            // a bound shows in the median's column, with no spread
+            let stat = |f: fn(&crate::stats::Summary) -> f64| {
+                r.summary
+                    .as_ref()
+                    .map(|s| fmt_num(f(s)))
+                    .unwrap_or_default()
+            };
             cells.extend([
-                fmt_num(r.summary.median),
-                fmt_num((r.summary.ci95[1] - r.summary.ci95[0]) / 2.0),
-                fmt_num(r.summary.min),
-                fmt_num(r.summary.max),
-                r.summary.runs.to_string(),
+                r.value_text(),
+                stat(|s| (s.ci95[1] - s.ci95[0]) / 2.0),
+                stat(|s| s.min),
+                stat(|s| s.max),
+                r.summary.as_ref().map_or(0, |s| s.runs).to_string(),
                 fmt_num(r.cpu_s),
                 r.published.map(fmt_num).unwrap_or_default(),
                 vs,

@@ -35,7 +35,7 @@
 //! }
 //!
 //! let doc = run_suite(&Noop, &RunContext::quiet()).unwrap();
-//! assert_eq!(doc.results[0].summary.median, 1.0);
+//! assert_eq!(doc.results[0].median(), Some(1.0));
 //! ```
 
 use std::time::Duration;

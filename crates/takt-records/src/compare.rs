@@ -40,9 +40,11 @@
 //! `takt runs diff --min-change` sets it (0 flags every significant
 //! change).
 //!
-//! A pair is **unjudged** when either row has fewer than two
-//! repetitions or no finite interval, or when the unit or the direction
-//! changed between the runs. Rows of one run only are listed as such.
+//! A pair is **unjudged** when either row is a bound ("≥ 35,000
+//! (generator)": a bound is not a value, so no change or ratio is taken)
+//! or has no value, has fewer than two repetitions or no finite interval,
+//! or when the unit or the direction changed between the runs. Rows of
+//! one run only are listed as such.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -106,10 +108,13 @@ impl Verdict {
 /// One side of a pair: the row's statistics.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Side {
-    /// Median.
-    pub median: f64,
+    /// Median (`None` for a bound or a row without a value).
+    pub median: Option<f64>,
     /// Mean.
-    pub mean: f64,
+    pub mean: Option<f64>,
+    /// The bound the row found in place of a value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bound: Option<crate::row::Bound>,
     /// Student-t 95% interval of the mean.
     pub ci95: Option<[f64; 2]>,
     /// Repetitions.
@@ -125,6 +130,7 @@ impl Side {
         Side {
             median: r.median,
             mean: r.mean,
+            bound: r.bound.clone(),
             ci95: r.ci95,
             runs: r.runs,
             samples: r.samples.len(),
@@ -349,7 +355,10 @@ fn lone(suite: &str, r: &Row, verdict: Verdict) -> RowDiff {
 }
 
 fn judge(suite: &str, ra: &Row, rb: &Row, min_change_pct: f64) -> RowDiff {
-    let change_pct = (ra.median != 0.0).then(|| (rb.median - ra.median) / ra.median.abs() * 100.0);
+    let change_pct = match (ra.median, rb.median) {
+        (Some(a), Some(b)) if a != 0.0 => Some((b - a) / a.abs() * 100.0),
+        _ => None,
+    };
     let intervals_disjoint = match (ra.ci95, rb.ci95) {
         (Some([alo, ahi]), Some([blo, bhi])) => Some(ahi < blo || bhi < alo),
         _ => None,
@@ -363,6 +372,21 @@ fn judge(suite: &str, ra: &Row, rb: &Row, min_change_pct: f64) -> RowDiff {
         Verdict::Unjudged
     } else if ra.better != rb.better {
         reason = Some("direction of improvement changed".to_string());
+        Verdict::Unjudged
+    } else if ra.median.is_none() || rb.median.is_none() {
+        let what = |r: &Row| match &r.bound {
+            Some(b) => format!("a bound ({b})"),
+            None => "no value".to_string(),
+        };
+        reason = Some(match (ra.median, rb.median) {
+            (None, None) => format!(
+                "A is {} and B is {}: no change is taken",
+                what(ra),
+                what(rb)
+            ),
+            (None, _) => format!("A is {}, not a value: no change is taken", what(ra)),
+            _ => format!("B is {}, not a value: no change is taken", what(rb)),
+        });
         Verdict::Unjudged
     } else if ra.runs < 2 || rb.runs < 2 {
         reason = Some("fewer than 2 repetitions".to_string());
@@ -418,15 +442,16 @@ mod tests {
             params: Map::new(),
             unit: "ns".into(),
             better: Better::Lower,
-            median,
-            min: samples.iter().copied().fold(f64::INFINITY, f64::min),
-            max: samples.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            mean,
+            median: Some(median),
+            min: Some(samples.iter().copied().fold(f64::INFINITY, f64::min)),
+            max: Some(samples.iter().copied().fold(f64::NEG_INFINITY, f64::max)),
+            mean: Some(mean),
             stddev: None,
             ci95: Some(ci),
             runs: samples.len() as u64,
             cpu_s: 0.0,
             samples: samples.to_vec(),
+            bound: None,
             published: None,
             note: None,
             detail: Map::new(),

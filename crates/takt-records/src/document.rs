@@ -8,8 +8,12 @@
 //! (`"lower"` or `"higher"`), `median`, `min`, `max`, `mean`, `cpu_s`
 //! (numbers), `ci95` (two numbers, or `null`s for an unbounded interval)
 //! and `runs` (a positive integer); `samples` (numbers), `stddev`,
-//! `published`, `note` and `detail` (an object) are optional. Any other
-//! field is kept in the verbatim copy and otherwise ignored.
+//! `published`, `note` and `detail` (an object) are optional. A row that
+//! found only a bound has `null` for `median`, `min`, `max`, `mean` and
+//! `ci95` and a `bound` (`{"kind": "upper"|"lower", "value": number,
+//! "limit": string}`); a row with neither a value nor a bound has the same
+//! `null`s and a `note` saying why. Any other field is kept in the
+//! verbatim copy and otherwise ignored.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -95,7 +99,32 @@ pub fn validate_document(index: usize, doc: &Value) -> Result<Document> {
             .and_then(Value::as_str)
             .and_then(Better::parse)
             .ok_or_else(|| bad(join(&at, "better"), "missing or not \"lower\"/\"higher\""))?;
+        let measured = !matches!(m.get("median"), None | Some(Value::Null));
+        let bound = match m.get("bound") {
+            None | Some(Value::Null) => None,
+            Some(b) => Some(
+                serde_json::from_value::<crate::row::Bound>(b.clone())
+                    .map_err(|e| bad(join(&at, "bound"), &e.to_string()))?,
+            ),
+        };
+        if measured && bound.is_some() {
+            return Err(bad(at, "both a median and a bound"));
+        }
+        if !measured {
+            for key in ["min", "max", "mean"] {
+                if !matches!(m.get(key), None | Some(Value::Null)) {
+                    return Err(bad(join(&at, key), "a number beside a null median"));
+                }
+            }
+            if bound.is_none() && !m.get("note").is_some_and(Value::is_string) {
+                return Err(bad(
+                    join(&at, "median"),
+                    "null without a bound or a note saying why",
+                ));
+            }
+        }
         let ci95 = match m.get("ci95").and_then(Value::as_array).map(Vec::as_slice) {
+            _ if !measured => None,
             Some([Value::Null, Value::Null]) => None,
             Some([lo, hi]) => match (lo.as_f64(), hi.as_f64()) {
                 (Some(lo), Some(hi)) if lo <= hi => Some([lo, hi]),
@@ -109,7 +138,7 @@ pub fn validate_document(index: usize, doc: &Value) -> Result<Document> {
         let runs = m
             .get("runs")
             .and_then(Value::as_u64)
-            .filter(|&n| n >= 1)
+            .filter(|&n| n >= 1 || !measured)
             .ok_or_else(|| bad(join(&at, "runs"), "missing or not a positive integer"))?;
         let samples = match m.get("samples") {
             None | Some(Value::Null) => Vec::new(),
@@ -134,24 +163,29 @@ pub fn validate_document(index: usize, doc: &Value) -> Result<Document> {
             params: object("params", true)?,
             unit: string(m, "unit", &at)?,
             better,
-            median: number("median")?,
-            min: number("min")?,
-            max: number("max")?,
-            mean: number("mean")?,
+            median: measured.then(|| number("median")).transpose()?,
+            min: measured.then(|| number("min")).transpose()?,
+            max: measured.then(|| number("max")).transpose()?,
+            mean: measured.then(|| number("mean")).transpose()?,
             stddev: opt_number("stddev")?,
             ci95,
             runs,
             cpu_s: number("cpu_s")?,
             samples,
+            bound,
             published: opt_number("published")?,
             note,
             detail: object("detail", false)?,
         };
-        if !(row.min <= row.median && row.median <= row.max) {
-            return Err(bad(at, "median outside [min, max]"));
-        }
-        if !(row.min <= row.mean && row.mean <= row.max) {
-            return Err(bad(at, "mean outside [min, max]"));
+        if let (Some(median), Some(min), Some(max), Some(mean)) =
+            (row.median, row.min, row.max, row.mean)
+        {
+            if !(min <= median && median <= max) {
+                return Err(bad(at, "median outside [min, max]"));
+            }
+            if !(min <= mean && mean <= max) {
+                return Err(bad(at, "mean outside [min, max]"));
+            }
         }
         rows.push(row);
     }

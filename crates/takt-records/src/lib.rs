@@ -67,7 +67,7 @@ use serde_json::Value;
 pub use compare::{compare, Counts, Diff, RowDiff, Side, Verdict};
 pub use document::{validate_document, Document};
 pub use error::{Error, Result};
-pub use row::{Better, Row};
+pub use row::{Better, Bound, BoundKind, Row};
 pub use run::{Run, RunMeta, RunStatus, RunSummary};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 pub use store::{Store, BUSY_TIMEOUT, DEFAULT_PATH};

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+pub use takt_measure::result::{Bound, BoundKind};
 
 /// Whether larger or smaller values of a row are better.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -34,10 +35,14 @@ impl Better {
 
 /// A row of a result document, as validated on the way in and as stored.
 ///
-/// Invariants (checked by [`crate::validate_document`]): `min <= median <=
-/// max`, `min <= mean <= max`, `runs >= 1`, every number finite, and the
-/// interval's bounds ordered. `ci95` is `None` when the document holds
-/// `null` bounds (a non-finite interval serializes as `null`).
+/// Invariants (checked by [`crate::validate_document`]): a measured row has
+/// `median`, `min`, `max` and `mean` with `min <= median <= max`, `min <=
+/// mean <= max`, `runs >= 1`, every number finite, and the interval's
+/// bounds ordered; a row that found only a bound ("< 50", "≥ 35,000") has
+/// none of the four and its `bound` set, and a row with neither (a figure
+/// that was not comparable) has none of them and says why in `note`.
+/// `ci95` is `None` when the document holds `null` bounds (a non-finite
+/// interval serializes as `null`) or none.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     /// Stable benchmark name.
@@ -51,20 +56,20 @@ pub struct Row {
     pub unit: String,
     /// Direction of improvement.
     pub better: Better,
-    /// Median of the samples.
-    pub median: f64,
+    /// Median of the samples (`None` for a bound or a row without a value).
+    pub median: Option<f64>,
     /// Smallest sample.
-    pub min: f64,
+    pub min: Option<f64>,
     /// Largest sample.
-    pub max: f64,
+    pub max: Option<f64>,
     /// Mean of the samples.
-    pub mean: f64,
+    pub mean: Option<f64>,
     /// Sample standard deviation, when the document has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stddev: Option<f64>,
     /// Student-t 95% confidence interval of the mean.
     pub ci95: Option<[f64; 2]>,
-    /// Number of repetitions the statistics are over.
+    /// Number of repetitions the statistics are over (0 for a bound).
     pub runs: u64,
     /// CPU time (user + system, all threads) per repetition, seconds.
     pub cpu_s: f64,
@@ -72,6 +77,9 @@ pub struct Row {
     /// carried none).
     #[serde(default)]
     pub samples: Vec<f64>,
+    /// The bound the row found in place of a value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<Bound>,
     /// The seed's published figure, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub published: Option<f64>,
@@ -84,6 +92,16 @@ pub struct Row {
 }
 
 impl Row {
+    /// The median as a table shows it: the number, the bound ("≥ 35,000
+    /// (generator)"), or "–".
+    pub fn value_text(&self) -> String {
+        match (self.median, &self.bound) {
+            (Some(m), _) => takt_measure::table::fmt_num(m),
+            (None, Some(b)) => b.to_string(),
+            (None, None) => "–".into(),
+        }
+    }
+
     /// The parameters as canonical JSON (keys sorted at every level): the
     /// form rows are matched by across runs.
     pub fn params_key(&self) -> String {

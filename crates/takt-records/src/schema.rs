@@ -9,14 +9,19 @@
 //! always at exactly one version and a failed step leaves it at the one
 //! before. A version above the newest step is refused, never downgraded.
 //!
-//! Version 1 (the current schema):
+//! Version 2 (the current schema):
 //!
 //! | table | one row per | columns |
 //! |---|---|---|
 //! | `runs` | run | `id`, `status` (`running`/`complete`/`interrupted`), `missing` (JSON array), `started`, `ended`, `command`, `commit_id`, `rustc`, `profile`, `takt`, `machine` (JSON), `steal_pct`, `load1/5/15`, `owner_boot`/`owner_pid`/`owner_start` (the writing process) |
 //! | `documents` | result document | `id`, `run_id`, `seq`, `suite`, `started`, `takt`, `body` (the document verbatim) |
-//! | `results` | row of a document | `id`, `document_id`, `seq`, `suite`, `name`, `impl`, `params` (canonical JSON), `unit`, `better`, `median`, `min`, `max`, `mean`, `stddev`, `ci_lo`, `ci_hi`, `runs`, `cpu_s`, `published`, `note`, `detail` (JSON) |
+//! | `results` | row of a document | `id`, `document_id`, `seq`, `suite`, `name`, `impl`, `params` (canonical JSON), `unit`, `better`, `median`, `min`, `max`, `mean` (all four `NULL` for a bound or a row without a value), `stddev`, `ci_lo`, `ci_hi`, `runs`, `cpu_s`, `published`, `note`, `detail` (JSON), `bound_kind` (`upper`/`lower`), `bound_value`, `bound_limit` (all three set for a bound, else `NULL`) |
 //! | `samples` | raw sample | `result_id`, `seq`, `value` |
+//!
+//! Version 1 had `median`, `min`, `max` and `mean` `NOT NULL` and no
+//! bound columns; step 2 rebuilds `results` (and `samples`, whose foreign
+//! key names it) with the same ids and rows, so a version-1 database reads
+//! as before.
 
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
@@ -35,10 +40,10 @@ pub(crate) struct Step {
 }
 
 /// Every step, in order; the last one's `to` is the current version.
-pub(crate) const STEPS: &[Step] = &[Step { to: 1, apply: v1 }];
+pub(crate) const STEPS: &[Step] = &[Step { to: 1, apply: v1 }, Step { to: 2, apply: v2 }];
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 const _: () = assert!(STEPS[STEPS.len() - 1].to == SCHEMA_VERSION);
 
@@ -105,6 +110,66 @@ fn v1(tx: &Transaction<'_>) -> rusqlite::Result<()> {
             value     REAL NOT NULL,
             PRIMARY KEY (result_id, seq)
         ) WITHOUT ROWID;",
+    )
+}
+
+/// Version 2: a row's statistics may be `NULL` (a bound, or a figure that
+/// was not comparable), and a bound has its own columns. SQLite cannot
+/// drop a `NOT NULL`, so `results` is rebuilt: the new tables are filled
+/// with the same ids, the old ones dropped (`samples` first, so dropping
+/// `results` cascades to nothing) and the new ones renamed, which points
+/// `samples`' foreign key at the new `results`.
+fn v2(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "CREATE TABLE results_v2 (
+            id          INTEGER PRIMARY KEY,
+            document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            seq         INTEGER NOT NULL,
+            suite       TEXT NOT NULL,
+            name        TEXT NOT NULL,
+            impl        TEXT NOT NULL,
+            params      TEXT NOT NULL,
+            unit        TEXT NOT NULL,
+            better      TEXT NOT NULL CHECK (better IN ('lower', 'higher')),
+            median      REAL,
+            min         REAL,
+            max         REAL,
+            mean        REAL,
+            stddev      REAL,
+            ci_lo       REAL,
+            ci_hi       REAL,
+            runs        INTEGER NOT NULL,
+            cpu_s       REAL NOT NULL,
+            published   REAL,
+            note        TEXT,
+            detail      TEXT NOT NULL DEFAULT '{}',
+            bound_kind  TEXT CHECK (bound_kind IN ('upper', 'lower')),
+            bound_value REAL,
+            bound_limit TEXT,
+            UNIQUE (document_id, seq),
+            CHECK ((bound_kind IS NULL) = (bound_value IS NULL)
+                   AND (bound_kind IS NULL) = (bound_limit IS NULL)),
+            CHECK (bound_kind IS NULL OR median IS NULL)
+        );
+        INSERT INTO results_v2 (id, document_id, seq, suite, name, impl, params, unit, better,
+                                median, min, max, mean, stddev, ci_lo, ci_hi, runs, cpu_s,
+                                published, note, detail)
+            SELECT id, document_id, seq, suite, name, impl, params, unit, better,
+                   median, min, max, mean, stddev, ci_lo, ci_hi, runs, cpu_s,
+                   published, note, detail
+            FROM results;
+        CREATE TABLE samples_v2 (
+            result_id INTEGER NOT NULL REFERENCES results_v2(id) ON DELETE CASCADE,
+            seq       INTEGER NOT NULL,
+            value     REAL NOT NULL,
+            PRIMARY KEY (result_id, seq)
+        ) WITHOUT ROWID;
+        INSERT INTO samples_v2 (result_id, seq, value) SELECT result_id, seq, value FROM samples;
+        DROP TABLE samples;
+        DROP TABLE results;
+        ALTER TABLE results_v2 RENAME TO results;
+        ALTER TABLE samples_v2 RENAME TO samples;
+        CREATE INDEX results_key ON results (suite, name, impl, params);",
     )
 }
 
@@ -228,6 +293,76 @@ mod tests {
         // Opening again with the same steps changes nothing.
         drop(conn);
         Store::open_with(&db, false, &steps).unwrap();
+    }
+
+    /// A version-1 database with a document, a row and its samples opens
+    /// under version 2 with all of them as they were, and takes a bound.
+    #[test]
+    fn version_1_rows_and_samples_survive_the_rebuild() {
+        let (_dir, db) = temp_db("v1rows");
+        hand_made_v1(&db);
+        let conn = Connection::open(&db).unwrap();
+        conn.execute_batch(
+            "INSERT INTO documents (id, run_id, seq, suite, started, takt, body)
+             VALUES (1, 1, 0, 'sme', '2026-11-01T00:00:00Z', '0.1.0', '{}');
+             INSERT INTO results (id, document_id, seq, suite, name, impl, params, unit, better,
+                                  median, min, max, mean, stddev, ci_lo, ci_hi, runs, cpu_s)
+             VALUES (7, 1, 0, 'sme', 'sync_ring', 'takt', '{}', 'ns/step', 'lower',
+                     9.5, 9.0, 10.0, 9.5, 0.5, 9.0, 10.0, 2, 0.1);
+             INSERT INTO samples (result_id, seq, value) VALUES (7, 0, 9.0), (7, 1, 10.0);",
+        )
+        .unwrap();
+        drop(conn);
+        let store = Store::open_existing(&db).unwrap();
+        let run = store.run(1).unwrap();
+        let row = &run.documents[0].rows[0];
+        assert_eq!(
+            (row.median, row.min, row.max),
+            (Some(9.5), Some(9.0), Some(10.0))
+        );
+        assert_eq!(row.samples, vec![9.0, 10.0]);
+        assert_eq!(row.bound, None);
+        drop(store);
+        let conn = Connection::open(&db).unwrap();
+        assert_eq!(version(&conn).unwrap(), SCHEMA_VERSION);
+        conn.pragma_update(None, "foreign_keys", true).unwrap();
+        // the samples' foreign key follows the rebuilt table
+        let fk: String = conn
+            .query_row(
+                "SELECT sql FROM sqlite_master WHERE name = 'samples'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(
+            fk.contains("REFERENCES \"results\"") || fk.contains("REFERENCES results"),
+            "{fk}"
+        );
+        conn.execute(
+            "INSERT INTO results (document_id, seq, suite, name, impl, params, unit, better,
+                                  runs, cpu_s, bound_kind, bound_value, bound_limit)
+             VALUES (1, 1, 'sip_capacity', 'capacity', 'kamailio', '{}', 'cps', 'higher',
+                     0, 1.0, 'lower', 35000.0, 'generator')",
+            [],
+        )
+        .unwrap();
+        // a bound beside a median is refused by the schema itself
+        assert!(conn
+            .execute(
+                "INSERT INTO results (document_id, seq, suite, name, impl, params, unit, better,
+                                      median, min, max, mean, runs, cpu_s,
+                                      bound_kind, bound_value, bound_limit)
+                 VALUES (1, 2, 's', 'c', 'k', '{}', 'cps', 'higher', 1, 1, 1, 1, 1, 1.0,
+                         'lower', 2.0, 'generator')",
+                [],
+            )
+            .is_err());
+        // deleting the run still cascades to its samples
+        conn.execute("DELETE FROM runs WHERE id = 1", []).unwrap();
+        let left: i64 = conn
+            .query_row("SELECT count(*) FROM samples", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(left, 0);
     }
 
     #[test]

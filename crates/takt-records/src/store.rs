@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use crate::document::{validate_document, Document};
 use crate::error::{Error, Result};
 use crate::owner::Owner;
-use crate::row::{canonical_json, Better, Row};
+use crate::row::{canonical_json, Better, Bound, BoundKind, Row};
 use crate::run::{Run, RunMeta, RunStatus, RunSummary};
 use crate::schema::{self, APPLICATION_ID, STEPS};
 
@@ -263,7 +263,8 @@ impl Store {
     fn rows(&self, document: i64) -> Result<Vec<Row>> {
         let mut stmt = self.conn.prepare(
             "SELECT id, name, impl, params, unit, better, median, min, max, mean, stddev,
-                    ci_lo, ci_hi, runs, cpu_s, published, note, detail
+                    ci_lo, ci_hi, runs, cpu_s, published, note, detail,
+                    bound_kind, bound_value, bound_limit
              FROM results WHERE document_id = ?1 ORDER BY seq",
         )?;
         let mut samples = self
@@ -275,6 +276,8 @@ impl Store {
                 let params: String = r.get(3)?;
                 let better: String = r.get(5)?;
                 let detail: String = r.get(17)?;
+                let bound: (Option<String>, Option<f64>, Option<String>) =
+                    (r.get(18)?, r.get(19)?, r.get(20)?);
                 let ci = match (r.get::<_, Option<f64>>(11)?, r.get::<_, Option<f64>>(12)?) {
                     (Some(lo), Some(hi)) => Some([lo, hi]),
                     _ => None,
@@ -294,15 +297,27 @@ impl Store {
                     runs: r.get::<_, i64>(13)?.max(0) as u64,
                     cpu_s: r.get(14)?,
                     samples: Vec::new(),
+                    bound: None,
                     published: r.get(15)?,
                     note: r.get(16)?,
                     detail: Map::new(),
                 };
-                Ok((id, row, params, better, detail))
+                Ok((id, row, params, better, detail, bound))
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         let mut out = Vec::with_capacity(raw.len());
-        for (id, mut row, params, better, detail) in raw {
+        for (id, mut row, params, better, detail, bound) in raw {
+            row.bound = match bound {
+                (Some(kind), Some(value), Some(limit)) => Some(Bound::new(
+                    BoundKind::parse(&kind).ok_or_else(|| {
+                        Error::Damaged(format!("result {id}: bound_kind = {kind:?}"))
+                    })?,
+                    value,
+                    limit,
+                )),
+                (None, None, None) => None,
+                _ => return Err(Error::Damaged(format!("result {id}: a partial bound"))),
+            };
             row.params = serde_json::from_str(&params)?;
             row.detail = serde_json::from_str(&detail)?;
             row.better = Better::parse(&better)
@@ -465,9 +480,9 @@ fn insert_document(tx: &Transaction<'_>, run: i64, seq: i64, d: &Document) -> Re
     let mut row_stmt = tx.prepare(
         "INSERT INTO results (document_id, seq, suite, name, impl, params, unit, better,
                               median, min, max, mean, stddev, ci_lo, ci_hi, runs, cpu_s,
-                              published, note, detail)
+                              published, note, detail, bound_kind, bound_value, bound_limit)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                 ?18, ?19, ?20)",
+                 ?18, ?19, ?20, ?21, ?22, ?23)",
     )?;
     let mut sample_stmt =
         tx.prepare("INSERT INTO samples (result_id, seq, value) VALUES (?1, ?2, ?3)")?;
@@ -493,6 +508,9 @@ fn insert_document(tx: &Transaction<'_>, run: i64, seq: i64, d: &Document) -> Re
             row.published,
             row.note,
             canonical_json(&Value::Object(row.detail.clone())),
+            row.bound.as_ref().map(|b| b.kind.as_str()),
+            row.bound.as_ref().map(|b| b.value),
+            row.bound.as_ref().map(|b| b.limit.as_str()),
         ])?;
         let row_id = tx.last_insert_rowid();
         for (j, v) in row.samples.iter().enumerate() {

@@ -284,3 +284,58 @@ fn one_quantity_in_several_units_pairs_by_unit_whatever_the_order() {
     assert_eq!(by_unit("us").verdict, Verdict::Regression);
     assert_eq!(d.rows.len(), 2);
 }
+
+/// A capacity bound ("≥ 35,000 (generator)") against a measured value:
+/// stored and read back as a bound, and the diff says so instead of
+/// taking a change.
+#[test]
+fn a_bound_round_trips_and_a_diff_with_it_takes_no_change() {
+    let bound = json!({
+        "name": "capacity", "impl": "kamailio", "params": {"mode": "stateless"},
+        "unit": "cps", "better": "higher",
+        "median": null, "min": null, "max": null, "mean": null, "stddev": null,
+        "ci95": null, "runs": 0, "cpu_s": 1.5, "samples": [],
+        "bound": {"kind": "lower", "value": 35000.0, "limit": "generator"}
+    });
+    let mut measured = row(
+        "capacity",
+        "kamailio",
+        json!({"mode": "stateless"}),
+        "higher",
+        &[9000.0, 9100.0, 9050.0],
+    );
+    measured["unit"] = json!("cps");
+    let a = vec![document("sip_capacity", vec![bound.clone()])];
+    let b = vec![document("sip_capacity", vec![measured])];
+    let dir = TempDir::new("bound");
+    let ia = record(dir.db(), &RunMeta::from_documents(&a).unwrap(), &a).unwrap();
+    let ib = record(dir.db(), &RunMeta::from_documents(&b).unwrap(), &b).unwrap();
+    let store = Store::open_existing(dir.db()).unwrap();
+    let run_a = store.run(ia).unwrap();
+    let row = &run_a.documents[0].rows[0];
+    assert_eq!(
+        (row.median, row.min, row.max, row.mean),
+        (None, None, None, None)
+    );
+    let b = row.bound.as_ref().unwrap();
+    assert_eq!(
+        (b.kind.as_str(), b.value, b.limit.as_str()),
+        ("lower", 35000.0, "generator")
+    );
+    assert_eq!(row.value_text(), "≥ 35,000 (generator)");
+    assert_eq!(run_a.documents[0].body["results"][0], bound);
+    let d = compare(&run_a, &store.run(ib).unwrap(), 0.0);
+    assert_eq!(d.rows[0].verdict, Verdict::Unjudged);
+    assert_eq!(d.rows[0].change_pct, None);
+    let reason = d.rows[0].reason.as_deref().unwrap();
+    assert!(
+        reason.contains("A is a bound (≥ 35,000 (generator))") && reason.contains("no change"),
+        "{reason}"
+    );
+    // a null median needs a bound or a note saying why
+    let mut bare = bound.clone();
+    bare["bound"] = json!(null);
+    let bad = vec![document("sip_capacity", vec![bare])];
+    let e = record(dir.db(), &RunMeta::from_documents(&bad).unwrap(), &bad).unwrap_err();
+    assert!(e.to_string().contains("without a bound or a note"), "{e}");
+}

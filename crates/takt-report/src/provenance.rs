@@ -103,9 +103,33 @@ pub fn param_f64(row: &ResultRow, key: &str) -> Option<f64> {
     row.params.get(key).and_then(Value::as_f64)
 }
 
-/// Half the width of the 95% interval.
-pub fn ci_half(row: &ResultRow) -> f64 {
-    (row.summary.ci95[1] - row.summary.ci95[0]) / 2.0
+/// Half the width of the 95% interval; `None` for a bound.
+pub fn ci_half(row: &ResultRow) -> Option<f64> {
+    row.summary.as_ref().map(|s| (s.ci95[1] - s.ci95[0]) / 2.0)
+}
+
+/// The median as a cell: the number, or for a bound the relation, value
+/// and limit ("≥ 35,000 (generator)"), never the bound as a bare number.
+pub fn median_cell(row: &ResultRow) -> Cell {
+    Cell::Num(row.value_text())
+}
+
+/// "median ± half-interval" as a cell, or for a bound the bound's text.
+pub fn median_ci_cell(row: &ResultRow) -> Cell {
+    match (row.median(), ci_half(row)) {
+        (Some(m), Some(h)) => Cell::Num(format!("{} ± {}", num(m), num(h))),
+        _ => median_cell(row),
+    }
+}
+
+/// The median as text: [`median_cell`]'s.
+pub fn median_text(row: &ResultRow) -> String {
+    row.value_text()
+}
+
+/// Repetitions behind a row's statistics (0 for a bound).
+pub fn runs(row: &ResultRow) -> usize {
+    row.summary.as_ref().map_or(0, |s| s.runs)
 }
 
 /// The statistics columns every row table ends with.
@@ -113,14 +137,19 @@ pub const STAT_HEAD: [&str; 5] = ["± ci95", "min … max", "runs", "CPU s/run",
 
 /// The statistics cells of `row` (see [`STAT_HEAD`]).
 pub fn stat_cells(row: &ResultRow) -> Vec<Cell> {
+    let Some(sum) = row.summary.as_ref() else {
+        return vec![
+            Cell::Empty,
+            Cell::Empty,
+            Cell::Num("0".into()),
+            Cell::num(row.cpu_s),
+            row.note.clone().map_or(Cell::Empty, Cell::Text),
+        ];
+    };
     vec![
-        Cell::num(ci_half(row)),
-        Cell::Num(format!(
-            "{} … {}",
-            num(row.summary.min),
-            num(row.summary.max)
-        )),
-        Cell::Num(row.summary.runs.to_string()),
+        Cell::opt(ci_half(row)),
+        Cell::Num(format!("{} … {}", num(sum.min), num(sum.max))),
+        Cell::Num(sum.runs.to_string()),
         Cell::num(row.cpu_s),
         row.note.clone().map_or(Cell::Empty, Cell::Text),
     ]
@@ -143,7 +172,7 @@ pub fn rows_table(rows: &[&ResultRow]) -> String {
             Cell::text(&r.name),
             Cell::text(&r.implementation),
             Cell::text(varying_params_text(r, &common)),
-            Cell::num(r.summary.median),
+            median_cell(r),
             Cell::text(&r.unit),
         ];
         if published {
@@ -161,12 +190,8 @@ pub fn rows_table(rows: &[&ResultRow]) -> String {
 /// command, the method, the samples and CPU time in total, and the
 /// disturbance flag.
 pub fn how(doc: &Document, command: &str, method: &str) -> String {
-    let runs: u64 = doc.results.iter().map(|r| r.summary.runs as u64).sum();
-    let cpu: f64 = doc
-        .results
-        .iter()
-        .map(|r| r.cpu_s * r.summary.runs as f64)
-        .sum();
+    let runs_total: u64 = doc.results.iter().map(|r| runs(r) as u64).sum();
+    let cpu: f64 = doc.results.iter().map(|r| r.cpu_s * runs(r) as f64).sum();
     let m = &doc.machine;
     let mut out = String::from("<div class=\"how\">");
     let _ = write!(
@@ -179,7 +204,7 @@ pub fn how(doc: &Document, command: &str, method: &str) -> String {
         esc(command),
         esc(method),
         doc.results.len(),
-        runs,
+        runs_total,
         num(cpu),
         esc(&m.cpu),
         m.cpus,

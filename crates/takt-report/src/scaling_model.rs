@@ -198,6 +198,9 @@ pub fn fit_sme(doc: &Document) -> Vec<Fit> {
             && param(r, "executor") != "sequential"
     }) {
         let exec = param(one, "executor");
+        let Some(t1) = one.median() else {
+            continue;
+        };
         let Some(processes) = param_f64(one, "processes") else {
             continue;
         };
@@ -207,14 +210,14 @@ pub fn fit_sme(doc: &Document) -> Vec<Fit> {
             .results
             .iter()
             .filter(|r| r.name == "sync_cost" && param(r, "executor") == exec)
-            .filter_map(|r| Some((param_f64(r, "threads")? - 1.0, r.summary.median)))
+            .filter_map(|r| Some((param_f64(r, "threads")? - 1.0, r.median()?)))
             .collect();
         let Some((b1, slope)) = fit_line(&sync) else {
             continue;
         };
         // µs per cycle -> ns per process-step.
         let per_step = 1e3 / processes;
-        let s = (b1 * per_step).clamp(0.0, one.summary.median);
+        let s = (b1 * per_step).clamp(0.0, t1);
         let delta = slope * per_step;
         let measured_2_threads = find(doc, |r| {
             r.name == one.name
@@ -224,7 +227,7 @@ pub fn fit_sme(doc: &Document) -> Vec<Fit> {
                 && r.params.get("processes") == one.params.get("processes")
                 && r.params.get("cycles") == one.params.get("cycles")
         })
-        .map(|r| r.summary.median);
+        .and_then(|r| r.median());
         fits.push(Fit {
             label: format!(
                 "SME {} {}×{}, {exec}",
@@ -233,7 +236,7 @@ pub fn fit_sme(doc: &Document) -> Vec<Fit> {
                 param(one, "cycles")
             ),
             unit: "ns/step".into(),
-            t1: one.summary.median,
+            t1,
             s,
             delta,
             growth: Growth::Linear,
@@ -312,14 +315,14 @@ pub fn agent_costs(doc: &Document) -> Option<AgentCosts> {
     let one1 = row("ping_pong_in_flight", "one_thread")?;
     let two1 = row("ping_pong_in_flight", "thread_per_agent")?;
     let (t0, t, c, u) = (
-        one0.summary.median,
-        two0.summary.median,
+        one0.median()?,
+        two0.median()?,
         detail_f64(two0, "crossed_fraction")?,
         detail_f64(two0, "wakeups_per_msg").unwrap_or(0.0),
     );
     let (t1, t2, c2, u2) = (
-        one1.summary.median,
-        two1.summary.median,
+        one1.median()?,
+        two1.median()?,
         detail_f64(two1, "crossed_fraction")?,
         detail_f64(two1, "wakeups_per_msg").unwrap_or(0.0),
     );
@@ -381,7 +384,7 @@ pub fn fit_agents(doc: &Document) -> Vec<Fit> {
             msg_row(r) && r.name == "customer_ring" && param(r, "dispatcher") == "one_thread"
         })
         .filter(|r| param_f64(r, "tokens") == Some(100.0))
-        .filter_map(|r| Some((param_f64(r, "agents")?, r.summary.median)))
+        .filter_map(|r| Some((param_f64(r, "agents")?, r.median()?)))
         .collect();
     one.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut fits = Vec::new();
@@ -426,7 +429,7 @@ pub fn fit_agents(doc: &Document) -> Vec<Fit> {
             delta: costs.crossing,
             growth: Growth::Crossing { share2 },
             wake,
-            measured_2_threads: Some(pool.summary.median),
+            measured_2_threads: pool.median(),
             source: format!(
                 "w: customer_ring one_thread{}; {}; c₂: {}; {wake_text}",
                 if exact {
@@ -472,7 +475,7 @@ impl SipFit {
 pub fn fit_sip(doc: &Document) -> Vec<SipFit> {
     doc.results
         .iter()
-        .filter(|r| r.name == "cpu_per_call" && r.summary.median > 0.0)
+        .filter(|r| r.name == "cpu_per_call" && r.median().is_some_and(|m| m > 0.0))
         .map(|r| {
             let same_case = |o: &ResultRow| {
                 ["mode", "model", "workers"]
@@ -483,7 +486,7 @@ pub fn fit_sip(doc: &Document) -> Vec<SipFit> {
                 .results
                 .iter()
                 .filter(|o| o.name == "lock_contended" && same_case(o))
-                .map(|o| o.summary.median)
+                .filter_map(|o| o.median())
                 .collect();
             let serial = if contended.is_empty() {
                 0.0
@@ -499,7 +502,7 @@ pub fn fit_sip(doc: &Document) -> Vec<SipFit> {
                         .get("workers")
                         .map_or(String::new(), Value::to_string)
                 ),
-                cpu_per_call_us: r.summary.median,
+                cpu_per_call_us: r.median().expect("filtered: a median"),
                 serial: serial.clamp(0.0, 1.0),
             }
         })

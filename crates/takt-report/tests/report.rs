@@ -149,3 +149,58 @@ fn sweep_and_robustness_documents_render_when_given() {
     );
     assert!(!robust.contains("Not measured"));
 }
+
+/// Capacity bounds as documents now write them (null statistics and a
+/// `bound`): the table shows the bound with its limit, never a bare
+/// number, and the CPU-per-call comparison rows get their table.
+#[test]
+fn a_capacity_bound_renders_as_a_bound() {
+    use serde_json::json;
+    let mut input = common::full_input();
+    let stage = input
+        .stages
+        .iter_mut()
+        .find(|s| s.0 == Stage::Capacity)
+        .unwrap();
+    let Outcome::Measured { document, .. } = &mut stage.1 else {
+        panic!("the capacity fixture is measured")
+    };
+    let results = document["results"].as_array_mut().unwrap();
+    for r in results.iter_mut().filter(|r| r["name"] == "capacity") {
+        let text = r["detail"]["capacity"].as_str().unwrap().to_string();
+        let kind = if text.starts_with('≥') {
+            "lower"
+        } else {
+            "upper"
+        };
+        r["bound"] = json!({"kind": kind, "value": r["median"], "limit": "generator"});
+        for k in ["median", "min", "max", "mean", "stddev", "ci95"] {
+            r[k] = json!(null);
+        }
+        r["runs"] = json!(0);
+        r["samples"] = json!([]);
+    }
+    results.push(json!({
+        "name": "cpu_per_call_ratio", "impl": "takt",
+        "params": {"mode": "stateful", "model": "shared", "vs": "best_peer"},
+        "unit": "ratio", "better": "lower",
+        "median": 0.27, "min": 0.27, "max": 0.27, "mean": 0.27, "stddev": 0.0,
+        "ci95": [0.27, 0.27], "runs": 1, "cpu_s": 0.0, "samples": [0.27],
+        "detail": {"peer": "opensips", "takt_us": 36.0, "peer_us": 134.0}
+    }));
+    let html = render(&input);
+    assert!(html.contains("≥ 1,750 (generator)"), "the lower bound");
+    assert!(html.contains("&lt; 50 (generator)") || html.contains("< 50 (generator)"));
+    assert!(html.contains("a bound, not a crossing"));
+    assert!(html.contains("better peer server (opensips)"));
+    assert!(html.contains("0.27"));
+}
+
+#[test]
+fn the_machine_section_shows_the_cse_221_figures() {
+    let html = render(&common::full_input());
+    assert!(html.contains("CSE 221 (published)"));
+    assert!(html.contains("measured / published"));
+    // loop_overhead's published 6.3 ns
+    assert!(html.contains(">6.30<"), "the published figure in its cell");
+}

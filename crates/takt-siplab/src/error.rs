@@ -47,6 +47,10 @@ pub enum Error {
     /// A machine-wide change (a setting, a namespace) failed.
     #[error(transparent)]
     Host(#[from] takt_host::HostError),
+    /// A peer the target needs (OpenSIPS) is not built: the sentence
+    /// names the command that builds it.
+    #[error(transparent)]
+    NotBuilt(#[from] takt_host::peers::NotBuilt),
     /// A thread of the run failed.
     #[error("{0}")]
     Thread(String),

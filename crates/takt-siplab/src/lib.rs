@@ -32,8 +32,8 @@
 //! - [`load`]: per-message costs (T_sip, K_rcv, K_snd) of the proxy run
 //!   in this process, under SIPp or the native generator.
 //! - [`target`]: the systems under test — takt-sip in its own process,
-//!   Kamailio, the null relay (the kernel-bound floor), or any address —
-//!   started fresh, pinned, and stopped without leftovers.
+//!   Kamailio, OpenSIPS, the null relay (the kernel-bound floor), or any
+//!   address — started fresh, pinned, and stopped without leftovers.
 //! - [`server_stats`]: the server's side of the books from `/proc` —
 //!   socket drops by port, the host's UDP error counters, CPU time and
 //!   per-thread scheduler counters over a window.

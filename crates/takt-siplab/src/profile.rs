@@ -20,7 +20,7 @@
 //!
 //! A profile is applied to every thread of the server — takt through its
 //! `--sched` flag and to each thread again after start, any other server
-//! (Kamailio's worker processes) through
+//! (the worker processes of Kamailio and OpenSIPS) through
 //! [`takt_sched::apply_to_process`] — and read back from the kernel.
 //! Machine-wide values go through [`crate::system::SystemSettings`], which
 //! records and restores them.

@@ -21,7 +21,7 @@ enum SipSub {
     /// The native load generator: Poisson (or constant) call arrivals
     /// through any proxy, UAC and UAS, with send lag and saturation checks.
     Gen(Box<crate::cmd_sip_gen::GenArgs>),
-    /// The 1%-drop capacity of one or more targets (takt, Kamailio, the
+    /// The 1%-drop capacity of one or more targets (takt, Kamailio, OpenSIPS, the
     /// null relay, any address) under the native generator.
     Capacity(Box<crate::cmd_sip_capacity::CapacityArgs>),
     /// A SIP server under overload (2x and 1.5x its capacity, under a CFS

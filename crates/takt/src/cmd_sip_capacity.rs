@@ -17,7 +17,7 @@ use crate::error::CmdError;
 /// `takt sip capacity` flags.
 #[derive(Args, Debug)]
 pub struct CapacityArgs {
-    /// Targets (repeatable): takt, kamailio, null-relay, or the address
+    /// Targets (repeatable): takt, kamailio, opensips, null-relay, or the address
     /// of a running proxy (default: takt, kamailio, null-relay).
     #[arg(long = "target", value_name = "TARGET")]
     targets: Vec<String>,
@@ -77,7 +77,7 @@ pub struct CapacityArgs {
     connections: u16,
     /// Server CPU per call at a fixed rate, after the search: `CPS` for
     /// every target, `TARGET=CPS` for one (repeatable, comma-separated),
-    /// `none` to skip [default: 10000,kamailio=2000].
+    /// `none` to skip [default: 10000,kamailio=2000,opensips=2000].
     #[arg(long = "at", value_name = "[TARGET=]CPS", value_delimiter = ',')]
     at: Vec<String>,
     /// Workers (takt, spinning off) or children (Kamailio) of the

@@ -19,7 +19,7 @@ use crate::cmd_sip_capacity::ServerArgs;
 /// `takt sip sweep` flags.
 #[derive(Args, Debug)]
 pub struct SweepArgs {
-    /// Targets (repeatable): takt, kamailio, or the address of a running
+    /// Targets (repeatable): takt, kamailio, opensips, or the address of a running
     /// proxy (default: takt and kamailio). They take turns point by point.
     #[arg(long = "target", value_name = "TARGET")]
     targets: Vec<String>,

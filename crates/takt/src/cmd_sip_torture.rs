@@ -16,7 +16,7 @@ use crate::error::CmdError;
 /// `takt sip torture` flags.
 #[derive(Args, Debug)]
 pub struct TortureArgs {
-    /// The server: takt, kamailio, or the address of a running proxy
+    /// The server: takt, kamailio, opensips, or the address of a running proxy
     /// (which must forward to --uas).
     #[arg(long, value_name = "TARGET", default_value = "takt")]
     target: String,

@@ -15,7 +15,7 @@ use takt_siplab::tune::{self, TuneOptions};
 /// `takt sip tune` flags.
 #[derive(Args, Debug)]
 pub struct TuneArgs {
-    /// The server: takt, kamailio, or the address of a running proxy.
+    /// The server: takt, kamailio, opensips, or the address of a running proxy.
     #[arg(long, value_name = "TARGET")]
     target: String,
     /// Worker threads (takt) or children (Kamailio).

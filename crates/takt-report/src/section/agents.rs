@@ -90,19 +90,14 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
             Cell::text(&takt.name),
             Cell::text(workload),
             Cell::text(param(takt, "threads")),
-            Cell::Num(format!(
-                "{} {}",
-                crate::html::num(takt.summary.median),
-                takt.unit
-            )),
+            Cell::Num(format!("{} {}", takt.value_text(), takt.unit)),
         ];
         for p in peers {
             cells.push(match p {
-                Some(p) => Cell::Num(format!(
-                    "{} ({}×)",
-                    crate::html::num(p.summary.median),
-                    crate::html::num(takt.advantage_over(p))
-                )),
+                Some(p) => Cell::Num(match takt.advantage_over(p) {
+                    Some(x) => format!("{} ({}×)", p.value_text(), crate::html::num(x)),
+                    None => p.value_text(),
+                }),
                 None => Cell::Empty,
             });
         }
@@ -143,7 +138,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
                             && r.unit == "ns/msg"
                             && param_f64(r, "threads") == Some(1.0)
                     })
-                    .filter_map(|r| param_f64(r, "agents").map(|n| (n, r.summary.median))),
+                    .filter_map(|r| Some((param_f64(r, "agents")?, r.median()?))),
             )
         })
         .chain(std::iter::once(
@@ -186,14 +181,15 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
     let common = crate::provenance::common_params(&seeded);
     for r in seeded.iter().copied() {
         let published = r.published.unwrap_or(f64::NAN);
+        let median = r.median().unwrap_or(f64::NAN);
         let advantage = match r.better {
-            takt_measure::result::Better::Lower => published / r.summary.median,
-            takt_measure::result::Better::Higher => r.summary.median / published,
+            takt_measure::result::Better::Lower => published / median,
+            takt_measure::result::Better::Higher => median / published,
         };
         let mut cells = vec![
             Cell::text(&r.name),
             Cell::text(crate::provenance::varying_params_text(r, &common)),
-            Cell::num(r.summary.median),
+            crate::provenance::median_cell(r),
             Cell::text(&r.unit),
             Cell::num(published),
             Cell::Num(format!("{advantage:.0}×")),

@@ -62,22 +62,75 @@ fn pooled(r: &ResultRow) -> f64 {
     r.detail
         .get("pooled")
         .and_then(Value::as_f64)
-        .unwrap_or(r.summary.mean)
+        .or_else(|| r.summary.as_ref().map(|s| s.mean))
+        .unwrap_or(f64::NAN)
 }
 
-/// The capacity row's bound ("≥ 5400 (generator-bound)", "< 500") when
-/// the search found no crossing.
-fn is_bound(r: &ResultRow) -> Option<&str> {
+/// The capacity row's bound ("≥ 5,400 (generator)", "< 500 (rate floor)")
+/// when the search found no crossing: the row's `bound`, or in a document
+/// written before rows had one, the bound its detail spelled out.
+fn is_bound(r: &ResultRow) -> Option<String> {
+    if let Some(b) = &r.bound {
+        return Some(b.to_string());
+    }
     r.detail
         .get("capacity")
         .and_then(Value::as_str)
         .filter(|s| s.starts_with('≥') || s.starts_with('<'))
+        .map(str::to_string)
 }
 
 /// A fraction as a percentage without trailing zeros (`0.01` -> `1`).
 fn pct(f: f64) -> String {
     let s = format!("{:.3}", f * 100.0);
     s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// The document's `cpu_per_call_ratio` rows: takt's CPU per call at
+/// capacity over the better peer server's and over the null relay's, per
+/// mode (nothing when the run measured no peer to compare with).
+fn cpu_comparison(doc: &Document) -> String {
+    let ratios: Vec<&ResultRow> = doc
+        .results
+        .iter()
+        .filter(|r| r.name == "cpu_per_call_ratio")
+        .collect();
+    if ratios.is_empty() {
+        return String::new();
+    }
+    let mut t = CellTable::new([
+        "mode",
+        "model",
+        "against",
+        "takt (µs/call)",
+        "other (µs/call)",
+        "takt ÷ other",
+    ]);
+    for r in ratios {
+        let d = |k: &str| r.detail.get(k).and_then(Value::as_f64);
+        let peer = r.detail.get("peer").and_then(Value::as_str).unwrap_or("?");
+        let against = match r.params.get("vs").and_then(Value::as_str) {
+            Some("best_peer") => format!("better peer server ({peer})"),
+            _ => peer.to_string(),
+        };
+        t.row(vec![
+            Cell::text(param(r, "mode")),
+            Cell::text(param(r, "model")),
+            Cell::text(against),
+            Cell::opt(d("takt_us")),
+            Cell::opt(d("peer_us")),
+            Cell::Num(
+                r.median()
+                    .map_or_else(|| r.value_text(), |m| format!("{m:.2}")),
+            ),
+        ]);
+    }
+    format!(
+        "<p>CPU per completed call at capacity, takt against the better of the peer SIP servers \
+         measured in this run (per mode) and against the null relay (a generator-bound target counts only \
+         when its server was at least 90% busy at the generator's ceiling):</p>\n{}",
+        t.render()
+    )
 }
 
 pub(crate) fn render(doc: &Document, command: &str) -> String {
@@ -110,7 +163,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
         .results
         .iter()
         .find(|r| r.name == "capacity" && r.implementation == "null-relay");
-    let relay = relay_row.map(|r| r.summary.median);
+    let relay = relay_row.and_then(|r| r.median());
     // a bound is no base for a ratio
     let relay_bound = relay_row.is_some_and(|r| is_bound(r).is_some());
     let mut series = Vec::new();
@@ -131,29 +184,42 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
         });
         // "≥ 5400 (generator-bound)", "< 500": not a measured capacity
         let bound = cap.and_then(is_bound);
-        let note = match (cap, bound) {
+        let mut note = match (cap, &bound) {
             (None, _) => "no capacity: the search did not finish its grid".to_string(),
             (Some(_), Some(b)) => format!("a bound, not a crossing: {b}"),
             (Some(_), None) => String::new(),
         };
+        // a cost at a bound that is not a cost at capacity says why
+        if let Some(n) = cpu
+            .filter(|r| r.median().is_none())
+            .and_then(|r| r.note.as_deref())
+        {
+            if !note.is_empty() {
+                note.push_str("; ");
+            }
+            note.push_str("CPU per call ");
+            note.push_str(n);
+        }
         t.row(vec![
             Cell::text(&c.0),
             Cell::text(&c.1),
             Cell::text(&c.2),
-            match bound {
-                Some(b) => Cell::Num(b.split(" (").next().unwrap_or(b).to_string()),
-                None => Cell::opt(cap.map(|r| r.summary.median)),
+            match &bound {
+                Some(b) => Cell::Num(b.clone()),
+                None => Cell::opt(cap.and_then(|r| r.median())),
             },
             Cell::opt(
-                cap.filter(|r| bound.is_none() && r.summary.max > r.summary.median)
-                    .map(|r| r.summary.max),
+                cap.filter(|_| bound.is_none())
+                    .and_then(|r| r.summary.as_ref())
+                    .filter(|s| s.max > s.median)
+                    .map(|s| s.max),
             ),
-            Cell::opt(cpu.map(|r| r.summary.median)),
-            match (cap, relay) {
-                (Some(r), Some(n))
+            Cell::opt(cpu.and_then(|r| r.median())),
+            match (cap.and_then(|r| r.median()), relay) {
+                (Some(m), Some(n))
                     if n > 0.0 && c.0 != "null-relay" && bound.is_none() && !relay_bound =>
                 {
-                    Cell::Num(format!("{:.2}", r.summary.median / n))
+                    Cell::Num(format!("{:.2}", m / n))
                 }
                 _ => Cell::Empty,
             },
@@ -198,6 +264,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
          generator and CPUs — the ceiling of this machine's network path.</p>",
         pct(thr)
     );
+    out.push_str(&cpu_comparison(doc));
     let modes: BTreeSet<&str> = cases
         .iter()
         .map(|c| c.1.as_str())

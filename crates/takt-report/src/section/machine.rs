@@ -80,6 +80,8 @@ pub(crate) fn render(value: &Value, doc: &Document, command: &str) -> String {
         "unit",
         "estimate",
         "measured / estimate",
+        "CSE 221 (published)",
+        "measured / published",
     ];
     head.extend(STAT_HEAD);
     let mut t = CellTable::new(head);
@@ -102,7 +104,7 @@ pub(crate) fn render(value: &Value, doc: &Document, command: &str) -> String {
                 esc(&r.name)
             )),
             Cell::text(params_text(r)),
-            Cell::num(r.summary.median),
+            crate::provenance::median_cell(r),
             Cell::text(&r.unit),
             match estimate {
                 Some(e) => Cell::Html(format!(
@@ -112,7 +114,18 @@ pub(crate) fn render(value: &Value, doc: &Document, command: &str) -> String {
                 )),
                 None => Cell::Empty,
             },
-            Cell::opt(estimate.filter(|e| *e > 0.0).map(|e| r.summary.median / e)),
+            Cell::opt(
+                estimate
+                    .filter(|e| *e > 0.0)
+                    .and_then(|e| Some(r.median()? / e)),
+            ),
+            Cell::opt(r.published),
+            // the published figure is converted to the row's unit
+            Cell::opt(
+                r.published
+                    .filter(|p| *p != 0.0 && p.is_finite())
+                    .and_then(|p| Some(r.median()? / p)),
+            ),
         ];
         cells.extend(stat_cells(r));
         t.row(cells);
@@ -129,7 +142,9 @@ pub(crate) fn render(value: &Value, doc: &Document, command: &str) -> String {
     }
     out.push_str(
         "<p>Hover an estimate for the hardware model behind it. A ratio near 1 means the machine behaves as \
-         documented; far above 1 points at virtualization, mitigations or contention.</p>\n",
+         documented; far above 1 points at virtualization, mitigations or contention. <i>CSE 221 \
+         (published)</i> is the CSE 221 report's figure for the same quantity on its own machine, converted \
+         to the row's unit: distance travelled since, not a same-machine comparison.</p>\n",
     );
     let skipped: Vec<Skipped> = value
         .get("skipped")

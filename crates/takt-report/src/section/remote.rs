@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use takt_measure::result::{Document, ResultRow};
 
 use crate::html::{num, Cell, CellTable};
-use crate::provenance::{ci_half, how, param, param_f64, rows_table};
+use crate::provenance::{how, param, param_f64, rows_table};
 use crate::section::push_figure;
 use takt_measure::chart::{human_bytes, Axis, Chart, Point, Series};
 
@@ -29,7 +29,7 @@ const METHOD: &str = "two takt-remote nodes in one process (two NATS connections
 const QUANTILES: [&str; 4] = ["p50", "p99", "p99.9", "max"];
 
 fn median_ci(r: &ResultRow) -> Cell {
-    Cell::Num(format!("{} ± {}", num(r.summary.median), num(ci_half(r))))
+    crate::provenance::median_ci_cell(r)
 }
 
 /// Distinct values of a numeric parameter over `rows`, ascending.
@@ -87,10 +87,12 @@ fn paced(doc: &Document) -> String {
                     .iter()
                     .map(|q| at(q).map_or(Cell::Empty, |r| median_ci(r))),
             );
-            cells.push(at("p50").map_or(Cell::Empty, |r| Cell::whole(r.summary.runs as f64)));
+            cells.push(at("p50").map_or(Cell::Empty, |r| {
+                Cell::whole(crate::provenance::runs(r) as f64)
+            }));
             t.row(cells);
-            if let Some(r) = at("p99") {
-                points.push(((i + 1) as f64, r.summary.median));
+            if let Some(m) = at("p99").and_then(|r| r.median()) {
+                points.push(((i + 1) as f64, m));
             }
         }
         series.push(Series::new(name.clone(), points));
@@ -131,8 +133,8 @@ fn saturated(doc: &Document) -> String {
                 .iter()
                 .find(|r| &r.implementation == n && param_f64(r, "in_flight") == Some(*d));
             cells.push(r.map_or(Cell::Empty, |r| median_ci(r)));
-            if let Some(r) = r {
-                series[i].points.push(Point::new(*d, r.summary.median));
+            if let Some(m) = r.and_then(|r| r.median()) {
+                series[i].points.push(Point::new(*d, m));
             }
         }
         t.row(cells);

@@ -19,8 +19,8 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 use takt_measure::result::{Document, ResultRow};
 
-use crate::html::{figure, num, Cell, CellTable};
-use crate::provenance::{ci_half, how, param_f64};
+use crate::html::{figure, Cell, CellTable};
+use crate::provenance::{how, param_f64};
 use takt_measure::chart::{Axis, Chart, Series};
 
 const METHOD: &str = "takt's native generator offers calls above the target's measured 1%-drop capacity \
@@ -68,15 +68,13 @@ pub(crate) fn side_by_side(rows: &[&ResultRow]) -> CellTable {
     for ((name, sc, unit), by) in &lines {
         let mut cells = vec![Cell::text(name), Cell::text(sc), Cell::text(unit)];
         cells.extend(targets.iter().map(|tg| match by.get(tg) {
-            Some(r) if r.summary.runs > 1 => {
-                Cell::Num(format!("{} ± {}", num(r.summary.median), num(ci_half(r))))
-            }
-            Some(r) => Cell::num(r.summary.median),
+            Some(r) if crate::provenance::runs(r) > 1 => crate::provenance::median_ci_cell(r),
+            Some(r) => crate::provenance::median_cell(r),
             None => Cell::Empty,
         }));
         cells.push(
             by.values()
-                .map(|r| r.summary.runs)
+                .map(|r| crate::provenance::runs(r))
                 .max()
                 .map_or(Cell::Empty, |n| Cell::Num(n.to_string())),
         );
@@ -93,10 +91,8 @@ fn goodput_chart(doc: &Document) -> Option<String> {
         .collect();
     let mut by: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
     for r in &rows {
-        if let Some(x) = param_f64(r, "offered") {
-            by.entry(&r.implementation)
-                .or_default()
-                .push((x, r.summary.median));
+        if let (Some(x), Some(m)) = (param_f64(r, "offered"), r.median()) {
+            by.entry(&r.implementation).or_default().push((x, m));
         }
     }
     let mut series: Vec<Series> = by
@@ -140,8 +136,8 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
     let slow: Vec<String> = doc
         .results
         .iter()
-        .filter(|r| r.name == "recovery_s" && r.summary.median > RECOVERY_TARGET_S)
-        .map(|r| format!("{} {} s", r.implementation, num(r.summary.median)))
+        .filter(|r| r.name == "recovery_s" && r.median().is_some_and(|m| m > RECOVERY_TARGET_S))
+        .map(|r| format!("{} {} s", r.implementation, r.value_text()))
         .collect();
     if !slow.is_empty() {
         out.push_str(&format!(

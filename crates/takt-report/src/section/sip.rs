@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 
 use takt_measure::result::{Document, ResultRow};
 
-use crate::html::{num, Cell, CellTable};
-use crate::provenance::{ci_half, how, param, rows_table};
+use crate::html::{Cell, CellTable};
+use crate::provenance::{how, param, rows_table};
 use crate::section::push_figure;
 use takt_measure::chart::{Axis, Chart, Series};
 
@@ -73,19 +73,17 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
             ];
             for (name, _) in COSTS {
                 cells.push(match of(name) {
-                    Some(r) => {
-                        Cell::Num(format!("{} ± {}", num(r.summary.median), num(ci_half(r))))
-                    }
+                    Some(r) => crate::provenance::median_ci_cell(r),
                     None => Cell::Empty,
                 });
             }
             let t_sip = of("t_sip");
             cells.push(Cell::opt(t_sip.and_then(|r| r.published)));
-            cells.push(Cell::opt(t_sip.map(|r| r.summary.runs as f64)));
+            cells.push(Cell::opt(t_sip.map(|r| crate::provenance::runs(r) as f64)));
             cells.push(Cell::opt(t_sip.map(|r| r.cpu_s)));
             t.row(cells);
-            if let Some(r) = t_sip {
-                points.push((x as f64, r.summary.median));
+            if let Some(m) = t_sip.and_then(|r| r.median()) {
+                points.push((x as f64, m));
             }
         }
         series.push(Series::new(format!("{} {} ×{}", c.0, c.1, c.2), points));

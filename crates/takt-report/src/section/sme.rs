@@ -55,7 +55,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
                         speedups
                             .iter()
                             .filter(|r| &param(r, "executor") == e)
-                            .filter_map(|r| Some((param_f64(r, "threads")?, r.summary.median))),
+                            .filter_map(|r| Some((param_f64(r, "threads")?, r.median()?))),
                     )
                 })
                 .collect();
@@ -95,8 +95,8 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
                         param(r, "executor")
                     }),
                     Cell::text(param(r, "threads")),
-                    Cell::num(r.summary.median),
-                    Cell::opt(speedup.map(|s| s.summary.median)),
+                    crate::provenance::median_cell(r),
+                    Cell::opt(speedup.and_then(|r| r.median())),
                     Cell::opt(speedup.and_then(|s| s.published)),
                     Cell::opt(r.published),
                 ];
@@ -125,7 +125,7 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
             let mut cells = vec![
                 Cell::text(param(r, "executor")),
                 Cell::text(param(r, "threads")),
-                Cell::num(r.summary.median),
+                crate::provenance::median_cell(r),
             ];
             cells.extend(stat_cells(r));
             t.row(cells);

@@ -14,8 +14,8 @@ use std::fmt::Write as _;
 
 use takt_measure::result::{Document, ResultRow};
 
-use crate::html::{esc, num, Cell, CellTable};
-use crate::provenance::{ci_half, how, param, param_f64};
+use crate::html::{esc, Cell, CellTable};
+use crate::provenance::{how, param, param_f64};
 use crate::section::push_figure;
 use takt_measure::chart::{Axis, Chart, Series};
 
@@ -80,7 +80,8 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
             series.push(Series::new(
                 p.clone(),
-                pts.iter().map(|(m, r)| (*m, r.summary.median)),
+                // a bound is not a point on the curve
+                pts.iter().filter_map(|(m, r)| Some((*m, r.median()?))),
             ));
         }
         for m in &ms {
@@ -91,23 +92,20 @@ pub(crate) fn render(doc: &Document, command: &str) -> String {
                     .map(|(_, r)| *r)
             };
             let mut cells = vec![Cell::Num(m.to_string())];
-            cells.extend(names.iter().map(|p| {
-                at(p).map_or(Cell::Empty, |r| {
-                    Cell::Num(format!("{} ± {}", num(r.summary.median), num(ci_half(r))))
-                })
-            }));
-            let base = at("default").map(|r| r.summary.median);
             cells.extend(
                 names
                     .iter()
-                    .filter(|p| *p != "default")
-                    .map(|p| match (at(p), base) {
-                        (Some(r), Some(b)) if b > 0.0 => {
-                            Cell::Num(format!("{:+.0}%", (r.summary.median / b - 1.0) * 100.0))
-                        }
-                        _ => Cell::Empty,
-                    }),
+                    .map(|p| at(p).map_or(Cell::Empty, crate::provenance::median_ci_cell)),
             );
+            let base = at("default").and_then(|r| r.median());
+            cells.extend(names.iter().filter(|p| *p != "default").map(|p| {
+                match (at(p).and_then(|r| r.median()), base) {
+                    (Some(m), Some(b)) if b > 0.0 => {
+                        Cell::Num(format!("{:+.0}%", (m / b - 1.0) * 100.0))
+                    }
+                    _ => Cell::Empty,
+                }
+            }));
             t.row(cells);
         }
         push_figure(&mut out, &Chart { series, ..Chart::new(Axis::log("worker threads m"), Axis::linear("1%-drop capacity (calls/s)")) }, &format!(

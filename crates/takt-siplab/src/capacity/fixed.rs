@@ -185,14 +185,14 @@ pub fn run_fixed<L: Load>(
     let floor: Vec<(f64, f64)> = cpu_rows
         .iter()
         .filter(|(c, _)| c.case.kind == TargetKind::NullRelay)
-        .map(|(c, r)| (c.rate_cps, r.summary.median))
+        .filter_map(|(c, r)| Some((c.rate_cps, r.median()?)))
         .collect();
     for (c, mut row) in cpu_rows {
         if c.case.kind != TargetKind::NullRelay {
             if let Some(&(_, f)) = floor.iter().find(|(r, _)| *r == c.rate_cps) {
-                if f > 0.0 {
+                if let Some(m) = row.median().filter(|_| f > 0.0) {
                     row.detail
-                        .insert("ratio_to_null_relay".into(), json!(row.summary.median / f));
+                        .insert("ratio_to_null_relay".into(), json!(m / f));
                 }
             }
         }
@@ -394,7 +394,7 @@ mod tests {
             ("cpu_per_call", "us")
         );
         assert_eq!(row.samples, vec![10.0, 12.0, 11.0]);
-        assert_eq!(row.summary.median, 11.0);
+        assert_eq!(row.median(), Some(11.0));
         assert_eq!(row.detail["reps"].as_array().unwrap().len(), 3);
         let kinds = kind_rows("takt", &params, &points);
         // t_sip for invite; no k_rcv samples, so no k_rcv row

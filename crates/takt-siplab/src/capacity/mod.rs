@@ -30,7 +30,10 @@ pub use fixed::{run_fixed, FixedCase, FixedPlan, FixedProgress};
 pub use gen_load::GenLoad;
 pub use plan::{run, CapacityCase, CapacityPlan, NetKind, Progress};
 pub(crate) use rows::synthetic_search;
-pub use rows::{kind_rows, rows, shm_note, SHM_LIMIT_FRACTION};
+pub use rows::{
+    capacity_bound, cpu_comparison_rows, cpu_row, kind_rows, rows, shm_note,
+    COMPARABLE_BUSY_FRACTION, NULL_RELAY, PEER_SERVERS, SHM_LIMIT_FRACTION,
+};
 pub use suite::{CapacityOptions, CapacitySuite, MIN_CALLS, PLOT_FILE};
 pub use trial::{KindWindow, Load, LoadOutcome, PointDetail, TargetTrial};
 

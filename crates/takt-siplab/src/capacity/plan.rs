@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 use takt_measure::result::{Document, DocumentBuilder};
 use takt_sip::proxy::{Mode, Transport};
 
-use super::{rows, shm_note, Load, PointDetail, TargetTrial};
+use super::{cpu_comparison_rows, rows, shm_note, Load, PointDetail, TargetTrial};
 use crate::cpu_limit::{CpuLimit, DEFAULT_PERIOD_US};
 use crate::error::{Error, Result};
 use crate::net::VethNet;
@@ -151,7 +151,7 @@ pub(super) fn setting_params(
     p.insert("workers".into(), json!(workers));
     let model = match &case.kind {
         TargetKind::Takt(o) => o.model.name(),
-        TargetKind::Kamailio => "processes",
+        TargetKind::Kamailio | TargetKind::OpenSips => "processes",
         TargetKind::NullRelay => "relay",
         TargetKind::Addr(_) => "unknown",
     };
@@ -348,6 +348,10 @@ pub fn run<L: Load>(
             doc.push(row);
         }
     }
+    let compared = cpu_comparison_rows(doc.rows());
+    for row in compared {
+        doc.push(row);
+    }
     if interrupted {
         doc.note("interrupted: rows hold the points finished before the stop; a case without a capacity row had not finished its grid");
     }
@@ -392,6 +396,7 @@ pub(super) fn synthetic_rows() -> Vec<takt_measure::result::ResultRow> {
             }
         }
     }
+    out.extend(cpu_comparison_rows(&out));
     // a server under a CPU quota (`--cpu-limit`)
     let plan = CapacityPlan {
         cases: Vec::new(),
@@ -502,8 +507,9 @@ mod tests {
             .filter(|r| r.name == "capacity")
             .collect();
         assert_eq!(caps.len(), 2);
-        assert!(caps[0].summary.median <= 3_000.0 && caps[0].summary.median > 2_700.0);
-        assert!(caps[1].summary.median <= 6_000.0 && caps[1].summary.median > 5_400.0);
+        let cap = |i: usize| caps[i].median().expect("a measured capacity");
+        assert!(cap(0) <= 3_000.0 && cap(0) > 2_700.0);
+        assert!(cap(1) <= 6_000.0 && cap(1) > 5_400.0);
         assert_eq!(caps[1].params["mode"], json!("stateful"));
         assert_eq!(caps[1].params["net"], json!("loopback"));
         assert!(doc.notes.is_empty());

@@ -71,7 +71,7 @@ pub struct CapacityOptions {
     /// UAC connections (TCP).
     pub connections: usize,
     /// `--at` specs: `CPS`, `TARGET=CPS`, `none` (empty:
-    /// `10000,kamailio=2000`).
+    /// `10000,kamailio=2000,opensips=2000`).
     pub at: Vec<String>,
     /// Workers of the fixed-rate measurement.
     pub at_workers: usize,
@@ -101,7 +101,7 @@ struct AtRates {
 impl AtRates {
     fn parse(specs: &[String]) -> Result<AtRates> {
         let specs: Vec<&str> = if specs.is_empty() {
-            vec!["10000", "kamailio=2000"]
+            vec!["10000", "kamailio=2000", "opensips=2000"]
         } else {
             specs.iter().map(String::as_str).collect()
         };
@@ -472,6 +472,7 @@ mod tests {
         let d = AtRates::parse(&[]).unwrap();
         assert_eq!(d.rate("takt"), Some(10_000.0));
         assert_eq!(d.rate("kamailio"), Some(2_000.0));
+        assert_eq!(d.rate("opensips"), Some(2_000.0));
         let s = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let r = AtRates::parse(&s(&["takt=5000"])).unwrap();
         assert_eq!(

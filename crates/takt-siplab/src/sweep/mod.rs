@@ -325,7 +325,7 @@ fn model_name(k: &TargetKind) -> &'static str {
             ("shared", Some("lifo")) => "shared wake=lifo",
             (m, _) => m,
         },
-        TargetKind::Kamailio => "processes",
+        TargetKind::Kamailio | TargetKind::OpenSips => "processes",
         TargetKind::NullRelay => "relay",
         TargetKind::Addr(_) => "unknown",
     }

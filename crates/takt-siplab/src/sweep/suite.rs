@@ -129,11 +129,12 @@ pub struct SweepOptions {
 }
 
 /// The first ramp rate per target: takt and the null relay (the
-/// generator's ceiling) start high, Kamailio lower.
+/// generator's ceiling) start high, Kamailio and OpenSIPS lower.
 pub fn start_rates() -> Vec<(String, f64)> {
     vec![
         ("takt".into(), 8_000.0),
         ("kamailio".into(), 2_000.0),
+        ("opensips".into(), 2_000.0),
         ("null-relay".into(), 8_000.0),
     ]
 }

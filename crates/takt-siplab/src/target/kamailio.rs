@@ -68,9 +68,9 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde::Serialize;
-
-use super::{bound_udp, wait_ready, Control, ServerProcess, Target, TargetSetup, TempDir};
+use super::{
+    bound_udp, wait_ready, Control, ServerProcess, ShmUsage, Target, TargetSetup, TempDir,
+};
 use crate::error::{io, Error, Result};
 
 const NAME: &str = "kamailio";
@@ -285,60 +285,36 @@ fn kamcmd_run(kamcmd: &Path, ctl: &Path, cmd: &str) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// Kamailio's shared memory, bytes (`kamcmd core.shmmem`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct ShmUsage {
-    /// The limit (`-m`).
-    pub total: u64,
-    /// Free now.
-    pub free: u64,
-    /// Used now, allocator overhead included.
-    pub real_used: u64,
-    /// Peak of `real_used` since start.
-    pub max_used: u64,
-}
-
-impl ShmUsage {
-    /// Parses `kamcmd core.shmmem` output (`{ total: N ... }`). Kamailio
-    /// 5.6 prints the fields as 32-bit signed integers, so a value of 2 GiB
-    /// or more arrives negative: such a value is read back as the unsigned
-    /// 32-bit number it wrapped from (exact below 4 GiB).
-    pub fn parse(text: &str) -> Option<ShmUsage> {
-        let field = |name: &str| {
-            text.lines().find_map(|l| {
-                let (k, v) = l.trim().split_once(':')?;
-                if k.trim() != name {
-                    return None;
-                }
-                let v: i64 = v.trim().parse().ok()?;
-                match v {
-                    0.. => Some(v as u64),
-                    -0x8000_0000..=-1 => Some((v + (1 << 32)) as u64),
-                    _ => None,
-                }
-            })
-        };
-        Some(ShmUsage {
-            total: field("total")?,
-            free: field("free")?,
-            real_used: field("real_used")?,
-            max_used: field("max_used")?,
+/// Parses `kamcmd core.shmmem` output (`{ total: N ... }`). Kamailio
+/// 5.6 prints the fields as 32-bit signed integers, so a value of 2 GiB
+/// or more arrives negative: such a value is read back as the unsigned
+/// 32-bit number it wrapped from (exact below 4 GiB).
+pub fn parse_shmmem(text: &str) -> Option<ShmUsage> {
+    let field = |name: &str| {
+        text.lines().find_map(|l| {
+            let (k, v) = l.trim().split_once(':')?;
+            if k.trim() != name {
+                return None;
+            }
+            let v: i64 = v.trim().parse().ok()?;
+            match v {
+                0.. => Some(v as u64),
+                -0x8000_0000..=-1 => Some((v + (1 << 32)) as u64),
+                _ => None,
+            }
         })
-    }
-
-    /// Peak use as a fraction of the limit.
-    pub fn peak_fraction(&self) -> f64 {
-        if self.total == 0 {
-            0.0
-        } else {
-            self.max_used as f64 / self.total as f64
-        }
-    }
+    };
+    Some(ShmUsage {
+        total: field("total")?,
+        free: field("free")?,
+        real_used: field("real_used")?,
+        max_used: field("max_used")?,
+    })
 }
 
 pub(super) fn shm(kamcmd: &Path, ctl: &Path) -> Result<ShmUsage> {
     let out = kamcmd_run(kamcmd, ctl, "core.shmmem")?;
-    ShmUsage::parse(&out).ok_or_else(|| Error::Stats {
+    parse_shmmem(&out).ok_or_else(|| Error::Stats {
         target: NAME,
         reason: format!("unexpected core.shmmem output: {}", out.trim()),
     })
@@ -352,14 +328,14 @@ mod tests {
     #[test]
     fn parses_shmmem() {
         let s = "{\n\ttotal: 536870912\n\tfree: 534189728\n\tused: 2441040\n\treal_used: 2681184\n\tmax_used: 2681184\n\tfragments: 1\n}\n";
-        let u = ShmUsage::parse(s).unwrap();
+        let u = parse_shmmem(s).unwrap();
         assert_eq!(u.total, 536_870_912);
         assert_eq!(u.max_used, 2_681_184);
         assert!((u.peak_fraction() - 2_681_184.0 / 536_870_912.0).abs() < 1e-12);
-        assert!(ShmUsage::parse("error: 500").is_none());
+        assert!(parse_shmmem("error: 500").is_none());
         // -m 2048: total wraps to i32::MIN in Kamailio's output
         let s = "{\n\ttotal: -2147483648\n\tfree: 2027051736\n\tused: 116341272\n\treal_used: 120431912\n\tmax_used: 120431912\n}\n";
-        let u = ShmUsage::parse(s).unwrap();
+        let u = parse_shmmem(s).unwrap();
         assert_eq!(u.total, 2048 << 20);
         assert_eq!(u.free, 2_027_051_736);
     }

@@ -7,6 +7,7 @@
 //! | `takt` | `takt sip proxy` in its own process | both | worker threads, any model | `/stats` (T_sip, K_rcv by kind, socket drops) and `/proc` |
 //! | `null-relay` | `takt sip relay` (see [`crate::relay`]) | none (one row serves both) | one thread | `/proc` |
 //! | `kamailio` | Debian's `kamailio` with a written configuration (see [`kamailio`]) | both | `children` | `/proc`, shared memory through `kamcmd` |
+//! | `opensips` | OpenSIPS 3.6 as `scripts/peers.sh` builds it, with a written configuration (see [`opensips`]) | both | `udp_workers` | `/proc`, shared memory over its MI datagram socket |
 //! | `addr` | nothing: a server already running | as configured there | as configured there | `/proc/net/udp` by port, if local |
 //!
 //! Every started server runs in a process group of its own, placed on
@@ -18,10 +19,13 @@
 //!
 //! A target is ready when its socket is bound by its processes and, where
 //! it has one, its control interface answers: takt's statistics endpoint
-//! (which also reports the real listen port) or Kamailio's `ctl` socket.
+//! (which also reports the real listen port), Kamailio's `ctl` socket or
+//! OpenSIPS's MI datagram socket. A server that does not come up is an
+//! error naming it, with the last lines of its stderr.
 
 pub mod kamailio;
 mod null_relay;
+pub mod opensips;
 mod process;
 mod takt;
 
@@ -61,7 +65,33 @@ pub fn placement(server: Option<&CpuSet>, generator: Option<&CpuSet>) -> (CpuSet
     (server, generator)
 }
 
-pub use kamailio::ShmUsage;
+/// A server's shared memory, bytes: Kamailio's (`kamcmd core.shmmem`) or
+/// OpenSIPS's (`get_statistics shmem:`). Both servers keep transactions
+/// in one shared heap sized at start (`-m`); running it full makes a
+/// server drop for a reason that is not its capacity, so the lab reads
+/// the peak after every trial.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ShmUsage {
+    /// The limit (`-m`).
+    pub total: u64,
+    /// Free now.
+    pub free: u64,
+    /// Used now, allocator overhead included.
+    pub real_used: u64,
+    /// Peak of `real_used` since start.
+    pub max_used: u64,
+}
+
+impl ShmUsage {
+    /// Peak use as a fraction of the limit.
+    pub fn peak_fraction(&self) -> f64 {
+        if self.total == 0 {
+            0.0
+        } else {
+            self.max_used as f64 / self.total as f64
+        }
+    }
+}
 
 /// How long a target may take to become ready.
 pub const START_TIMEOUT: Duration = Duration::from_secs(15);
@@ -96,8 +126,8 @@ pub struct TargetSetup {
     pub netns: Option<String>,
     /// The transport the load arrives on and is forwarded over: takt
     /// listens on TCP too and forwards to the UAS over it; the null relay
-    /// and the lab's Kamailio configuration are UDP only (starting them
-    /// for TCP is an error).
+    /// and the lab's Kamailio and OpenSIPS configurations are UDP only
+    /// (starting them for TCP is an error).
     pub transport: Transport,
     /// Serve TCP on the listen port too, with these limits (`None`: UDP
     /// only, as the capacity runs measure).
@@ -106,18 +136,19 @@ pub struct TargetSetup {
 
 /// A target's TCP listener: the same port as its UDP socket, sized for a
 /// scenario. Each target maps it onto its own settings (takt's `--tcp-*`
-/// flags, Kamailio's `tcp_*` core parameters).
+/// flags, Kamailio's and OpenSIPS's `tcp_*` core parameters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TcpSetup {
     /// Most connections open at once.
     pub max_connections: usize,
     /// Most inbound connections from one peer IP address (takt; Kamailio
-    /// has no such core limit).
+    /// and OpenSIPS have no such core limit).
     pub max_per_peer: usize,
     /// A connection without traffic for this long is closed.
     pub idle_timeout: Duration,
     /// A message must complete within this once its first byte arrived
-    /// (takt; Kamailio 5.6 has no such deadline).
+    /// (takt, and OpenSIPS's `tcp_max_msg_time` in whole seconds;
+    /// Kamailio 5.6 has no such deadline).
     pub message_deadline: Duration,
 }
 
@@ -196,7 +227,8 @@ impl Default for TaktOptions {
 }
 
 /// `takt` (the `shared` worker model, see [`TargetKind::with_model`]),
-/// `kamailio`, `null-relay`, or the `ip:port` of a running proxy.
+/// `kamailio`, `opensips`, `null-relay`, or the `ip:port` of a running
+/// proxy.
 impl std::str::FromStr for TargetKind {
     type Err = Error;
     fn from_str(s: &str) -> Result<TargetKind> {
@@ -206,9 +238,14 @@ impl std::str::FromStr for TargetKind {
                 extra_args: Vec::new(),
             })),
             "kamailio" => Ok(TargetKind::Kamailio),
+            "opensips" => Ok(TargetKind::OpenSips),
             "null-relay" => Ok(TargetKind::NullRelay),
             a => a.parse::<SocketAddr>().map(TargetKind::Addr).map_err(|_| {
-                crate::error::unknown("target", s, "takt, kamailio, null-relay, or ip:port")
+                crate::error::unknown(
+                    "target",
+                    s,
+                    "takt, kamailio, opensips, null-relay, or ip:port",
+                )
             }),
         }
     }
@@ -223,6 +260,8 @@ pub enum TargetKind {
     NullRelay,
     /// Kamailio with a configuration the lab writes.
     Kamailio,
+    /// OpenSIPS (the paper's server) with a configuration the lab writes.
+    OpenSips,
     /// A SIP proxy already running at this address.
     Addr(SocketAddr),
 }
@@ -234,6 +273,7 @@ impl TargetKind {
             TargetKind::Takt(_) => "takt",
             TargetKind::NullRelay => "null-relay",
             TargetKind::Kamailio => "kamailio",
+            TargetKind::OpenSips => "opensips",
             TargetKind::Addr(_) => "addr",
         }
     }
@@ -254,7 +294,10 @@ impl TargetKind {
             return Err(Error::Config("a target needs at least one worker".into()));
         }
         if setup.transport == Transport::Tcp
-            && matches!(self, TargetKind::NullRelay | TargetKind::Kamailio)
+            && matches!(
+                self,
+                TargetKind::NullRelay | TargetKind::Kamailio | TargetKind::OpenSips
+            )
         {
             return Err(Error::Config(format!(
                 "the {} target is UDP only: measure TCP against takt or the address of a running proxy",
@@ -265,6 +308,7 @@ impl TargetKind {
             TargetKind::Takt(o) => takt::start(setup, o),
             TargetKind::NullRelay => null_relay::start(setup),
             TargetKind::Kamailio => kamailio::start(setup),
+            TargetKind::OpenSips => opensips::start(setup),
             TargetKind::Addr(a) => Ok(Target {
                 name: "addr",
                 listen: *a,
@@ -288,6 +332,9 @@ enum Control {
         kamcmd: PathBuf,
         ctl: PathBuf,
     },
+    /// OpenSIPS's MI datagram socket (JSON-RPC), and the directory the
+    /// lab's own end of each exchange is bound in.
+    OpenSips(opensips::Mi),
 }
 
 /// A running system under test (see the module docs).
@@ -414,11 +461,12 @@ impl Target {
         }
     }
 
-    /// Kamailio's shared memory use now (its `max_used` is the peak since
-    /// start); `None` for other targets.
+    /// Kamailio's or OpenSIPS's shared memory use now (its `max_used` is
+    /// the peak since start); `None` for other targets.
     pub fn shm(&self) -> Option<Result<ShmUsage>> {
         match &self.control {
             Control::Kamailio { kamcmd, ctl } => Some(kamailio::shm(kamcmd, ctl)),
+            Control::OpenSips(mi) => Some(mi.shm()),
             _ => None,
         }
     }
@@ -466,9 +514,17 @@ fn wait_ready<T>(
             return Ok(t);
         }
         if Instant::now() >= deadline {
+            let tail = p.stderr_tail();
             return Err(Error::Start {
                 target,
-                reason: format!("not ready within {} s", START_TIMEOUT.as_secs()),
+                reason: if tail.is_empty() {
+                    format!("not ready within {} s", START_TIMEOUT.as_secs())
+                } else {
+                    format!(
+                        "not ready within {} s; stderr: {tail}",
+                        START_TIMEOUT.as_secs()
+                    )
+                },
             });
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -499,7 +555,11 @@ mod tests {
     fn udp_only_targets_refuse_tcp_with_a_reason() {
         let mut setup = TargetSetup::new("127.0.0.1:9".parse().unwrap());
         setup.transport = Transport::Tcp;
-        for kind in [TargetKind::NullRelay, TargetKind::Kamailio] {
+        for kind in [
+            TargetKind::NullRelay,
+            TargetKind::Kamailio,
+            TargetKind::OpenSips,
+        ] {
             let e = kind.start(&setup).unwrap_err().to_string();
             assert!(e.contains("UDP only") && e.contains(kind.name()), "{e}");
         }

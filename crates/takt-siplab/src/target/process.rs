@@ -174,6 +174,11 @@ impl ServerProcess {
         process_group(self.pid())
     }
 
+    /// The last lines of its stderr, on one line (empty if none).
+    pub(crate) fn stderr_tail(&self) -> String {
+        stderr_tail(&self.stderr)
+    }
+
     /// The exit status and the tail of stderr, for an error message.
     fn describe(&self, st: ExitStatus) -> String {
         let tail = stderr_tail(&self.stderr);

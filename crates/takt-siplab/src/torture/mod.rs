@@ -1,5 +1,6 @@
 //! `takt sip torture`: a SIP server under overload and faults, measured
-//! the same way whatever the server is (takt-sip, Kamailio, any address).
+//! the same way whatever the server is (takt-sip, Kamailio, OpenSIPS, any
+//! address).
 //!
 //! Scenarios ([`Scenario`]), each against a server started fresh:
 //! - **overload** ([`overload`]): the server's 1%-drop capacity first (the
@@ -227,7 +228,7 @@ impl TorturePlan {
         p.insert("workers".into(), json!(self.setup.workers));
         let model = match &self.kind {
             TargetKind::Takt(o) => o.model.name(),
-            TargetKind::Kamailio => "processes",
+            TargetKind::Kamailio | TargetKind::OpenSips => "processes",
             TargetKind::NullRelay => "relay",
             TargetKind::Addr(_) => "unknown",
         };
@@ -657,7 +658,8 @@ fn fault_rate(capacity: Option<f64>) -> f64 {
 /// The rows torture's row builders make on synthetic inputs: every row
 /// kind `run` can emit (the capacity and sustained capacity, and each
 /// scenario's rows), for takt (with and without extra proxy flags),
-/// Kamailio and a server at an address. Input of the document-shape snapshot test; starts nothing.
+/// Kamailio, OpenSIPS and a server at an address. Input of the
+/// document-shape snapshot test; starts nothing.
 #[doc(hidden)]
 pub fn synthetic_rows() -> Vec<ResultRow> {
     use crate::target::TaktOptions;
@@ -670,6 +672,7 @@ pub fn synthetic_rows() -> Vec<ResultRow> {
             ..TaktOptions::default()
         }),
         TargetKind::Kamailio,
+        TargetKind::OpenSips,
         TargetKind::Addr(a),
     ] {
         // a running server at an address: no CPU limit, its capacity given

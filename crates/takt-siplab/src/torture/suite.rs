@@ -21,7 +21,7 @@ use crate::target::{placement, TargetKind, TargetSetup};
 /// What `takt sip torture` was asked for.
 #[derive(Debug, Clone)]
 pub struct TortureOptions {
-    /// The server: `takt`, `kamailio` or `ip:port`.
+    /// The server: `takt`, `kamailio`, `opensips` or `ip:port`.
     pub target: String,
     /// Proxy modes, each a run of every scenario.
     pub modes: Vec<Mode>,
@@ -29,7 +29,7 @@ pub struct TortureOptions {
     pub scenarios: Vec<Scenario>,
     /// takt's worker model.
     pub model: WorkerModel,
-    /// Worker threads (takt) or children (Kamailio).
+    /// Worker threads (takt) or processes (Kamailio, OpenSIPS).
     pub workers: usize,
     /// CPUs' worth of time the server may use.
     pub cpu_limit: Option<f64>,
@@ -77,7 +77,7 @@ impl TortureOptions {
                 return Err(crate::error::unknown(
                     "target",
                     &self.target,
-                    "takt, kamailio, or ip:port",
+                    "takt, kamailio, opensips, or ip:port",
                 ))
             }
             Ok(TargetKind::Takt(mut o)) => {

@@ -102,8 +102,9 @@ impl Recommendation {
             return None;
         };
         Some(match self.target {
-            "kamailio" => format!(
-                "for pid in $(pgrep -x kamailio); do takt sched --pid $pid --sched {sched}; done"
+            // every process of the server: its workers are processes
+            t @ ("kamailio" | "opensips") => format!(
+                "for pid in $(pgrep -x {t}); do takt sched --pid $pid --sched {sched}; done"
             ),
             _ => format!("takt sched --pid PID --sched {sched}"),
         })
