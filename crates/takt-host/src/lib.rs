@@ -15,6 +15,9 @@
 //!   written to `/proc/sys` and `/sys` with their originals registered
 //!   first, read back, kept as a record for the result document and put
 //!   back on drop; the idle-latency hold. Each change is a registry item.
+//! - [`cgroup`]: [`CpuLimit`](cgroup::CpuLimit), a CPU quota (cgroup
+//!   `cpu.max`, or v1's CFS quota) on a server's processes, a registry
+//!   item.
 //! - [`netns`]: network namespaces behind veth pairs
 //!   ([`Veth`](netns::Veth)), with receive packet steering; the SIP
 //!   laboratory's `--net veth` ([`VethNet`](netns::VethNet)).
@@ -43,6 +46,7 @@
 //! ```
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+pub mod cgroup;
 pub mod cleanup;
 pub mod error;
 pub mod netns;

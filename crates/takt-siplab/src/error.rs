@@ -115,6 +115,10 @@ pub enum Error {
     /// retries the run on other ports.
     #[error("sipp: {0}")]
     SippBind(String),
+    /// A capacity trial's calls never reached the generator's UAS: the
+    /// target does not forward to it (the diagnosis says what was seen).
+    #[error("{0}")]
+    NothingReachedUas(Box<crate::capacity::UasDiagnosis>),
     /// The run was interrupted (Ctrl-C); finished points are kept.
     #[error("interrupted")]
     Interrupted,

@@ -54,6 +54,8 @@
 //! - [`relay`]: the null relay itself.
 //! - [`proxy_run`]: the proxy in this process until stopped, and its
 //!   statistics at exit.
+//! - [`cpu_limit`]: `--cpu-limit`, a CPU quota on a server for a whole
+//!   run (takt-host's cgroup, a cleanup-registry item).
 //! - [`net`]: `--net veth`, the server in its own network namespace.
 //! - [`profile`]: scheduler profiles (`default`, `server`, `enhanced`,
 //!   `batch`, real-time, `poll`, base slice, any policy) applied to every
@@ -66,6 +68,7 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod capacity;
+pub mod cpu_limit;
 mod error;
 pub mod gen;
 pub mod load;

@@ -13,7 +13,8 @@
 //!    while they fail, until one passing and one failing rate bracket the
 //!    crossing.
 //! 2. **Bisection** of the bracket until it is narrower than one grid step
-//!    ([`SearchConfig::step`], a fraction of the rate, default 3%).
+//!    ([`SearchConfig::step`], a fraction of the rate, default 3%; or
+//!    [`SearchConfig::step_cps`] calls/s, as the paper's 200 cps).
 //! 3. **Grid**: points one step apart around the last passing rate
 //!    ([`SearchConfig::grid_below`] below, [`SearchConfig::grid_above`]
 //!    above) are each measured [`SearchConfig::reps`] times, the points
@@ -84,6 +85,66 @@ pub const DEFAULT_REPS: usize = 5;
 /// Confidence of the intervals.
 pub const CONFIDENCE: f64 = 0.95;
 
+/// The grid step and bisection resolution: a fraction of the rate (the
+/// default, 3%), or a fixed number of calls per second, as the paper
+/// stepped its search (`200cps`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Step {
+    /// A fraction of the rate, in (0, 0.5).
+    Fraction(f64),
+    /// Calls per second, at least 1.
+    Cps(f64),
+}
+
+impl Default for Step {
+    fn default() -> Step {
+        Step::Fraction(DEFAULT_STEP)
+    }
+}
+
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Step::Fraction(x) => write!(f, "{x}"),
+            Step::Cps(c) => write!(f, "{c}cps"),
+        }
+    }
+}
+
+/// `0.03` (a fraction of the rate) or `200cps` (calls per second).
+impl std::str::FromStr for Step {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Step, Error> {
+        let bad = || {
+            Error::Config(format!(
+                "step {s:?} is neither a fraction of the rate in (0, 0.5) nor a whole number of calls/s (e.g. 0.03 or 200cps)"
+            ))
+        };
+        match s.strip_suffix("cps") {
+            Some(n) => match n.trim().parse::<f64>() {
+                Ok(c) if c.is_finite() && c >= 1.0 => Ok(Step::Cps(c.round())),
+                _ => Err(bad()),
+            },
+            None => match s.parse::<f64>() {
+                Ok(x) if x > 0.0 && x < 0.5 => Ok(Step::Fraction(x)),
+                _ => Err(bad()),
+            },
+        }
+    }
+}
+
+impl Step {
+    /// The [`SearchConfig`] fields it sets: `step` (the fraction; the
+    /// default beside calls/s) and `step_cps`.
+    pub fn fields(self) -> (f64, Option<f64>) {
+        match self {
+            Step::Fraction(x) => (x, None),
+            Step::Cps(c) => (DEFAULT_STEP, Some(c)),
+        }
+    }
+}
+
 /// What one trial measured.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct TrialOutcome {
@@ -153,6 +214,9 @@ pub struct SearchConfig {
     pub threshold: f64,
     /// Grid step and bisection resolution, a fraction of the rate.
     pub step: f64,
+    /// Grid step and bisection resolution in calls/s instead of
+    /// [`SearchConfig::step`] (the paper's `200cps`), if set.
+    pub step_cps: Option<f64>,
     /// Repetitions per grid point (≥ 1; ≥ 2 for the t interval to count).
     pub reps: usize,
     /// First rate of the ramp, calls/s.
@@ -178,6 +242,7 @@ impl Default for SearchConfig {
         SearchConfig {
             threshold: DEFAULT_THRESHOLD,
             step: DEFAULT_STEP,
+            step_cps: None,
             reps: DEFAULT_REPS,
             start_cps: 1_000.0,
             min_cps: 50.0,
@@ -199,6 +264,11 @@ impl SearchConfig {
         }
         if !(self.step > 0.0 && self.step < 0.5) {
             return bad("step must be in (0, 0.5)");
+        }
+        if let Some(c) = self.step_cps {
+            if !(c.is_finite() && c >= 1.0) {
+                return bad("a step in calls/s must be at least 1");
+            }
         }
         if self.reps == 0 {
             return bad("reps must be at least 1");
@@ -224,8 +294,21 @@ impl SearchConfig {
     pub fn warm_started(&self, cps: f64) -> SearchConfig {
         SearchConfig {
             start_cps: whole(cps).clamp(self.min_cps, self.max_cps),
-            ramp_factor: 1.0 + REBRACKET_STEPS * self.step,
+            ramp_factor: 1.0 + REBRACKET_STEPS * self.step_fraction(cps),
             ..self.clone()
+        }
+    }
+
+    /// One grid step at `rate`, calls/s.
+    pub fn step_at(&self, rate: f64) -> f64 {
+        self.step_cps.unwrap_or(self.step * rate)
+    }
+
+    /// One grid step at `rate` as a fraction of it.
+    pub fn step_fraction(&self, rate: f64) -> f64 {
+        match self.step_cps {
+            Some(c) if rate > 0.0 => c / rate,
+            _ => self.step,
         }
     }
 }
@@ -569,7 +652,7 @@ impl Search {
         let grid_trials = (self.cfg.grid_below + self.cfg.grid_above + 1) * self.cfg.reps;
         let bisect_steps = |lo: f64, hi: f64| -> usize {
             // each step halves hi - lo until it is below step * lo
-            let width = (hi - lo) / (self.cfg.step * lo);
+            let width = (hi - lo) / self.cfg.step_at(lo);
             if width <= 1.0 {
                 0
             } else {
@@ -690,7 +773,7 @@ impl Search {
             unreachable!("called with a bracket");
         };
         let mid = whole(0.5 * (lo + hi));
-        if hi - lo > self.cfg.step * lo && mid > lo && mid < hi {
+        if hi - lo > self.cfg.step_at(lo) && mid > lo && mid < hi {
             self.state = State::Bisect { rate: mid };
         } else {
             self.start_grid(lo);
@@ -698,7 +781,7 @@ impl Search {
     }
 
     fn start_grid(&mut self, center: f64) {
-        self.grid_step = (self.cfg.step * center).max(1.0);
+        self.grid_step = self.cfg.step_at(center).max(1.0);
         let below = self.cfg.grid_below as i64;
         let above = self.cfg.grid_above as i64;
         let mut fresh = Vec::new();
@@ -755,7 +838,7 @@ impl Search {
         let all_pass = s.iter().all(|p| p.verdict == Verdict::Pass);
         let lowest_fails = bottom.verdict != Verdict::Pass;
         let again = self.rebrackets < self.cfg.max_rebrackets;
-        self.ramp_factor = 1.0 + REBRACKET_STEPS * self.cfg.step;
+        self.ramp_factor = 1.0 + REBRACKET_STEPS * self.cfg.step_fraction(top.rate_cps);
         let up = whole(top.rate_cps * self.ramp_factor);
         let down = whole(bottom.rate_cps / self.ramp_factor);
         if again && all_pass && top.rate_cps < self.cfg.max_cps && !self.hi_generator {

@@ -90,6 +90,11 @@ impl SearchBars {
 
     /// Shows a trial of search `case`; closes its stage when the search
     /// has done what it expected.
+    /// Prints a line above the bars.
+    pub(crate) fn println(&self, line: &str) {
+        self.shown.println(line);
+    }
+
     pub(crate) fn search_trial(&mut self, case: usize, t: &TrialLine<'_>) {
         let (point, tail) = self.parts(t);
         if let Some(s) = self.searches.get(&case) {

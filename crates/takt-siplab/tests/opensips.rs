@@ -429,7 +429,7 @@ fn a_quick_capacity_run_of_opensips_in_both_modes() {
         gen_cpus: None,
         gen_sched: None,
         threshold: 0.01,
-        step: 0.03,
+        step: takt_siplab::search::Step::Fraction(0.03),
         reps: Some(1),
         start_cps: 1_000.0,
         max_cps: 8_000.0,
@@ -443,6 +443,9 @@ fn a_quick_capacity_run_of_opensips_in_both_modes() {
         no_search: false,
         plot: None,
         quick: true,
+        uas: None,
+        route_preload: false,
+        cpu_limit: None,
     };
     let doc = opts
         .resolve()
@@ -501,7 +504,7 @@ fn a_sweep_applies_its_profiles_to_every_opensips_process() {
         workers: vec![2, 3],
         profiles: vec!["default,server".into()],
         threshold: 0.01,
-        step: 0.03,
+        step: takt_siplab::search::Step::Fraction(0.03),
         reps: Some(1),
         rebrackets: Some(0),
         pairs: Some(1),

@@ -2,11 +2,14 @@
 //! (takt-sip, Kamailio, the null relay, any address) under the native
 //! generator — takt-siplab's `capacity` suite behind flags.
 
+use std::net::SocketAddr;
+
 use clap::Args;
 use takt_sched::{CpuSet, SchedPolicy};
 use takt_sip::proxy::{Mode, Transport};
 use takt_sip::transport::WorkerModel;
 use takt_siplab::capacity::{CapacityOptions, NetKind};
+use takt_siplab::search::Step;
 
 use crate::args::{OutputArgs, SchedArgs};
 use crate::error::CmdError;
@@ -44,9 +47,9 @@ pub struct CapacityArgs {
     /// Drop-rate threshold.
     #[arg(long, value_name = "FRACTION", default_value_t = 0.01)]
     threshold: f64,
-    /// Grid step, fraction of the rate.
-    #[arg(long, value_name = "FRACTION", default_value_t = 0.03)]
-    step: f64,
+    /// Grid step: a fraction of the rate (0.03), or calls/s (200cps).
+    #[arg(long, value_name = "STEP", default_value = "0.03")]
+    step: Step,
     /// Repetitions per grid point (default 5; 3 with --quick).
     #[arg(long, value_name = "N")]
     reps: Option<usize>,
@@ -89,7 +92,28 @@ pub struct CapacityArgs {
     #[arg(long, value_name = "DIR")]
     plot: Option<std::path::PathBuf>,
     #[command(flatten)]
+    server: ServerArgs,
+    #[command(flatten)]
     out: OutputArgs,
+}
+
+/// The flags of `capacity` and `sweep` for a server the lab did not
+/// start, and for a server's CPU quota.
+#[derive(Args, Debug)]
+pub struct ServerArgs {
+    /// Where the generator's UAS listens (default: a free port): the
+    /// address a target with a fixed next hop forwards to. The calls'
+    /// Request-URI names it; they are sent to the target.
+    #[arg(long, value_name = "ADDR")]
+    pub uas: Option<SocketAddr>,
+    /// Preload Route: <sip:TARGET;lr> into every INVITE, for a proxy that
+    /// forwards only requests routed through it.
+    #[arg(long)]
+    pub route_preload: bool,
+    /// Run each server under a CPU quota for its whole search, in CPUs
+    /// (e.g. 0.5; cgroup cpu.max, root).
+    #[arg(long, value_name = "CPUS")]
+    pub cpu_limit: Option<f64>,
 }
 
 pub fn run(a: CapacityArgs) -> Result<(), CmdError> {
@@ -117,6 +141,9 @@ pub fn run(a: CapacityArgs) -> Result<(), CmdError> {
         no_search: a.no_search,
         plot: a.plot,
         quick: a.out.quick,
+        uas: a.server.uas,
+        route_preload: a.server.route_preload,
+        cpu_limit: a.server.cpu_limit,
     }
     .resolve()?;
     takt_measure::suite::run_command("takt sip capacity", &suite, a.out.json)?;

@@ -57,9 +57,15 @@ pub struct GenArgs {
     /// then be --uas-listen).
     #[arg(long, value_name = "uac|uas|both", default_value = "both")]
     role: Role,
-    /// Where the UAS listens (roles uas and both).
+    /// Where the UAS listens (role uac: where the UAS elsewhere listens).
+    /// The calls' Request-URI is sip:service@ADDR; the requests go to
+    /// --proxy, which routes it or forwards to its own next hop.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:5070")]
     uas_listen: SocketAddr,
+    /// Preload Route: <sip:PROXY;lr> into every INVITE, for a proxy that
+    /// forwards only requests routed through it.
+    #[arg(long)]
+    route_preload: bool,
     /// Turn RFC 3261 retransmissions off (timeouts still apply).
     #[arg(long)]
     no_retrans: bool,
@@ -118,6 +124,7 @@ pub fn run(a: GenArgs) -> Result<(), CmdError> {
         connections: usize::from(a.connections),
         role: a.role,
         uas_listen: a.uas_listen,
+        route_preload: a.route_preload,
         no_retrans: a.no_retrans,
         drain: a.drain,
         lag_bound: a.lag_bound,

@@ -10,8 +10,11 @@ use clap::Args;
 use takt_measure::suite::{run_command, SuiteOutput};
 use takt_sched::{CpuSet, SchedPolicy};
 use takt_sip::proxy::Mode;
-use takt_sip::transport::WorkerModel;
+use takt_sip::transport::{WakeOrder, WorkerModel};
+use takt_siplab::search::Step;
 use takt_siplab::sweep::{Preset, SweepOptions};
+
+use crate::cmd_sip_capacity::ServerArgs;
 
 /// `takt sip sweep` flags.
 #[derive(Args, Debug)]
@@ -26,6 +29,10 @@ pub struct SweepArgs {
     /// takt's worker models (comma-separated; default shared, the paper's).
     #[arg(long, value_name = "shared,reuseport,batched", value_delimiter = ',')]
     model: Vec<WorkerModel>,
+    /// takt's wake orders as an axis, each its own series (shared model;
+    /// fifo is OpenSIPS's order; default: the proxy's, lifo).
+    #[arg(long, value_name = "lifo,fifo", value_delimiter = ',')]
+    wake: Vec<WakeOrder>,
     /// Worker counts m (default 2,4,8,16; --quick 2,16; --paper 2,4,6,8,16).
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=1024))]
     workers: Vec<u32>,
@@ -51,9 +58,10 @@ pub struct SweepArgs {
     /// Drop-rate threshold.
     #[arg(long, value_name = "FRACTION", default_value_t = 0.01)]
     threshold: f64,
-    /// Grid step, fraction of the rate.
-    #[arg(long, value_name = "FRACTION", default_value_t = 0.03)]
-    step: f64,
+    /// Grid step: a fraction of the rate (0.03), or calls/s (200cps, the
+    /// paper's).
+    #[arg(long, value_name = "STEP", default_value = "0.03")]
+    step: Step,
     /// Repetitions per grid point (default 5; --quick 2; --paper 30).
     #[arg(long, value_name = "N")]
     reps: Option<usize>,
@@ -96,6 +104,8 @@ pub struct SweepArgs {
         default_value = "takt-sweep"
     )]
     out: PathBuf,
+    #[command(flatten)]
+    server: ServerArgs,
     /// The run records (SQLite); the sweep always records its run.
     #[arg(long, value_name = "PATH", default_value = takt_records::DEFAULT_PATH)]
     db: PathBuf,
@@ -122,6 +132,10 @@ pub fn run(a: SweepArgs) -> Result<(), CmdError> {
         ports: a.ports,
         preset: Preset::of(a.quick, a.paper),
         out: Some(a.out.clone()),
+        wakes: a.wake,
+        uas: a.server.uas,
+        route_preload: a.server.route_preload,
+        cpu_limit: a.server.cpu_limit,
     }
     .resolve()?;
     let out = run_command("takt sip sweep", &suite, a.json)?;

@@ -316,6 +316,70 @@ mod commands {
     }
 
     #[test]
+    fn sip_capacity_and_sweep_server_flags_parse_and_reject() {
+        for cmd in ["capacity", "sweep"] {
+            let ok = Cli::try_parse_from([
+                "takt",
+                "sip",
+                cmd,
+                "--target",
+                "127.0.0.1:5060",
+                "--uas",
+                "127.0.0.1:5070",
+                "--route-preload",
+                "--cpu-limit",
+                "0.5",
+                "--step",
+                "200cps",
+            ]);
+            assert!(ok.is_ok(), "{cmd}: {ok:?}");
+            let ok =
+                Cli::try_parse_from(["takt", "sip", cmd, "--uas", "[::1]:5070", "--step", "0.05"]);
+            assert!(ok.is_ok(), "{cmd}: {ok:?}");
+            for (flag, value, msg) in [
+                (
+                    "--uas",
+                    "127.0.0.1",
+                    "invalid value '127.0.0.1' for '--uas <ADDR>'",
+                ),
+                ("--uas", "uas.example:5070", "for '--uas <ADDR>'"),
+                ("--step", "0cps", "step \"0cps\" is neither"),
+                ("--step", "1e9", "step \"1e9\" is neither"),
+                ("--step", "0.5", "step \"0.5\" is neither"),
+                ("--step", "fast", "for '--step <STEP>'"),
+                ("--cpu-limit", "half", "for '--cpu-limit <CPUS>'"),
+            ] {
+                let e = Cli::try_parse_from(["takt", "sip", cmd, flag, value]).unwrap_err();
+                assert_eq!(
+                    e.kind(),
+                    clap::error::ErrorKind::ValueValidation,
+                    "{cmd} {flag}: {e}"
+                );
+                assert!(e.to_string().contains(msg), "{cmd} {flag} {value}: {e}");
+            }
+        }
+        let ok = Cli::try_parse_from(["takt", "sip", "sweep", "--wake", "lifo,fifo"]);
+        assert!(ok.is_ok(), "{ok:?}");
+        let e = Cli::try_parse_from(["takt", "sip", "sweep", "--wake", "lifo,lilo"]).unwrap_err();
+        assert!(e.to_string().contains("for '--wake <lifo,fifo>'"), "{e}");
+        assert!(e.to_string().contains("lilo"), "{e}");
+        // the generator's Route option, and its UAS address
+        let ok = Cli::try_parse_from([
+            "takt",
+            "sip",
+            "gen",
+            "--proxy",
+            "127.0.0.1:5060",
+            "--route-preload",
+            "--uas-listen",
+            "127.0.0.1:5070",
+        ]);
+        assert!(ok.is_ok(), "{ok:?}");
+        let e = Cli::try_parse_from(["takt", "sip", "gen", "--uas-listen", "5070"]).unwrap_err();
+        assert!(e.to_string().contains("--uas-listen <ADDR>"), "{e}");
+    }
+
+    #[test]
     fn runs_flags_parse_and_reject() {
         let cli = Cli::try_parse_from(["takt", "runs", "diff", "3", "5", "--db", "x.db", "--json"])
             .unwrap();

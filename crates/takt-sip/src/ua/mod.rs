@@ -15,6 +15,14 @@
 //!  |  <- 200       |  <- 200        |
 //! ```
 //!
+//! The INVITE's Request-URI names the UAS (`sip:service@UAS`,
+//! [`UacConfig::with_uas`], as SIPp's `-rsa`) while every request goes to
+//! the proxy as an outbound proxy ([`UacConfig::proxy`]): a proxy that
+//! routes on the Request-URI (RFC 3261 §16.5) and one with a fixed next
+//! hop both reach the UAS. A preloaded `Route: <sip:PROXY;lr>`
+//! ([`UacConfig::with_route_preload`]) serves a proxy that forwards only
+//! requests routed through it.
+//!
 //! Neither owns a socket or reads a clock: datagrams go in with an
 //! explicit `now` (nanoseconds of any monotonic clock), and what to send
 //! is polled out ([`Uac::poll_transmit`], [`Uas::poll_transmit`]) together

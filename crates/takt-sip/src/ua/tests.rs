@@ -73,7 +73,9 @@ impl Net {
         max_dialogs: usize,
     ) -> Net {
         let first_hop = if proxy.is_some() { PROXY } else { UAS };
-        let mut uc = UacConfig::new(addr(UAC), addr(first_hop)).with_transport(transport);
+        let mut uc = UacConfig::new(addr(UAC), addr(first_hop))
+            .with_transport(transport)
+            .with_uas(addr(UAS));
         uc.timers = timers;
         uc.hold_ns = hold_ns;
         uc.max_calls = 64;
@@ -93,6 +95,23 @@ impl Net {
             loss: Box::new(|_, _, _, _| false),
             next_tick: TICK,
         }
+    }
+
+    /// Through the proxy in `mode`, with the UAS as its fixed next hop or
+    /// (`next_hop` false) routing on the Request-URI, and a preloaded
+    /// Route naming the proxy if `preload`.
+    fn through(mode: Mode, next_hop: bool, preload: bool) -> Net {
+        let mut n = Net::new(Some(mode), UaTimers::default(), 0, 16);
+        let mut pc = proxy_config(mode);
+        if !next_hop {
+            pc.next_hop = None;
+        }
+        n.proxy = Some((Proxy::new(pc), Scratch::new()));
+        if preload {
+            let uc = n.uac.config().clone().with_route_preload();
+            n.uac = Uac::new(uc);
+        }
+        n
     }
 
     fn lose(mut self, f: impl FnMut(SocketAddr, SocketAddr, Kind, usize) -> bool + 'static) -> Net {
@@ -430,6 +449,100 @@ fn calls_complete_through_the_proxy_in_both_modes() {
 }
 
 #[test]
+fn the_request_uri_names_the_uas_and_the_requests_go_to_the_proxy() {
+    // a proxy that routes on the Request-URI (no next hop) and one with a
+    // fixed next hop, with and without a preloaded Route: every call
+    // completes, and the proxy consumes its own Route entry
+    for mode in [Mode::Stateless, Mode::Stateful] {
+        for (next_hop, preload) in [(false, false), (true, false), (false, true), (true, true)] {
+            let what = format!("{mode:?} next hop {next_hop} preload {preload}");
+            let mut n = Net::through(mode, next_hop, preload);
+            n.run(&[0, 3 * MS], 10 * S);
+            assert_eq!(outcomes(&n.uac), [("completed", 2)], "{what}");
+            assert_end_to_end(&n);
+            let from_uac = n.log.iter().filter(|s| s.from == addr(UAC));
+            assert!(from_uac.clone().all(|s| s.to == addr(PROXY)), "{what}");
+            let invite = from_uac.clone().find(|s| s.kind == Kind::Invite).unwrap();
+            let text = String::from_utf8_lossy(&invite.bytes);
+            assert!(
+                text.starts_with("INVITE sip:service@127.0.0.1:5070 SIP/2.0\r\n"),
+                "{what}: {text}"
+            );
+            assert_eq!(
+                text.contains("\r\nRoute: <sip:127.0.0.1:5060;lr>\r\n"),
+                preload,
+                "{what}: {text}"
+            );
+            let at_uas = n
+                .log
+                .iter()
+                .find(|s| s.to == addr(UAS) && s.kind == Kind::Invite)
+                .unwrap();
+            let m = Message::parse(&at_uas.bytes).unwrap();
+            assert!(m.routes().is_empty(), "{what}: the proxy removed its Route");
+        }
+    }
+}
+
+#[test]
+fn a_failure_ack_carries_the_preloaded_route() {
+    let uc = UacConfig::new(addr(UAC), addr(PROXY))
+        .with_uas(addr(UAS))
+        .with_route_preload();
+    let mut uac = Uac::new(uc);
+    uac.start_call(0).unwrap();
+    let mut out = Vec::new();
+    uac.poll_transmit(&mut out).unwrap();
+    let invite = String::from_utf8(out.clone()).unwrap();
+    let call_id = invite
+        .lines()
+        .find_map(|l| l.strip_prefix("Call-ID: "))
+        .unwrap();
+    let branch = invite
+        .lines()
+        .find_map(|l| l.strip_prefix("Via: "))
+        .unwrap();
+    let from = invite
+        .lines()
+        .find_map(|l| l.strip_prefix("From: "))
+        .unwrap();
+    let busy = format!(
+        "SIP/2.0 486 Busy Here\r\nVia: {branch}\r\nFrom: {from}\r\nTo: <sip:service@127.0.0.1:5070>;tag=x\r\nCall-ID: {call_id}\r\nCSeq: 1 INVITE\r\nContent-Length: 0\r\n\r\n"
+    );
+    uac.handle(MS, busy.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    let t = uac.poll_transmit(&mut out).expect("the ACK");
+    assert_eq!(t.dst, addr(PROXY));
+    let ack = String::from_utf8(out).unwrap();
+    assert!(
+        ack.starts_with("ACK sip:service@127.0.0.1:5070 SIP/2.0\r\n")
+            && ack.contains("\r\nRoute: <sip:127.0.0.1:5060;lr>\r\n"),
+        "{ack}"
+    );
+    Message::parse(ack.as_bytes()).expect("the ACK parses");
+}
+
+#[test]
+fn over_tcp_the_request_uri_and_the_route_say_tcp() {
+    for (a, b) in [(true, false), (false, true)] {
+        // whichever order the builder is called in
+        let mut uc = UacConfig::new(addr(UAC), addr(PROXY));
+        if a {
+            uc = uc.with_transport(Transport::Tcp);
+        }
+        uc = uc.with_uas(addr(UAS)).with_route_preload();
+        if b {
+            uc = uc.with_transport(Transport::Tcp);
+        }
+        assert_eq!(uc.request_uri, "sip:service@127.0.0.1:5070;transport=tcp");
+        assert_eq!(
+            uc.route.as_deref(),
+            Some("<sip:127.0.0.1:5060;transport=tcp;lr>")
+        );
+    }
+}
+
+#[test]
 fn through_a_stateful_proxy_the_100_stops_invite_retransmission() {
     // the proxy's INVITE to the UAS is lost once: the proxy resends it
     // (its own Timer A) and the UAC, having its 100, does not
@@ -485,7 +598,7 @@ fn a_repeated_invite_gets_the_same_200_again() {
 #[test]
 fn a_contact_that_cannot_be_a_request_uri_is_refused() {
     let proxy = addr("127.0.0.1:5060");
-    let mut uac = Uac::new(UacConfig::new(addr(UAC), proxy));
+    let mut uac = Uac::new(UacConfig::new(addr(UAC), proxy).with_uas(addr(UAS)));
     let mut uas = Uas::new(UasConfig::new(addr(UAS)));
     for (i, contact) in [
         "Contact: <sip:127: sip:j.example.net;tag=1\r\n\tX-Injected: 0>\r\n",
@@ -521,7 +634,7 @@ fn a_contact_that_cannot_be_a_request_uri_is_refused() {
         let b = &out[out.len() - t.len..];
         Message::parse(b).expect("the ACK parses");
         assert!(
-            b.starts_with(b"ACK sip:service@127.0.0.1:5060 SIP/2.0\r\n"),
+            b.starts_with(b"ACK sip:service@127.0.0.1:5070 SIP/2.0\r\n"),
             "{}",
             String::from_utf8_lossy(b)
         );
@@ -530,7 +643,7 @@ fn a_contact_that_cannot_be_a_request_uri_is_refused() {
         let t = uac.poll_transmit(&mut out).expect("the BYE");
         let b = &out[out.len() - t.len..];
         Message::parse(b).expect("the BYE parses");
-        assert!(b.starts_with(b"BYE sip:service@127.0.0.1:5060 SIP/2.0\r\n"));
+        assert!(b.starts_with(b"BYE sip:service@127.0.0.1:5070 SIP/2.0\r\n"));
         assert!(uac.poll_transmit(&mut out).is_none());
         assert_eq!(uac.stats().bad_contact, i as u64 + 1, "{contact:?}");
     }

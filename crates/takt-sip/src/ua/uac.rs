@@ -100,10 +100,21 @@ pub struct UacConfig {
     /// `i` uses socket `i % locals.len()`); written into Via, From and
     /// Contact. At least one.
     pub locals: Vec<SocketAddr>,
-    /// Where every request goes (the proxy).
+    /// Where every request goes: the outbound proxy (RFC 3261 §8.1.2),
+    /// whatever the Request-URI or the route set names.
     pub proxy: SocketAddr,
-    /// The INVITE's Request-URI and To (default: `sip:service@PROXY`).
+    /// The INVITE's Request-URI and To: `sip:service@UAS` (see
+    /// [`UacConfig::with_uas`]; as SIPp's `-rsa`), so that a proxy routing
+    /// on the Request-URI (§16.5) forwards to the UAS. [`UacConfig::new`]
+    /// puts the proxy's address there: a UAS at that address, no proxy
+    /// between.
     pub request_uri: String,
+    /// A preloaded route (§8.1.2): the value of a `Route:` line written
+    /// into every INVITE and into the ACK of a failure response (§17.1.1.3),
+    /// e.g. `<sip:127.0.0.1:5060;lr>` ([`UacConfig::with_route_preload`]),
+    /// for a proxy that forwards only requests routed through it. `None`:
+    /// no Route (in-dialog requests follow the Record-Route either way).
+    pub route: Option<String>,
     /// Calls that may be in progress at once (the preallocated table).
     pub max_calls: usize,
     /// Time between the ACK and the BYE, ns.
@@ -128,6 +139,7 @@ impl UacConfig {
             locals: vec![local],
             proxy,
             request_uri: format!("sip:service@{proxy}"),
+            route: None,
             max_calls: 1 << 16,
             hold_ns: 0,
             timers: UaTimers::default(),
@@ -136,16 +148,42 @@ impl UacConfig {
         }
     }
 
-    /// Over `transport`: for TCP, the default Request-URI (if it is still
-    /// the default) gains `;transport=tcp`, so that a proxy routing by
-    /// Request-URI forwards over TCP too.
+    /// Over `transport`: for TCP, a Request-URI [`UacConfig::new`] or
+    /// [`UacConfig::with_uas`] wrote gains `;transport=tcp` (so that a
+    /// proxy routing by Request-URI forwards over TCP too), and so does a
+    /// preloaded route.
     pub fn with_transport(mut self, transport: Transport) -> UacConfig {
-        if transport == Transport::Tcp && self.request_uri == format!("sip:service@{}", self.proxy)
-        {
-            self.request_uri.push_str(";transport=tcp");
-        }
         self.transport = transport;
+        if self.request_uri.starts_with("sip:service@") && !self.request_uri.contains(';') {
+            self.request_uri.push_str(self.uri_param());
+        }
+        if self.route.as_deref() == Some(&format!("<sip:{};lr>", self.proxy)) {
+            self = self.with_route_preload();
+        }
         self
+    }
+
+    /// Calls to a UAS at `uas`: the Request-URI becomes
+    /// `sip:service@UAS` (with `;transport=tcp` over TCP). The requests
+    /// still go to [`UacConfig::proxy`].
+    pub fn with_uas(mut self, uas: SocketAddr) -> UacConfig {
+        self.request_uri = format!("sip:service@{uas}{}", self.uri_param());
+        self
+    }
+
+    /// Preloads the route `<sip:PROXY;lr>` (with `;transport=tcp` over
+    /// TCP): see [`UacConfig::route`].
+    pub fn with_route_preload(mut self) -> UacConfig {
+        self.route = Some(format!("<sip:{}{};lr>", self.proxy, self.uri_param()));
+        self
+    }
+
+    /// The URI parameter naming the transport (empty for UDP).
+    fn uri_param(&self) -> &'static str {
+        match self.transport {
+            Transport::Udp => "",
+            Transport::Tcp => ";transport=tcp",
+        }
     }
 
     /// Whether requests are retransmitted: asked for, and the transport
@@ -182,6 +220,9 @@ pub struct UacStats {
     /// (empty, or holding whitespace or control characters, such as a
     /// folded line): the dialog's requests go to the initial Request-URI.
     pub bad_contact: u64,
+    /// Final failure responses (300–699) received, by status code: index
+    /// `code - 300` (retransmitted ones included).
+    pub failure_codes: Vec<u64>,
     /// INVITE sent → first 180 received, ns.
     pub invite_to_180: Histogram<u64>,
     /// INVITE sent → 200 received, ns.
@@ -202,6 +243,7 @@ impl UacStats {
             unexpected: 0,
             dialog_overflow: 0,
             bad_contact: 0,
+            failure_codes: vec![0; 400],
             invite_to_180: h(),
             invite_to_200: h(),
         }
@@ -300,7 +342,7 @@ struct Templates {
 }
 
 impl Templates {
-    fn new(local: SocketAddr, ruri: &str, transport: Transport) -> Templates {
+    fn new(local: SocketAddr, ruri: &str, route: Option<&str>, transport: Transport) -> Templates {
         let (via, param) = match transport {
             Transport::Udp => ("UDP", ""),
             Transport::Tcp => ("TCP", ";transport=tcp"),
@@ -310,8 +352,9 @@ impl Templates {
                 "Via: SIP/2.0/{via} {local};branch=z9hG4bK{{token}}{branch};rport\r\nMax-Forwards: 70\r\nFrom: \"takt\" <sip:takt@{local}>;tag={{token}}\r\n"
             )
         };
+        let preloaded = route.map_or_else(String::new, |r| format!("Route: {r}\r\n"));
         let invite = format!(
-            "INVITE {ruri} SIP/2.0\r\n{}To: <{ruri}>\r\nCall-ID: {{token}}@takt\r\nCSeq: 1 INVITE\r\nContact: <sip:takt@{local}{param}>\r\nSubject: Performance Test\r\nContent-Type: application/sdp\r\nContent-Length: {}\r\n\r\n{SDP}",
+            "INVITE {ruri} SIP/2.0\r\n{}{preloaded}To: <{ruri}>\r\nCall-ID: {{token}}@takt\r\nCSeq: 1 INVITE\r\nContact: <sip:takt@{local}{param}>\r\nSubject: Performance Test\r\nContent-Type: application/sdp\r\nContent-Length: {}\r\n\r\n{SDP}",
             common("i"),
             SDP.len()
         );
@@ -324,7 +367,7 @@ impl Templates {
         Templates {
             invite: Template::new(&invite),
             ack: Template::new(&in_dialog("ACK", 1, "a", "{target}", "{routes}")),
-            ack_failure: Template::new(&in_dialog("ACK", 1, "i", ruri, "")),
+            ack_failure: Template::new(&in_dialog("ACK", 1, "i", ruri, &preloaded)),
             bye: Template::new(&in_dialog("BYE", 2, "b", "{target}", "{routes}")),
         }
     }
@@ -376,7 +419,7 @@ impl Uac {
         let templates = cfg
             .locals
             .iter()
-            .map(|&l| Templates::new(l, &cfg.request_uri, cfg.transport))
+            .map(|&l| Templates::new(l, &cfg.request_uri, cfg.route.as_deref(), cfg.transport))
             .collect();
         let n = cfg.max_calls;
         let initial = DialogTarget {
@@ -526,6 +569,12 @@ impl Uac {
             return Err(UaError::Unexpected);
         };
         let method = m.cseq_method();
+        if let Some(n) = (code as usize)
+            .checked_sub(300)
+            .and_then(|i| self.stats.failure_codes.get_mut(i))
+        {
+            *n += 1;
+        }
         let call = token::decode(m.call_id()).and_then(|(slot, seq, run)| {
             let c = self.calls.get(slot as usize)?;
             (run == self.cfg.run_id && c.seq == seq && c.state != State::Free).then_some(slot)

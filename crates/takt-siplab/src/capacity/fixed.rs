@@ -49,6 +49,8 @@ pub struct FixedPlan {
     /// Set to end the run after the current repetition; the finished ones
     /// are kept.
     pub stop: Arc<AtomicBool>,
+    /// A CPU quota on each server for the whole run, CPUs' worth of time.
+    pub cpu_limit: Option<f64>,
 }
 
 /// What [`run_fixed`] reports after every repetition.
@@ -83,6 +85,7 @@ pub struct FixedProgress<'a> {
 pub fn run_fixed<L: Load>(
     plan: &FixedPlan,
     mut make_load: impl FnMut(IpAddr) -> Result<L>,
+    mut announce: impl FnMut(&str),
     mut progress: impl FnMut(&FixedProgress<'_>),
 ) -> Result<Document> {
     if plan.reps == 0 {
@@ -117,6 +120,8 @@ pub fn run_fixed<L: Load>(
             &c.case,
             load,
             &plan.stop,
+            plan.cpu_limit,
+            &mut announce,
         )?);
     }
     let expected = plan.reps * plan.cases.len();
@@ -125,6 +130,7 @@ pub fn run_fixed<L: Load>(
     let mut failure = None;
     'reps: for _ in 0..plan.reps {
         for (i, (c, t)) in plan.cases.iter().zip(trials.iter_mut()).enumerate() {
+            let t = &mut t.trial;
             match t.trial(c.rate_cps) {
                 Ok(o) => {
                     outcomes[i].push(o);
@@ -206,7 +212,7 @@ pub fn run_fixed<L: Load>(
 
 /// The `params` of a case's rows: its setting, `rate_cps` and `reps`.
 fn case_params(plan: &FixedPlan, c: &FixedCase) -> Map<String, Value> {
-    let mut params = setting_params(&plan.base, plan.net, &c.case);
+    let mut params = setting_params(&plan.base, plan.net, &c.case, plan.cpu_limit);
     params.insert("rate_cps".into(), json!(c.rate_cps));
     params.insert("reps".into(), json!(plan.reps));
     params
@@ -245,6 +251,7 @@ pub(super) fn synthetic_rows() -> Vec<ResultRow> {
                 reps: 3,
                 net: NetKind::Loopback,
                 stop: Arc::new(AtomicBool::new(false)),
+                cpu_limit: None,
             };
             let params = case_params(&plan, &c);
             let takt = matches!(c.case.kind, TargetKind::Takt(_));
@@ -421,14 +428,15 @@ mod tests {
             reps: 1,
             net: NetKind::Loopback,
             stop: Arc::new(AtomicBool::new(false)),
+            cpu_limit: None,
         };
         let never = |_| -> Result<crate::capacity::GenLoad> { unreachable!("refused first") };
-        let e = run_fixed(&plan, never, |_| {}).unwrap_err();
+        let e = run_fixed(&plan, never, |_| {}, |_| {}).unwrap_err();
         assert!(e.to_string().contains("positive"), "{e}");
         plan.reps = 0;
-        assert!(run_fixed(&plan, never, |_| {}).is_err());
+        assert!(run_fixed(&plan, never, |_| {}, |_| {}).is_err());
         plan.reps = 1;
         plan.cases.clear();
-        assert!(run_fixed(&plan, never, |_| {}).is_err());
+        assert!(run_fixed(&plan, never, |_| {}, |_| {}).is_err());
     }
 }

@@ -17,8 +17,15 @@
 //! the per-kind counts then stop matching call for call — but a UAS that
 //! slow means a generator-bound trial, which the search never counts.
 //! The UAS keeps one address for all
-//! trials (the target forwards there); the UAC's ports are new every
+//! trials (the target forwards there): a free port picked at random, or
+//! the address given ([`GenLoad::listening`], `--uas`) for a server that
+//! forwards to a fixed one. The calls' Request-URI names it and the
+//! requests go to the target as an outbound proxy, so a proxy routing on
+//! the Request-URI reaches it too. The UAC's ports are new every
 //! trial, which real proxies and the null relay (routing by Via) follow.
+//! A first trial in which nothing reached the UAS ends the run with a
+//! [`UasDiagnosis`] instead of a drop rate; once requests have reached
+//! it, a trial that loses them all is an overloaded server's, and counts.
 //! Over TCP (the base configuration's transport) the UAC connects anew
 //! every trial, a server's drops show as shed and timed-out calls — the
 //! lost messages counted the same way — and the UAS listens on TCP.
@@ -28,7 +35,7 @@ use std::net::{IpAddr, SocketAddr, TcpListener, UdpSocket};
 use std::time::Duration;
 use takt_sip::proxy::Transport;
 
-use super::{Load, LoadOutcome};
+use super::{Load, LoadOutcome, UasDiagnosis};
 use crate::error::{io, Result};
 use crate::gen::{self, Cancel, GenConfig};
 use crate::target::Target;
@@ -47,6 +54,8 @@ pub struct GenLoad {
     window: Duration,
     min_calls: u64,
     cancel: Cancel,
+    /// Some trial's requests reached the UAS.
+    reached: bool,
 }
 
 impl GenLoad {
@@ -55,7 +64,7 @@ impl GenLoad {
     /// on a free port of `ip`, trials of `window` worth of calls (at least
     /// `min_calls`). `cancel` ends a running trial early.
     pub fn new(
-        mut base: GenConfig,
+        base: GenConfig,
         ip: IpAddr,
         window: Duration,
         min_calls: u64,
@@ -63,6 +72,24 @@ impl GenLoad {
     ) -> Result<GenLoad> {
         let uas = uas_addr(ip, base.transport)
             .map_err(io(format!("picking the generator's UAS port on {ip}")))?;
+        GenLoad::listening(base, uas, window, min_calls, cancel)
+    }
+
+    /// A load like [`GenLoad::new`]'s with its UAS on `uas` (for a target
+    /// that forwards to a fixed address). An address this host cannot
+    /// bind (not one of its own, or taken) is an error naming it.
+    pub fn listening(
+        mut base: GenConfig,
+        uas: SocketAddr,
+        window: Duration,
+        min_calls: u64,
+        cancel: Cancel,
+    ) -> Result<GenLoad> {
+        let bound = match base.transport {
+            Transport::Udp => UdpSocket::bind(uas).map(drop),
+            Transport::Tcp => TcpListener::bind(uas).map(drop),
+        };
+        bound.map_err(io(format!("the generator's UAS cannot listen on {uas}")))?;
         base.timers.retransmit = false;
         base.duration = None;
         // without retransmissions or hold, a call is silent only when a
@@ -78,6 +105,7 @@ impl GenLoad {
             window,
             min_calls,
             cancel,
+            reached: false,
         })
     }
 }
@@ -127,6 +155,18 @@ impl Load for GenLoad {
         self.uas
     }
 
+    fn request_uri(&self) -> String {
+        self.base.request_uri(self.uas)
+    }
+
+    fn route(&self, target: SocketAddr) -> Option<String> {
+        GenConfig {
+            proxy: target,
+            ..self.base.clone()
+        }
+        .route()
+    }
+
     fn run(&mut self, target: &Target, rate_cps: f64) -> Result<LoadOutcome> {
         let mut cfg = self.base.clone();
         cfg.proxy = target.listen();
@@ -143,6 +183,12 @@ impl Load for GenLoad {
                 "the generator ran without both sides".into(),
             ));
         };
+        if !self.reached {
+            if let Some(d) = UasDiagnosis::of(&rep, rate_cps) {
+                return Err(crate::Error::NothingReachedUas(Box::new(d)));
+            }
+            self.reached = true;
+        }
         let get = |m: &gen::ByKind, k: &str| m.get(k).copied().unwrap_or(0);
         let mut lost = 0;
         for k in REQUESTS {

@@ -16,6 +16,7 @@
 //! server's socket drops and its namespace's `RcvbufErrors` are reported
 //! beside it for each point.
 
+mod diagnosis;
 mod fixed;
 mod gen_load;
 mod plan;
@@ -24,6 +25,7 @@ mod rows;
 mod suite;
 mod trial;
 
+pub use diagnosis::UasDiagnosis;
 pub use fixed::{run_fixed, FixedCase, FixedPlan, FixedProgress};
 pub use gen_load::GenLoad;
 pub use plan::{run, CapacityCase, CapacityPlan, NetKind, Progress};

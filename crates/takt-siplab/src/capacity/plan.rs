@@ -12,7 +12,8 @@ use serde_json::{json, Map, Value};
 use takt_measure::result::{Document, DocumentBuilder};
 use takt_sip::proxy::{Mode, Transport};
 
-use super::{cpu_comparison_rows, rows, shm_note, Load, TargetTrial};
+use super::{cpu_comparison_rows, rows, shm_note, Load, PointDetail, TargetTrial};
+use crate::cpu_limit::{CpuLimit, DEFAULT_PERIOD_US};
 use crate::error::{Error, Result};
 use crate::net::VethNet;
 use crate::search::{run_interleaved, Phase, Search, SearchConfig, TrialOutcome};
@@ -89,6 +90,9 @@ pub struct CapacityPlan {
     /// Set (e.g. by a Ctrl-C handler) to end the run after the current
     /// trial; the finished points are kept.
     pub stop: Arc<AtomicBool>,
+    /// A CPU quota on each server for its whole search, CPUs' worth of
+    /// time ([`CpuLimit`]; `None`: none).
+    pub cpu_limit: Option<f64>,
 }
 
 /// What [`run`] reports after every trial.
@@ -116,18 +120,20 @@ pub struct Progress<'a> {
 }
 
 fn params(plan: &CapacityPlan, case: &CapacityCase) -> Map<String, Value> {
-    let mut p = setting_params(&plan.base, plan.net, case);
+    let mut p = setting_params(&plan.base, plan.net, case, plan.cpu_limit);
     p.insert("threshold".into(), json!(plan.search.threshold));
     p.insert("reps".into(), json!(plan.search.reps));
     p
 }
 
 /// The `params` naming a case's setting: `mode`, `workers`, `model`,
-/// `sched`, `cpus`, `net`.
+/// `sched`, `cpus`, `net`, and `cpu_limit` (CPUs) when the server ran
+/// under a quota.
 pub(super) fn setting_params(
     base: &TargetSetup,
     net: NetKind,
     case: &CapacityCase,
+    cpu_limit: Option<f64>,
 ) -> Map<String, Value> {
     let mut p = Map::new();
     let mode = match case.kind {
@@ -164,6 +170,9 @@ pub(super) fn setting_params(
             .map_or_else(|| "any".to_string(), |c| c.to_string())),
     );
     p.insert("net".into(), json!(net.name()));
+    if let Some(c) = cpu_limit {
+        p.insert("cpu_limit".into(), json!(c));
+    }
     p
 }
 
@@ -184,16 +193,37 @@ pub(super) fn network(base: &TargetSetup, net: NetKind) -> Result<(Option<VethNe
     Ok((veth, ip))
 }
 
+/// A case's server and its CPU quota, if any (the quota goes first when
+/// it ends: the server then shuts down at full speed).
+pub(super) struct Started<L> {
+    pub(super) trial: TargetTrial<L>,
+    pub(super) limit: Option<CpuLimit>,
+}
+
+impl<L: Load> Started<L> {
+    /// Removes the quota and stops the server; the trial details, and how
+    /// the end went (no process or group is left either way).
+    pub(super) fn finish(self) -> (Vec<PointDetail>, Result<()>) {
+        let removed = self.limit.map_or(Ok(()), CpuLimit::remove);
+        let (points, stopped) = self.trial.finish();
+        (points, stopped.and(removed))
+    }
+}
+
 /// A fresh server for `case` (from `base`, in `net` if any) forwarding to
-/// `load`'s UAS, wrapped with the load as a paused [`TargetTrial`] that
-/// refuses further trials once `stop` is set.
+/// `load`'s UAS, under a quota of `cpu_limit` CPUs if given, wrapped with
+/// the load as a paused [`TargetTrial`] that refuses further trials once
+/// `stop` is set. `announce` gets the line that says where the load's
+/// UAS listens and what its calls name.
 pub(super) fn start_trial<L: Load>(
     base: &TargetSetup,
     net: Option<&VethNet>,
     case: &CapacityCase,
     load: L,
     stop: &Arc<AtomicBool>,
-) -> Result<TargetTrial<L>> {
+    cpu_limit: Option<f64>,
+    announce: &mut dyn FnMut(&str),
+) -> Result<Started<L>> {
     let mut setup = base.clone();
     setup.mode = case.mode;
     setup.uas = load.uas();
@@ -201,10 +231,30 @@ pub(super) fn start_trial<L: Load>(
         setup.listen_ip = n.server_ip;
         setup.netns = Some(n.namespace().to_string());
     }
+    let limit = match cpu_limit {
+        Some(_) if matches!(case.kind, TargetKind::Addr(_)) => {
+            return Err(Error::Config(
+                "--cpu-limit needs a server the lab starts (not an address)".into(),
+            ))
+        }
+        Some(c) => Some(CpuLimit::new(c, DEFAULT_PERIOD_US)?),
+        None => None,
+    };
     let target = case.kind.start(&setup)?;
-    Ok(TargetTrial::new(target, load)
+    if let Some(l) = &limit {
+        for pid in target.pids() {
+            l.add(pid)?;
+        }
+    }
+    announce(&format!(
+        "{} case=\"{}\"",
+        load.uas_line(target.listen()),
+        case.label()
+    ));
+    let trial = TargetTrial::new(target, load)
         .with_stop(stop.clone())
-        .pausing())
+        .pausing();
+    Ok(Started { trial, limit })
 }
 
 /// Runs the plan: for each case a load from `make_load(ip)` (its sockets
@@ -216,6 +266,7 @@ pub(super) fn start_trial<L: Load>(
 pub fn run<L: Load>(
     plan: &CapacityPlan,
     mut make_load: impl FnMut(IpAddr) -> Result<L>,
+    mut announce: impl FnMut(&str),
     mut progress: impl FnMut(&Progress<'_>),
 ) -> Result<Document> {
     plan.search.validate()?;
@@ -225,20 +276,23 @@ pub fn run<L: Load>(
         ));
     }
     let (net, client_ip) = network(&plan.base, plan.net)?;
-    let mut trials = Vec::with_capacity(plan.cases.len());
+    let mut started = Vec::with_capacity(plan.cases.len());
     let mut searches = Vec::with_capacity(plan.cases.len());
     let labels: Vec<String> = plan.cases.iter().map(CapacityCase::label).collect();
     for case in &plan.cases {
         let load = make_load(client_ip)?;
-        trials.push(start_trial(
+        started.push(start_trial(
             &plan.base,
             net.as_ref(),
             case,
             load,
             &plan.stop,
+            plan.cpu_limit,
+            &mut announce,
         )?);
         searches.push(Search::new(plan.search.clone())?);
     }
+    let mut trials: Vec<&mut TargetTrial<L>> = started.iter_mut().map(|s| &mut s.trial).collect();
     let mut expected = vec![0; searches.len()];
     let mut done = vec![0; searches.len()];
     for (i, s) in searches.iter().enumerate() {
@@ -273,8 +327,9 @@ pub fn run<L: Load>(
         }
     };
     let mut doc = DocumentBuilder::start("sip_capacity");
+    drop(trials);
     for (((case, search), trial), label) in
-        plan.cases.iter().zip(&searches).zip(trials).zip(&labels)
+        plan.cases.iter().zip(&searches).zip(started).zip(&labels)
     {
         let name = case.kind.name();
         // the points stand however the server ends; a messy end is noted
@@ -327,6 +382,7 @@ pub(super) fn synthetic_rows() -> Vec<takt_measure::result::ResultRow> {
             search: SearchConfig::default(),
             net: NetKind::Loopback,
             stop: Arc::new(AtomicBool::new(false)),
+            cpu_limit: None,
         };
         for kind in &kinds {
             let case = CapacityCase {
@@ -341,6 +397,21 @@ pub(super) fn synthetic_rows() -> Vec<takt_measure::result::ResultRow> {
         }
     }
     out.extend(cpu_comparison_rows(&out));
+    // a server under a CPU quota (`--cpu-limit`)
+    let plan = CapacityPlan {
+        cases: Vec::new(),
+        base: TargetSetup::new(a),
+        search: SearchConfig::default(),
+        net: NetKind::Loopback,
+        stop: Arc::new(AtomicBool::new(false)),
+        cpu_limit: Some(1.0),
+    };
+    let case = CapacityCase {
+        kind: TargetKind::Takt(TaktOptions::default()),
+        mode: Mode::Stateful,
+    };
+    let (result, points) = super::rows::synthetic_search(true, true);
+    out.extend(rows("takt", &params(&plan, &case), &result, &points));
     out
 }
 
@@ -406,6 +477,7 @@ mod tests {
             search: SearchConfig::default(),
             net: NetKind::Loopback,
             stop: Arc::new(AtomicBool::new(false)),
+            cpu_limit: None,
         }
     }
 
@@ -424,6 +496,7 @@ mod tests {
                     gen_ceiling: f64::INFINITY,
                 })
             },
+            |_| {},
             |pr| seen.push(pr.case),
         )
         .unwrap();
@@ -457,6 +530,7 @@ mod tests {
                 })
             },
             |_| {},
+            |_| {},
         )
         .unwrap();
         let label = p.cases[0].label();
@@ -485,6 +559,7 @@ mod tests {
                 })
             },
             |_| {},
+            |_| {},
         )
         .unwrap();
         assert!(doc.results.iter().all(|r| r.name != "capacity"));
@@ -507,6 +582,7 @@ mod tests {
         let e = run(
             &p,
             |_| -> Result<Fake> { unreachable!("refused before any load") },
+            |_| {},
             |_| {},
         )
         .unwrap_err();

@@ -4,7 +4,7 @@
 //! case, then measures the CPU per call at fixed rates, and writes the
 //! drop-rate plot where asked.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -20,7 +20,7 @@ use super::{plot, run, run_fixed, CapacityCase, CapacityPlan, FixedCase, FixedPl
 use super::{NetKind, Progress as SearchProgress};
 use crate::error::{io, Error, Result};
 use crate::gen::{GenConfig, GenPolicy};
-use crate::search::{Search, SearchConfig};
+use crate::search::{Search, SearchConfig, Step};
 use crate::search_bars::{generator_flag, SearchBars, TrialLine};
 use crate::target::{placement, TargetKind, TargetSetup};
 
@@ -52,8 +52,8 @@ pub struct CapacityOptions {
     pub gen_sched: Option<SchedPolicy>,
     /// Drop-rate threshold.
     pub threshold: f64,
-    /// Grid step, fraction of the rate.
-    pub step: f64,
+    /// Grid step: a fraction of the rate, or calls/s.
+    pub step: Step,
     /// Repetitions per grid point (default 5; 3 with `quick`).
     pub reps: Option<usize>,
     /// First rate of the ramp.
@@ -81,6 +81,13 @@ pub struct CapacityOptions {
     pub plot: Option<PathBuf>,
     /// The reduced run.
     pub quick: bool,
+    /// Where the generator's UAS listens (`None`: a free port; give the
+    /// address a target forwards to when it forwards to a fixed one).
+    pub uas: Option<SocketAddr>,
+    /// Preload `Route: <sip:TARGET;lr>` into the calls.
+    pub route_preload: bool,
+    /// A CPU quota on each server for its whole search, CPUs' worth.
+    pub cpu_limit: Option<f64>,
 }
 
 /// Fixed rates per target name, from `--at`.
@@ -169,6 +176,8 @@ pub struct CapacitySuite {
     pub threshold: f64,
     /// Where the drop-rate plot goes.
     pub plot: Option<PathBuf>,
+    /// Where the generator's UAS listens (`None`: a free port per case).
+    pub uas: Option<SocketAddr>,
 }
 
 impl CapacityOptions {
@@ -189,6 +198,18 @@ impl CapacityOptions {
             .map(|n| Ok((n.clone(), n.parse::<TargetKind>()?.with_model(self.model))))
             .collect::<Result<Vec<_>>>()?;
         let at = AtRates::parse(&self.at)?;
+        if let Some(c) = self.cpu_limit.filter(|c| !(0.01..=1024.0).contains(c)) {
+            return Err(Error::Config(format!(
+                "--cpu-limit {c} is not in [0.01, 1024] CPUs"
+            )));
+        }
+        if self.cpu_limit.is_some() {
+            if let Some((n, _)) = kinds.iter().find(|(_, k)| matches!(k, TargetKind::Addr(_))) {
+                return Err(Error::Config(format!(
+                    "--cpu-limit needs servers the lab starts: {n} is a running one"
+                )));
+            }
+        }
         let cases = cases_of(&kinds, &modes);
         let fixed: Vec<FixedCase> = cases
             .iter()
@@ -216,9 +237,11 @@ impl CapacityOptions {
         base.sched = self.sched;
         base.transport = self.transport;
         let reps = self.reps.unwrap_or(if self.quick { 3 } else { 5 });
+        let (step, step_cps) = self.step.fields();
         let search = SearchConfig {
             threshold: self.threshold,
-            step: self.step,
+            step,
+            step_cps,
             reps,
             start_cps: self.start_cps,
             max_cps: self.max_cps,
@@ -232,6 +255,7 @@ impl CapacityOptions {
         gen.ports = self.ports;
         gen.transport = self.transport;
         gen.connections = self.connections;
+        gen.route_preload = self.route_preload;
         // With retransmissions off a call's messages are all in flight within
         // milliseconds of its last planned send; the drain only catches the tail.
         gen.drain = Duration::from_millis(if self.quick { 500 } else { 2_000 });
@@ -242,6 +266,7 @@ impl CapacityOptions {
             search,
             net: self.net,
             stop: Arc::clone(&stop),
+            cpu_limit: self.cpu_limit,
         });
         let fixed_plan = (!fixed.is_empty()).then(|| {
             let mut fbase = base;
@@ -252,6 +277,7 @@ impl CapacityOptions {
                 reps,
                 net: self.net,
                 stop,
+                cpu_limit: self.cpu_limit,
             }
         });
         Ok(CapacitySuite {
@@ -262,6 +288,7 @@ impl CapacityOptions {
             window,
             threshold: self.threshold,
             plot: self.plot,
+            uas: self.uas,
         })
     }
 }
@@ -281,13 +308,11 @@ impl CapacitySuite {
     }
 
     fn load(&self, ctx: &RunContext, ip: IpAddr) -> Result<GenLoad> {
-        GenLoad::new(
-            self.gen.clone(),
-            ip,
-            self.window,
-            MIN_CALLS,
-            ctx.cancel().clone(),
-        )
+        let (gen, cancel) = (self.gen.clone(), ctx.cancel().clone());
+        match self.uas {
+            Some(uas) => GenLoad::listening(gen, uas, self.window, MIN_CALLS, cancel),
+            None => GenLoad::new(gen, ip, self.window, MIN_CALLS, cancel),
+        }
     }
 
     /// The searches, one progress stage per case.
@@ -301,6 +326,7 @@ impl CapacitySuite {
         let doc = run(
             plan,
             |ip| self.load(ctx, ip),
+            |line| ctx.progress().println(line),
             |p: &SearchProgress<'_>| {
                 let phase = format!("{:?}", p.phase).to_lowercase();
                 let flag = generator_flag(
@@ -335,6 +361,7 @@ impl CapacitySuite {
         let doc = run_fixed(
             plan,
             |ip| self.load(ctx, ip),
+            |line| ctx.progress().println(line),
             |p| {
                 stage.step(&format!(
                     "[{}/{}] {} at {:.0} cps: {}{}",

@@ -40,6 +40,27 @@ pub trait Load {
     /// address stays the same for every trial).
     fn uas(&self) -> SocketAddr;
 
+    /// The calls' Request-URI (default: `sip:service@UAS`).
+    fn request_uri(&self) -> String {
+        format!("sip:service@{}", self.uas())
+    }
+
+    /// The Route preloaded into calls to `target`, if any.
+    fn route(&self, _target: SocketAddr) -> Option<String> {
+        None
+    }
+
+    /// The line a command prints for a target at `target` before its
+    /// trials: `uas=IP:PORT request_uri=… [route=…] target=IP:PORT`.
+    fn uas_line(&self, target: SocketAddr) -> String {
+        let mut l = format!("uas={} request_uri={}", self.uas(), self.request_uri());
+        if let Some(r) = self.route(target) {
+            l.push_str(&format!(" route={r}"));
+        }
+        l.push_str(&format!(" target={target}"));
+        l
+    }
+
     /// Offers calls at `rate_cps` to `target.listen()` (whose server
     /// forwards to `target.uas()`): warm-up, measured window and bounded
     /// drain, and reports what happened.

@@ -102,7 +102,7 @@ use std::time::Duration;
 
 use takt_sched::{CpuSet, ThreadSpec};
 use takt_sip::proxy::Transport;
-use takt_sip::ua::UaTimers;
+use takt_sip::ua::{UaTimers, UacConfig};
 
 pub use arrivals::{achieved_rate, Arrivals, Schedule};
 pub use policy::{GenPolicy, PolicySource, OTHER_NOTE, REALTIME};
@@ -174,9 +174,17 @@ pub struct GenConfig {
     pub role: Role,
     /// Where the UAC sends (the proxy under test).
     pub proxy: SocketAddr,
-    /// Where the UAS listens (the proxy's next hop). Port 0 picks one;
-    /// [`Generator::uas_addr`] tells which.
+    /// Where the UAS listens (role `uac`: where the UAS elsewhere
+    /// listens). Port 0 picks one; [`Generator::uas_addr`] tells which.
+    /// The calls' Request-URI names it ([`GenConfig::request_uri`]), and
+    /// the requests go to `proxy` as an outbound proxy: a proxy that
+    /// routes on the Request-URI forwards them here, as does one whose
+    /// fixed next hop this is.
     pub uas_listen: SocketAddr,
+    /// Preload `Route: <sip:PROXY;lr>` into every INVITE (and the ACK of a
+    /// failure), for a proxy that forwards only requests routed through
+    /// it.
+    pub route_preload: bool,
     /// Mean offered call rate, calls/s.
     pub cps: f64,
     /// Arrival process.
@@ -239,6 +247,7 @@ impl GenConfig {
             role: Role::Both,
             proxy,
             uas_listen: SocketAddr::from(([127, 0, 0, 1], 5070)),
+            route_preload: false,
             cps,
             arrivals: Arrivals::Poisson,
             seed: 1,
@@ -326,6 +335,29 @@ impl GenConfig {
         }
         self.spec = self.spec.clone().with_cpus(rest);
         Ok(())
+    }
+
+    /// The Request-URI of calls to a UAS at `uas` (`sip:service@UAS`,
+    /// with `;transport=tcp` over TCP): see [`UacConfig::with_uas`].
+    pub fn request_uri(&self, uas: SocketAddr) -> String {
+        self.uac_config(uas).request_uri
+    }
+
+    /// The preloaded Route's value, if [`GenConfig::route_preload`].
+    pub fn route(&self) -> Option<String> {
+        self.uac_config(self.uas_listen).route
+    }
+
+    /// The UAC's settings besides its sockets, for calls to `uas`.
+    fn uac_config(&self, uas: SocketAddr) -> UacConfig {
+        let c = UacConfig::new(uas, self.proxy)
+            .with_transport(self.transport)
+            .with_uas(uas);
+        if self.route_preload {
+            c.with_route_preload()
+        } else {
+            c
+        }
     }
 
     /// The UAC's table size: the given one, or calls in progress at the
@@ -466,6 +498,35 @@ impl Generator {
         self.uas_sock.as_ref().and_then(|s| s.local_addr().ok())
     }
 
+    /// The UAS's address as the calls' Request-URI names it: the bound
+    /// address, an unspecified IP (`0.0.0.0`) replaced by the one the
+    /// system reaches the proxy from.
+    pub fn uas_target(&self) -> SocketAddr {
+        let mut a = self.uas_addr().unwrap_or(self.cfg.uas_listen);
+        if a.ip().is_unspecified() {
+            if let Ok(ip) = local_ip_towards(self.cfg.proxy) {
+                a.set_ip(ip);
+            }
+        }
+        a
+    }
+
+    /// The calls' Request-URI.
+    pub fn request_uri(&self) -> String {
+        self.cfg.request_uri(self.uas_target())
+    }
+
+    /// The line every command prints before its calls: where the UAS
+    /// listens and what the calls' Request-URI is (`key=value`).
+    pub fn uas_line(&self) -> String {
+        let uas = self.uas_addr().unwrap_or(self.cfg.uas_listen);
+        let mut l = format!("uas={uas} request_uri={}", self.request_uri());
+        if let Some(r) = self.cfg.route() {
+            l.push_str(&format!(" route={r}"));
+        }
+        l
+    }
+
     /// The UAC's bound addresses (over TCP none: its connections open
     /// when the run starts).
     pub fn uac_addrs(&self) -> Vec<SocketAddr> {
@@ -484,16 +545,18 @@ impl Generator {
     /// last call finished or the drain ran out, `duration` ended for a
     /// lone UAS, or `cancel` was set).
     pub fn run(self, cancel: &Cancel) -> Result<GenReport, Error> {
-        let cfg = self.cfg;
+        let uas_addr = self.uas_addr().unwrap_or(self.cfg.uas_listen);
+        // the calls name the UAS where the proxy can reach it
+        let uas_target = self.uas_target();
+        let cfg = GenConfig {
+            uas_listen: uas_target,
+            ..self.cfg
+        };
         let clock = takt_sched::clock();
         let t0 = clock.now();
         let uac_done = Arc::new(AtomicBool::new(false));
         let mut uas_thread = None;
-        let uas_addr = self
-            .uas_sock
-            .as_ref()
-            .and_then(|s| s.local_addr().ok())
-            .unwrap_or(cfg.uas_listen);
+
         // over TCP, connect first: a proxy that refuses is an error
         // before any thread starts
         let uac_net = if !cfg.role.has_uac() {
@@ -599,6 +662,8 @@ impl Generator {
             retransmit: cfg.timers.retransmit,
             proxy: cfg.proxy.to_string(),
             uas_addr: uas_addr.to_string(),
+            request_uri: cfg.role.has_uac().then(|| cfg.request_uri(cfg.uas_listen)),
+            route: cfg.role.has_uac().then(|| cfg.route()).flatten(),
             send_s: sends.map_or(0.0, |x| x.send_s),
             window_s: sends.map_or(0.0, |x| x.window_s),
             achieved_cps: sends.map_or(0.0, |x| x.achieved_cps),

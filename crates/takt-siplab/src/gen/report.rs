@@ -122,6 +122,9 @@ pub struct UacReport {
     /// `timeout` (no final response within Timer B), `bye_failed`,
     /// `no_slot` (call table full).
     pub failures: BTreeMap<&'static str, u64>,
+    /// Final failure responses (300–699) received, by status code
+    /// (retransmissions included).
+    pub failure_codes: BTreeMap<u16, u64>,
     /// Messages sent to the proxy, by kind.
     pub sent: ByKind,
     /// Messages received from the proxy, by kind.
@@ -166,6 +169,11 @@ impl UacReport {
                 .into_iter()
                 .filter(|&o| o != Outcome::Completed && s.outcomes.get(o) > 0)
                 .map(|o| (o.name(), s.outcomes.get(o)))
+                .collect(),
+            failure_codes: (300u16..)
+                .zip(&s.failure_codes)
+                .filter(|&(_, &n)| n > 0)
+                .map(|(c, &n)| (c, n))
                 .collect(),
             sent: by_kind(&s.sent),
             received: by_kind(&s.received),
@@ -380,6 +388,10 @@ pub struct GenReport {
     pub proxy: String,
     /// The UAS's address.
     pub uas_addr: String,
+    /// The calls' Request-URI (roles `uac` and `both`).
+    pub request_uri: Option<String>,
+    /// The preloaded Route, if any.
+    pub route: Option<String>,
     /// From the first to the last call placed, s.
     pub send_s: f64,
     /// The window `achieved_cps` is taken over, s: from the plan's origin

@@ -49,8 +49,11 @@ pub struct GenOptions {
     pub connections: usize,
     /// Which sides run here.
     pub role: Role,
-    /// Where the UAS listens.
+    /// Where the UAS listens (role uac: where the UAS elsewhere listens;
+    /// the calls' Request-URI names it).
     pub uas_listen: SocketAddr,
+    /// Preload `Route: <sip:PROXY;lr>` into the INVITEs.
+    pub route_preload: bool,
     /// RFC 3261 retransmissions off.
     pub no_retrans: bool,
     /// Bounded wait after the last planned call.
@@ -88,6 +91,7 @@ impl GenOptions {
         let mut c = GenConfig::new(proxy, self.cps);
         c.role = self.role;
         c.uas_listen = self.uas_listen;
+        c.route_preload = self.route_preload;
         c.arrivals = self.arrivals;
         c.seed = self.seed;
         c.calls = match (self.calls, self.duration) {
@@ -209,14 +213,9 @@ impl Suite for GenSuite {
             ));
         }
         let g = Generator::bind(cfg)?;
-        if let Some(u) = g.uas_addr() {
-            if cfg.role == Role::Both {
-                shown.println(&format!(
-                    "takt sip gen: UAS on {u}: the proxy at {} must forward to it",
-                    cfg.proxy
-                ));
-            }
-        }
+        // where the UAS listens and what the calls name: a proxy at
+        // `proxy` must route the Request-URI (or forward) there
+        shown.println(&g.uas_line());
         let live = g.live();
         let done = Arc::new(AtomicBool::new(false));
         let status = {

@@ -236,7 +236,12 @@ fn run_on<N: SideIo>(
     } = parts;
     let cpu0 = takt_sched::thread_cpu_time();
     let policy = takt_sched::current_policy().map_or_else(|_| String::new(), |p| p.to_string());
-    let mut ucfg = UacConfig::new(locals[0], cfg.proxy).with_transport(transport);
+    let mut ucfg = UacConfig::new(locals[0], cfg.proxy)
+        .with_transport(transport)
+        .with_uas(cfg.uas_listen);
+    if cfg.route_preload {
+        ucfg = ucfg.with_route_preload();
+    }
     ucfg.locals = locals;
     ucfg.max_calls = cfg.call_table();
     ucfg.hold_ns = cfg.hold.as_nanos() as u64;

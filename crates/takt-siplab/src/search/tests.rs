@@ -606,3 +606,54 @@ fn max_rebrackets_bounds_the_grids_of_a_drifting_server() {
     }
     assert!(trials[0] < trials[1] && trials[1] < trials[2], "{trials:?}");
 }
+
+#[test]
+fn a_step_is_a_fraction_or_calls_per_second() {
+    assert_eq!("0.05".parse::<Step>().unwrap(), Step::Fraction(0.05));
+    assert_eq!("200cps".parse::<Step>().unwrap(), Step::Cps(200.0));
+    for bad in [
+        "0cps",
+        "-5cps",
+        "cps",
+        "0",
+        "0.5",
+        "x",
+        "200 calls",
+        "infcps",
+    ] {
+        let e = bad.parse::<Step>().unwrap_err().to_string();
+        assert!(e.contains(&format!("{bad:?}")), "{bad}: {e}");
+    }
+    assert_eq!(Step::Cps(200.0).to_string(), "200cps");
+    let mut cfg = SearchConfig::default();
+    (cfg.step, cfg.step_cps) = Step::Cps(0.5).fields();
+    assert!(cfg.validate().is_err(), "a step under 1 call/s");
+}
+
+#[test]
+fn a_step_in_calls_per_second_spaces_the_grid_evenly() {
+    // the paper's search: a crossing at 5,300 cps, steps of 200 cps
+    let mut cfg = SearchConfig {
+        start_cps: 1_000.0,
+        reps: 2,
+        ..SearchConfig::default()
+    };
+    (cfg.step, cfg.step_cps) = Step::Cps(200.0).fields();
+    let mut s = Search::new(cfg).unwrap();
+    let r = run(
+        &mut s,
+        &mut Scripted {
+            f: |rate: f64, _: usize| (if rate <= 5_300.0 { 10 } else { 500 }, false),
+            calls: 0,
+        },
+    )
+    .unwrap();
+    let rates: Vec<f64> = r.grid.iter().map(|p| p.rate_cps).collect();
+    assert!(rates.len() >= 3, "{rates:?}");
+    for w in rates.windows(2) {
+        assert_eq!(w[1] - w[0], 200.0, "{rates:?}");
+    }
+    // the bisection stopped within one step: the capacity is within 200
+    let c = r.capacity.unwrap().cps();
+    assert!((5_100.0..=5_300.0).contains(&c), "{c} {rates:?}");
+}

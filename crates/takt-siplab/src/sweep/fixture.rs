@@ -76,6 +76,7 @@ pub(crate) fn outcome(drops: &[(f64, f64)], best_cps: f64) -> SweepOutcome {
         comparisons: vec![ComparisonOutcome {
             key: cases[1].key.clone(),
             label: "enhanced".into(),
+            baseline: "default".into(),
             comparison: compare(2_060.0, &pairs),
             pairs,
         }],

@@ -51,6 +51,7 @@ use takt_sched::CpuSet;
 use takt_sip::proxy::Mode;
 
 use crate::capacity::{rows, Load, PointDetail, TargetTrial};
+use crate::cpu_limit::{CpuLimit, DEFAULT_PERIOD_US};
 use crate::error::{Error, Result};
 use crate::profile::{apply_to_server, EnhancedSlice, Profile, ReadBack, Resolved};
 use crate::search::{run_interleaved, Capacity, Search, SearchConfig, SearchResult, Trial};
@@ -94,16 +95,41 @@ pub struct SweepPlan {
     pub sampler_cpus: Option<CpuSet>,
     /// Set to end the run after the current trial.
     pub stop: Arc<AtomicBool>,
+    /// Where the generator's UAS listens and the servers' CPU quota.
+    pub servers: ServerOptions,
 }
 
-/// Which profiles get a Table III comparison with `default`.
+/// How the sweep reaches and limits its servers (default: a UAS on a
+/// free port per case, no quota).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServerOptions {
+    /// Where the generator's UAS listens for every case (a target with a
+    /// fixed next hop forwards there; `None`: a free port per case).
+    pub uas: Option<std::net::SocketAddr>,
+    /// A CPU quota on each server for its whole search, CPUs' worth of
+    /// time (not on the generator's ceiling, the null relay).
+    pub cpu_limit: Option<f64>,
+}
+
+/// Which profiles get a Table III comparison, and against which baseline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CompareWhich {
-    /// Every profile (the sweep).
+    /// Every profile against `server`, the paper's baseline, and against
+    /// `default` (the sweep), each baseline present.
     All,
-    /// Only the one with the highest capacity per (target, mode, m) — the
-    /// A/B confirmation of `takt sip tune`.
+    /// Only the one with the highest capacity per (target, mode, m),
+    /// against `default` — the A/B confirmation of `takt sip tune`.
     BestCapacity,
+}
+
+impl CompareWhich {
+    /// The baseline profiles, in the order their comparisons run.
+    fn baselines(self) -> &'static [&'static str] {
+        match self {
+            CompareWhich::All => &["server", "default"],
+            CompareWhich::BestCapacity => &["default"],
+        }
+    }
 }
 
 /// Which case.
@@ -171,8 +197,11 @@ pub struct CaseOutcome {
 pub struct ComparisonOutcome {
     /// The profile's case (its `profile` is the one compared).
     pub key: CaseKey,
-    /// The compared profile's label.
+    /// The compared profile's label (`… vs server` against `server`).
     pub label: String,
+    /// The profile it is compared with: `server` (the paper's baseline)
+    /// or `default`; the pairs' first side.
+    pub baseline: String,
     /// The comparison.
     pub comparison: Comparison,
     /// The pairs (default, profile).
@@ -214,6 +243,14 @@ pub enum Progress<'a> {
     Pairs {
         /// Trials (two per pair).
         trials: usize,
+    },
+    /// A case's server is up: `line` says where the generator's UAS
+    /// listens, what the calls name and where they go.
+    Uas {
+        /// The case.
+        label: &'a str,
+        /// `uas=… request_uri=… target=…`.
+        line: &'a str,
     },
     /// A trial finished.
     Trial(TrialProgress<'a>),
@@ -272,9 +309,22 @@ fn mode_name(m: Mode) -> &'static str {
     }
 }
 
+/// The wake order a takt target was given (`--wake` among its flags).
+pub fn wake_of(k: &TargetKind) -> Option<&str> {
+    let TargetKind::Takt(o) = k else { return None };
+    let i = o.extra_args.iter().position(|a| a == "--wake")?;
+    o.extra_args.get(i + 1).map(String::as_str)
+}
+
+/// The model's name, with the wake order where one was set (a sweep
+/// axis: each its own series).
 fn model_name(k: &TargetKind) -> &'static str {
     match k {
-        TargetKind::Takt(o) => o.model.name(),
+        TargetKind::Takt(o) => match (o.model.name(), wake_of(k)) {
+            ("shared", Some("fifo")) => "shared wake=fifo",
+            ("shared", Some("lifo")) => "shared wake=lifo",
+            (m, _) => m,
+        },
         TargetKind::Kamailio | TargetKind::OpenSips => "processes",
         TargetKind::NullRelay => "relay",
         TargetKind::Addr(_) => "unknown",
@@ -288,6 +338,10 @@ struct Live<L: Load> {
     readback: ReadBack,
     extras: sampled_load::Extras,
     trial: TargetTrial<SweepLoad<L>>,
+    /// The server's CPU quota (removed before the server stops).
+    limit: Option<CpuLimit>,
+    /// Where the load's UAS listens ([`Progress::Uas`]).
+    uas_line: String,
 }
 
 fn interrupted<T>(r: std::result::Result<T, Error>) -> Result<Option<T>> {
@@ -380,11 +434,35 @@ pub fn run<L: Load>(
             workers: m,
             profile: profile.to_string(),
         };
-        let target = kind.start(&setup).map_err(|e| Error::Case {
+        let in_case = |e: Error| Error::Case {
             case: key.label(),
             source: Box::new(e),
-        })?;
-        let readback = apply_to_server(&target.pids(), resolved.policy)?;
+        };
+        let limit = match plan.servers.cpu_limit {
+            Some(c) if !matches!(kind, TargetKind::NullRelay) => {
+                Some(CpuLimit::new(c, DEFAULT_PERIOD_US).map_err(in_case)?)
+            }
+            _ => None,
+        };
+        let target = kind.start(&setup).map_err(in_case)?;
+        if let Some(l) = &limit {
+            for pid in target.pids() {
+                l.add(pid).map_err(in_case)?;
+            }
+        }
+        let uas_line = load.uas_line(target.listen());
+        // a server the lab did not start keeps its own scheduling
+        let readback = match kind {
+            TargetKind::Addr(_) => ReadBack {
+                applied: "not applied (a server the lab did not start)".into(),
+                processes: 0,
+                threads: 0,
+                vanished: 0,
+                seen: Vec::new(),
+                all_match: false,
+            },
+            _ => apply_to_server(&target.pids(), resolved.policy)?,
+        };
         let sl = SweepLoad::new(
             load,
             resolved.clone(),
@@ -410,6 +488,8 @@ pub fn run<L: Load>(
                 readback,
                 extras,
                 trial,
+                limit,
+                uas_line,
             },
             Search::new(cfg)?,
         ))
@@ -443,7 +523,15 @@ pub fn run<L: Load>(
         0
     } else {
         let per_group = match plan.compare {
-            CompareWhich::All => profiles.len().saturating_sub(1),
+            CompareWhich::All => {
+                let n = plan
+                    .compare
+                    .baselines()
+                    .iter()
+                    .filter(|b| profiles.iter().any(|p| p.to_string() == **b))
+                    .count();
+                profiles.len().saturating_sub(1) * n
+            }
             CompareWhich::BestCapacity => 1,
         };
         groups.len() * per_group * plan.pairs * 2
@@ -456,6 +544,12 @@ pub fn run<L: Load>(
                      done_before: usize,
                      later: usize| {
         let labels: Vec<String> = lives.iter().map(|l| l.key.label()).collect();
+        for (l, label) in lives.iter().zip(&labels) {
+            progress(&Progress::Uas {
+                label,
+                line: &l.uas_line,
+            });
+        }
         let mut prog: Vec<(usize, usize)> = searches.iter().map(Search::progress).collect();
         progress(&Progress::Searches {
             first,
@@ -555,18 +649,24 @@ pub fn run<L: Load>(
     let mut comparisons = Vec::new();
     if !stopped && plan.pairs > 0 {
         let mut jobs = Vec::new();
-        for d in 0..lives.len() {
-            if lives[d].key.profile != "default" || lives[d].key.is_ceiling() {
-                continue;
-            }
+        // the paper's baseline first, then default
+        let mut order = Vec::new();
+        for b in plan.compare.baselines() {
+            order.extend(
+                (0..lives.len())
+                    .filter(|&d| lives[d].key.profile == *b && !lives[d].key.is_ceiling()),
+            );
+        }
+        for d in order {
             let rate = match searches[d].result().capacity {
                 Some(Capacity::Measured {
                     first_failing_cps, ..
                 }) => first_failing_cps,
                 _ => {
                     notes.push(format!(
-                        "{}: no Table III row (default's capacity was not measured between two grid rates)",
-                        lives[d].key.label()
+                        "{}: no Table III rows against it ({}'s capacity was not measured between two grid rates)",
+                        lives[d].key.label(),
+                        lives[d].key.profile
                     ));
                     continue;
                 }
@@ -628,9 +728,15 @@ pub fn run<L: Load>(
                     pairs.push((a, b));
                 }
             }
+            let baseline = lives[d].key.profile.clone();
+            let mut label = lives[j].resolved.label();
+            if baseline != "default" {
+                label = format!("{label} vs {baseline}");
+            }
             comparisons.push(ComparisonOutcome {
                 key: lives[j].key.clone(),
-                label: lives[j].resolved.label(),
+                label,
+                baseline,
                 comparison: paper_tables::compare(rate, &pairs),
                 pairs,
             });
@@ -641,7 +747,9 @@ pub fn run<L: Load>(
         let result = s.result();
         let n = result.trials.len();
         let extras: Vec<PointExtra> = l.extras.borrow()[..n.min(l.extras.borrow().len())].to_vec();
+        let removed = l.limit.map_or(Ok(()), CpuLimit::remove);
         let (mut points, stop) = l.trial.finish();
+        let stop = stop.and(removed);
         points.truncate(n);
         if let Err(e) = stop {
             notes.push(format!("{}: {e}", l.key.label()));
@@ -696,6 +804,7 @@ pub fn synthetic_rows() -> Vec<ResultRow> {
         compare: CompareWhich::All,
         sampler_cpus: None,
         stop: Arc::new(AtomicBool::new(false)),
+        servers: ServerOptions::default(),
     };
     let mut outcome = fixture::outcome(&[(0.01, 0.005), (0.02, 0.01)], 2_100.0);
     let extra = PointExtra {
@@ -732,15 +841,39 @@ pub fn synthetic_rows() -> Vec<ResultRow> {
         .push(extended("kamailio", "processes", "server"));
     outcome.cases.push(takt);
     outcome.cases.push(ceiling);
-    outcome.document(&plan).results
+    let mut rows = outcome.document(&plan).results;
+    // takt's wake order as an axis, its servers under a CPU quota
+    let mut limited = fixture::outcome(&[(0.01, 0.005)], 2_100.0);
+    limited.comparisons.clear();
+    limited.cases = vec![extended("takt", "shared wake=fifo", "default")];
+    let plan = SweepPlan {
+        servers: ServerOptions {
+            uas: None,
+            cpu_limit: Some(0.5),
+        },
+        ..plan
+    };
+    rows.extend(limited.document(&plan).results);
+    rows
 }
 
 fn params(plan: &SweepPlan, key: &CaseKey, policy: &str) -> Map<String, Value> {
     let mut p = Map::new();
     p.insert("mode".into(), json!(key.mode));
     p.insert("workers".into(), json!(key.workers));
-    p.insert("model".into(), json!(key.model));
+    match key.model.split_once(" wake=") {
+        Some((model, wake)) => {
+            p.insert("model".into(), json!(model));
+            p.insert("wake".into(), json!(wake));
+        }
+        None => {
+            p.insert("model".into(), json!(key.model));
+        }
+    }
     p.insert("profile".into(), json!(key.profile));
+    if let Some(c) = plan.servers.cpu_limit.filter(|_| !key.is_ceiling()) {
+        p.insert("cpu_limit".into(), json!(c));
+    }
     p.insert("sched".into(), json!(policy));
     p.insert(
         "cpus".into(),
@@ -938,13 +1071,20 @@ impl SweepOutcome {
                 .find(|c| c.key == cmp.key)
                 .map_or(String::new(), |c| c.policy.clone());
             let mut p = params(plan, &cmp.key, &policy);
-            p.insert("against".into(), json!("default"));
+            p.insert("against".into(), json!(cmp.baseline));
             p.insert("rate_cps".into(), json!(cmp.comparison.rate_cps));
-            let published = if cmp.key.profile == "enhanced" {
-                paper::table_iii(cmp.key.workers)
-            } else {
-                None
-            };
+            // the paper's Table III is enhanced against its baseline,
+            // `server`; against `default` only where no server ran
+            let server_ran = self
+                .comparisons
+                .iter()
+                .any(|o| o.baseline == "server" && o.key.target == cmp.key.target);
+            let published =
+                if cmp.key.profile == "enhanced" && (cmp.baseline == "server" || !server_ran) {
+                    paper::table_iii(cmp.key.workers)
+                } else {
+                    None
+                };
             let per_pair = |f: &dyn Fn(&PairSide) -> Option<f64>| -> Vec<f64> {
                 let base: Vec<f64> = cmp.pairs.iter().filter_map(|p| f(&p.0)).collect();
                 let m = base.iter().sum::<f64>() / base.len().max(1) as f64;
@@ -1012,5 +1152,106 @@ impl SweepOutcome {
             doc.note(n.clone());
         }
         doc.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capacity::LoadOutcome;
+    use crate::target::Target;
+    use std::net::SocketAddr;
+
+    /// A server at an address whose drop rate jumps above 3,000 calls/s.
+    struct Fake;
+
+    impl Load for Fake {
+        fn uas(&self) -> SocketAddr {
+            "127.0.0.1:9".parse().unwrap()
+        }
+        fn run(&mut self, _: &Target, rate: f64) -> Result<LoadOutcome> {
+            Ok(LoadOutcome {
+                achieved_cps: rate,
+                sent_to_server: 6_000,
+                lost: if rate > 3_000.0 { 600 } else { 0 },
+                completed_calls: 1_000,
+                ..LoadOutcome::default()
+            })
+        }
+    }
+
+    #[test]
+    fn table_iii_compares_each_profile_with_server_and_with_default() {
+        let a: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let plan = SweepPlan {
+            targets: vec![TargetKind::Addr(a)],
+            modes: vec![Mode::Stateful],
+            workers: vec![2],
+            profiles: vec![Profile::Default, Profile::Server, Profile::Batch],
+            base: TargetSetup::new(a),
+            search: SearchConfig {
+                reps: 1,
+                start_cps: 2_000.0,
+                grid_below: 1,
+                grid_above: 1,
+                ..SearchConfig::default()
+            },
+            start_cps: Vec::new(),
+            pairs: 2,
+            compare: CompareWhich::All,
+            sampler_cpus: None,
+            stop: Arc::new(AtomicBool::new(false)),
+            servers: ServerOptions::default(),
+        };
+        let mut uas_lines = Vec::new();
+        let o = run(
+            &plan,
+            |_| Ok(Fake),
+            |p| {
+                if let Progress::Uas { line, .. } = p {
+                    uas_lines.push(line.to_string());
+                }
+            },
+        )
+        .unwrap();
+        assert_eq!(uas_lines.len(), 3, "{uas_lines:?}");
+        assert!(uas_lines[0].starts_with("uas=127.0.0.1:9 request_uri=sip:service@127.0.0.1:9"));
+        let got: Vec<(String, String)> = o
+            .comparisons
+            .iter()
+            .map(|c| (c.baseline.clone(), c.key.profile.clone()))
+            .collect();
+        let pair = |b: &str, p: &str| (b.to_string(), p.to_string());
+        assert_eq!(
+            got,
+            [
+                pair("server", "default"),
+                pair("server", "batch"),
+                pair("default", "server"),
+                pair("default", "batch"),
+            ]
+        );
+        assert!(
+            o.comparisons[1].label.ends_with(" vs server"),
+            "{}",
+            o.comparisons[1].label
+        );
+        let doc = o.document(&plan);
+        let against: Vec<&str> = doc
+            .results
+            .iter()
+            .filter(|r| r.name == "drop_rate_lower")
+            .map(|r| r.params["against"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            against.iter().filter(|a| **a == "server").count(),
+            2,
+            "{against:?}"
+        );
+        assert_eq!(
+            against.iter().filter(|a| **a == "default").count(),
+            2,
+            "{against:?}"
+        );
     }
 }

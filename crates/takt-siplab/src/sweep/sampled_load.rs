@@ -195,6 +195,14 @@ impl<L: Load> Load for SweepLoad<L> {
         self.inner.uas()
     }
 
+    fn request_uri(&self) -> String {
+        self.inner.request_uri()
+    }
+
+    fn route(&self, target: SocketAddr) -> Option<String> {
+        self.inner.route(target)
+    }
+
     fn run(&mut self, target: &Target, rate_cps: f64) -> Result<LoadOutcome> {
         self.profile.enter(&mut self.sys.borrow_mut())?;
         let before = kinds(target)?;

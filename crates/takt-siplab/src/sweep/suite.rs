@@ -7,6 +7,7 @@
 //! setting ([`gen_config`]), the first ramp rates ([`start_rates`]), the
 //! estimate ([`estimate_secs`]) and the progress ([`SweepBars`]).
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -16,17 +17,17 @@ use takt_measure::result::Document;
 use takt_measure::suite::{RunContext, Suite, SuiteOutput};
 use takt_sched::{CpuSet, SchedPolicy, ThreadSpec};
 use takt_sip::proxy::Mode;
-use takt_sip::transport::WorkerModel;
+use takt_sip::transport::{WakeOrder, WorkerModel};
 
 use super::{
     capacity_markdown, ceiling_profiles, render, run, write_plots, CompareWhich, Progress,
 };
-use super::{SweepOutcome, SweepPlan};
+use super::{ServerOptions, SweepOutcome, SweepPlan};
 use crate::capacity::{GenLoad, MIN_CALLS};
 use crate::error::{io, Error, Result};
 use crate::gen::{GenConfig, GenPolicy};
 use crate::profile::Profile;
-use crate::search::{SearchConfig, DEFAULT_MAX_REBRACKETS};
+use crate::search::{SearchConfig, Step, DEFAULT_MAX_REBRACKETS};
 use crate::search_bars::{generator_flag, SearchBars, TrialLine};
 use crate::target::{placement, TargetKind, TargetSetup};
 
@@ -95,8 +96,8 @@ pub struct SweepOptions {
     pub gen_sched: Option<SchedPolicy>,
     /// Drop-rate threshold.
     pub threshold: f64,
-    /// Grid step, fraction of the rate.
-    pub step: f64,
+    /// Grid step: a fraction of the rate, or calls/s.
+    pub step: Step,
     /// Repetitions per grid point.
     pub reps: Option<usize>,
     /// Re-bracketings per search.
@@ -116,6 +117,15 @@ pub struct SweepOptions {
     pub preset: Preset,
     /// Where the artefacts go (`None`: nowhere).
     pub out: Option<PathBuf>,
+    /// takt's wake orders (empty: the proxy's default, no axis): each its
+    /// own series, `wake` in params (the `shared` model only).
+    pub wakes: Vec<WakeOrder>,
+    /// Where the generator's UAS listens (`None`: a free port per case).
+    pub uas: Option<SocketAddr>,
+    /// Preload `Route: <sip:TARGET;lr>` into the calls.
+    pub route_preload: bool,
+    /// A CPU quota on each server for its whole search, CPUs' worth.
+    pub cpu_limit: Option<f64>,
 }
 
 /// The first ramp rate per target: takt and the null relay (the
@@ -204,11 +214,39 @@ impl SweepOptions {
                 }
                 k @ TargetKind::Takt(_) => {
                     for &model in &models {
-                        targets.push(k.clone().with_model(model));
+                        let k = k.clone().with_model(model);
+                        if self.wakes.is_empty() || model != WorkerModel::Shared {
+                            targets.push(k);
+                            continue;
+                        }
+                        for w in &self.wakes {
+                            let mut k = k.clone();
+                            if let TargetKind::Takt(o) = &mut k {
+                                o.extra_args = vec!["--wake".into(), w.name().into()];
+                            }
+                            targets.push(k);
+                        }
                     }
+                }
+                TargetKind::Addr(_) if self.cpu_limit.is_some() => {
+                    return Err(Error::Config(format!(
+                        "--cpu-limit needs servers the lab starts: {n} is a running one"
+                    )))
                 }
                 k => targets.push(k),
             }
+        }
+        let takt_shared =
+            names.iter().any(|n| n == "takt") && models.contains(&WorkerModel::Shared);
+        if !self.wakes.is_empty() && !takt_shared {
+            return Err(Error::Config(
+                "--wake is an axis of the takt target's shared model: add --target takt".into(),
+            ));
+        }
+        if let Some(c) = self.cpu_limit.filter(|c| !(0.01..=1024.0).contains(c)) {
+            return Err(Error::Config(format!(
+                "--cpu-limit {c} is not in [0.01, 1024] CPUs"
+            )));
         }
         let modes = if self.modes.is_empty() {
             vec![Mode::Stateful]
@@ -220,8 +258,12 @@ impl SweepOptions {
         } else {
             self.workers.clone()
         };
+        let addr = |k: &TargetKind| matches!(k, TargetKind::Addr(_));
         let profiles = if !self.profiles.is_empty() {
             Profile::parse_list(&self.profiles)?
+        } else if targets.iter().all(addr) {
+            // a server the lab did not start keeps its own scheduling
+            vec![Profile::Default]
         } else if p == Preset::Quick {
             vec![Profile::Default, Profile::Enhanced]
         } else {
@@ -232,6 +274,11 @@ impl SweepOptions {
                 Profile::Batch,
             ]
         };
+        if targets.iter().any(addr) && profiles != [Profile::Default] {
+            return Err(Error::Config(
+                "scheduler profiles apply to servers the lab starts: sweep a running server's address with --profile default, apart from the others".into(),
+            ));
+        }
         let (server_cpus, gen_cpus) = placement(self.cpus.as_ref(), self.gen_cpus.as_ref());
         let reps = self.reps.unwrap_or(p.pick(2, 5, 30));
         let pairs = self.pairs.unwrap_or(p.pick(3, 5, 30));
@@ -247,9 +294,11 @@ impl SweepOptions {
         };
         let mut base = TargetSetup::new("127.0.0.1:9".parse().expect("literal"));
         base.cpus = Some(server_cpus.clone());
+        let (step, step_cps) = self.step.fields();
         let search = SearchConfig {
             threshold: self.threshold,
-            step: self.step,
+            step,
+            step_cps,
             reps,
             grid_below: 1,
             grid_above: 1,
@@ -278,14 +327,19 @@ impl SweepOptions {
             compare: CompareWhich::All,
             sampler_cpus: Some(gen_cpus.clone()),
             stop: Default::default(),
+            servers: ServerOptions {
+                uas: self.uas,
+                cpu_limit: self.cpu_limit,
+            },
         };
         let gen_policy = GenPolicy::choose(self.gen_sched)?.placed(&server_cpus, &gen_cpus);
-        let gen = gen_config(
+        let mut gen = gen_config(
             &gen_cpus,
             &gen_policy,
             self.ports,
             Duration::from_millis(if p == Preset::Quick { 500 } else { 1_000 }),
         );
+        gen.route_preload = self.route_preload;
         let groups = plan.targets.len() * plan.modes.len() * plan.workers.len();
         let n_profiles = plan.profiles.len()
             + usize::from(
@@ -306,7 +360,13 @@ impl SweepOptions {
             reps,
             pairs,
             trial_s,
-        ) + estimate_secs(ceilings, 0, 0, reps, 0, trial_s);
+        ) + estimate_secs(ceilings, 0, 0, reps, 0, trial_s)
+            // Table III against `server` too, where it runs
+            + if plan.profiles.contains(&Profile::Server) {
+                estimate_secs(0, groups, n_profiles, reps, pairs, trial_s)
+            } else {
+                0.0
+            };
         let describe = format!(
             "{groups} (target, mode, m) x {n_profiles} profile(s){}, {} s of calls per trial, {reps} reps per grid point, {pairs} Table III pairs",
             if ceilings > 0 {
@@ -354,6 +414,7 @@ impl SweepBars {
                 }
             }
             Progress::Pairs { trials } => self.0.open_pairs(*trials),
+            Progress::Uas { label, line } => self.0.println(&format!("{line} case=\"{label}\"")),
             Progress::Trial(t) => {
                 let flag = generator_flag(t.generator_bound, "");
                 let line = TrialLine {
@@ -393,13 +454,11 @@ impl SweepSuite {
         let outcome = run(
             &plan,
             |ip| {
-                GenLoad::new(
-                    self.gen.clone(),
-                    ip,
-                    self.window,
-                    self.min_calls,
-                    ctx.cancel().clone(),
-                )
+                let (gen, cancel) = (self.gen.clone(), ctx.cancel().clone());
+                match plan.servers.uas {
+                    Some(uas) => GenLoad::listening(gen, uas, self.window, self.min_calls, cancel),
+                    None => GenLoad::new(gen, ip, self.window, self.min_calls, cancel),
+                }
             },
             |p| bars.on(p),
         );
@@ -526,5 +585,82 @@ mod tests {
         assert!(quick > 120.0 && quick < 400.0, "{quick}");
         let full = estimate_secs(32, 8, 4, 5, 5, 3.7);
         assert!(full > 4.0 * quick, "{full}");
+    }
+
+    fn options(targets: &[&str]) -> SweepOptions {
+        SweepOptions {
+            targets: targets.iter().map(|t| t.to_string()).collect(),
+            threshold: 0.01,
+            max_cps: 10_000.0,
+            ports: 4,
+            preset: Preset::Quick,
+            ..SweepOptions::default()
+        }
+    }
+
+    #[test]
+    fn the_wake_order_is_an_axis_of_takt_with_wake_in_params() {
+        let mut o = options(&["takt", "kamailio"]);
+        o.wakes = vec![WakeOrder::Lifo, WakeOrder::Fifo];
+        let s = o.resolve().unwrap();
+        let models: Vec<&str> = s
+            .plan
+            .targets
+            .iter()
+            .map(super::super::model_name)
+            .collect();
+        assert_eq!(
+            models,
+            ["shared wake=lifo", "shared wake=fifo", "processes"],
+            "{:?}",
+            s.plan.targets
+        );
+        assert_eq!(super::super::wake_of(&s.plan.targets[1]), Some("fifo"));
+        // no takt target: nothing to put on the axis
+        let mut o = options(&["kamailio"]);
+        o.wakes = vec![WakeOrder::Fifo];
+        let e = o.resolve().unwrap_err().to_string();
+        assert!(e.contains("--wake") && e.contains("takt"), "{e}");
+    }
+
+    #[test]
+    fn servers_options_reach_the_plan_and_bad_ones_are_refused() {
+        let mut o = options(&["takt"]);
+        o.uas = Some("127.0.0.1:5070".parse().unwrap());
+        o.cpu_limit = Some(0.5);
+        o.route_preload = true;
+        o.step = "200cps".parse().unwrap();
+        let s = o.resolve().unwrap();
+        assert_eq!(s.plan.servers.uas, o_uas());
+        assert_eq!(s.plan.servers.cpu_limit, Some(0.5));
+        assert!(s.gen.route_preload);
+        assert_eq!(s.plan.search.step_cps, Some(200.0));
+        // a quota needs a server the lab starts; and a sane size
+        let mut o = options(&["127.0.0.1:5060"]);
+        assert_eq!(
+            o.clone().resolve().unwrap().plan.profiles,
+            [Profile::Default]
+        );
+        o.profiles = vec!["server".into()];
+        let e = o.clone().resolve().unwrap_err().to_string();
+        assert!(e.contains("--profile default"), "{e}");
+        o.profiles.clear();
+        o.cpu_limit = Some(0.5);
+        let e = o.resolve().unwrap_err().to_string();
+        assert!(
+            e.contains("--cpu-limit") && e.contains("127.0.0.1:5060"),
+            "{e}"
+        );
+        let mut o = options(&["takt"]);
+        o.cpu_limit = Some(0.0);
+        assert!(o
+            .resolve()
+            .unwrap_err()
+            .to_string()
+            .contains("--cpu-limit 0"));
+    }
+
+    fn o_uas() -> Option<SocketAddr> {
+        Some("127.0.0.1:5070".parse().unwrap())
     }
 }

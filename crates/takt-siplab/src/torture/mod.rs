@@ -38,7 +38,7 @@
 //! Ctrl-C ends the current scenario early and keeps the rows of the
 //! finished ones.
 
-pub mod cgroup;
+pub use crate::cpu_limit as cgroup;
 pub mod conn_flood;
 pub mod garbage;
 pub mod overload;

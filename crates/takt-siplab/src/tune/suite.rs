@@ -119,6 +119,7 @@ impl TuneOptions {
             compare: CompareWhich::BestCapacity,
             sampler_cpus: Some(gen_cpus.clone()),
             stop: Default::default(),
+            servers: Default::default(),
         };
         let drain = Duration::from_millis(500);
         let gen_policy = GenPolicy::choose(self.gen_sched)?.placed(&server_cpus, &gen_cpus);

@@ -1,16 +1,21 @@
-//! CFS bandwidth control for a server under test: its processes get
+//! CPU bandwidth control for a server under test: its processes get
 //! `quota` µs of CPU time every `period` µs, whatever else the machine
-//! does, so that the generator can offer several times the server's
-//! capacity on a machine where it could not outrun the unlimited server.
+//! does — so that a generator can offer several times the server's
+//! capacity on a machine where it could not outrun the unlimited server,
+//! or so that servers are compared under the same CPU budget.
 //!
-//! A [`CpuLimit`] is a cgroup named `takt-torture-<pid of the lab>` under
-//! the `cpu` controller: cgroup v1 (`cpu.cfs_quota_us`, `cpu.cfs_period_us`
-//! in `/sys/fs/cgroup/cpu`) or v2 (`cpu.max` in `/sys/fs/cgroup`, the
-//! controller enabled in the root's `cgroup.subtree_control`). Dropping it
-//! moves every process still in it back to the root group and removes the
-//! directory — on success, error, panic unwinding and Ctrl-C alike. A lab
-//! killed with SIGKILL leaves its group behind: [`CpuLimit::repair`], run
-//! before each new limit, removes the groups of labs that are gone.
+//! A [`CpuLimit`] is a cgroup named `takt-cpu-<pid>-<n>` under the `cpu`
+//! controller: cgroup v2 (`cpu.max` in `/sys/fs/cgroup`, the controller
+//! enabled in the root's `cgroup.subtree_control`) or v1
+//! (`cpu.cfs_quota_us`, `cpu.cfs_period_us` in `/sys/fs/cgroup/cpu`).
+//! The group is registered with the [cleanup registry](crate::cleanup)
+//! before it is made, as an [`Item::Cgroup`]: dropping the limit moves
+//! every process still in it back to the root group and removes the
+//! directory — on success, error, panic unwinding and Ctrl-C alike — a
+//! second signal undoes it with everything else registered, and a run
+//! killed outright leaves it in its journal for the next start's repair.
+//! [`CpuLimit::repair`] also removes groups of older versions
+//! (`takt-torture-<pid>`) whose process is gone.
 //!
 //! A short period (≤ 2 ms; default 2 ms) keeps the throttled server from
 //! being stalled for long at a time: with half a CPU it runs 1 ms of every
@@ -19,8 +24,10 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::error::{io, Error, Result};
+use crate::cleanup::{self, Guard, Item};
+use crate::error::{io, HostError, Result};
 
 /// The longest period allowed, µs.
 pub const MAX_PERIOD_US: u64 = 2_000;
@@ -28,8 +35,12 @@ pub const MAX_PERIOD_US: u64 = 2_000;
 pub const DEFAULT_PERIOD_US: u64 = 2_000;
 /// The kernel's smallest quota (and period), µs.
 pub const MIN_QUOTA_US: u64 = 1_000;
-/// Name prefix of the lab's groups.
-const PREFIX: &str = "takt-torture-";
+/// Name prefix of the groups (`takt-cpu-<pid>-<n>`).
+const PREFIX: &str = "takt-cpu-";
+/// Name prefix of the groups of older versions (`takt-torture-<pid>`).
+const LEGACY_PREFIX: &str = "takt-torture-";
+/// Groups made by this process so far (names them).
+static MADE: AtomicU64 = AtomicU64::new(0);
 
 /// Which cgroup interface carries the `cpu` controller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,7 +59,7 @@ fn hierarchy(base: &Path) -> Result<(PathBuf, Version)> {
     if controllers.split_whitespace().any(|c| c == "cpu") {
         return Ok((base.to_path_buf(), Version::V2));
     }
-    Err(Error::Config(format!(
+    Err(HostError::Config(format!(
         "no cgroup cpu controller under {} (neither v1 cpu/cpu.cfs_quota_us nor v2 cgroup.controllers with cpu)",
         base.display()
     )))
@@ -61,6 +72,8 @@ pub struct CpuLimit {
     root: PathBuf,
     quota_us: u64,
     period_us: u64,
+    /// Undoes the group (declared last: dropped after the rest).
+    guard: Option<Guard>,
 }
 
 /// Throttling counters of a limited group (`cpu.stat`).
@@ -76,7 +89,7 @@ impl CpuLimit {
     /// A new group allowing `cpus` CPUs' worth of time (0.5: half of one
     /// CPU) per `period_us` (1 000..=[`MAX_PERIOD_US`]; the quota
     /// `cpus × period_us` must be at least [`MIN_QUOTA_US`]), under
-    /// `/sys/fs/cgroup`. Leftover groups of dead labs are removed first.
+    /// `/sys/fs/cgroup`. Leftover groups of dead runs are removed first.
     pub fn new(cpus: f64, period_us: u64) -> Result<CpuLimit> {
         CpuLimit::new_in(Path::new("/sys/fs/cgroup"), cpus, period_us)
     }
@@ -84,29 +97,35 @@ impl CpuLimit {
     /// [`CpuLimit::new`] under another cgroup mount (for tests).
     pub fn new_in(base: &Path, cpus: f64, period_us: u64) -> Result<CpuLimit> {
         if !(MIN_QUOTA_US..=MAX_PERIOD_US).contains(&period_us) {
-            return Err(Error::Config(format!(
+            return Err(HostError::Config(format!(
                 "CFS period {period_us} µs is not in 1000..={MAX_PERIOD_US} µs"
             )));
         }
         if !(0.01..=1024.0).contains(&cpus) {
-            return Err(Error::Config(format!(
+            return Err(HostError::Config(format!(
                 "CPU limit {cpus} is not in [0.01, 1024] CPUs"
             )));
         }
         let quota_us = (cpus * period_us as f64).round() as u64;
         if quota_us < MIN_QUOTA_US {
-            return Err(Error::Config(format!(
+            return Err(HostError::Config(format!(
                 "a limit of {cpus} CPUs at a {period_us} µs period is a quota of {quota_us} µs, below the kernel's {MIN_QUOTA_US} µs: at most a {MAX_PERIOD_US} µs period, so at least {} CPUs",
                 MIN_QUOTA_US as f64 / MAX_PERIOD_US as f64
             )));
         }
         let (root, version) = hierarchy(base)?;
         repair_in(&root)?;
-        let dir = root.join(format!("{PREFIX}{}", std::process::id()));
+        let n = MADE.fetch_add(1, Ordering::Relaxed);
+        let dir = root.join(format!("{PREFIX}{}-{n}", std::process::id()));
         if version == Version::V2 {
             // the controller must be on in the root's children
             let _ = fs::write(root.join("cgroup.subtree_control"), "+cpu");
         }
+        // journaled before the change it undoes
+        let guard = cleanup::register(Item::Cgroup {
+            dir: dir.clone(),
+            parent: root.clone(),
+        });
         match fs::create_dir(&dir) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -117,6 +136,7 @@ impl CpuLimit {
             root,
             quota_us,
             period_us,
+            guard: Some(guard),
         };
         let w = |f: &str, v: String| {
             fs::write(limit.dir.join(f), &v).map_err(io(format!(
@@ -183,26 +203,22 @@ impl CpuLimit {
         t
     }
 
-    /// Removes the group now (what dropping it does), reporting failure.
+    /// Removes the group now (what dropping it does), reporting failure
+    /// (the registry then keeps it, to try again at the end of the run).
     pub fn remove(mut self) -> Result<()> {
         let r = remove_group(&self.root, &self.dir);
-        self.dir = PathBuf::new();
+        if let (Ok(()), Some(g)) = (&r, self.guard.take()) {
+            g.keep();
+        }
         r
     }
 
-    /// Removes the groups left by labs that are no longer running (their
-    /// processes go back to the root group); returns how many.
+    /// Removes the groups left by runs that are no longer running, of
+    /// this version and older ones (their processes go back to the root
+    /// group); returns how many.
     pub fn repair() -> Result<usize> {
         let (root, _) = hierarchy(Path::new("/sys/fs/cgroup"))?;
         repair_in(&root)
-    }
-}
-
-impl Drop for CpuLimit {
-    fn drop(&mut self) {
-        if !self.dir.as_os_str().is_empty() {
-            let _ = remove_group(&self.root, &self.dir);
-        }
     }
 }
 
@@ -242,10 +258,14 @@ fn repair_in(root: &Path) -> Result<usize> {
     };
     for e in entries.flatten() {
         let name = e.file_name();
+        // `takt-cpu-<pid>-<n>` or `takt-torture-<pid>`
         let Some(owner) = name
             .to_str()
-            .and_then(|n| n.strip_prefix(PREFIX))
-            .and_then(|p| p.parse::<u32>().ok())
+            .and_then(|n| {
+                n.strip_prefix(PREFIX)
+                    .or_else(|| n.strip_prefix(LEGACY_PREFIX))
+            })
+            .and_then(|p| p.split('-').next()?.parse::<u32>().ok())
         else {
             continue;
         };
@@ -287,18 +307,27 @@ mod tests {
         let dir = limit.path().to_path_buf();
         limit.add(pid as i32).unwrap();
         assert_eq!(limit.pids(), vec![pid as i32]);
-        assert!(cgroup_of(pid).ends_with(&format!("{PREFIX}{}", std::process::id())));
+        let name = dir.file_name().unwrap().to_str().unwrap().to_string();
+        assert!(name.starts_with(&format!("{PREFIX}{}-", std::process::id())));
+        assert!(cgroup_of(pid).ends_with(&name), "{}", cgroup_of(pid));
+        // journaled with the cleanup registry while it exists
+        assert!(cleanup::pending()
+            .iter()
+            .any(|i| matches!(i, Item::Cgroup { dir: d, .. } if *d == dir)));
         let quota = fs::read_to_string(dir.join("cpu.cfs_quota_us"))
             .or_else(|_| fs::read_to_string(dir.join("cpu.max")))
             .unwrap();
         assert!(quota.starts_with("1000"), "{quota}");
         drop(limit);
         assert!(!dir.exists());
+        assert!(!cleanup::pending()
+            .iter()
+            .any(|i| matches!(i, Item::Cgroup { dir: d, .. } if *d == dir)));
         assert_eq!(cgroup_of(pid), before);
 
         // a group named for a PID that is gone, with a process in it
         let (root, _) = hierarchy(Path::new("/sys/fs/cgroup")).unwrap();
-        let stale = root.join(format!("{PREFIX}{}", u32::MAX - 7));
+        let stale = root.join(format!("{LEGACY_PREFIX}{}", u32::MAX - 7));
         fs::create_dir_all(&stale).unwrap();
         fs::write(stale.join("cgroup.procs"), pid.to_string()).unwrap();
         let again = CpuLimit::new(0.75, 2_000).unwrap();
