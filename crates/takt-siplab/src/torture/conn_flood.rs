@@ -98,7 +98,7 @@ pub fn run(
         .ok_or_else(|| Error::Thread("the UAS has no address".into()))?;
     let mut tplan = plan.clone();
     tplan.setup.tcp = Some(TcpSetup::for_connections(n, TABLE_SLACK));
-    let server = Server::start(&tplan, uas)?;
+    let server = Server::start(&tplan, uas, progress)?;
     let dst = server.target.listen();
     gen.set_proxy(dst)?;
     let pids = server.target.pids();

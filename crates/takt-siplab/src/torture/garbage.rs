@@ -236,7 +236,7 @@ pub fn run(
     let uas = gen
         .uas_addr()
         .ok_or_else(|| Error::Thread("the UAS has no address".into()))?;
-    let server = Server::start(plan, uas)?;
+    let server = Server::start(plan, uas, progress)?;
     let dst = server.target.listen();
     gen.set_proxy(dst)?;
     let socks = CLASSES

@@ -269,8 +269,14 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts `plan`'s server forwarding to `uas`, limited as planned.
-    pub fn start(plan: &TorturePlan, uas: SocketAddr) -> Result<Server> {
+    /// Starts `plan`'s server forwarding to `uas`, limited as planned,
+    /// and tells `progress` where the UAS listens
+    /// (`uas=… request_uri=… target=…`).
+    pub fn start(
+        plan: &TorturePlan,
+        uas: SocketAddr,
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Result<Server> {
         let mut setup = plan.setup.clone();
         setup.uas = uas;
         let limit = match plan.cpu_limit {
@@ -290,6 +296,10 @@ impl Server {
                 l.add(pid)?;
             }
         }
+        progress(Progress::Step(&format!(
+            "uas={uas} request_uri=sip:service@{uas} target={}",
+            target.listen()
+        )));
         Ok(Server { target, limit })
     }
 
@@ -349,7 +359,7 @@ pub fn capacity(
         100,
         plan.cancel.clone(),
     )?;
-    let server = Server::start(plan, crate::capacity::Load::uas(&load))?;
+    let server = Server::start(plan, crate::capacity::Load::uas(&load), progress)?;
     let Server { target, limit } = server;
     let mut trial = TargetTrial::new(target, load).with_stop(plan.stop.clone());
     let mut s = Search::new(plan.search.clone())?;
@@ -451,7 +461,8 @@ pub fn sustained(
             100,
             plan.cancel.clone(),
         )?;
-        let Server { target, limit } = Server::start(plan, crate::capacity::Load::uas(&load))?;
+        let Server { target, limit } =
+            Server::start(plan, crate::capacity::Load::uas(&load), progress)?;
         let mut trial = TargetTrial::new(target, load).with_stop(plan.stop.clone());
         let outcome = search::Trial::trial(&mut trial, rate);
         let (points, stopped) = trial.finish();

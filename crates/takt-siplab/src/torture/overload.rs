@@ -67,7 +67,7 @@ pub fn run(
         progress(Progress::Step(&format!(
             "overload {x}x of {capacity:.0} cps"
         )));
-        rows.extend(level(plan, capacity, searched, x, goal)?);
+        rows.extend(level(plan, capacity, searched, x, goal, progress)?);
     }
     Ok(rows)
 }
@@ -89,6 +89,7 @@ fn level(
     searched: Option<f64>,
     x: f64,
     goal: f64,
+    progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Vec<ResultRow>> {
     let d = plan.durations;
     let half = capacity / 2.0;
@@ -99,7 +100,7 @@ fn level(
     let uas_addr = uas
         .uas_addr()
         .ok_or_else(|| Error::Thread("the UAS has no address".into()))?;
-    let server = Server::start(plan, uas_addr)?;
+    let server = Server::start(plan, uas_addr, progress)?;
     let proxy = server.target.listen();
     let mut a_cfg = plan.gen_cfg(Role::Uac, proxy, half);
     a_cfg.duration = Some(d.overload + d.recovery);

@@ -122,7 +122,7 @@ pub fn run(
     let uas = gen
         .uas_addr()
         .ok_or_else(|| Error::Thread("the UAS has no address".into()))?;
-    let server = Server::start(plan, uas)?;
+    let server = Server::start(plan, uas, progress)?;
     gen.set_proxy(server.target.listen())?;
     let live = gen.live();
     // the reference: after the first minute (or a third of a short soak)

@@ -205,7 +205,7 @@ pub fn run(
         plan.uas_listen
     };
     let mut uas = Some(UasProcess::start(&exe, addr, &plan.gen.spec)?);
-    let server = Server::start(plan, addr)?;
+    let server = Server::start(plan, addr, progress)?;
     let rate = fault_rate(capacity);
     let mut cfg = plan.gen_cfg(Role::Uac, server.target.listen(), rate);
     cfg.duration = Some(d.fault_run);
