@@ -11,7 +11,7 @@ use takt_lab::OrchestrationError;
 /// `takt report` flags.
 #[derive(Args, Debug)]
 pub struct ReportCmd {
-    /// The reduced plan: under 5 minutes on a 2-core machine.
+    /// The reduced plan: under 10 minutes on a 2-core machine.
     #[arg(long)]
     quick: bool,
     /// Only these stages: machine, agents, sme, sip, capacity, remote

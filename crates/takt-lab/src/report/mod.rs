@@ -42,7 +42,7 @@ use crate::orchestration_error::OrchestrationError;
 /// What `takt report` was asked to do.
 #[derive(Clone, Debug)]
 pub struct Request {
-    /// The quick plan (under 5 minutes on a 2-core machine).
+    /// The quick plan (under 10 minutes on a 2-core machine).
     pub quick: bool,
     /// The stages to run; `None`: every stage the plan runs.
     pub only: Option<plan::Only>,

@@ -116,7 +116,7 @@ impl FromStr for Only {
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// The quick plan (under 5 minutes on a 2-core machine).
+    /// The quick plan (under 10 minutes on a 2-core machine).
     pub quick: bool,
     /// Stages to run (plan order); the others are "not in --only".
     pub only: Vec<Stage>,
@@ -513,7 +513,10 @@ mod tests {
             "takt bench sme --quick --json --runs 5 --only compute_ring --only uneven --only sync_cost"
         );
         let total: Duration = stages.iter().map(|s| s.estimate).sum();
-        assert!(total < Duration::from_secs(300), "{total:?}");
+        // `takt report --quick`'s budget is 10 minutes (the same-run peers
+        // and, later, the scheduler study cost more than the old 5).
+        let per: Vec<_> = stages.iter().map(|s| (s.command(), s.estimate)).collect();
+        assert!(total < Duration::from_secs(600), "{total:?} {per:#?}");
         assert!(!reductions.is_empty());
         assert!(!reductions.iter().any(|r| r.starts_with("sme: threads")));
         assert_eq!(
