@@ -88,11 +88,34 @@ fn check(r: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
-/// Adds `fd` to `ep` for input with `flags` (e.g. `EPOLLET`).
-fn add(ep: &OwnedFd, fd: libc::c_int, flags: libc::c_int) -> io::Result<()> {
+/// What ended a [`SharedWait::wait`]: the event of which registered
+/// descriptor. (The workers read duplicates of the registered sockets,
+/// whose descriptor numbers differ, so the event carries this instead.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Woken {
+    /// The shared (with the INVITE split: the dialog) socket.
+    Socket,
+    /// The INVITE split's INVITE socket.
+    Invites,
+    /// [`SharedWait::wake_all`].
+    Stop,
+}
+
+impl Woken {
+    const ALL: [Woken; 3] = [Woken::Socket, Woken::Invites, Woken::Stop];
+
+    /// The event's data for this descriptor.
+    fn token(self) -> u64 {
+        self as u64
+    }
+}
+
+/// Adds `fd` to `ep` for input with `flags` (e.g. `EPOLLET`), its events
+/// carrying `who`.
+fn add(ep: &OwnedFd, fd: libc::c_int, flags: libc::c_int, who: Woken) -> io::Result<()> {
     let mut ev = libc::epoll_event {
         events: (libc::EPOLLIN | flags) as u32,
-        u64: fd as u64,
+        u64: who.token(),
     };
     // SAFETY: both descriptors are open; `ev` outlives the call.
     check(unsafe { libc::epoll_ctl(ep.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
@@ -113,27 +136,31 @@ impl SharedWait {
                 libc::EFD_CLOEXEC | libc::EFD_NONBLOCK,
             ))?)
         };
-        add(&ep, sock.as_raw_fd(), libc::EPOLLET)?;
+        add(&ep, sock.as_raw_fd(), libc::EPOLLET, Woken::Socket)?;
         if let Some(i) = invites {
-            add(&ep, i.as_raw_fd(), libc::EPOLLET)?;
+            add(&ep, i.as_raw_fd(), libc::EPOLLET, Woken::Invites)?;
         }
-        add(&ep, stop.as_raw_fd(), 0)?;
+        add(&ep, stop.as_raw_fd(), 0, Woken::Stop)?;
         Ok(SharedWait { ep, stop })
     }
 
     /// Blocks until a datagram has arrived since the socket was last
     /// drained, or [`wake_all`](Self::wake_all) was called. The caller
     /// then receives with `MSG_DONTWAIT` (another worker may have taken
-    /// the datagram) and checks its stop flag. Returns the descriptor
-    /// whose event woke it (`None`: interrupted), so that a worker woken
-    /// for the INVITE socket reads that one first.
-    pub(crate) fn wait(&self) -> Option<libc::c_int> {
+    /// the datagram) and checks its stop flag. Returns whose event woke
+    /// it (`None`: interrupted), so that a worker woken for the INVITE
+    /// socket reads that one first and knows which socket it owes a read
+    /// (see the worker's `DrainOrder`).
+    pub(crate) fn wait(&self) -> Option<Woken> {
         let mut ev = libc::epoll_event { events: 0, u64: 0 };
         // SAFETY: `ev` is a valid buffer for one event. An error (EINTR)
         // is harmless: the caller polls the socket and waits again.
         let n = unsafe { libc::epoll_wait(self.ep.as_raw_fd(), &mut ev, 1, -1) };
-        // `add` stored the descriptor as the event's data
-        (n == 1).then_some(ev.u64 as libc::c_int)
+        // `add` stored the token as the event's data
+        let token = ev.u64;
+        (n == 1)
+            .then(|| Woken::ALL.into_iter().find(|w| w.token() == token))
+            .flatten()
     }
 
     /// Wakes every waiter, now and from now on (the eventfd stays
@@ -145,5 +172,32 @@ impl SharedWait {
         // fail short of the counter overflowing, which one write per
         // shutdown never does.
         unsafe { libc::write(self.stop.as_raw_fd(), (&one as *const u64).cast(), 8) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A wait names the registered socket whose event ended it, also
+    /// for workers that read duplicates of the sockets (other descriptor
+    /// numbers), and the stop event once `wake_all` is called.
+    #[test]
+    fn a_wait_says_which_socket_woke_it() {
+        let dialog = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let invites = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let w = SharedWait::new(&dialog, Some(&invites)).unwrap();
+        let (d2, i2) = (dialog.try_clone().unwrap(), invites.try_clone().unwrap());
+        assert_ne!(d2.as_raw_fd(), dialog.as_raw_fd());
+        let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut buf = [0u8; 16];
+        c.send_to(b"INVITE", invites.local_addr().unwrap()).unwrap();
+        assert_eq!(w.wait(), Some(Woken::Invites));
+        i2.recv(&mut buf).unwrap();
+        c.send_to(b"ACK", dialog.local_addr().unwrap()).unwrap();
+        assert_eq!(w.wait(), Some(Woken::Socket));
+        d2.recv(&mut buf).unwrap();
+        w.wake_all();
+        assert_eq!(w.wait(), Some(Woken::Stop));
     }
 }

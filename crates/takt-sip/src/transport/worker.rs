@@ -3,7 +3,6 @@
 
 use std::io;
 use std::net::UdpSocket;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,6 +13,7 @@ use super::errqueue;
 use super::handler::Handler;
 use super::tcp::{Conn, Tcp};
 use super::udp::{self, Batch, CMSG_SPACE};
+use super::wake::Woken;
 use crate::proxy::{Inbound, Scratch, SendError, Sink, Target, Transport};
 use crate::stats::{Registry, Sample, WorkerStats};
 
@@ -159,33 +159,74 @@ impl Busy {
 /// The order in which a worker of the INVITE split reads its two sockets
 /// (see [`Worker::run_split`]): a pure state machine over "which socket
 /// next", tested without sockets.
-#[derive(Debug, Default)]
+///
+/// It also keeps which sockets this worker *owes* a read until it finds
+/// them empty, so that it never waits with a datagram stranded and never
+/// probes a socket it does not owe when it could wait instead:
+///
+/// 1. Both sockets are registered edge-triggered on the shared epoll
+///    instance: every arrival puts its socket's event on the instance's
+///    ready list (if it is not there already) and wakes one waiter.
+/// 2. A worker whose wait returns a socket's event has taken that event
+///    off the list: it owes that socket until a receive on it fails with
+///    `WouldBlock` (a worker starts owing both).
+/// 3. A worker waits only when it owes nothing.
+///
+/// So a datagram queued on a socket nobody owes arrived after that
+/// socket's last `WouldBlock` or event: its event is on the ready list and
+/// wakes a waiter, or the next worker to wait returns at once with it.
+/// Reading a socket one does not owe is always safe (it only shortens
+/// the queue); the order reads the socket it chose first whether owed or
+/// not, and the other one only when owed. An idle worker woken for the
+/// dialog socket thus makes one failing receive before it waits again,
+/// not two.
+#[derive(Debug)]
 pub(crate) struct DrainOrder {
     /// Dialog datagrams taken in a row.
     streak: u32,
     /// Woken for the INVITE socket: read it first, once.
     invite_first: bool,
+    /// Whether this worker owes a read to the dialog socket (`[0]`) and
+    /// the INVITE socket (`[1]`): see the type's docs.
+    owes: [bool; 2],
+}
+
+impl Default for DrainOrder {
+    fn default() -> Self {
+        DrainOrder {
+            streak: 0,
+            invite_first: false,
+            owes: [true; 2],
+        }
+    }
 }
 
 impl DrainOrder {
     /// Receives the next datagram with `recv(invite)`, which reads the
     /// INVITE socket when `invite` and the dialog socket otherwise, both
     /// without waiting. Returns the datagram and whether it came from the
-    /// INVITE socket, `None` when both were empty, or the first error
-    /// other than `WouldBlock`.
+    /// INVITE socket, `None` when the sockets it read were empty and it
+    /// owes neither (the worker may wait), or the first error other than
+    /// `WouldBlock`.
     pub(crate) fn next<T>(
         &mut self,
         mut recv: impl FnMut(bool) -> io::Result<T>,
     ) -> io::Result<Option<(T, bool)>> {
         let invite_first =
             std::mem::take(&mut self.invite_first) || self.streak >= super::DIALOG_BURST;
-        for invite in [invite_first, !invite_first] {
+        for (k, invite) in [invite_first, !invite_first].into_iter().enumerate() {
+            // the first choice always; the other one only when owed
+            if k == 1 && !self.owes[usize::from(invite)] {
+                continue;
+            }
             match recv(invite) {
                 Ok(t) => {
                     self.streak = if invite { 0 } else { self.streak + 1 };
                     return Ok(Some((t, invite)));
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.owes[usize::from(invite)] = false;
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -194,9 +235,16 @@ impl DrainOrder {
     }
 
     /// The wait ended with an event of the INVITE socket (`true`) or of
-    /// the dialog socket.
+    /// the dialog socket: read that one first, and owe it.
     pub(crate) fn woken_by(&mut self, invite: bool) {
         self.invite_first = invite;
+        self.owes[usize::from(invite)] = true;
+    }
+
+    /// The worker found a datagram without taking an event (polling), or
+    /// cannot tell which socket woke it: it owes both.
+    pub(crate) fn owe_both(&mut self) {
+        self.owes = [true; 2];
     }
 }
 
@@ -336,8 +384,6 @@ impl<H: Handler> Worker<H> {
         let mut cmsg = [0u8; CMSG_SPACE];
         let mut scratch = Scratch::new();
         let mut order = DrainOrder::default();
-        let dialog_fd = self.sock.as_raw_fd();
-        let invite_fd = invites.as_raw_fd();
         while !self.stopped() {
             let got = match order.next(|invite| {
                 let s = if invite { invites } else { &self.sock };
@@ -359,10 +405,14 @@ impl<H: Handler> Worker<H> {
                         polled
                     });
                 }
-                if !polled {
-                    if let Some(w) = &self.wait {
-                        order.woken_by(w.wait() == Some(invite_fd) && invite_fd != dialog_fd);
-                    }
+                match (&self.wait, polled) {
+                    (Some(w), false) => match w.wait() {
+                        Some(Woken::Invites) => order.woken_by(true),
+                        Some(Woken::Socket) => order.woken_by(false),
+                        // the stop event, or interrupted
+                        Some(Woken::Stop) | None => order.owe_both(),
+                    },
+                    _ => order.owe_both(),
                 }
                 continue;
             };
@@ -632,5 +682,54 @@ mod tests {
             .next(|_| Err::<u32, _>(io::Error::from(io::ErrorKind::ConnectionRefused)))
             .unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::ConnectionRefused);
+    }
+
+    #[test]
+    fn the_other_socket_is_read_only_when_owed() {
+        let burst = super::super::DIALOG_BURST;
+        let mut q = Queues {
+            dialog: VecDeque::new(),
+            invites: VecDeque::new(),
+        };
+        let mut reads = Vec::new();
+        let mut o = DrainOrder::default();
+        let next = |o: &mut DrainOrder, q: &mut Queues, reads: &mut Vec<bool>| {
+            reads.clear();
+            o.next(|i| {
+                reads.push(i);
+                q.recv(i)
+            })
+            .unwrap()
+        };
+        // a new worker owes both sockets
+        assert!(next(&mut o, &mut q, &mut reads).is_none());
+        assert_eq!(reads, [false, true]);
+        // woken for the dialog socket: an INVITE queued meanwhile is left
+        // to its own event (one failing receive, not two)
+        q.invites.push_back(5);
+        o.woken_by(false);
+        assert!(next(&mut o, &mut q, &mut reads).is_none());
+        assert_eq!(reads, [false]);
+        // its event wakes a worker, which owes the INVITE socket until empty
+        o.woken_by(true);
+        assert_eq!(next(&mut o, &mut q, &mut reads), Some((5, true)));
+        assert!(next(&mut o, &mut q, &mut reads).is_none());
+        assert_eq!(reads, [false, true]);
+        // a burst of dialog datagrams still lets an INVITE in, owed or not
+        q.dialog.extend(0..burst + 1);
+        q.invites.push_back(9);
+        o.woken_by(false);
+        for _ in 0..burst {
+            assert!(matches!(next(&mut o, &mut q, &mut reads), Some((_, false))));
+        }
+        assert_eq!(next(&mut o, &mut q, &mut reads), Some((9, true)));
+        assert_eq!(next(&mut o, &mut q, &mut reads), Some((burst, false)));
+        assert!(next(&mut o, &mut q, &mut reads).is_none());
+        assert_eq!(reads, [false]);
+        // found by polling (no event taken): both are owed
+        q.invites.push_back(3);
+        o.owe_both();
+        assert_eq!(next(&mut o, &mut q, &mut reads), Some((3, true)));
+        assert_eq!(reads, [false, true]);
     }
 }

@@ -142,14 +142,29 @@ pub(crate) fn scan_sip_uri(
 
 /// Parses the URI in `[start, end)`. `allow_headers` is false for a
 /// Request-URI (RFC 3261 §19.1.1 forbids headers there).
+///
+/// The common shapes take one pass ([`simple_sip_uri`]): a URI without
+/// parameters, and one whose only parameter is a loose router's `;lr`
+/// (every Route and Record-Route value of a dialog through a loose
+/// router), both tested against the full grammar in
+/// `simple_forms_agree_with_the_parser`.
 pub fn parse_uri(b: &[u8], start: usize, end: usize, allow_headers: bool) -> Result<Uri, UriError> {
-    if let Some((u, stop)) = simple_sip_uri(b, start, end) {
+    if let Some((mut u, stop)) = simple_sip_uri(b, start, end) {
         if stop == end {
+            return Ok(u);
+        }
+        if b.get(stop..end) == Some(LR) {
+            u.span = Span::new(start, end);
+            u.params = Span::new(stop, end);
+            u.lr = true;
             return Ok(u);
         }
     }
     parse_uri_slow(b, start, end, allow_headers)
 }
+
+/// A loose router's URI parameter, as [`parse_uri`]'s fast path takes it.
+pub(crate) const LR: &[u8] = b";lr";
 
 /// [`parse_uri`] without its fast path.
 #[cold]

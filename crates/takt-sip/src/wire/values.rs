@@ -484,7 +484,39 @@ pub(crate) fn name_addrs(
             return Ok(());
         }
     }
+    if kind == AddrKind::Route {
+        if let Some(na) = simple_route(b, v.start(), end) {
+            out.push(na);
+            return Ok(());
+        }
+    }
     name_addrs_slow(b, v, kind, out)
+}
+
+/// The common shape of a Route value, the whole of `[start, end)`: one
+/// `<sip:[user@]host[:port]>`, with `;lr` before the `>` or not (see
+/// [`simple_sip_uri`]). `None` when it has another shape; what it returns
+/// is what [`name_addrs_slow`] returns (tested against it in
+/// `simple_forms_agree_with_the_parser`), in one pass.
+#[inline]
+fn simple_route(b: &[u8], start: usize, end: usize) -> Option<NameAddr> {
+    let s = b.get(..end)?;
+    if s.get(start) != Some(&b'<') {
+        return None;
+    }
+    let r = scan_sip_uri(s, start + 1, end, &mut None)?;
+    let lr = s.get(r..r + 3) == Some(super::uri::LR);
+    let close = if lr { r + 3 } else { r };
+    if s.get(close) != Some(&b'>') || close + 1 != end {
+        return None;
+    }
+    Some(NameAddr {
+        span: Span::new(start, end),
+        uri: Span::new(start + 1, close),
+        tag: None,
+        lr,
+        next_in_line: None,
+    })
 }
 
 /// [`name_addrs`] of a From or To value, into `out` (set when `Ok`):
@@ -529,15 +561,31 @@ fn name_addrs_slow(
 }
 
 /// The common shape of a From or To value, the whole of `[start, end)`:
-/// `[token SP]<sip:[user@]host[:port]>[;tag=token]` (see
-/// [`simple_sip_uri`]). `None` when it has another shape; what it returns
+/// `[token SP | quoted [SP]]<sip:[user@]host[:port]>[;tag=token]` (see
+/// [`simple_sip_uri`]; `quoted` a quoted string of printable ASCII
+/// without `\`). `None` when it has another shape; what it returns
 /// is what [`name_addr`] returns (tested against it in
 /// `simple_forms_agree_with_the_parser`), in one pass.
 #[inline]
 fn simple_name_addr(b: &[u8], start: usize, end: usize, out: &mut Option<NameAddr>) -> Option<()> {
     let s = b.get(..end)?;
     let mut l = start;
-    if s.get(l) != Some(&b'<') {
+    if s.get(l) == Some(&b'"') {
+        // a display name without quoted pairs: up to the next quote
+        let q = super::lex::run_while(s, l + 1, end, |c| {
+            matches!(c, b' '..=b'~') && c != b'"' && c != b'\\'
+        });
+        if s.get(q) != Some(&b'"') {
+            return None;
+        }
+        l = q + 1;
+        if s.get(l) == Some(&b' ') {
+            l += 1;
+        }
+        if s.get(l) != Some(&b'<') {
+            return None;
+        }
+    } else if s.get(l) != Some(&b'<') {
         l = scan_token(s, start, end);
         if l == start || s.get(l) != Some(&b' ') {
             return None;
@@ -840,6 +888,9 @@ pub(super) mod tests {
             b"<sip:h.example.com:99999>",
             b"Bob <sip:b_o!b@x-y.z>",
             b"<sip:alice@[::1]>",
+            b"\"takt\" <sip:takt@127.0.0.1:5061>;tag=0123456789abcdef",
+            b"\"A. G. Bell\"<sip:agb@bell-telephone.com>",
+            b"\"\" <sip:h>",
         ];
         fast_path_agrees(
             tos,
@@ -852,6 +903,27 @@ pub(super) mod tests {
             |v| {
                 let mut want: Vec<NameAddr> = Vec::new();
                 name_addrs_slow(v, s(v), AddrKind::Single, &mut want).map(|()| want)
+            },
+        );
+        // the generator's From and a loose router's Route take the fast paths
+        let from = b"\"takt\" <sip:takt@127.0.0.1:5061>;tag=ab";
+        let mut one = None;
+        assert!(simple_name_addr(from, 0, from.len(), &mut one).is_some());
+        assert_eq!(one.unwrap().tag.unwrap().of(from), b"ab");
+        assert!(simple_route(b"<sip:127.0.0.1:5060;lr>", 0, 23).unwrap().lr);
+        let routes: &[&[u8]] = &[
+            b"<sip:127.0.0.1:5060;lr>",
+            b"<sip:proxy@p1.example.com;lr>",
+            b"<sip:h.example.com:5070>",
+            b"<sip:[::1]:5060;lr>",
+        ];
+        fast_path_agrees(
+            routes,
+            EDITS,
+            |v| simple_route(v, 0, v.len()).map(|na| Ok(vec![na])),
+            |v| {
+                let mut want: Vec<NameAddr> = Vec::new();
+                name_addrs_slow(v, s(v), AddrKind::Route, &mut want).map(|()| want)
             },
         );
         let vias: &[&[u8]] = &[
@@ -899,6 +971,24 @@ pub(super) mod tests {
             }
         }
         assert!(fast > 100, "the fast path took {fast} values");
+        // parse_uri's fast paths (`;lr` included) against the full grammar
+        let uris: &[&[u8]] = &[
+            b"sip:127.0.0.1:5070;lr",
+            b"sip:p1.example.com;lr",
+            b"sip:service@127.0.0.1:5060",
+        ];
+        for allow in [false, true] {
+            fast_path_agrees(
+                uris,
+                EDITS,
+                |v| {
+                    let (_, stop) = super::super::uri::simple_sip_uri(v, 0, v.len())?;
+                    (stop == v.len() || &v[stop..] == super::super::uri::LR)
+                        .then(|| parse_uri(v, 0, v.len(), allow))
+                },
+                |v| super::super::uri::parse_uri_slow(v, 0, v.len(), allow),
+            );
+        }
     }
 
     #[test]
