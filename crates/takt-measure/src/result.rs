@@ -260,18 +260,10 @@ impl ResultRow {
         cpu_s: f64,
     ) -> Self {
         ResultRow {
-            name: name.into(),
-            implementation: implementation.into(),
-            params,
-            unit: unit.into(),
-            better,
             summary: Some(Summary::of(&samples)),
-            bound: None,
             cpu_s,
             samples,
-            published: None,
-            note: None,
-            detail: Map::new(),
+            ..Self::bare(name, implementation, params, unit, better)
         }
     }
 
@@ -286,18 +278,9 @@ impl ResultRow {
         cpu_s: f64,
     ) -> Self {
         ResultRow {
-            name: name.into(),
-            implementation: implementation.into(),
-            params,
-            unit: unit.into(),
-            better,
-            summary: None,
             bound: Some(bound),
             cpu_s,
-            samples: Vec::new(),
-            published: None,
-            note: None,
-            detail: Map::new(),
+            ..Self::bare(name, implementation, params, unit, better)
         }
     }
 
@@ -313,6 +296,21 @@ impl ResultRow {
         note: impl Into<String>,
     ) -> Self {
         ResultRow {
+            note: Some(note.into()),
+            ..Self::bare(name, implementation, params, unit, better)
+        }
+    }
+
+    /// The common part of every row: no statistics, bound, samples, CPU
+    /// time, published figure, note or detail.
+    fn bare(
+        name: impl Into<String>,
+        implementation: impl Into<String>,
+        params: Map<String, Value>,
+        unit: impl Into<String>,
+        better: Better,
+    ) -> Self {
+        ResultRow {
             name: name.into(),
             implementation: implementation.into(),
             params,
@@ -323,7 +321,7 @@ impl ResultRow {
             cpu_s: 0.0,
             samples: Vec::new(),
             published: None,
-            note: Some(note.into()),
+            note: None,
             detail: Map::new(),
         }
     }
