@@ -2,6 +2,12 @@
 //! linear or logarithmic axes, reference lines, a title and a legend
 //! placed beside the data (never over it), rendered to SVG with plotters.
 //!
+//! The legend has a box of its own ([`Chart::layout`]): a column right of
+//! the plot when its labels are short, else rows of columns below the
+//! plot. The SVG grows to hold it — taller when a right-hand legend has
+//! more entries than the plot's height holds, taller by the legend's
+//! rows below — so the plot keeps its size and no entry is cut off.
+//!
 //! A [`Chart`] is plain data; [`Chart::to_svg`] draws it into a string
 //! (for an HTML page) and [`Chart::write_svg`] into a file. Every point is
 //! a circle on top of its series' line, so a chart with data always has
@@ -205,6 +211,49 @@ pub enum RefLine {
     },
 }
 
+/// A box in an SVG's pixels: left, top, width, height.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rect {
+    /// Left edge.
+    pub x: u32,
+    /// Top edge.
+    pub y: u32,
+    /// Width.
+    pub w: u32,
+    /// Height.
+    pub h: u32,
+}
+
+impl Rect {
+    /// Whether the two boxes share any pixel.
+    pub fn intersects(&self, o: &Rect) -> bool {
+        self.x < o.x + o.w && o.x < self.x + self.w && self.y < o.y + o.h && o.y < self.y + self.h
+    }
+
+    /// Whether `o` lies inside this box.
+    pub fn contains(&self, o: &Rect) -> bool {
+        o.x >= self.x
+            && o.y >= self.y
+            && o.x + o.w <= self.x + self.w
+            && o.y + o.h <= self.y + self.h
+    }
+}
+
+/// Where a chart's parts go ([`Chart::layout`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// The SVG's width and height: the chart's size, grown to hold the
+    /// legend.
+    pub svg: (u32, u32),
+    /// The plot: the data, its axes and their labels.
+    pub plot: Rect,
+    /// The legend's box, beside or below the plot; `None` without
+    /// entries.
+    pub legend: Option<Rect>,
+    /// Legend entries per row: 1 for a column at the right.
+    pub legend_columns: u32,
+}
+
 /// A chart: axes, series, reference lines, an optional title, a size.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Chart {
@@ -218,7 +267,8 @@ pub struct Chart {
     pub series: Vec<Series>,
     /// Reference lines, drawn under the series.
     pub lines: Vec<RefLine>,
-    /// Width and height in pixels.
+    /// Width and height in pixels of the title and the plot; the SVG
+    /// grows beyond it to hold the legend ([`Chart::layout`]).
     pub size: (u32, u32),
 }
 
@@ -250,6 +300,12 @@ const ROW: i32 = 18;
 const CHAR_W: f64 = 7.2;
 /// Past this share of the width, the legend goes below the plot.
 const LEGEND_MAX_SHARE: f64 = 0.32;
+/// Height of the title's band, px.
+const TITLE_BAND: u32 = 32;
+/// Title font size, px.
+const TITLE_FONT: u32 = 20;
+/// Space above and below the legend's entries, px.
+const LEGEND_PAD: u32 = 10;
 
 /// `4096` → `4K`.
 pub fn human_bytes(b: f64) -> String {
@@ -263,12 +319,6 @@ pub fn human_bytes(b: f64) -> String {
     } else {
         format!("{b}")
     }
-}
-
-/// Where the legend goes.
-enum LegendAt {
-    Right(u32),
-    Below(u32),
 }
 
 impl Chart {
@@ -361,10 +411,11 @@ impl Chart {
         let (x0, x1, y0, y1) = self
             .bounds()
             .ok_or_else(|| self.error("no points to plot"))?;
+        let layout = self.layout();
         let mut svg = String::new();
         {
-            let root = SVGBackend::with_string(&mut svg, self.size).into_drawing_area();
-            self.draw(&root, (x0, x1), (y0, y1))
+            let root = SVGBackend::with_string(&mut svg, layout.svg).into_drawing_area();
+            self.draw(&root, &layout, (x0, x1), (y0, y1))
                 .map_err(|e| self.error(&e.to_string()))?;
             root.present().map_err(|e| self.error(&e.to_string()))?;
         }
@@ -417,43 +468,101 @@ impl Chart {
         }
     }
 
-    fn legend_at(&self, entries: &[(&str, ShapeStyle, bool)]) -> Option<LegendAt> {
-        let longest = entries.iter().map(|e| e.0.chars().count()).max()?;
-        let width = (longest as f64 * CHAR_W) as u32 + SAMPLE as u32 + 24;
-        if f64::from(width) <= f64::from(self.size.0) * LEGEND_MAX_SHARE {
-            Some(LegendAt::Right(width))
+    /// Where the title band, the plot and the legend go. The title and
+    /// the plot fill [`size`](Chart::size); a legend whose widest entry
+    /// takes at most a third of the width is a column right of the plot
+    /// (the SVG taller if its entries need it), a wider one rows of
+    /// columns below the plot (the SVG taller by those rows).
+    pub fn layout(&self) -> Layout {
+        let (width, height) = self.size;
+        let top = if self.title.is_some() {
+            TITLE_BAND.min(height / 2)
         } else {
-            Some(LegendAt::Below(entries.len() as u32 * ROW as u32 + 12))
+            0
+        };
+        let plot_h = height - top;
+        let entries = self.legend_entries();
+        let Some(longest) = entries.iter().map(|e| e.0.chars().count()).max() else {
+            return Layout {
+                svg: (width, height),
+                plot: Rect {
+                    x: 0,
+                    y: top,
+                    w: width,
+                    h: plot_h,
+                },
+                legend: None,
+                legend_columns: 0,
+            };
+        };
+        let n = entries.len() as u32;
+        let entry_w = (longest as f64 * CHAR_W) as u32 + SAMPLE as u32 + 24;
+        let rows_h = |rows: u32| rows * ROW as u32 + 2 * LEGEND_PAD;
+        if f64::from(entry_w) <= f64::from(width) * LEGEND_MAX_SHARE {
+            let plot_w = width - entry_w;
+            let legend_h = rows_h(n).max(plot_h);
+            Layout {
+                svg: (width, top + legend_h),
+                plot: Rect {
+                    x: 0,
+                    y: top,
+                    w: plot_w,
+                    h: plot_h,
+                },
+                legend: Some(Rect {
+                    x: plot_w,
+                    y: top,
+                    w: entry_w,
+                    h: legend_h,
+                }),
+                legend_columns: 1,
+            }
+        } else {
+            let columns = (width / entry_w.min(width)).clamp(1, n);
+            let legend_h = rows_h(n.div_ceil(columns));
+            Layout {
+                svg: (width, height + legend_h),
+                plot: Rect {
+                    x: 0,
+                    y: top,
+                    w: width,
+                    h: plot_h,
+                },
+                legend: Some(Rect {
+                    x: 0,
+                    y: height,
+                    w: width,
+                    h: legend_h,
+                }),
+                legend_columns: columns,
+            }
         }
     }
 
     fn draw(
         &self,
         root: &DrawingArea<SVGBackend<'_>, Shift>,
+        layout: &Layout,
         (x0, x1): (f64, f64),
         (y0, y1): (f64, f64),
     ) -> Result<(), Box<dyn std::error::Error + '_>> {
         root.fill(&WHITE)?;
-        let area = match &self.title {
-            Some(t) => root.titled(t, ("sans-serif", 20))?,
-            None => root.clone(),
-        };
-        let entries = self.legend_entries();
-        let (plot, legend) = match self.legend_at(&entries) {
-            Some(LegendAt::Right(w)) => {
-                let (pw, _) = area.dim_in_pixel();
-                let (p, l) = area.split_horizontally(pw.saturating_sub(w));
-                (p, Some(l))
-            }
-            Some(LegendAt::Below(h)) => {
-                let (_, ph) = area.dim_in_pixel();
-                let (p, l) = area.split_vertically(ph.saturating_sub(h));
-                (p, Some(l))
-            }
-            None => (area, None),
-        };
-        if let Some(l) = legend {
-            draw_legend(&l, &entries)?;
+        if let Some(t) = &self.title {
+            let font = ("sans-serif", TITLE_FONT)
+                .into_font()
+                .color(&BLACK)
+                .pos(Pos::new(HPos::Center, VPos::Center));
+            let (w, _) = layout.svg;
+            root.draw(&Text::new(
+                t.clone(),
+                (w as i32 / 2, TITLE_BAND as i32 / 2),
+                font,
+            ))?;
+        }
+        let part = |r: &Rect| root.clone().shrink((r.x, r.y), (r.w, r.h));
+        let plot = part(&layout.plot);
+        if let Some(l) = &layout.legend {
+            draw_legend(&part(l), &self.legend_entries(), layout.legend_columns)?;
         }
         let (xa, xb) = match (self.x.range, self.x.scale) {
             (Some(r), _) => r,
@@ -626,18 +735,22 @@ fn base(axis: &Axis) -> f64 {
     }
 }
 
-/// Draws the legend's entries (a line sample, the label) top-down in `area`.
+/// Draws the legend's entries (a line sample, the label) in `area`, row
+/// by row, `columns` to a row.
 fn draw_legend(
     area: &DrawingArea<SVGBackend<'_>, Shift>,
     entries: &[(&str, ShapeStyle, bool)],
+    columns: u32,
 ) -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
     let font = ("sans-serif", FONT)
         .into_font()
         .color(&BLACK)
         .pos(Pos::new(HPos::Left, VPos::Center));
+    let columns = columns.max(1) as usize;
+    let column_w = (area.dim_in_pixel().0 / columns as u32) as i32;
     for (i, (label, style, dashed)) in entries.iter().enumerate() {
-        let y = 18 + i as i32 * ROW;
-        let x = 8;
+        let y = LEGEND_PAD as i32 + ROW / 2 + (i / columns) as i32 * ROW;
+        let x = 8 + (i % columns) as i32 * column_w;
         if *dashed {
             for k in 0..3 {
                 let a = x + k * 8;
@@ -742,5 +855,94 @@ mod tests {
         assert_eq!(tick_format(&names, true)(&2.0), "b");
         assert_eq!(tick_format(&names, true)(&3.0), "");
         assert_eq!(human_bytes(3.0 * 1024.0 * 1024.0 * 1024.0), "3G");
+    }
+
+    /// The SVG's `width` and `height` attributes.
+    fn svg_size(svg: &str) -> (u32, u32) {
+        let attr = |name: &str| -> u32 {
+            let at = svg.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+            svg[at..at + svg[at..].find('"').unwrap()].parse().unwrap()
+        };
+        (attr("width"), attr("height"))
+    }
+
+    /// Charts with short and long labels, few and many entries, with and
+    /// without a title: the legend's box never meets the plot's, both lie
+    /// inside the SVG, every entry has its row, and the SVG drawn is the
+    /// size the layout says.
+    #[test]
+    fn the_legend_stays_outside_the_plot() {
+        let line = |label: String, k: f64| Series::new(label, [(1.0, k), (2.0, k + 1.0)]);
+        let mut cases = Vec::new();
+        for (n, label_len, titled) in [
+            (1, 6, false),
+            (4, 12, true),
+            (30, 10, false),
+            (3, 60, false),
+            (24, 35, true),
+            (2, 200, false),
+        ] {
+            let mut c = Chart::new(Axis::linear("m"), Axis::linear("cps"));
+            if titled {
+                c = c.title("capacity");
+            }
+            for i in 0..n {
+                let label = format!("{i:02}{}", "x".repeat(label_len - 2));
+                c = c.series(line(label, i as f64));
+            }
+            cases.push(c.horizontal("1% line", 1.5));
+        }
+        for c in &cases {
+            let l = c.layout();
+            let entries = c.series.len() + c.lines.len();
+            let legend = l.legend.expect("a chart with series has a legend");
+            let svg = Rect {
+                x: 0,
+                y: 0,
+                w: l.svg.0,
+                h: l.svg.1,
+            };
+            assert!(!legend.intersects(&l.plot), "{l:?}");
+            assert!(svg.contains(&legend) && svg.contains(&l.plot), "{l:?}");
+            // rows of ROW px each, within the legend's box
+            let rows = entries.div_ceil(l.legend_columns as usize) as u32;
+            assert!(
+                rows * ROW as u32 + 2 * LEGEND_PAD <= legend.h,
+                "{entries} entries in {l:?}"
+            );
+            // the plot keeps the chart's size less the title, the legend
+            // takes a third of the width at most or goes below
+            assert_eq!(
+                l.plot.h,
+                c.size.1 - if c.title.is_some() { TITLE_BAND } else { 0 }
+            );
+            if l.legend_columns == 1 && legend.y < l.plot.y + l.plot.h {
+                assert!(
+                    f64::from(legend.w) <= f64::from(c.size.0) * LEGEND_MAX_SHARE,
+                    "{l:?}"
+                );
+                assert_eq!(legend.x, l.plot.x + l.plot.w);
+            } else {
+                assert_eq!(legend.y, l.plot.y + l.plot.h, "below the plot: {l:?}");
+                assert_eq!(l.plot.w, c.size.0);
+            }
+            let svg_text = c.to_svg().unwrap();
+            assert_eq!(svg_size(&svg_text), l.svg);
+            assert_eq!(svg_text.matches("<circle").count(), 2 * c.series.len());
+        }
+        // 30 short entries: a column at the right, the SVG taller than the
+        // chart's 400 px to hold them
+        let tall = cases[2].layout();
+        assert_eq!(tall.legend_columns, 1);
+        assert!(tall.svg.1 > DEFAULT_SIZE.1, "{tall:?}");
+        // 24 long labels: below the plot, in more than one column
+        let below = cases[4].layout();
+        assert!(
+            below.legend_columns > 1 && below.svg.1 > DEFAULT_SIZE.1,
+            "{below:?}"
+        );
+        // a chart without series has no legend and its own size
+        let bare = Chart::new(Axis::linear("m"), Axis::linear("cps")).layout();
+        assert_eq!((bare.legend, bare.svg), (None, DEFAULT_SIZE));
     }
 }

@@ -51,7 +51,19 @@ impl Cell {
     pub fn text(s: impl Into<String>) -> Cell {
         Cell::Text(s.into())
     }
+
+    /// Whether the cell shows nothing.
+    fn is_blank(&self) -> bool {
+        match self {
+            Cell::Text(s) | Cell::Num(s) | Cell::Html(s) => s.trim().is_empty(),
+            Cell::Empty => true,
+        }
+    }
 }
+
+/// Past this many characters a text cell is a note: it keeps a readable
+/// width (`span.long`, at least 15rem) instead of wrapping at every word.
+pub const LONG_TEXT: usize = 60;
 
 /// A table of typed cells, rendered with takt-measure's one table model
 /// ([`takt_measure::table::Table::to_html`]): headers carry their units
@@ -88,20 +100,33 @@ impl CellTable {
         self.rows.is_empty()
     }
 
-    /// The table in takt-measure's model.
+    /// The table in takt-measure's model. A column with no cell to show
+    /// is left out (an empty column only widens the table), and a text
+    /// longer than [`LONG_TEXT`] characters keeps a readable width (CSS
+    /// class `long`) rather than one word per line.
     pub fn to_table(&self) -> Table {
-        let mut t = Table::new();
-        let numeric: Vec<bool> = (0..self.head.len())
-            .map(|c| {
+        let shown: Vec<usize> = (0..self.head.len())
+            .filter(|&c| {
+                self.rows.is_empty() || self.rows.iter().any(|(cells, _)| !cells[c].is_blank())
+            })
+            .collect();
+        let numeric: Vec<bool> = shown
+            .iter()
+            .map(|&c| {
                 self.rows
                     .iter()
                     .any(|(cells, _)| matches!(cells[c], Cell::Num(_)))
             })
             .collect();
-        for (h, &n) in self.head.iter().zip(&numeric) {
-            t = t.column(h.clone(), if n { Align::Right } else { Align::Left });
+        let mut t = Table::new();
+        for (&c, &n) in shown.iter().zip(&numeric) {
+            t = t.column(
+                self.head[c].clone(),
+                if n { Align::Right } else { Align::Left },
+            );
         }
         for (cells, class) in &self.rows {
+            let cells: Vec<&Cell> = shown.iter().map(|&c| &cells[c]).collect();
             let text = cells
                 .iter()
                 .map(|c| match c {
@@ -116,6 +141,9 @@ impl CellTable {
             for (i, c) in cells.iter().enumerate() {
                 match c {
                     Cell::Html(h) => row = row.html(i, h.clone()),
+                    Cell::Text(s) if s.chars().count() > LONG_TEXT => {
+                        row = row.html(i, format!("<span class=\"long\">{}</span>", esc(s)))
+                    }
                     // text in a number column stays left-aligned
                     Cell::Text(s) if numeric[i] && !s.is_empty() => row = row.html(i, esc(s)),
                     _ => {}
@@ -146,7 +174,8 @@ const CSS: &str = r#"
 * { box-sizing: border-box; }
 body { margin: 0; background: var(--bg); color: var(--ink);
   font: 16px/1.55 "Iowan Old Style", "Palatino Linotype", Palatino, Georgia, serif; }
-main { max-width: 68rem; margin: 0 auto; padding: 2rem 1.5rem 4rem; }
+/* 77rem: at a 1280-pixel window the widest tables fit beside the margins */
+main { max-width: 77rem; margin: 0 auto; padding: 2rem 1.5rem 4rem; }
 h1, h2, h3 { font-family: "Helvetica Neue", Helvetica, Arial, sans-serif; line-height: 1.2; }
 h1 { font-size: 2rem; margin: 0 0 .25rem; }
 h2 { font-size: 1.45rem; margin: 2.75rem 0 .5rem; padding-top: .75rem; border-top: 2px solid var(--ink); }
@@ -156,12 +185,16 @@ p { max-width: 46rem; }
 nav ul { list-style: none; padding: 0; display: flex; flex-wrap: wrap; gap: .5rem 1.25rem;
   font-family: "Helvetica Neue", Helvetica, Arial, sans-serif; font-size: .95rem; }
 a { color: var(--accent); }
-.scroll { overflow-x: auto; margin: .75rem 0 1rem; }
-table { border-collapse: collapse; font: 13.5px/1.4 "Helvetica Neue", Helvetica, Arial, sans-serif;
+/* a table wider than the page scrolls in its own box, never the page */
+.scroll { overflow-x: auto; max-width: 100%; margin: .75rem 0 1rem; }
+table { border-collapse: collapse; font: 13px/1.4 "Helvetica Neue", Helvetica, Arial, sans-serif;
   font-variant-numeric: tabular-nums; }
-th { text-align: left; font-weight: 600; border-bottom: 1.5px solid var(--ink); padding: .3rem .6rem; white-space: nowrap; }
-td { border-bottom: 1px solid var(--rule); padding: .25rem .6rem; vertical-align: top; }
+/* headers wrap between words, so a number column is as wide as its numbers */
+th { text-align: left; font-weight: 600; border-bottom: 1.5px solid var(--ink); padding: .3rem .4rem; vertical-align: bottom; }
+td { border-bottom: 1px solid var(--rule); padding: .25rem .4rem; vertical-align: top; }
 td.n { text-align: right; white-space: nowrap; }
+/* a long text (a note) keeps a readable width instead of one word per line */
+td .long { display: inline-block; min-width: 15rem; }
 tr.flag td { background: #fff4e8; }
 tr.model td { color: var(--muted); font-style: italic; }
 figure.plot { margin: 1rem 0 1.5rem; }
@@ -212,5 +245,32 @@ mod tests {
             "{h}"
         );
         assert_eq!(h.matches("<td").count(), 4);
+    }
+
+    #[test]
+    fn empty_columns_are_left_out_and_long_text_keeps_a_width() {
+        let mut t = CellTable::new(["name", "nothing", "value", "note"]);
+        let note = "a note long enough to need a column of its own width, not one word per line";
+        t.row(vec![
+            Cell::text("a"),
+            Cell::Empty,
+            Cell::num(1.0),
+            Cell::text(note),
+        ]);
+        t.row(vec![Cell::text("b"), Cell::text(" "), Cell::num(2.0)]);
+        let h = t.render();
+        assert!(!h.contains("nothing"), "{h}");
+        assert_eq!(h.matches("<th>").count(), 3, "{h}");
+        assert_eq!(h.matches("<td").count(), 6, "{h}");
+        assert!(
+            h.contains(&format!("<span class=\"long\">{note}</span>")),
+            "{h}"
+        );
+        assert!(h.contains("<td>a</td><td class=\"n\">1.00</td>"), "{h}");
+        // a table without rows keeps its headers
+        assert_eq!(
+            CellTable::new(["x", "y"]).render().matches("<th>").count(),
+            2
+        );
     }
 }

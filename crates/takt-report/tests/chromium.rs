@@ -6,6 +6,12 @@
 //! request the page makes — to itself or to any site — is recorded. The
 //! browser logs console messages to stderr. A control page with a console
 //! error and an external image proves both detectors see what they should.
+//!
+//! The layout is measured at a 1280-pixel-wide window by a script injected
+//! into a copy of the page (the page itself has no scripts): the document
+//! does not scroll sideways, every table fits its box (no column cut off
+//! behind a scroll bar), no row is taller than a few lines, every section
+//! is there and every plot is drawn with its points.
 
 mod common;
 
@@ -15,6 +21,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use takt_report::input::Stage;
 
 /// Longest a browser run may take (a loaded CI machine is slow to start it).
 const BROWSER_TIMEOUT: Duration = Duration::from_secs(90);
@@ -241,6 +249,63 @@ fn foreign(seen: &Mutex<Vec<Seen>>, port: u16, page: &str) -> Vec<String> {
         .collect()
 }
 
+/// The window the layout is measured at, and the README's screenshot
+/// width.
+const WINDOW_WIDTH: u32 = 1280;
+/// The tallest row a table may have, px: ten lines of table text. A row
+/// taller than that is a narrow column forced to wrap a long text word by
+/// word, and mostly empty space.
+const MAX_ROW_PX: u32 = 200;
+
+/// Measures the page as laid out, every `<details>` opened, and writes one
+/// fact per line into `<pre id="layout-probe">`.
+const PROBE: &str = r#"<script>
+(function () {
+  var d = document.documentElement, out = [];
+  var flat = function (s) { return s.replace(/\s+/g, " ").trim().slice(0, 160); };
+  document.querySelectorAll("details").forEach(function (e) { e.open = true; });
+  out.push("window " + window.innerWidth + " " + d.scrollWidth);
+  document.querySelectorAll("table").forEach(function (t) {
+    var box = t.parentElement;
+    if (box.scrollWidth > box.clientWidth + 1) {
+      out.push("wide " + box.scrollWidth + " " + box.clientWidth + " " + flat(t.rows[0].textContent));
+    }
+  });
+  document.querySelectorAll("tr").forEach(function (tr) {
+    out.push("row " + Math.round(tr.getBoundingClientRect().height) + " " + flat(tr.textContent));
+  });
+  document.querySelectorAll("section").forEach(function (s) {
+    var h = s.querySelector("h2");
+    out.push("section " + s.id + " " + Math.round(s.getBoundingClientRect().height) + " " + (h ? flat(h.textContent) : ""));
+  });
+  document.querySelectorAll("figure.plot svg").forEach(function (svg) {
+    var r = svg.getBoundingClientRect();
+    out.push("plot " + Math.round(r.width) + " " + Math.round(r.height) + " " + svg.querySelectorAll("circle").length);
+  });
+  var pre = document.createElement("pre");
+  pre.id = "layout-probe";
+  pre.textContent = out.join("\n");
+  document.body.appendChild(pre);
+})();
+</script>"#;
+
+/// The probe's lines from a dumped DOM.
+fn probe_lines(dom: &str) -> Vec<String> {
+    let start = dom
+        .find("<pre id=\"layout-probe\">")
+        .expect("the probe wrote nothing: did the script run?");
+    let body = &dom[start..];
+    let body = &body[body.find('>').unwrap() + 1..body.find("</pre>").unwrap()];
+    body.lines()
+        .map(|l| {
+            l.replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&quot;", "\"")
+                .replace("&amp;", "&")
+        })
+        .collect()
+}
+
 fn write_report() -> PathBuf {
     let dir = common::temp_dir("chromium");
     takt_report::render::write(&dir, &common::full_input()).unwrap();
@@ -294,7 +359,7 @@ fn the_report_renders_in_chromium_without_errors_or_requests() {
         port,
         &[
             format!("--screenshot={}", shot.display()),
-            "--window-size=1280,2400".into(),
+            format!("--window-size={WINDOW_WIDTH},2400"),
             "--hide-scrollbars".into(),
         ],
         &url,
@@ -307,9 +372,103 @@ fn the_report_renders_in_chromium_without_errors_or_requests() {
     let png = std::fs::read(&shot).expect("no screenshot written");
     assert!(png.len() > 10_000, "screenshot of {} bytes", png.len());
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
-    // Kept for a person to look at when TAKT_REPORT_SCREENSHOT names a path.
+    // Kept for a person to look at: under the target directory, and where
+    // TAKT_REPORT_SCREENSHOT names a path.
+    let kept = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-screenshot.png");
+    std::fs::copy(&shot, &kept).unwrap();
+    println!("screenshot: {}", kept.display());
     if let Some(keep) = std::env::var_os("TAKT_REPORT_SCREENSHOT") {
         std::fs::copy(&shot, Path::new(&keep)).unwrap();
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_report_fits_a_1280_pixel_window() {
+    let dir = write_report();
+    let page = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(page.contains("</body>") && !page.contains("<script"));
+    std::fs::write(
+        dir.join("probe.html"),
+        page.replace("</body>", &format!("{PROBE}</body>")),
+    )
+    .unwrap();
+    let (port, _) = serve(dir.clone());
+    let out = browser(
+        port,
+        &[
+            "--dump-dom".into(),
+            format!("--window-size={WINDOW_WIDTH},900"),
+            "--hide-scrollbars".into(),
+        ],
+        &format!("http://127.0.0.1:{port}/probe.html"),
+    );
+    assert!(
+        out.status.success(),
+        "chromium: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = probe_lines(&String::from_utf8_lossy(&out.stdout));
+    let facts = |kind: &str| -> Vec<Vec<String>> {
+        lines
+            .iter()
+            .filter_map(|l| l.strip_prefix(kind)?.strip_prefix(' '))
+            .map(|l| l.splitn(4, ' ').map(str::to_string).collect())
+            .collect()
+    };
+    let px = |s: &str| -> u32 { s.parse().unwrap() };
+
+    // the document is as wide as the window
+    let window = &facts("window")[0];
+    assert_eq!(px(&window[0]), WINDOW_WIDTH, "{lines:?}");
+    assert!(
+        px(&window[1]) <= WINDOW_WIDTH,
+        "the document scrolls sideways: {} px wide in a {WINDOW_WIDTH}-pixel window",
+        window[1]
+    );
+    // every table fits its box: no column hidden behind a scroll bar
+    let wide: Vec<String> = facts("wide")
+        .iter()
+        .map(|f| format!("{} px in a {} px box: {}", f[0], f[1], f[2..].join(" ")))
+        .collect();
+    assert!(wide.is_empty(), "tables wider than the page: {wide:#?}");
+    // no row taller than a few lines
+    let rows = facts("row");
+    assert!(rows.len() > 100, "{} table rows", rows.len());
+    let tall: Vec<String> = rows
+        .iter()
+        .filter(|f| px(&f[0]) > MAX_ROW_PX)
+        .map(|f| f.join(" "))
+        .collect();
+    assert!(
+        tall.is_empty(),
+        "rows taller than {MAX_ROW_PX} px: {tall:#?}"
+    );
+    // every section there, with its heading and a body
+    let sections = facts("section");
+    let expected: Vec<&str> = Stage::ALL
+        .iter()
+        .map(|s| s.name())
+        .chain(["beyond"])
+        .collect();
+    for id in expected {
+        let s = sections
+            .iter()
+            .find(|f| f[0] == id)
+            .unwrap_or_else(|| panic!("no section {id}: {sections:?}"));
+        let heading = s.get(2).is_some_and(|t| !t.is_empty());
+        assert!(px(&s[1]) > 100 && heading, "section {id}: {s:?}");
+    }
+    // every plot drawn, within the page, with its points
+    let plots = facts("plot");
+    assert!(plots.len() >= 6, "{} plots", plots.len());
+    for p in &plots {
+        let (w, h, points) = (px(&p[0]), px(&p[1]), px(&p[2]));
+        assert!(
+            w > 300 && w <= WINDOW_WIDTH && h > 150,
+            "a plot of {w} × {h} px"
+        );
+        assert!(points >= 2, "a plot with {points} points");
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -41,7 +41,6 @@ fn fits_table(fits: &[Fit]) -> CellTable {
         "error".into(),
     ];
     head.extend(PREDICT_AT[1..].iter().map(|n| format!("speedup ×{n}")));
-    head.push("fitted from".into());
     let mut t = CellTable::new(head);
     for f in fits {
         let mut cells = vec![
@@ -66,10 +65,28 @@ fn fits_table(fits: &[Fit]) -> CellTable {
                 .iter()
                 .map(|&n| Cell::num(f.speedup(f64::from(n)))),
         );
-        cells.push(Cell::text(&f.source));
         t.row(cells);
     }
     t
+}
+
+/// Where each row's costs come from, one item per row below the table: a
+/// source is a sentence or a paragraph, too long for a column of a table
+/// this wide.
+fn sources(fits: &[Fit]) -> String {
+    let items: Vec<String> = fits
+        .iter()
+        .filter(|f| !f.source.is_empty())
+        .map(|f| format!("<li><b>{}</b>: {}</li>", esc(&f.label), esc(&f.source)))
+        .collect();
+    if items.is_empty() {
+        return String::new();
+    }
+    format!(
+        "<details><summary>What each row is fitted from ({} rows)</summary><ul>\n{}\n</ul></details>\n",
+        items.len(),
+        items.join("\n")
+    )
 }
 
 /// A 2-thread error beyond this (either way) is a miss the section explains.
@@ -184,6 +201,7 @@ pub(crate) fn render(
             ));
         }
         out.push_str(&fits_table(&fits).render());
+        out.push_str(&sources(&fits));
         out.push_str(&misses(&fits));
     }
     out.push_str("<h3>SIP</h3>\n");
