@@ -300,6 +300,9 @@ const ROW: i32 = 18;
 const CHAR_W: f64 = 7.2;
 /// Past this share of the width, the legend goes below the plot.
 const LEGEND_MAX_SHARE: f64 = 0.32;
+/// A log x axis of at most this many distinct whole numbers has its ticks
+/// at those numbers.
+const MAX_KEYS: usize = 12;
 /// Height of the title's band, px.
 const TITLE_BAND: u32 = 32;
 /// Title font size, px.
@@ -439,6 +442,27 @@ impl Chart {
                 .unwrap_or_else(|| format!("{} against {}", self.y.label, self.x.label)),
             reason: reason.to_string(),
         }
+    }
+
+    /// The ticks of a log x axis over a few whole numbers (thread counts
+    /// 2, 4, 8, 16): the data's own values, since ticks at 1, 2 and 5 of
+    /// each decade would label few of them or none.
+    fn x_keys(&self) -> Option<Vec<f64>> {
+        if self.x.scale != Scale::Log || self.x.ticks != Ticks::Numbers || self.x.range.is_some() {
+            return None;
+        }
+        let mut xs: Vec<f64> = self
+            .series
+            .iter()
+            .flat_map(|s| self.points(s))
+            .map(|p| p.x)
+            .collect();
+        if xs.iter().any(|x| x.fract() != 0.0) {
+            return None;
+        }
+        xs.sort_by(f64::total_cmp);
+        xs.dedup();
+        (xs.len() <= MAX_KEYS).then_some(xs)
     }
 
     fn legend_entries(&self) -> Vec<(&str, ShapeStyle, bool)> {
@@ -587,7 +611,10 @@ impl Chart {
             .iter()
             .flat_map(|s| s.points.iter())
             .all(|p| p.x.fract() == 0.0);
-        let x_fmt = tick_format(&self.x, x_integer);
+        let keys = self.x_keys();
+        let keyed = |v: &f64| number(*v);
+        let ticks = tick_format(&self.x, x_integer);
+        let x_fmt: &dyn Fn(&f64) -> String = if keys.is_some() { &keyed } else { &ticks };
         let y_fmt = tick_format(&self.y, false);
         macro_rules! body {
             ($chart:expr) => {{
@@ -598,7 +625,7 @@ impl Chart {
                     .y_desc(self.y.label.as_str())
                     .x_labels(12)
                     .y_labels(8)
-                    .x_label_formatter(&x_fmt)
+                    .x_label_formatter(x_fmt)
                     .y_label_formatter(&y_fmt)
                     .light_line_style(RGBColor(235, 235, 235))
                     .bold_line_style(RGBColor(215, 215, 215))
@@ -653,15 +680,28 @@ impl Chart {
         match (self.x.scale, self.y.scale) {
             (Scale::Linear, Scale::Linear) => body!(builder.build_cartesian_2d(xa..xb, ya..yb)?),
             (Scale::Log, Scale::Linear) => {
-                body!(builder.build_cartesian_2d((xa..xb).log_scale().base(base(&self.x)), ya..yb)?)
+                match keys {
+                    Some(k) => body!(builder.build_cartesian_2d(
+                        (xa..xb).log_scale().base(base(&self.x)).with_key_points(k),
+                        ya..yb
+                    )?),
+                    None => body!(builder
+                        .build_cartesian_2d((xa..xb).log_scale().base(base(&self.x)), ya..yb)?),
+                }
             }
             (Scale::Linear, Scale::Log) => {
                 body!(builder.build_cartesian_2d(xa..xb, (ya..yb).log_scale().base(base(&self.y)))?)
             }
-            (Scale::Log, Scale::Log) => body!(builder.build_cartesian_2d(
-                (xa..xb).log_scale().base(base(&self.x)),
-                (ya..yb).log_scale().base(base(&self.y))
-            )?),
+            (Scale::Log, Scale::Log) => match keys {
+                Some(k) => body!(builder.build_cartesian_2d(
+                    (xa..xb).log_scale().base(base(&self.x)).with_key_points(k),
+                    (ya..yb).log_scale().base(base(&self.y))
+                )?),
+                None => body!(builder.build_cartesian_2d(
+                    (xa..xb).log_scale().base(base(&self.x)),
+                    (ya..yb).log_scale().base(base(&self.y))
+                )?),
+            },
         }
         Ok(())
     }
@@ -855,6 +895,30 @@ mod tests {
         assert_eq!(tick_format(&names, true)(&2.0), "b");
         assert_eq!(tick_format(&names, true)(&3.0), "");
         assert_eq!(human_bytes(3.0 * 1024.0 * 1024.0 * 1024.0), "3G");
+    }
+
+    /// A log axis of thread counts is labelled at the counts; one of many
+    /// values or of fractions keeps the decade ticks.
+    #[test]
+    fn a_log_axis_of_few_counts_is_labelled_at_them() {
+        let threads = Chart::new(Axis::log("worker threads m"), Axis::linear("cps")).series(
+            Series::new("default", [(2.0, 10.0), (4.0, 12.0), (16.0, 11.0)]),
+        );
+        assert_eq!(threads.x_keys(), Some(vec![2.0, 4.0, 16.0]));
+        let svg = threads.to_svg().unwrap();
+        for label in ["2", "4", "16"] {
+            assert!(
+                svg.contains(&format!(">\n{label}\n</text>")),
+                "no tick {label}: {svg}"
+            );
+        }
+        let many = Chart::new(Axis::log("n"), Axis::log("t"))
+            .series(Series::new("s", (1..=20).map(|i| (f64::from(i), 1.0))));
+        assert_eq!(many.x_keys(), None);
+        let fractions = Chart::new(Axis::log("n"), Axis::linear("t"))
+            .series(Series::new("s", [(0.5, 1.0), (2.0, 2.0)]));
+        assert_eq!(fractions.x_keys(), None);
+        assert!(many.to_svg().is_ok() && fractions.to_svg().is_ok());
     }
 
     /// The SVG's `width` and `height` attributes.
