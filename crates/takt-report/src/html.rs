@@ -120,8 +120,9 @@ impl CellTable {
             .collect();
         let mut t = Table::new();
         for (&c, &n) in shown.iter().zip(&numeric) {
+            // `± ci95` stays one word when headers wrap
             t = t.column(
-                self.head[c].clone(),
+                self.head[c].replace("± ", "±\u{a0}"),
                 if n { Align::Right } else { Align::Left },
             );
         }
