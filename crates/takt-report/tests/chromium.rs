@@ -306,9 +306,18 @@ fn probe_lines(dom: &str) -> Vec<String> {
         .collect()
 }
 
+/// The fixtures' report with the scheduler study measured too (a trimmed
+/// `takt sip sweep --quick` document of three targets: its tables and
+/// plots are the report's centre).
 fn write_report() -> PathBuf {
     let dir = common::temp_dir("chromium");
-    takt_report::render::write(&dir, &common::full_input()).unwrap();
+    let mut input = common::full_input();
+    let sweep = input.attach(
+        common::fixture("sweep"),
+        Some("takt sip sweep --quick --json".into()),
+    );
+    assert_eq!(sweep, Some(Stage::Sweep));
+    takt_report::render::write(&dir, &input).unwrap();
     dir
 }
 
