@@ -61,6 +61,7 @@
 //!         (Stage::Sme, Outcome::Measured { command: "takt bench sme --json".into(), wall_s: 20.0, document: sme }),
 //!         (Stage::Sip, Outcome::NotMeasured { reason: "not in --only".into(), command: None }),
 //!     ],
+//!     changes: None,
 //! };
 //! let dir = std::env::temp_dir().join(format!("takt-report-doc-{}", std::process::id()));
 //! // index.html beside sme.json and the manifest run.json
@@ -83,3 +84,4 @@ pub mod scaling_model;
 mod section;
 
 pub use error::ReportError;
+pub use section::answer::paper;
