@@ -298,6 +298,24 @@ fn the_answer_comes_first_and_reads_from_a_real_sweep() {
         -hi
     );
     assert!(answer.contains(&expected), "{expected}\n{answer}");
+    // the same, in short, first
+    let short = &answer[..answer.find("Per server").unwrap()];
+    assert!(
+        short.contains(&format!(
+            "<b>In short:</b> capacity from the smallest to the largest m under <code>default</code>: kamailio stateful not resolved (a bound on one side); opensips stateful −{:.0}% (−{:.0}% to −{:.0}%);",
+            -point, -lo, -hi
+        )),
+        "{short}"
+    );
+    assert!(short.contains("No profile beat <code>default</code> significantly by Table III's paired t-test at 5% (4 comparisons)."), "{short}");
+    assert!(
+        short.contains("<code>enhanced</code> lowered capacity for takt stateful at m = 16"),
+        "{short}"
+    );
+    assert!(
+        short.contains("The paper's OpenSIPS lost 45% (baseline) and 42% (enhanced)"),
+        "{short}"
+    );
     // takt at m = 2 under default: the lowest rate already failed — a bound,
     // never a bare number
     let t2 = capacity_row(&sweep, "takt", 2, "default");
@@ -379,7 +397,7 @@ fn generator_bound_capacities_read_as_at_least() {
     };
     assert!(
         answer.contains(&format!(
-            "capacity cannot be compared (a bound on one side) from m = 2 to m = 16: {} → {} calls/s, not resolved (a bound on one side).",
+            "capacity from m = 2 to m = 16: {} → {} calls/s; the change is not resolved (a bound on one side).",
             at(2, "default"),
             at(16, "default")
         )),
@@ -515,6 +533,16 @@ fn table_iii_verdicts_and_a_lowered_capacity_read_plainly() {
     assert!(
         answer.contains("Significantly worse: <code>server</code> at m = 2 (drop rate 40% higher [−60, −20], p = 0.020, 3 pairs)."),
         "{answer}"
+    );
+    // in short: the verdicts over all comparisons, and the lowered capacity
+    let short = &answer[..answer.find("Per server").unwrap()];
+    assert!(short.contains("Significantly better by Table III's paired t-test at 5% (3 comparisons): <code>enhanced</code> against <code>default</code> for kamailio stateful at m = 16 (35% lower drop rate)."), "{short}");
+    assert!(short.contains("Significantly worse: <code>server</code> against <code>default</code> for kamailio stateful at m = 2 (40% higher drop rate)."), "{short}");
+    assert!(
+        short.contains(
+            "<code>enhanced</code> lowered capacity for kamailio stateful at m = 2 (−29%)"
+        ),
+        "{short}"
     );
     // the table: a row per profile with its Table III cells
     assert!(

@@ -222,3 +222,32 @@ fn command_line() -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
+
+#[cfg(test)]
+mod tests {
+    /// The answer section quotes the paper from takt-report's own copy of
+    /// its figures (takt-report does not depend on the SIP laboratory):
+    /// they are the laboratory's published tables.
+    #[test]
+    fn the_answer_quotes_the_papers_tables() {
+        use takt_report::paper;
+        use takt_siplab::sweep::paper as tables;
+        for (m, base, enhanced) in paper::CAPACITY {
+            assert_eq!(tables::capacity(m), Some((base, enhanced)), "m = {m}");
+        }
+        let range = |col: fn(&(usize, f64, f64, f64)) -> f64| {
+            let v: Vec<f64> = tables::TABLE_III.iter().map(col).collect();
+            (
+                v.iter().copied().fold(f64::INFINITY, f64::min),
+                v.iter().copied().fold(0.0, f64::max),
+            )
+        };
+        assert_eq!(paper::TABLE_III_DROP_LOWER, range(|r| r.2));
+        assert_eq!(paper::TABLE_III_K_RCV_LOWER, range(|r| r.3));
+        let higher: Vec<usize> = [2, 4, 6, 8, 16]
+            .into_iter()
+            .filter(|&m| tables::capacity(m).is_some_and(|(b, e)| e > b))
+            .collect();
+        assert_eq!(higher, paper::ENHANCED_HIGHER_AT);
+    }
+}

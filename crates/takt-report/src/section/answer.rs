@@ -438,62 +438,139 @@ fn base_profile(s: &Server<'_>) -> Option<String> {
     }
 }
 
-/// The sentences about one server (an `<li>`'s content, HTML).
-fn server_sentences(label: &str, s: &Server<'_>) -> String {
-    let Some(base) = base_profile(s) else {
-        return String::new();
-    };
-    let mut out = format!("<strong>{}</strong>: ", esc(label));
-    let caps = &s.capacity[&base];
-    let (m_lo, m_hi) = match (caps.keys().next(), caps.keys().next_back()) {
-        (Some(a), Some(b)) => (*a, *b),
-        _ => return out,
-    };
-    let cap = |p: &str, m: u64| s.capacity.get(p)?.get(&m).and_then(|r| Capacity::of(r));
-    match (cap(&base, m_lo), cap(&base, m_hi)) {
-        (Some(a), Some(b)) if m_lo != m_hi => {
-            let c = Change::between(&a, &b);
-            let _ = write!(
-                out,
-                "under <code>{}</code>, capacity {} from m = {m_lo} to m = {m_hi}: {} → {} calls/s, {}.",
-                esc(&base),
-                c.verb(),
-                esc(&a.text),
-                esc(&b.text),
-                esc(&c.text())
-            );
-        }
-        (Some(a), _) => {
-            let _ = write!(
-                out,
-                "under <code>{}</code>, {} calls/s at m = {m_lo}; only one thread count was measured.",
-                esc(&base),
-                esc(&a.text)
-            );
-        }
-        _ => {}
+/// The base profile's capacity at the server's smallest and largest m.
+struct Span {
+    base: String,
+    m_lo: u64,
+    m_hi: u64,
+    from: Capacity,
+    to: Option<Capacity>,
+}
+
+impl Span {
+    fn change(&self) -> Option<Change> {
+        self.to.as_ref().map(|to| Change::between(&self.from, to))
     }
-    // other profiles' capacity against the base's, per m
-    for (p, by_m) in s.capacity.iter().filter(|(p, _)| **p != base) {
-        let mut lowered = Vec::new();
-        let mut raised = Vec::new();
-        let mut same = Vec::new();
-        for (&m, r) in by_m {
-            let (Some(c), Some(b)) = (Capacity::of(r), cap(&base, m)) else {
-                continue;
-            };
-            let pct = Change::between(&b, &c)
-                .point
-                .map_or(String::new(), |x| format!(", {}", signed_pct(x)));
-            let what = format!("m = {m}: {} against {}{pct}", esc(&c.text), esc(&b.text));
-            if c.below(&b) {
-                lowered.push(what);
-            } else if b.below(&c) {
-                raised.push(what);
-            } else {
-                same.push(m.to_string());
+}
+
+/// Where a profile's capacity lies against the base profile's at one m.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Against {
+    Lower,
+    Higher,
+    Within,
+}
+
+impl Server<'_> {
+    fn capacity_at(&self, profile: &str, m: u64) -> Option<Capacity> {
+        Capacity::of(self.capacity.get(profile)?.get(&m)?)
+    }
+
+    fn span(&self) -> Option<Span> {
+        let base = base_profile(self)?;
+        let caps = &self.capacity[&base];
+        let (m_lo, m_hi) = (*caps.keys().next()?, *caps.keys().next_back()?);
+        Some(Span {
+            from: self.capacity_at(&base, m_lo)?,
+            to: (m_hi != m_lo)
+                .then(|| self.capacity_at(&base, m_hi))
+                .flatten(),
+            base,
+            m_lo,
+            m_hi,
+        })
+    }
+
+    /// Every other profile against the base at each m both have:
+    /// (profile, m, its capacity, the base's, where it lies).
+    fn against_base(&self, base: &str) -> Vec<(String, u64, Capacity, Capacity, Against)> {
+        let mut out = Vec::new();
+        for (p, by_m) in self.capacity.iter().filter(|(p, _)| *p != base) {
+            for &m in by_m.keys() {
+                let (Some(c), Some(b)) = (self.capacity_at(p, m), self.capacity_at(base, m)) else {
+                    continue;
+                };
+                let at = if c.below(&b) {
+                    Against::Lower
+                } else if b.below(&c) {
+                    Against::Higher
+                } else {
+                    Against::Within
+                };
+                out.push((p.clone(), m, c, b, at));
             }
         }
+        out
+    }
+}
+
+/// The sentences about one server (an `<li>`'s content, HTML).
+fn server_sentences(label: &str, s: &Server<'_>) -> String {
+    let Some(span) = s.span() else {
+        return String::new();
+    };
+    let base = &span.base;
+    let mut out = format!("<strong>{}</strong>: ", esc(label));
+    match (&span.to, span.change()) {
+        (Some(to), Some(c)) => {
+            let resolved = c.point.is_some() || c.hi < 0.0 || c.lo > 0.0;
+            let _ = if resolved {
+                write!(
+                    out,
+                    "under <code>{}</code>, capacity {} from m = {} to m = {}: {} → {} calls/s, {}.",
+                    esc(base),
+                    c.verb(),
+                    span.m_lo,
+                    span.m_hi,
+                    esc(&span.from.text),
+                    esc(&to.text),
+                    esc(&c.text())
+                )
+            } else {
+                write!(
+                    out,
+                    "under <code>{}</code>, capacity from m = {} to m = {}: {} → {} calls/s; the change is not \
+                     resolved (a bound on one side).",
+                    esc(base),
+                    span.m_lo,
+                    span.m_hi,
+                    esc(&span.from.text),
+                    esc(&to.text)
+                )
+            };
+        }
+        _ => {
+            let _ = write!(
+                out,
+                "under <code>{}</code>, {} calls/s at m = {}; only one thread count was measured.",
+                esc(base),
+                esc(&span.from.text),
+                span.m_lo
+            );
+        }
+    }
+    // other profiles' capacity against the base's, per m
+    let against = s.against_base(base);
+    let profiles: BTreeSet<&str> = against.iter().map(|a| a.0.as_str()).collect();
+    for p in profiles {
+        let of = |want: Against| -> Vec<String> {
+            against
+                .iter()
+                .filter(|a| a.0 == p && a.4 == want)
+                .map(|(_, m, c, b, _)| {
+                    let pct = Change::between(b, c)
+                        .point
+                        .map_or(String::new(), |x| format!(", {}", signed_pct(x)));
+                    format!("m = {m}: {} against {}{pct}", esc(&c.text), esc(&b.text))
+                })
+                .collect()
+        };
+        let (lowered, raised) = (of(Against::Lower), of(Against::Higher));
+        let same: Vec<String> = against
+            .iter()
+            .filter(|a| a.0 == p && a.4 == Against::Within)
+            .map(|a| a.1.to_string())
+            .collect();
         let mut parts = Vec::new();
         if !lowered.is_empty() {
             parts.push(format!("lowered capacity ({})", lowered.join("; ")));
@@ -507,17 +584,129 @@ fn server_sentences(label: &str, s: &Server<'_>) -> String {
                 same.join(", ")
             ));
         }
-        if !parts.is_empty() {
-            let _ = write!(
-                out,
-                " <code>{}</code> against <code>{}</code> {}.",
-                esc(p),
-                esc(&base),
-                parts.join("; ")
-            );
-        }
+        let _ = write!(
+            out,
+            " <code>{}</code> against <code>{}</code> {}.",
+            esc(p),
+            esc(base),
+            parts.join("; ")
+        );
     }
     out.push_str(&table_iii_sentences(s));
+    out
+}
+
+/// The answer in a few sentences: every server's change from the smallest
+/// to the largest m, Table III's verdicts over all servers, the profiles
+/// that lowered capacity, and the paper's loss.
+fn in_short(
+    keys: &[&ServerKey],
+    names: &[String],
+    all: &BTreeMap<ServerKey, Server<'_>>,
+) -> String {
+    let mut moves = Vec::new();
+    // per profile: where its capacity lay wholly below, above the base's
+    let mut apart: BTreeMap<String, (Vec<String>, Vec<String>)> = BTreeMap::new();
+    let (mut compared, mut better, mut worse) = (0, Vec::new(), Vec::new());
+    let mut baselines = BTreeSet::new();
+    for (k, name) in keys.iter().zip(names) {
+        let s = &all[*k];
+        let Some(span) = s.span() else { continue };
+        let text = match span.change() {
+            Some(c) if c.point.is_some() || c.hi < 0.0 || c.lo > 0.0 => c.text(),
+            Some(_) => "not resolved (a bound on one side)".into(),
+            None => format!("one thread count only (m = {})", span.m_lo),
+        };
+        moves.push(format!("{} {}", esc(name), esc(&text)));
+        for (p, m, c, b, at) in s.against_base(&span.base) {
+            let pct = Change::between(&b, &c)
+                .point
+                .map_or(String::new(), |x| format!(" ({})", signed_pct(x)));
+            let entry: &mut (Vec<String>, Vec<String>) = apart.entry(p).or_default();
+            let what = format!("{} at m = {m}{pct}", esc(name));
+            match at {
+                Against::Lower => entry.0.push(what),
+                Against::Higher => entry.1.push(what),
+                Against::Within => {}
+            }
+        }
+        for t in &s.table_iii {
+            compared += 1;
+            baselines.insert(t.against.clone());
+            let what = format!(
+                "<code>{}</code> against <code>{}</code> for {} at m = {} ({:.0}% {} drop rate)",
+                esc(&t.profile),
+                esc(&t.against),
+                esc(name),
+                t.m,
+                t.lower_pct.abs(),
+                if t.lower_pct > 0.0 { "lower" } else { "higher" }
+            );
+            if t.significant() && t.lower_pct > 0.0 {
+                better.push(what);
+            } else if t.significant() && t.lower_pct < 0.0 {
+                worse.push(what);
+            }
+        }
+    }
+    let mut out = String::from("<p><b>In short:</b> ");
+    if let Some(span) = keys.first().and_then(|k| all[*k].span()) {
+        let _ = write!(
+            out,
+            "capacity from the smallest to the largest m under <code>{}</code>: {}.",
+            esc(&span.base),
+            moves.join("; ")
+        );
+    }
+    let [(_, base_lo, enh_lo), (_, base_hi, enh_hi)] = paper::CAPACITY;
+    let _ = write!(
+        out,
+        " The paper's OpenSIPS lost {:.0}% (baseline) and {:.0}% (enhanced) from m = 2 to 16.",
+        (1.0 - base_hi / base_lo) * 100.0,
+        (1.0 - enh_hi / enh_lo) * 100.0
+    );
+    let bases = baselines
+        .iter()
+        .map(|b| format!("<code>{}</code>", esc(b)))
+        .collect::<Vec<_>>()
+        .join(" or ");
+    if compared == 0 {
+        out.push_str(" No Table III comparison is in the document.");
+    } else if better.is_empty() {
+        let _ = write!(
+            out,
+            " No profile beat {bases} significantly by Table III's paired t-test at 5% ({compared} comparison{}).",
+            if compared == 1 { "" } else { "s" }
+        );
+    } else {
+        let _ = write!(
+            out,
+            " Significantly better by Table III's paired t-test at 5% ({compared} comparisons): {}.",
+            better.join("; ")
+        );
+    }
+    if !worse.is_empty() {
+        let _ = write!(out, " Significantly worse: {}.", worse.join("; "));
+    }
+    for (p, (lower, higher)) in apart
+        .iter()
+        .filter(|(_, (l, h))| !l.is_empty() || !h.is_empty())
+    {
+        let mut parts = Vec::new();
+        if !lower.is_empty() {
+            parts.push(format!("lowered capacity for {}", lower.join(", ")));
+        }
+        if !higher.is_empty() {
+            parts.push(format!("raised it for {}", higher.join(", ")));
+        }
+        let _ = write!(
+            out,
+            " <code>{}</code> {} (the searches' brackets apart; one search each, not a significance test).",
+            esc(p),
+            parts.join(" and ")
+        );
+    }
+    out.push_str("</p>\n");
     out
 }
 
@@ -734,7 +923,8 @@ fn from_sweep(doc: &Document, command: &str) -> String {
     }
     let keys: Vec<&ServerKey> = all.keys().collect();
     let names = labels(&keys);
-    out.push_str("<p>On this machine:</p>\n<ul>\n");
+    out.push_str(&in_short(&keys, &names, &all));
+    out.push_str("<p>Per server on this machine:</p>\n<ul>\n");
     for (k, name) in keys.iter().zip(&names) {
         let _ = writeln!(out, "<li>{}</li>", server_sentences(name, &all[*k]));
     }
