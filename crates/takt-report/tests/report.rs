@@ -664,7 +664,7 @@ mod changes {
         assert!(summary < table);
         assert!(c.contains("agents · ping_pong"), "{c}");
         assert!(c.contains("12.0 ± 0.500"), "{c}");
-        assert!(c.contains("−25.0%") || c.contains("-25.0%"), "{c}");
+        assert!(c.contains("−25.0%"), "{c}");
         assert!(c.contains("+25.0%"), "{c}");
         assert!(
             c.contains("<td>improved</td>") && c.contains("<td>regressed</td>"),

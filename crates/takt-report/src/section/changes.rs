@@ -118,8 +118,9 @@ fn compared(c: &Comparison) -> String {
                     Cell::text(&r.unit),
                     Cell::Num(side(&r.earlier)),
                     Cell::Num(side(&r.current)),
-                    r.change_pct
-                        .map_or(Cell::Empty, |p| Cell::Num(format!("{p:+.1}%"))),
+                    r.change_pct.map_or(Cell::Empty, |p| {
+                        Cell::Num(format!("{p:+.1}%").replace('-', "−"))
+                    }),
                     r.p_value
                         .map_or(Cell::Empty, |p| Cell::Num(format!("{p:.3}"))),
                     Cell::text(if r.improved { "improved" } else { "regressed" }),
