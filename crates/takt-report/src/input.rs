@@ -156,6 +156,132 @@ pub struct ReportInput {
     pub meta: RunMeta,
     /// Every stage of [`Stage::ALL`] that the run knows about, in plan order.
     pub stages: Vec<(Stage, Outcome)>,
+    /// What changed since the last report run on this machine, as takt-lab
+    /// found it in the run records; `None`: not looked for (a report made
+    /// by a program, or a directory written before reports had it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<Changes>,
+}
+
+/// What changed since the last report run on this machine: `takt runs
+/// diff`'s verdicts between that run and this one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Changes {
+    /// This run compared with the latest earlier report run whose
+    /// documents name the same machine (`machine.machine_id`).
+    Compared(Box<Comparison>),
+    /// The records hold no earlier report run from this machine.
+    NoEarlierRun {
+        /// This machine as the documents name it (`host`, `machine_id`).
+        machine: String,
+        /// Earlier report runs in the records from other machines (not
+        /// compared: their figures say nothing about this one).
+        other_machines: usize,
+    },
+    /// No comparison was made.
+    NotCompared {
+        /// Why, for the reader.
+        reason: String,
+    },
+}
+
+/// A stored run as the comparison names it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRef {
+    /// The run's ID in the records (`takt runs show ID`).
+    pub id: i64,
+    /// When it started (RFC 3339 UTC).
+    pub started: String,
+    /// The git commit takt was built from.
+    pub commit: String,
+    /// The command line of the run.
+    pub command: String,
+}
+
+/// The earlier run beside this one (see [`Changes::Compared`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// This machine as the documents name it.
+    pub machine: String,
+    /// The earlier report run.
+    pub earlier: RunRef,
+    /// This run, as stored.
+    pub current: RunRef,
+    /// The command that shows the whole comparison (`takt runs diff --db
+    /// DB A B`).
+    pub command: String,
+    /// The test a verdict rests on, one sentence.
+    pub method: String,
+    /// The smallest change of a median flagged, percent.
+    pub min_change_pct: f64,
+    /// Conditions that make the comparison less telling.
+    #[serde(default)]
+    pub cautions: Vec<String>,
+    /// How many rows got each verdict.
+    pub counts: ChangeCounts,
+    /// The rows that improved or regressed, in the comparison's order.
+    #[serde(default)]
+    pub changed: Vec<ChangedRow>,
+}
+
+/// Rows per verdict (`takt runs diff`'s counts).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangeCounts {
+    /// Better beyond both runs' noise by at least the minimum change.
+    pub improved: usize,
+    /// Worse beyond both runs' noise by at least the minimum change.
+    pub regressed: usize,
+    /// Beyond the noise but under the minimum change.
+    pub small: usize,
+    /// Within the runs' noise.
+    pub within_noise: usize,
+    /// Not judged (a bound, one repetition, a changed unit, ...).
+    pub unjudged: usize,
+    /// Rows of the earlier run only.
+    pub only_earlier: usize,
+    /// Rows of this run only.
+    pub only_current: usize,
+}
+
+/// One side of a changed row.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChangeSide {
+    /// The median (`None` for a bound).
+    pub median: Option<f64>,
+    /// The Student-t 95% interval of the mean.
+    #[serde(default)]
+    pub ci95: Option<[f64; 2]>,
+    /// The bound in place of a value ("≥ 35,000 (generator)").
+    #[serde(default)]
+    pub bound: Option<String>,
+}
+
+/// A row that improved or regressed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChangedRow {
+    /// The document's suite.
+    pub suite: String,
+    /// The row's name.
+    pub name: String,
+    /// Its implementation.
+    #[serde(rename = "impl")]
+    pub implementation: String,
+    /// Its parameters as `key=value` text.
+    pub params: String,
+    /// Its unit.
+    pub unit: String,
+    /// In the earlier run.
+    pub earlier: ChangeSide,
+    /// In this run.
+    pub current: ChangeSide,
+    /// Change of the median, percent of the earlier one.
+    pub change_pct: Option<f64>,
+    /// The rank test's two-sided p-value, where both rows kept samples.
+    #[serde(default)]
+    pub p_value: Option<f64>,
+    /// Improved (else regressed).
+    pub improved: bool,
 }
 
 /// The manifest beside the documents: the run and each stage's status.
@@ -165,6 +291,8 @@ pub const MANIFEST: &str = "run.json";
 struct Manifest {
     meta: RunMeta,
     stages: Vec<ManifestStage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    changes: Option<Changes>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -263,6 +391,7 @@ impl ReportInput {
         let manifest = Manifest {
             meta: self.meta.clone(),
             stages,
+            changes: self.changes.clone(),
         };
         let value = serde_json::to_value(&manifest).map_err(|e| ReportError::json(dir, e))?;
         write_json(&dir.join(MANIFEST), &value)
@@ -304,6 +433,7 @@ impl ReportInput {
         Ok(ReportInput {
             meta: manifest.meta,
             stages,
+            changes: manifest.changes,
         })
     }
 }
@@ -359,6 +489,7 @@ mod tests {
                     (s, o)
                 })
                 .collect(),
+            changes: None,
         };
         let sme =
             serde_json::json!({"suite": "sme", "machine": {"command": "takt bench sme --json"}});
@@ -410,9 +541,63 @@ mod tests {
                     },
                 ),
             ],
+            changes: Some(Changes::Compared(Box::new(Comparison {
+                machine: "lab1 (machine 0123456789abcdef)".into(),
+                earlier: RunRef {
+                    id: 3,
+                    started: "2026-11-23T12:00:00Z".into(),
+                    commit: "aaaa111".into(),
+                    command: "takt report --quick".into(),
+                },
+                current: RunRef {
+                    id: 5,
+                    started: "2026-11-24T12:00:00Z".into(),
+                    commit: "bbbb222".into(),
+                    command: "takt report --quick".into(),
+                },
+                command: "takt runs diff --db takt-results.db 3 5".into(),
+                method: "flagged when ...".into(),
+                min_change_pct: 5.0,
+                cautions: Vec::new(),
+                counts: ChangeCounts {
+                    improved: 1,
+                    within_noise: 4,
+                    ..ChangeCounts::default()
+                },
+                changed: vec![ChangedRow {
+                    suite: "sme".into(),
+                    name: "sync_cost".into(),
+                    implementation: "takt".into(),
+                    params: "threads=2".into(),
+                    unit: "us/cycle".into(),
+                    earlier: ChangeSide {
+                        median: Some(0.8),
+                        ci95: Some([0.75, 0.85]),
+                        bound: None,
+                    },
+                    current: ChangeSide {
+                        median: Some(0.6),
+                        ci95: Some([0.58, 0.62]),
+                        bound: None,
+                    },
+                    change_pct: Some(-25.0),
+                    p_value: Some(0.008),
+                    improved: true,
+                }],
+            }))),
         };
         input.save_dir(&dir).unwrap();
         assert_eq!(ReportInput::load_dir(&dir).unwrap(), input);
+        // a manifest written before reports compared runs still loads
+        let path = dir.join(MANIFEST);
+        let mut manifest: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(manifest["changes"]["status"], "compared");
+        manifest.as_object_mut().unwrap().remove("changes");
+        std::fs::write(&path, manifest.to_string()).unwrap();
+        let old = ReportInput::load_dir(&dir).unwrap();
+        assert_eq!(old.changes, None);
+        assert_eq!(old.stages, input.stages);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -23,11 +23,16 @@
 //! Tables and charts are takt-measure's one table model (its HTML
 //! renderer) and one chart model (inline SVG).
 //!
-//! Contract: every stage of [`input::Stage::ALL`] gets a section; a stage
-//! without a document, or with a document that is not a takt result
-//! document, says why in its section instead of failing the page; a
-//! section renders from its own stage's document only, and "beyond this
-//! machine" from the SME, agents and SIP documents.
+//! Contract: the page opens with the answer to the scheduler study's
+//! question (from the sweep document, or without one the command that
+//! makes it and what the capacity stage measured) and what changed since
+//! the last report run on this machine ([`input::Changes`]); then every
+//! stage of [`input::Stage::ALL`] gets a section; a stage without a
+//! document, or with a document that is not a takt result document, says
+//! why in its section instead of failing the page; a stage's section
+//! renders from its own document only, and "beyond this machine" from the
+//! SME, agents and SIP documents. [`paper`] holds the figures the answer
+//! quotes from the SIP paper.
 //!
 //! A report from a document made here (`takt report` runs the suites as
 //! child processes and renders their documents the same way); a stage
@@ -61,6 +66,7 @@
 //!         (Stage::Sme, Outcome::Measured { command: "takt bench sme --json".into(), wall_s: 20.0, document: sme }),
 //!         (Stage::Sip, Outcome::NotMeasured { reason: "not in --only".into(), command: None }),
 //!     ],
+//!     changes: None,
 //! };
 //! let dir = std::env::temp_dir().join(format!("takt-report-doc-{}", std::process::id()));
 //! // index.html beside sme.json and the manifest run.json
@@ -83,3 +89,4 @@ pub mod scaling_model;
 mod section;
 
 pub use error::ReportError;
+pub use section::answer::paper;

@@ -1,5 +1,6 @@
-//! The whole page: the run's summary, one section per stage (or why it was
-//! not measured), and the scaling model.
+//! The whole page: the run's summary, the answer to the scheduler
+//! study's question, what changed since the last run on this machine, one
+//! section per stage (or why it was not measured), and the scaling model.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -13,6 +14,16 @@ use crate::section;
 
 /// The report's file name inside the output directory.
 pub const INDEX: &str = "index.html";
+
+/// The answer section's id and title: the first section after the run's
+/// summary.
+pub const ANSWER: &str = "answer";
+const ANSWER_TITLE: &str = "The answer: capacity versus threads and scheduler settings";
+
+/// The id and title of the section on what changed since the last report
+/// run on this machine.
+pub const CHANGES: &str = "changes";
+const CHANGES_TITLE: &str = "What changed since the last run on this machine";
 
 /// Why a stage that the run does not list has no section.
 const NOT_PLANNED: &str = "not in --only";
@@ -95,6 +106,9 @@ pub fn render(input: &ReportInput) -> String {
     }
     body.push_str(&t.render());
     body.push_str("<nav><ul>");
+    for (id, title) in [(ANSWER, ANSWER_TITLE), (CHANGES, CHANGES_TITLE)] {
+        let _ = write!(body, "<li><a href=\"#{id}\">{}</a></li>", esc(title));
+    }
     for stage in Stage::ALL {
         let _ = write!(
             body,
@@ -104,6 +118,20 @@ pub fn render(input: &ReportInput) -> String {
         );
     }
     body.push_str("<li><a href=\"#beyond\">Beyond this machine</a></li></ul></nav>\n</header>\n");
+
+    // The answer first, then what changed since the last run here.
+    let _ = writeln!(
+        body,
+        "<section id=\"{ANSWER}\">\n<h2>{}</h2>\n{}</section>",
+        esc(ANSWER_TITLE),
+        section::answer::render(input)
+    );
+    let _ = writeln!(
+        body,
+        "<section id=\"{CHANGES}\">\n<h2>{}</h2>\n{}</section>",
+        esc(CHANGES_TITLE),
+        section::changes::render(input.changes.as_ref())
+    );
 
     let mut docs: Vec<(Stage, Document)> = Vec::new();
     for stage in Stage::ALL {

@@ -19,9 +19,15 @@
 //! 3. the `--with` documents replace their stages' outcomes; a measured
 //!    run's empty sweep and robustness sections get the latest recorded
 //!    documents of their suites;
-//! 4. the report directory is written (`index.html` beside the documents
-//!    and `run.json`), then a measured run is stored in the records;
-//! 5. the report's path goes to stdout, what was not measured to stderr.
+//! 4. a measured run is stored in the records, then compared with the
+//!    last report run whose documents name the same machine
+//!    ([`records::changes_since`]: `takt runs diff`'s verdicts); a stored
+//!    run (`--run`) is compared with the one before it on its machine; a
+//!    report directory (`--from`) keeps the comparison it was written with;
+//! 5. the report directory is written (`index.html` beside the documents
+//!    and `run.json`, the comparison included); a run that could not be
+//!    stored still gets its report, then the error;
+//! 6. the report's path goes to stdout, what was not measured to stderr.
 //!
 //! A run cut short by an interrupt still writes its report and returns
 //! [`Finished::Interrupted`]; the caller's exit status says so.
@@ -35,7 +41,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use takt_measure::cancel::{Cancel, Signal};
 use takt_measure::progress::Progress;
-use takt_report::input::{Outcome, ReportInput};
+use takt_report::input::{Changes, Outcome, ReportInput};
 
 use crate::orchestration_error::OrchestrationError;
 
@@ -113,10 +119,36 @@ pub fn run(req: &Request) -> Result<Finished, OrchestrationError> {
     if measured {
         records::attach_latest(&req.db, &mut input, &req.progress);
     }
-    let index = takt_report::render::write(&req.out, &input)?;
-    if measured {
-        records::store_measured(&req.db, &input, &req.progress)?;
+    // A measured run is stored before the report is written, so that the
+    // report can show what changed since the last run on this machine; a
+    // run that cannot be stored still gets its report, then the error.
+    let stored = if measured {
+        records::store_measured(&req.db, &input, &req.progress)
+    } else {
+        Ok(None)
+    };
+    let compared = match (stored.as_ref().copied(), req.run) {
+        (Ok(Some(id)), _) | (Ok(None), Some(id)) => Some(records::changes_since(&req.db, id)),
+        (Ok(None), None) if measured => Some(Changes::NotCompared {
+            reason: "this run measured nothing to store".into(),
+        }),
+        (Err(e), _) => Some(Changes::NotCompared {
+            reason: format!("this run could not be stored in the records ({e})"),
+        }),
+        // --from: as the report directory has it
+        (Ok(None), None) => None,
+    };
+    if let Some(c) = compared {
+        if let Changes::Compared(c) = &c {
+            req.progress.println(&format!(
+                "takt report: since run {} on this machine: {} improved, {} regressed ({})",
+                c.earlier.id, c.counts.improved, c.counts.regressed, c.command
+            ));
+        }
+        input.changes = Some(c);
     }
+    let index = takt_report::render::write(&req.out, &input)?;
+    stored?;
     let missing: Vec<String> = input
         .stages
         .iter()
@@ -189,4 +221,33 @@ fn command_line() -> String {
         .chain(std::env::args().skip(1))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    /// The answer section quotes the paper from takt-report's own copy of
+    /// its figures (takt-report does not depend on the SIP laboratory):
+    /// they are the laboratory's published tables.
+    #[test]
+    fn the_answer_quotes_the_papers_tables() {
+        use takt_report::paper;
+        use takt_siplab::sweep::paper as tables;
+        for (m, base, enhanced) in paper::CAPACITY {
+            assert_eq!(tables::capacity(m), Some((base, enhanced)), "m = {m}");
+        }
+        let range = |col: fn(&(usize, f64, f64, f64)) -> f64| {
+            let v: Vec<f64> = tables::TABLE_III.iter().map(col).collect();
+            (
+                v.iter().copied().fold(f64::INFINITY, f64::min),
+                v.iter().copied().fold(0.0, f64::max),
+            )
+        };
+        assert_eq!(paper::TABLE_III_DROP_LOWER, range(|r| r.2));
+        assert_eq!(paper::TABLE_III_K_RCV_LOWER, range(|r| r.3));
+        let higher: Vec<usize> = [2, 4, 6, 8, 16]
+            .into_iter()
+            .filter(|&m| tables::capacity(m).is_some_and(|(b, e)| e > b))
+            .collect();
+        assert_eq!(higher, paper::ENHANCED_HIGHER_AT);
+    }
 }

@@ -1,13 +1,17 @@
 //! The report and the run records: a stored run as a report's input, the
-//! latest recorded documents of the stages the plan does not run, and a
-//! measured report stored as one run.
+//! latest recorded documents of the stages the plan does not run, a
+//! measured report stored as one run, and what changed since the last
+//! report run on the same machine.
 
 use std::path::Path;
 
 use serde_json::Value;
 use takt_measure::progress::Progress;
-use takt_records::{Run, Store};
-use takt_report::input::{Outcome, ReportInput, RunMeta, Stage};
+use takt_records::{compare, Diff, Run, RunSummary, Side, Store, Verdict};
+use takt_report::input::{
+    ChangeCounts, ChangeSide, ChangedRow, Changes, Comparison, Outcome, ReportInput, RunMeta,
+    RunRef, Stage,
+};
 
 use super::plan::is_planned;
 use crate::orchestration_error::OrchestrationError;
@@ -60,6 +64,7 @@ pub fn from_documents(meta: RunMeta, documents: &[Value]) -> ReportInput {
                 (stage, outcome)
             })
             .collect(),
+        changes: None,
     };
     for stage in Stage::ALL {
         // The first document of each stage's suite.
@@ -138,6 +143,171 @@ pub fn store_measured(
     Ok(Some(id))
 }
 
+/// How the records tell a report run from the runs of single commands
+/// (`takt sip sweep --record`, `takt runs add`): its command line.
+pub const REPORT_COMMAND: &str = "takt report";
+
+/// Whether a stored run is one of `takt report`'s.
+pub fn is_report_run(s: &RunSummary) -> bool {
+    s.meta.command == REPORT_COMMAND || s.meta.command.starts_with("takt report ")
+}
+
+/// The machine a stored run's documents name: its `machine_id` (the hash
+/// of `/etc/machine-id` in the machine block), empty when they name none.
+pub fn machine_id(s: &RunSummary) -> &str {
+    s.meta
+        .machine
+        .get("machine_id")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// The machine for the reader: `lab1 (machine 0035969ec53f6e7f)`.
+fn machine_label(s: &RunSummary) -> String {
+    let host = s
+        .meta
+        .machine
+        .get("host")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if host.is_empty() {
+        format!("machine {}", machine_id(s))
+    } else {
+        format!("{host} (machine {})", machine_id(s))
+    }
+}
+
+/// The latest report run of `runs` stored before `current` whose
+/// documents name the same machine, and how many earlier report runs are
+/// from other machines. A run that names no machine has no earlier run.
+pub fn previous_on_machine<'a>(
+    runs: &'a [RunSummary],
+    current: &RunSummary,
+) -> (Option<&'a RunSummary>, usize) {
+    let id = machine_id(current);
+    let earlier = runs
+        .iter()
+        .filter(|r| r.id < current.id && is_report_run(r));
+    let others = earlier.clone().filter(|r| machine_id(r) != id).count();
+    let same = earlier
+        .filter(|r| !id.is_empty() && machine_id(r) == id)
+        .max_by_key(|r| r.id);
+    (same, others)
+}
+
+/// What changed from the last report run on this machine to stored run
+/// `id` of `db`: `takt runs diff`'s verdicts ([`takt_records::compare`],
+/// its default minimum change), or why there is nothing to compare.
+pub fn changes_since(db: &Path, id: i64) -> Changes {
+    let not = |reason: String| Changes::NotCompared { reason };
+    let store = match Store::open_existing(db) {
+        Ok(s) => s,
+        Err(e) => return not(format!("the records could not be read ({e})")),
+    };
+    let runs = match store.list() {
+        Ok(r) => r,
+        Err(e) => return not(format!("the records could not be read ({e})")),
+    };
+    let Some(current) = runs.iter().find(|r| r.id == id) else {
+        return not(format!("run {id} is not in the records"));
+    };
+    if !is_report_run(current) {
+        return not(format!(
+            "run {id} is not a report run (`{}`)",
+            current.meta.command
+        ));
+    }
+    if machine_id(current).is_empty() {
+        return not(
+            "this run's documents do not name their machine (no machine_id in their machine block)"
+                .into(),
+        );
+    }
+    let (earlier, other_machines) = previous_on_machine(&runs, current);
+    let Some(earlier) = earlier else {
+        return Changes::NoEarlierRun {
+            machine: machine_label(current),
+            other_machines,
+        };
+    };
+    let (a, b) = match (store.run(earlier.id), store.run(id)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return not(format!("the records could not be read ({e})")),
+    };
+    let diff = compare(&a, &b, takt_records::compare::DEFAULT_MIN_CHANGE_PCT);
+    Changes::Compared(Box::new(comparison(db, &diff, machine_label(current))))
+}
+
+/// takt-records' caution for runs whose machine blocks differ.
+const DIFFERENT_MACHINES: &str = "the runs are from different machines";
+
+/// A run as the report names it.
+fn run_ref(s: &RunSummary) -> RunRef {
+    RunRef {
+        id: s.id,
+        started: s.meta.started.clone(),
+        commit: s.meta.commit.clone(),
+        command: s.meta.command.clone(),
+    }
+}
+
+fn change_side(s: Option<&Side>) -> ChangeSide {
+    ChangeSide {
+        median: s.and_then(|s| s.median),
+        ci95: s.and_then(|s| s.ci95),
+        bound: s.and_then(|s| s.bound.as_ref()).map(ToString::to_string),
+    }
+}
+
+/// The report's view of a diff: the counts, and the rows that improved
+/// or regressed.
+fn comparison(db: &Path, d: &Diff, machine: String) -> Comparison {
+    let c = &d.counts;
+    Comparison {
+        machine,
+        earlier: run_ref(&d.a),
+        current: run_ref(&d.b),
+        command: format!("takt runs diff --db {} {} {}", db.display(), d.a.id, d.b.id),
+        method: d.method.to_string(),
+        min_change_pct: d.min_change_pct,
+        // Both runs name this machine by its id; the records' own check
+        // compares whole machine blocks, per-run fields (`others_pct`)
+        // included, and would call them different.
+        cautions: d
+            .cautions
+            .iter()
+            .filter(|c| c.as_str() != DIFFERENT_MACHINES)
+            .cloned()
+            .collect(),
+        counts: ChangeCounts {
+            improved: c.improvements,
+            regressed: c.regressions,
+            small: c.small,
+            within_noise: c.within_noise,
+            unjudged: c.unjudged,
+            only_earlier: c.only_in_a,
+            only_current: c.only_in_b,
+        },
+        changed: d
+            .rows
+            .iter()
+            .filter(|r| matches!(r.verdict, Verdict::Improvement | Verdict::Regression))
+            .map(|r| ChangedRow {
+                suite: r.suite.clone(),
+                name: r.name.clone(),
+                implementation: r.implementation.clone(),
+                params: takt_measure::result::params_text(&r.params),
+                unit: r.unit.clone(),
+                earlier: change_side(r.a.as_ref()),
+                current: change_side(r.b.as_ref()),
+                change_pct: r.change_pct,
+                p_value: r.p_value,
+                improved: r.verdict == Verdict::Improvement,
+            })
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,5 +339,146 @@ mod tests {
         ));
         let order: Vec<Stage> = input.stages.iter().map(|(s, _)| *s).collect();
         assert_eq!(order, Stage::ALL);
+    }
+
+    /// A result document from `machine` (its `machine_id`; empty: none)
+    /// with one row whose five samples centre on `centre`.
+    fn doc(suite: &str, machine: &str, centre: f64) -> Value {
+        let s: Vec<f64> = [-0.2, -0.1, 0.0, 0.1, 0.2]
+            .iter()
+            .map(|d| centre + d)
+            .collect();
+        let mut m = serde_json::json!({
+            "cpu": "Test CPU", "cpus": 2, "kernel": "6.18", "virtualized": true,
+            "commit": "aaaa111", "rustc": "rustc 1.95.0", "profile": "release",
+            "command": "takt bench sme --json", "steal_pct": 0.5, "load": [1.0, 1.0, 1.0],
+            "host": "lab", "machine_id": machine, "others_pct": centre / 10.0
+        });
+        if machine.is_empty() {
+            m.as_object_mut().unwrap().remove("machine_id");
+        }
+        serde_json::json!({
+            "takt": "0.1.0", "suite": suite, "started": "2026-11-24T12:00:00Z", "machine": m,
+            "results": [
+                {"name": "sync_cost", "impl": "takt", "params": {"threads": 2},
+                 "unit": "us/cycle", "better": "lower", "median": centre, "min": s[0], "max": s[4],
+                 "mean": centre, "ci95": [centre - 0.2, centre + 0.2], "runs": 5, "cpu_s": 0.2,
+                 "samples": s},
+                {"name": "ping_pong", "impl": "takt", "params": {"messages": 1000},
+                 "unit": "ns/msg", "better": "lower", "median": 12.0, "min": 11.8, "max": 12.2,
+                 "mean": 12.0, "ci95": [11.8, 12.2], "runs": 5, "cpu_s": 0.2,
+                 "samples": [11.8, 11.9, 12.0, 12.1, 12.2]}
+            ]
+        })
+    }
+
+    /// Stores `docs` as one run made by `command`; returns its ID.
+    fn store(db: &Path, command: &str, docs: &[Value]) -> i64 {
+        let mut meta = takt_records::RunMeta::from_documents(docs).unwrap();
+        meta.command = command.into();
+        takt_records::record(db, &meta, docs).unwrap()
+    }
+
+    fn temp_db(tag: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+        let dir =
+            std::env::temp_dir().join(format!("takt-lab-changes-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let db = dir.join("takt-results.db");
+        (dir, db)
+    }
+
+    #[test]
+    fn the_previous_report_run_is_the_last_one_on_the_same_machine() {
+        let (dir, db) = temp_db("prev");
+        let here = "0123456789abcdef";
+        let there = "fedcba9876543210";
+        let first = store(&db, "takt report --quick", &[doc("sme", here, 12.0)]);
+        // not report runs, or not this machine: never the previous one
+        let sweep = store(
+            &db,
+            "takt sip sweep --quick --record",
+            &[doc("sme", here, 9.0)],
+        );
+        let elsewhere = store(&db, "takt report", &[doc("sme", there, 9.0)]);
+        let latest = store(&db, "takt report --quick", &[doc("sme", here, 15.0)]);
+
+        // the first run here has nothing to compare with
+        assert_eq!(
+            changes_since(&db, first),
+            Changes::NoEarlierRun {
+                machine: format!("lab (machine {here})"),
+                other_machines: 0
+            }
+        );
+        // the other machine's run: one earlier report run, not its own
+        assert_eq!(
+            changes_since(&db, elsewhere),
+            Changes::NoEarlierRun {
+                machine: format!("lab (machine {there})"),
+                other_machines: 1
+            }
+        );
+        let Changes::Compared(c) = changes_since(&db, latest) else {
+            panic!("{:?}", changes_since(&db, latest))
+        };
+        assert_eq!(c.earlier.id, first, "not the sweep, not the other machine");
+        assert_eq!(c.current.id, latest);
+        assert_eq!(c.machine, format!("lab (machine {here})"));
+        assert_eq!(
+            c.command,
+            format!("takt runs diff --db {} {first} {latest}", db.display())
+        );
+        // sync_cost went from 12 to 15 µs (lower is better): regressed;
+        // ping_pong did not move
+        assert_eq!(c.counts.regressed, 1, "{:?}", c.counts);
+        assert_eq!(c.counts.improved, 0);
+        assert_eq!(c.counts.within_noise, 1);
+        assert_eq!(c.changed.len(), 1);
+        // the same machine by its id, whatever else ran beside each run
+        assert!(c.cautions.is_empty(), "{:?}", c.cautions);
+        let r = &c.changed[0];
+        assert_eq!((r.name.as_str(), r.improved), ("sync_cost", false));
+        assert_eq!(r.params, "threads=2");
+        assert_eq!(r.change_pct, Some(25.0));
+        assert_eq!(r.earlier.median, Some(12.0));
+        assert_eq!(r.current.median, Some(15.0));
+        // a run that is not a report's is not compared
+        assert!(matches!(
+            changes_since(&db, sweep),
+            Changes::NotCompared { reason } if reason.contains("not a report run")
+        ));
+        assert!(matches!(
+            changes_since(&db, 99),
+            Changes::NotCompared { reason } if reason.contains("not in the records")
+        ));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_run_without_a_machine_identity_is_not_compared() {
+        let (dir, db) = temp_db("anon");
+        store(&db, "takt report", &[doc("sme", "", 12.0)]);
+        let id = store(&db, "takt report", &[doc("sme", "", 12.0)]);
+        assert!(matches!(
+            changes_since(&db, id),
+            Changes::NotCompared { reason } if reason.contains("machine_id")
+        ));
+        // same documents, same machine: compared, nothing changed
+        let a = store(&db, "takt report", &[doc("sme", "0123456789abcdef", 12.0)]);
+        let b = store(&db, "takt report", &[doc("sme", "0123456789abcdef", 12.0)]);
+        let Changes::Compared(c) = changes_since(&db, b) else {
+            panic!("same machine")
+        };
+        assert_eq!(c.earlier.id, a);
+        assert_eq!((c.counts.improved, c.counts.regressed), (0, 0));
+        assert_eq!(c.counts.within_noise, 2);
+        assert!(c.changed.is_empty());
+        // a missing database says so
+        assert!(matches!(
+            changes_since(&dir.join("none.db"), 1),
+            Changes::NotCompared { reason } if reason.contains("could not be read")
+        ));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

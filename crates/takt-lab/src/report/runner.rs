@@ -268,6 +268,7 @@ pub fn run(opts: &Options, cancel: &Cancel) -> Result<ReportInput, Orchestration
             run_id: None,
         },
         stages,
+        changes: None,
     })
 }
 

@@ -1,9 +1,13 @@
 //! The report's sections, one module each; each renders from its stage's
-//! result document only.
+//! result document only, except the two that lead the page: the answer
+//! (from the scheduler study, or the capacity stage without one) and what
+//! changed since the last run on this machine (from the run records).
 
 pub(crate) mod agents;
+pub(crate) mod answer;
 pub(crate) mod beyond;
 pub(crate) mod capacity;
+pub(crate) mod changes;
 pub(crate) mod machine;
 pub(crate) mod remote;
 pub(crate) mod robustness;

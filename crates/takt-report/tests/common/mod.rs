@@ -62,6 +62,7 @@ pub fn full_input() -> ReportInput {
             ),
             measured(Stage::Remote, "takt bench remote --json --quick"),
         ],
+        changes: None,
     }
 }
 
