@@ -54,7 +54,8 @@ pub struct Store {
 #[derive(Debug)]
 enum Backend {
     Sqlite(Sqlite),
-    Postgres(Postgres),
+    /// Boxed: the client is several hundred bytes.
+    Postgres(Box<Postgres>),
 }
 
 impl Store {
@@ -79,12 +80,12 @@ impl Store {
                 }
                 Backend::Sqlite(Sqlite::open(path, create, crate::sqlite::schema::STEPS)?)
             }
-            Location::Postgres(url) => Backend::Postgres(Postgres::open(
+            Location::Postgres(url) => Backend::Postgres(Box::new(Postgres::open(
                 &location,
                 url,
                 create,
                 crate::postgres::schema::STEPS,
-            )?),
+            )?)),
         };
         Ok(Store {
             backend,
@@ -118,7 +119,7 @@ impl Store {
             .filter(|s| s.to <= upto)
             .collect();
         Ok(Store {
-            backend: Backend::Postgres(Postgres::open(&location, url, true, &steps)?),
+            backend: Backend::Postgres(Box::new(Postgres::open(&location, url, true, &steps)?)),
             location,
             me: Owner::current(),
         })

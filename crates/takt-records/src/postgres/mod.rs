@@ -322,15 +322,24 @@ fn read_run(r: &postgres::Row) -> Result<StoredRun> {
     })
 }
 
-/// Refuses a start time the server does not read as a time, before any
-/// transaction (an error inside one would abort it).
+/// Refuses a start time that is not an RFC 3339 time (the server's
+/// own parser also takes words such as `yesterday`, which SQLite's does
+/// not), before any transaction: an error inside one would abort it.
 fn check_started(client: &mut Client, meta: &RunMeta) -> Result<()> {
-    match client.query_one("SELECT $1::text::timestamptz IS NOT NULL", &[&meta.started]) {
-        Ok(_) => Ok(()),
-        Err(e) if e.as_db_error().is_some() => Err(Error::InvalidMeta(format!(
+    let refused = || {
+        Error::InvalidMeta(format!(
             "started {:?} is not an RFC 3339 time",
             meta.started
-        ))),
+        ))
+    };
+    match client.query_one(
+        "SELECT CASE WHEN $1::text ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9:.]+)?(Z|[+-][0-9:]+)?$'
+                THEN $1::text::timestamptz IS NOT NULL ELSE false END",
+        &[&meta.started],
+    ) {
+        Ok(r) if r.get::<_, bool>(0) => Ok(()),
+        Ok(_) => Err(refused()),
+        Err(e) if e.as_db_error().is_some() => Err(refused()),
         Err(e) => Err(e.into()),
     }
 }

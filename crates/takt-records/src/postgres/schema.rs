@@ -6,11 +6,13 @@
 //! same steps. The version is the one row of `takt_schema`.
 //!
 //! Opening runs, in order, every [`Step`] whose `to` is above the stored
-//! version, each in its own transaction that first takes a transaction
-//! lock ([`MIGRATION_LOCK`]: concurrent openers wait for each other),
-//! creates `takt_schema` if it is absent, re-reads the version (another
-//! machine may have migrated meanwhile) and sets the new one before it
-//! commits. A database is thus always at exactly one version; a failed
+//! version, each in its own transaction under a session lock
+//! ([`MIGRATION_LOCK`]: concurrent openers wait for each other), taken
+//! before the transaction begins so that the transaction sees the
+//! catalog as the previous holder left it. The transaction creates
+//! `takt_schema` if it is absent, re-reads the version (another machine
+//! may have migrated meanwhile) and sets the new one before it commits;
+//! the lock is released after. A database is thus always at exactly one version; a failed
 //! step leaves the one before; a version above the newest step is
 //! refused. Tables of the records' names without `takt_schema` are
 //! another program's and are left alone.
@@ -192,53 +194,70 @@ pub(crate) fn migrate(
             to: step.to,
             source: Box::new(source),
         };
-        let mut tx = client.transaction().map_err(migration)?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        client
+            .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])
             .map_err(migration)?;
-        let found: Option<i64> = match tx
-            .query_one("SELECT to_regclass('takt_schema') IS NOT NULL", &[])
-            .map_err(migration)?
-            .get(0)
-        {
-            true => tx
-                .query_opt("SELECT version FROM takt_schema", &[])
-                .map_err(migration)?
-                .map(|r| r.get(0)),
-            false => None,
-        };
-        if found.is_none() {
-            if let Some(table) = foreign_table(&mut tx).map_err(migration)? {
-                return Err(Error::ForeignSchema {
-                    store: store.clone(),
-                    table,
-                });
-            }
-            tx.batch_execute(
-                "CREATE TABLE takt_schema (
-                    version  BIGINT NOT NULL,
-                    only_row BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (only_row)
-                 );
-                 INSERT INTO takt_schema (version) VALUES (0);",
-            )
-            .map_err(migration)?;
-        }
-        let found = found.unwrap_or(0);
-        if found > newest {
-            return Err(Error::SchemaTooNew {
-                store: store.clone(),
-                found,
-                supported: newest,
-            });
-        }
-        if found >= step.to {
-            continue;
-        }
-        (step.apply)(&mut tx).map_err(migration)?;
-        tx.execute("UPDATE takt_schema SET version = $1", &[&step.to])
-            .map_err(migration)?;
-        tx.commit().map_err(migration)?;
+        let result = take_step(client, step, store, newest);
+        // The session's end releases it too (a lost connection).
+        let _ = client.execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK]);
+        result?;
     }
     Ok(())
+}
+
+/// One step in one transaction, under the migration lock.
+fn take_step(client: &mut Client, step: &Step, store: &Location, newest: i64) -> Result<()> {
+    let migration = |source: postgres::Error| Error::Migration {
+        to: step.to,
+        source: Box::new(source),
+    };
+    let mut tx = client.transaction().map_err(migration)?;
+    let exists: bool = tx
+        .query_one(
+            "SELECT count(*) > 0 FROM pg_catalog.pg_tables
+             WHERE schemaname = current_schema() AND tablename = 'takt_schema'",
+            &[],
+        )
+        .map_err(migration)?
+        .get(0);
+    let found: Option<i64> = if exists {
+        tx.query_opt("SELECT version FROM takt_schema", &[])
+            .map_err(migration)?
+            .map(|r| r.get(0))
+    } else {
+        None
+    };
+    if found.is_none() {
+        if let Some(table) = foreign_table(&mut tx).map_err(migration)? {
+            return Err(Error::ForeignSchema {
+                store: store.clone(),
+                table,
+            });
+        }
+        tx.batch_execute(
+            "CREATE TABLE IF NOT EXISTS takt_schema (
+                version  BIGINT NOT NULL,
+                only_row BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (only_row)
+             );
+             INSERT INTO takt_schema (version) VALUES (0);",
+        )
+        .map_err(migration)?;
+    }
+    let found = found.unwrap_or(0);
+    if found > newest {
+        return Err(Error::SchemaTooNew {
+            store: store.clone(),
+            found,
+            supported: newest,
+        });
+    }
+    if found >= step.to {
+        return Ok(());
+    }
+    (step.apply)(&mut tx).map_err(migration)?;
+    tx.execute("UPDATE takt_schema SET version = $1", &[&step.to])
+        .map_err(migration)?;
+    tx.commit().map_err(migration)
 }
 
 /// A table of the records' names in the current schema, if any.
