@@ -141,6 +141,18 @@ fn runs_round_trip_as_on_sqlite_and_diff_alike() {
         "{e}"
     );
     assert!(!e.to_string().contains("not-the-password"), "{e}");
+    // the same store over the server's Unix socket
+    let over_socket = Store::open_existing(server.socket_url("roundtrip")).unwrap();
+    assert_eq!(over_socket.list().unwrap().len(), before + 2);
+    // TLS required of a server without it: refused, and said so
+    let plain = format!(
+        "postgres://takt:{}@127.0.0.1:{}/roundtrip?sslmode=require",
+        common::pg::PASSWORD,
+        server.port
+    );
+    let e = Store::open_existing(plain.as_str()).unwrap_err();
+    assert!(matches!(e, Error::Connect { .. }), "{e}");
+    assert!(e.to_string().contains("TLS"), "{e}");
     // reading commands do not create records
     let empty = server.create_db("empty");
     let e = Store::open_existing(server.tcp_url(&empty).as_str()).unwrap_err();

@@ -420,6 +420,20 @@ mod tests {
         assert_eq!(on_lab2[0].status, crate::RunStatus::Abandoned);
         drop(store);
         let conn = Connection::open(&db).unwrap();
+        // written by a process of another machine: this file cannot look at
+        // it, so it reads as running there
+        conn.execute(
+            "UPDATE runs SET owner_host = 'lab-2', owner_machine = '00112233aabbccdd'
+             WHERE id = 2",
+            [],
+        )
+        .unwrap();
+        let store = Store::open_existing(&db).unwrap();
+        assert_eq!(
+            store.run(2).unwrap().summary.status.to_string(),
+            "running on lab-2"
+        );
+        drop(store);
         let (host, id): (String, String) = conn
             .query_row("SELECT host, machine_id FROM runs WHERE id = 1", [], |r| {
                 Ok((r.get(0)?, r.get(1)?))
