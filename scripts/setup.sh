@@ -20,6 +20,7 @@ command -v g++ >/dev/null 2>&1 || need_pkgs+=(g++)
 # takt-remote's tests: a NATS server (Debian's 2.9) and certificates for TLS.
 command -v nats-server >/dev/null 2>&1 || need_pkgs+=(nats-server)
 command -v openssl >/dev/null 2>&1 || need_pkgs+=(openssl)
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || need_pkgs+=(postgresql)  # takt-records: the shared store's tests
 
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then

@@ -15,7 +15,9 @@ use serde_json::{Map, Value};
 use takt_measure::result::{Better as DocBetter, ResultRow};
 use takt_measure::stats::Summary;
 use takt_measure::table::{fmt_num, fmt_value, group_rows, Table};
-use takt_records::{compare, Better, Diff, Row, RowDiff, Run, RunSummary, Side, Store, Verdict};
+use takt_records::{
+    compare, Better, Diff, Location, Row, RowDiff, Run, RunSummary, Side, Store, Verdict,
+};
 
 use crate::orchestration_error::OrchestrationError;
 
@@ -32,16 +34,23 @@ pub struct DiffRequest {
     pub min_change_pct: f64,
 }
 
-/// `takt runs list`: the stored runs in `db`, oldest first (only the newest
-/// `last` with `Some`), as a table or as `{"db", "runs"}` JSON.
-pub fn list(db: &Path, last: Option<u64>, json: bool) -> Result<(), OrchestrationError> {
-    let mut runs = Store::open_existing(db)?.list()?;
+/// `takt runs list`: the stored runs in `db` (a SQLite file or a
+/// `postgres://` URL), oldest first (only the newest `last` with `Some`,
+/// only those measured on `machine`, a host name or machine ID, with
+/// `Some`), as a table or as `{"db", "runs"}` JSON.
+pub fn list(
+    db: &Path,
+    last: Option<u64>,
+    machine: Option<&str>,
+    json: bool,
+) -> Result<(), OrchestrationError> {
+    let mut runs = Store::open_existing(db)?.list_on(machine)?;
     if let Some(n) = last {
         let keep = usize::try_from(n).unwrap_or(usize::MAX).min(runs.len());
         runs.drain(..runs.len() - keep);
     }
     print(&if json {
-        to_json(&serde_json::json!({ "db": db, "runs": runs }))?
+        to_json(&serde_json::json!({ "db": Location::from(db).to_string(), "runs": runs }))?
     } else {
         render_list(&runs)
     })
@@ -70,9 +79,10 @@ pub fn diff(db: &Path, req: &DiffRequest, json: bool) -> Result<(), Orchestratio
                 [.., a, b] => (a.id, b.id),
                 _ => {
                     return Err(OrchestrationError::NotTwoRuns {
-                        db: db.to_path_buf(),
+                        // as displayed: without a password the URL holds
+                        db: Location::from(db).to_string().into(),
                         runs: runs.len(),
-                    })
+                    });
                 }
             }
         }
@@ -104,7 +114,7 @@ pub fn add(db: &Path, files: &[PathBuf]) -> Result<(), OrchestrationError> {
     }
     let meta = takt_records::RunMeta::from_documents(&docs)?;
     let id = takt_records::record(db, &meta, &docs)?;
-    print(&format!("stored run {id} in {}\n", db.display()))
+    print(&format!("stored run {id} in {}\n", Location::from(db)))
 }
 
 /// `--record` of a measuring command: stores `doc` (a result document) as
@@ -159,6 +169,7 @@ pub fn render_list(runs: &[RunSummary]) -> String {
         .number("id")
         .text("started")
         .text("status")
+        .text("host")
         .text("suites")
         .number("rows")
         .text("commit")
@@ -171,6 +182,7 @@ pub fn render_list(runs: &[RunSummary]) -> String {
             r.id.to_string(),
             r.meta.started.clone(),
             r.status.to_string(),
+            host_of(&r.meta.machine),
             r.suites.join(","),
             r.rows.to_string(),
             r.meta.commit.clone(),
@@ -187,9 +199,23 @@ pub fn render_list(runs: &[RunSummary]) -> String {
     t.render()
 }
 
+/// The host a run was measured on, empty where its document did not say.
+fn host_of(m: &Map<String, Value>) -> String {
+    m.get("host")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
 fn machine_text(m: &Map<String, Value>) -> String {
-    let get = |k: &str| m.get(k).map(fmt_value);
+    let get = |k: &str| m.get(k).map(fmt_value).filter(|v| !v.is_empty());
     let mut parts = Vec::new();
+    if let Some(host) = get("host") {
+        match get("machine_id") {
+            Some(id) => parts.push(format!("{host} ({id})")),
+            None => parts.push(host),
+        }
+    }
     if let Some(cpu) = get("cpu") {
         parts.push(cpu);
     }
@@ -352,8 +378,31 @@ fn convert_better(b: Better) -> DocBetter {
     }
 }
 
-/// B beside A: the runs, the cautions, a table per (suite · name, unit)
-/// and the counts.
+/// The two runs' machine descriptions as one table, a row per field
+/// either has (the fields that differ marked).
+fn machines_side_by_side(a: &Map<String, Value>, b: &Map<String, Value>) -> String {
+    let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    // the identity first, then the description, then the rest
+    const FIRST: [&str; 6] = ["host", "machine_id", "cpu", "cpus", "kernel", "virtualized"];
+    keys.sort_by_key(|k| FIRST.iter().position(|f| f == k).unwrap_or(FIRST.len()));
+    let mut t = Table::titled("machines (the runs are from different machines)")
+        .text("")
+        .text("A")
+        .text("B")
+        .text("");
+    let cell = |m: &Map<String, Value>, k: &str| m.get(k).map(fmt_value).unwrap_or_default();
+    for k in keys {
+        let (va, vb) = (cell(a, k), cell(b, k));
+        let mark = if va == vb { "" } else { "differs" };
+        t.push(vec![k.clone(), va, vb, mark.to_string()]);
+    }
+    t.render()
+}
+
+/// B beside A: the runs, the cautions, the machines side by side when
+/// they differ, a table per (suite · name, unit) and the counts.
 pub fn render_diff(d: &Diff) -> String {
     let mut out = format!(
         "A: run {} · {} · commit {} · {} · {}\nB: run {} · {} · commit {} · {} · {}\n",
@@ -370,6 +419,10 @@ pub fn render_diff(d: &Diff) -> String {
     );
     for c in &d.cautions {
         out.push_str(&format!("caution: {c}\n"));
+    }
+    if d.different_machines {
+        out.push('\n');
+        out.push_str(&machines_side_by_side(&d.a.meta.machine, &d.b.meta.machine));
     }
     out.push('\n');
     let keys: Vec<ResultRow> = d.rows.iter().map(diff_key).collect();

@@ -208,6 +208,11 @@ pub struct Diff {
     /// [`STEAL_CAUTION_PCT`] of its CPU time to the hypervisor, a run that
     /// did not complete.
     pub cautions: Vec<String>,
+    /// Whether the runs were measured on different machines (by machine
+    /// ID where both runs have one, else by CPU, CPU count, kernel,
+    /// virtualization and host): their machine descriptions are then
+    /// worth reading side by side.
+    pub different_machines: bool,
     /// Verdict counts.
     pub counts: Counts,
     /// A's rows in order with their partners, then B's rows that have none.
@@ -291,15 +296,48 @@ pub fn compare(a: &Run, b: &Run, min_change_pct: f64) -> Diff {
         method: METHOD,
         min_change_pct,
         cautions: cautions(&a.summary, &b.summary),
+        different_machines: different_machines(&a.summary, &b.summary),
         counts,
         rows,
     }
 }
 
+/// The machine-block fields that describe the machine (the rest, such as
+/// `others_pct`, describe the run's conditions).
+const MACHINE_FIELDS: [&str; 5] = ["host", "cpu", "cpus", "kernel", "virtualized"];
+
+fn different_machines(a: &RunSummary, b: &RunSummary) -> bool {
+    let (ma, mb) = (&a.meta.machine, &b.meta.machine);
+    let id = |m: &Map<String, Value>| {
+        m.get("machine_id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    match (id(ma), id(mb)) {
+        (Some(x), Some(y)) => x != y,
+        _ => MACHINE_FIELDS.iter().any(|k| ma.get(*k) != mb.get(*k)),
+    }
+}
+
 fn cautions(a: &RunSummary, b: &RunSummary) -> Vec<String> {
     let mut out = Vec::new();
-    if a.meta.machine != b.meta.machine {
-        out.push("the runs are from different machines".to_string());
+    if different_machines(a, b) {
+        let name = |r: &RunSummary| {
+            r.meta
+                .machine
+                .get("host")
+                .and_then(Value::as_str)
+                .filter(|h| !h.is_empty())
+                .map_or(String::new(), |h| format!(" ({h})"))
+        };
+        out.push(format!(
+            "the runs are from different machines: A{}, B{}",
+            name(a),
+            name(b)
+        ));
+    } else if a.meta.machine.get("kernel") != b.meta.machine.get("kernel") {
+        out.push("the machine's kernel changed between the runs".to_string());
     }
     if a.meta.profile != b.meta.profile {
         out.push(format!(

@@ -1,5 +1,6 @@
-//! takt's run records: an embedded SQLite store of result documents, and
-//! the comparison of two stored runs.
+//! takt's run records: result documents kept in an embedded SQLite file
+//! (the default) or in a PostgreSQL database that several machines share,
+//! and the comparison of two stored runs.
 //!
 //! A **run** is one invocation of a measuring command (or of the report):
 //! the git commit, compiler and build profile, the machine description,
@@ -13,8 +14,10 @@
 //! ([`validate_document`]), so the store does not depend on the suites'
 //! Rust types and keeps working as they grow fields.
 //!
-//! - [`Store`] opens (and migrates, see [`SCHEMA_VERSION`]) a database and
-//!   writes runs transactionally; see its guarantees.
+//! - [`Store`] opens (and migrates, see [`SCHEMA_VERSION`]) a store at a
+//!   [`Location`] — a file path, or a `postgres://` URL — and writes runs
+//!   transactionally; see its guarantees. Both backends have the same
+//!   tables and the same API.
 //! - [`record`] is the one call a measuring command needs.
 //! - [`compare()`] puts two runs side by side and flags regressions and
 //!   improvements only beyond both runs' noise; the [`compare`](mod@compare)
@@ -54,27 +57,39 @@
 pub mod compare;
 mod document;
 mod error;
+mod location;
 mod owner;
+mod postgres;
 mod row;
 mod run;
-mod schema;
+mod sqlite;
 mod store;
+mod stored;
 
-use std::path::Path;
+use std::time::Duration;
 
 use serde_json::Value;
 
 pub use compare::{compare, Counts, Diff, RowDiff, Side, Verdict};
 pub use document::{validate_document, Document};
 pub use error::{Error, Result};
+pub use location::{Location, ENV_VAR};
 pub use row::{Better, Bound, BoundKind, Row};
 pub use run::{Run, RunMeta, RunStatus, RunSummary};
-pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
-pub use store::{Store, BUSY_TIMEOUT, DEFAULT_PATH};
+pub use sqlite::schema::APPLICATION_ID;
+pub use store::{Store, DEFAULT_PATH};
 pub use takt_measure::stats::mann_whitney_p;
 
-/// Stores a finished run of `documents` in the database at `db` (created
-/// if absent) in one transaction, and returns its ID.
-pub fn record(db: impl AsRef<Path>, meta: &RunMeta, documents: &[Value]) -> Result<i64> {
+/// The schema version this build writes (SQLite's `PRAGMA user_version`,
+/// PostgreSQL's `takt_schema` table).
+pub const SCHEMA_VERSION: i64 = 3;
+
+/// How long a SQLite writer waits for another process's write to finish.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Stores a finished run of `documents` in the store at `db` (a path or a
+/// `postgres://` URL; created if absent) in one transaction, and returns
+/// its ID.
+pub fn record(db: impl Into<Location>, meta: &RunMeta, documents: &[Value]) -> Result<i64> {
     Store::open(db)?.record(meta, documents)
 }

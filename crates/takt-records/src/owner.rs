@@ -1,10 +1,14 @@
 //! The process that writes a run, identified so that a later reader can
 //! tell a run still being written from one whose process died.
 //!
-//! A process is (boot, pid, start time): the kernel's boot ID from
+//! A process is (machine, boot, pid, start time): the machine's identity
+//! and host name (`takt_measure::env`), the kernel's boot ID from
 //! `/proc/sys/kernel/random/boot_id`, and the process's start time in
 //! clock ticks since boot (`/proc/PID/stat`, field 22). A pid reused after
 //! the writer died has another start time; a reboot changes the boot ID.
+//! A process of another machine cannot be looked at from here: a store
+//! shared between machines (PostgreSQL) answers for it instead, by the
+//! writer's session lock.
 
 use std::fs;
 
@@ -14,6 +18,23 @@ pub(crate) struct Owner {
     pub(crate) boot: String,
     pub(crate) pid: i64,
     pub(crate) start: i64,
+    /// Host name of the writer's machine (empty in runs written before
+    /// schema version 3).
+    pub(crate) host: String,
+    /// `takt_measure::env::machine_id_hash` of the writer's machine
+    /// (empty where unknown).
+    pub(crate) machine: String,
+}
+
+/// What can be said about a run's writer from this process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Liveness {
+    /// It is running.
+    Alive,
+    /// It is gone.
+    Gone,
+    /// It runs on another machine, which this one cannot look at.
+    Elsewhere,
 }
 
 impl Owner {
@@ -26,10 +47,24 @@ impl Owner {
             boot: boot_id(),
             pid,
             start: start_ticks(pid).unwrap_or(-1),
+            host: takt_measure::env::host_name(),
+            machine: takt_measure::env::machine_id_hash(),
         }
     }
 
-    /// Whether this process is still running.
+    /// Whether this process is on `me`'s machine and still running.
+    pub(crate) fn liveness(&self, me: &Owner) -> Liveness {
+        if !self.machine.is_empty() && self.machine != me.machine {
+            return Liveness::Elsewhere;
+        }
+        if self.is_alive() {
+            Liveness::Alive
+        } else {
+            Liveness::Gone
+        }
+    }
+
+    /// Whether this process (of this machine) is still running.
     pub(crate) fn is_alive(&self) -> bool {
         !self.boot.is_empty()
             && self.boot == boot_id()
@@ -69,8 +104,15 @@ mod tests {
         assert!(!reused_pid.is_alive());
         let other_boot = Owner {
             boot: "00000000-0000-0000-0000-000000000000".into(),
-            ..me
+            ..me.clone()
         };
         assert!(!other_boot.is_alive());
+        assert_eq!(me.liveness(&me), Liveness::Alive);
+        assert_eq!(other_boot.liveness(&me), Liveness::Gone);
+        let other_machine = Owner {
+            machine: "0123456789abcdef".into(),
+            ..other_boot
+        };
+        assert_eq!(other_machine.liveness(&me), Liveness::Elsewhere);
     }
 }

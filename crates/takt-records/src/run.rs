@@ -106,6 +106,14 @@ impl RunMeta {
 pub enum RunStatus {
     /// Its process is still writing it.
     Running,
+    /// A process on another machine (`host`) is writing it: from here a
+    /// shared store can tell that the writer is still connected, and a
+    /// SQLite file cannot tell more than that it has not finished.
+    #[serde(rename = "running_on")]
+    RunningOn {
+        /// The writer's host name.
+        host: String,
+    },
     /// Finished with everything it set out to measure.
     Complete,
     /// Finished early (e.g. Ctrl-C); `missing` says what was not measured.
@@ -122,6 +130,7 @@ impl std::fmt::Display for RunStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             RunStatus::Running => f.write_str("running"),
+            RunStatus::RunningOn { host } => write!(f, "running on {host}"),
             RunStatus::Complete => f.write_str("complete"),
             RunStatus::Interrupted { missing } if missing.is_empty() => f.write_str("interrupted"),
             RunStatus::Interrupted { missing } => {

@@ -34,9 +34,9 @@ pub struct ReportCmd {
     /// sections show the latest such document in the records.
     #[arg(long = "with", value_name = "FILE")]
     with: Vec<PathBuf>,
-    /// The records database: a measured report is stored in it, `--run`
+    /// The records store (a SQLite file or a postgres:// URL): a measured report is stored in it, `--run`
     /// reads from it.
-    #[arg(long, value_name = "PATH", default_value = takt_records::DEFAULT_PATH)]
+    #[arg(long, value_name = "PATH|URL", env = takt_records::ENV_VAR, default_value = takt_records::DEFAULT_PATH)]
     db: PathBuf,
 }
 

@@ -26,8 +26,10 @@ pub enum RunsCmd {
 /// The database and the output form, shared by the subcommands.
 #[derive(Args, Debug, Clone)]
 pub struct RecordsArgs {
-    /// The records database.
-    #[arg(long, value_name = "PATH", default_value = takt_records::DEFAULT_PATH)]
+    /// The records store: a SQLite file, or a PostgreSQL database that
+    /// several machines share (postgres://USER@HOST:PORT/DB?sslmode=require;
+    /// the password from PGPASSWORD or ~/.pgpass).
+    #[arg(long, value_name = "PATH|URL", env = takt_records::ENV_VAR, default_value = takt_records::DEFAULT_PATH)]
     pub db: PathBuf,
     /// Print exactly one JSON document on stdout instead of tables.
     #[arg(long)]
@@ -40,9 +42,11 @@ pub struct RecordArgs {
     /// Also store the run in the records database (see `takt runs`).
     #[arg(long)]
     pub record: bool,
-    /// The records database `--record` writes to (created if absent).
-    #[arg(long, value_name = "PATH", default_value = takt_records::DEFAULT_PATH, requires = "record")]
-    pub db: PathBuf,
+    /// The records store `--record` writes to (created if absent): a
+    /// SQLite file or a postgres:// URL (see `takt runs list --help`);
+    /// default: $TAKT_DB, else takt-results.db.
+    #[arg(long, value_name = "PATH|URL", requires = "record")]
+    pub db: Option<PathBuf>,
 }
 
 impl RecordArgs {
@@ -52,8 +56,22 @@ impl RecordArgs {
         if !self.record {
             return Ok(());
         }
-        let id = takt_lab::runs::record(&self.db, doc)?;
-        eprintln!("takt: stored run {id} in {}", self.db.display());
+        // Not clap's `env`: a set TAKT_DB would count as a given --db,
+        // which requires --record.
+        let db = self
+            .db
+            .clone()
+            .or_else(|| {
+                std::env::var_os(takt_records::ENV_VAR)
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from)
+            })
+            .unwrap_or_else(|| takt_records::DEFAULT_PATH.into());
+        let id = takt_lab::runs::record(&db, doc)?;
+        eprintln!(
+            "takt: stored run {id} in {}",
+            takt_records::Location::from(&db)
+        );
         Ok(())
     }
 }
@@ -64,6 +82,10 @@ pub struct ListCmd {
     /// Only the newest N runs.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub last: Option<u64>,
+    /// Only the runs measured on this machine (its host name or machine
+    /// ID, as `takt runs show` prints them).
+    #[arg(long, value_name = "HOST|ID")]
+    pub machine: Option<String>,
     #[command(flatten)]
     pub records: RecordsArgs,
 }
@@ -104,14 +126,17 @@ pub struct AddCmd {
     /// Result-document files (`-` reads stdin).
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// The records database (created if absent).
-    #[arg(long, value_name = "PATH", default_value = takt_records::DEFAULT_PATH)]
+    /// The records store (created if absent): a SQLite file or a
+    /// postgres:// URL.
+    #[arg(long, value_name = "PATH|URL", env = takt_records::ENV_VAR, default_value = takt_records::DEFAULT_PATH)]
     pub db: PathBuf,
 }
 
 pub fn run(cmd: RunsCmd) -> Result<(), OrchestrationError> {
     match cmd {
-        RunsCmd::List(c) => takt_lab::runs::list(&c.records.db, c.last, c.records.json),
+        RunsCmd::List(c) => {
+            takt_lab::runs::list(&c.records.db, c.last, c.machine.as_deref(), c.records.json)
+        }
         RunsCmd::Show(c) => takt_lab::runs::show(&c.records.db, c.id, c.records.json),
         RunsCmd::Diff(c) => {
             let req = DiffRequest {

@@ -106,8 +106,8 @@ pub struct SweepArgs {
     out: PathBuf,
     #[command(flatten)]
     server: ServerArgs,
-    /// The run records (SQLite); the sweep always records its run.
-    #[arg(long, value_name = "PATH", default_value = takt_records::DEFAULT_PATH)]
+    /// The run records (a SQLite file or a postgres:// URL); the sweep always records its run.
+    #[arg(long, value_name = "PATH|URL", env = takt_records::ENV_VAR, default_value = takt_records::DEFAULT_PATH)]
     db: PathBuf,
 }
 
@@ -150,7 +150,7 @@ pub fn run(a: SweepArgs) -> Result<(), CmdError> {
         written.join(", "),
         out.plots,
         a.out.display(),
-        a.db.display()
+        takt_records::Location::from(&a.db)
     );
     Ok(())
 }

@@ -70,8 +70,8 @@ pub struct TuneArgs {
     /// Directory for the JSON document and the plots.
     #[arg(long, value_name = "DIR", default_value = "takt-tune")]
     out: PathBuf,
-    /// The run records (SQLite).
-    #[arg(long, value_name = "PATH", default_value = takt_records::DEFAULT_PATH)]
+    /// The run records (a SQLite file or a postgres:// URL).
+    #[arg(long, value_name = "PATH|URL", env = takt_records::ENV_VAR, default_value = takt_records::DEFAULT_PATH)]
     db: PathBuf,
 }
 
@@ -105,7 +105,7 @@ pub fn run(a: TuneArgs) -> Result<(), CmdError> {
         "wrote {} and {} plot(s); recorded as run {id} in {}",
         written.join(", "),
         out.plots,
-        a.db.display()
+        takt_records::Location::from(&a.db)
     );
     Ok(())
 }

@@ -237,3 +237,111 @@ fn a_measuring_command_records_its_run_once_even_when_repeated() {
         "{show}"
     );
 }
+
+#[path = "../../takt-records/tests/common/pg.rs"]
+mod pg;
+
+/// `takt` with the password of the fixture's server in the environment
+/// (never in the URL or the command line) and `env` set.
+fn takt_pg(args: &[&str], env: &[(&str, &str)]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_takt"))
+        .args(args)
+        .env("PGPASSWORD", pg::PASSWORD)
+        .env_remove("TAKT_DB")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap()
+}
+
+/// A PostgreSQL store two machines wrote to: `--db URL` and `TAKT_DB`,
+/// `runs list --machine`, a diff across machines that says so with the
+/// machines side by side and the same verdicts as on SQLite, `report
+/// --run` from it, and a refused password as a clear error.
+#[test]
+fn a_shared_store_holds_the_runs_of_several_machines() {
+    let server = pg::Postgres::start("cli");
+    let url = server.tcp_url_no_password(&server.create_db("lab"));
+    let dir = Dir::new("pg");
+    let mut files = Vec::new();
+    for (commit, centre, host) in [("aaaa111", 12.0, "lab-a"), ("bbbb222", 15.0, "lab-b")] {
+        let mut d = doc(commit, centre);
+        d["machine"]["host"] = json!(host);
+        d["machine"]["machine_id"] = json!(format!("{:0>16}", host.replace('-', "")));
+        let f = dir.file(&format!("{host}.json"));
+        std::fs::write(&f, d.to_string()).unwrap();
+        files.push(f);
+    }
+    let added = stdout(&takt_pg(&["runs", "add", "--db", &url, &files[0]], &[]));
+    assert_eq!(added, format!("stored run 1 in {url}\n"));
+    stdout(&takt_pg(&["runs", "add", &files[1]], &[("TAKT_DB", &url)]));
+
+    let env = [("TAKT_DB", url.as_str())];
+    let list = stdout(&takt_pg(&["runs", "list", "--machine", "lab-a"], &env));
+    assert!(
+        list.contains("aaaa111") && !list.contains("bbbb222"),
+        "{list}"
+    );
+    assert!(list.contains("lab-a"), "the host column: {list}");
+    let v: Value = serde_json::from_str(&stdout(&takt_pg(
+        &["runs", "list", "--json", "--machine", "lab-b"],
+        &env,
+    )))
+    .unwrap();
+    assert_eq!(v["runs"].as_array().unwrap().len(), 1);
+    assert_eq!(v["db"], url.as_str());
+
+    let diff = stdout(&takt_pg(&["runs", "diff", "1", "2"], &env));
+    assert!(
+        diff.contains("caution: the runs are from different machines: A (lab-a), B (lab-b)"),
+        "{diff}"
+    );
+    let side = diff
+        .lines()
+        .find(|l| l.trim_start().starts_with("host"))
+        .expect("the machines side by side");
+    let cells: Vec<&str> = side.split_whitespace().collect();
+    assert_eq!(cells, ["host", "lab-a", "lab-b", "differs"], "{diff}");
+    assert!(diff.contains("REGRESSION"), "{diff}");
+    // the same verdicts as the same runs in a SQLite file
+    let lite = dir.file("lite.db");
+    for f in &files {
+        stdout(&takt_pg(&["runs", "add", "--db", &lite, f], &[]));
+    }
+    let json = |db: &str| -> Value {
+        let mut v: Value = serde_json::from_str(&stdout(&takt_pg(
+            &["runs", "diff", "1", "2", "--json", "--db", db],
+            &[],
+        )))
+        .unwrap();
+        v.as_object_mut().unwrap().remove("a");
+        v.as_object_mut().unwrap().remove("b");
+        v
+    };
+    assert_eq!(json(&url), json(&lite));
+
+    // report --run renders a run of the shared store
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../takt-report/tests/fixtures/sme.json");
+    stdout(&takt_pg(&["runs", "add", fixtures.to_str().unwrap()], &env));
+    let out = dir.file("report");
+    stdout(&takt_pg(&["report", "--run", "3", "--out", &out], &env));
+    let html = std::fs::read_to_string(format!("{out}/index.html")).unwrap();
+    assert!(
+        html.contains("<dt>stored run</dt><dd>3 ("),
+        "stored run line"
+    );
+
+    // a refused password: a clear error, nothing shown of it
+    let o = takt_pg(
+        &["runs", "list"],
+        &[("TAKT_DB", &url), ("PGPASSWORD", "not-it")],
+    );
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("cannot connect to the records store")
+            && err.contains("password authentication failed"),
+        "{err}"
+    );
+    assert!(!err.contains("not-it"), "{err}");
+}

@@ -97,3 +97,129 @@ pub fn big_document(suite: &str, rows: usize, samples: usize) -> Value {
         .collect();
     document(suite, rows)
 }
+
+/// Two runs whose diff has every verdict: A, then B.
+pub fn diff_runs() -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
+    let p = |t: u32| json!({"threads": t});
+    // Crafted: the intervals say "disjoint", the samples interleave.
+    let mut crafted_a = row(
+        "crafted",
+        "takt",
+        p(1),
+        "lower",
+        &[10.0, 10.2, 10.4, 10.6, 10.8],
+    );
+    crafted_a["ci95"] = json!([10.3, 10.5]);
+    let mut crafted_b = row(
+        "crafted",
+        "takt",
+        p(1),
+        "lower",
+        &[10.1, 10.3, 10.5, 10.7, 10.9],
+    );
+    crafted_b["ci95"] = json!([10.55, 10.6]);
+    let mut bare_a = row("bare", "takt", p(1), "lower", &[5.0, 5.1, 5.0, 5.1, 5.05]);
+    bare_a.as_object_mut().unwrap().remove("samples");
+    let mut bare_b = row("bare", "takt", p(1), "lower", &[6.0, 6.1, 6.0, 6.1, 6.05]);
+    bare_b.as_object_mut().unwrap().remove("samples");
+    let mut single_a = row("single", "takt", p(1), "lower", &[7.0, 7.0]);
+    single_a["runs"] = json!(1);
+    let single_b = row("single", "takt", p(1), "lower", &[9.0, 9.1, 9.2]);
+    let a = vec![document(
+        "agents",
+        vec![
+            row(
+                "steady",
+                "takt",
+                p(1),
+                "lower",
+                &[12.1, 12.5, 12.3, 12.8, 12.2],
+            ),
+            row(
+                "slower",
+                "takt",
+                p(1),
+                "lower",
+                &[10.0, 10.1, 9.9, 10.05, 9.95],
+            ),
+            row(
+                "slower",
+                "takt",
+                p(2),
+                "lower",
+                &[20.0, 20.1, 19.9, 20.05, 19.95],
+            ),
+            row(
+                "throughput",
+                "takt",
+                p(1),
+                "higher",
+                &[100.0, 101.0, 99.0, 100.5, 99.5],
+            ),
+            crafted_a,
+            bare_a,
+            single_a,
+            row("retired", "takt", p(1), "lower", &[1.0, 1.1, 1.2, 1.0, 1.1]),
+            row(
+                "slight",
+                "takt",
+                p(1),
+                "lower",
+                &[50.0, 50.1, 49.9, 50.05, 49.95],
+            ),
+        ],
+    )];
+    let b = vec![document(
+        "agents",
+        vec![
+            row(
+                "steady",
+                "takt",
+                p(1),
+                "lower",
+                &[12.4, 12.0, 12.6, 12.3, 12.7],
+            ),
+            row(
+                "slower",
+                "takt",
+                p(1),
+                "lower",
+                &[12.0, 12.1, 11.9, 12.05, 11.95],
+            ),
+            row(
+                "slower",
+                "takt",
+                p(2),
+                "lower",
+                &[20.1, 19.9, 20.0, 20.05, 19.95],
+            ),
+            row(
+                "throughput",
+                "takt",
+                p(1),
+                "higher",
+                &[120.0, 121.0, 119.0, 120.5, 119.5],
+            ),
+            crafted_b,
+            bare_b,
+            single_b,
+            row(
+                "slight",
+                "takt",
+                p(1),
+                "lower",
+                &[51.0, 51.1, 50.9, 51.05, 50.95],
+            ),
+            row(
+                "newcomer",
+                "takt",
+                p(1),
+                "lower",
+                &[1.0, 1.1, 1.2, 1.0, 1.1],
+            ),
+        ],
+    )];
+    (a, b)
+}
+
+pub mod pg;

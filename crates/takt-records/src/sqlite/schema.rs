@@ -1,4 +1,4 @@
-//! The database schema and its step-by-step migration.
+//! The SQLite schema and its step-by-step migration.
 //!
 //! The schema's version is `PRAGMA user_version`; `PRAGMA application_id`
 //! marks the file as takt's records ([`APPLICATION_ID`]). Opening a
@@ -9,11 +9,12 @@
 //! always at exactly one version and a failed step leaves it at the one
 //! before. A version above the newest step is refused, never downgraded.
 //!
-//! Version 2 (the current schema):
+//! Version 3 (the current schema; PostgreSQL's has the same tables and
+//! columns):
 //!
 //! | table | one row per | columns |
 //! |---|---|---|
-//! | `runs` | run | `id`, `status` (`running`/`complete`/`interrupted`), `missing` (JSON array), `started`, `ended`, `command`, `commit_id`, `rustc`, `profile`, `takt`, `machine` (JSON), `steal_pct`, `load1/5/15`, `owner_boot`/`owner_pid`/`owner_start` (the writing process) |
+//! | `runs` | run | `id`, `status` (`running`/`complete`/`interrupted`), `missing` (JSON array), `started`, `ended`, `command`, `commit_id`, `rustc`, `profile`, `takt`, `machine` (JSON), `steal_pct`, `load1/5/15`, `owner_boot`/`owner_pid`/`owner_start`/`owner_host`/`owner_machine` (the writing process and its machine), `host`, `machine_id` (the machine measured on, from `machine`) |
 //! | `documents` | result document | `id`, `run_id`, `seq`, `suite`, `started`, `takt`, `body` (the document verbatim) |
 //! | `results` | row of a document | `id`, `document_id`, `seq`, `suite`, `name`, `impl`, `params` (canonical JSON), `unit`, `better`, `median`, `min`, `max`, `mean` (all four `NULL` for a bound or a row without a value), `stddev`, `ci_lo`, `ci_hi`, `runs`, `cpu_s`, `published`, `note`, `detail` (JSON), `bound_kind` (`upper`/`lower`), `bound_value`, `bound_limit` (all three set for a bound, else `NULL`) |
 //! | `samples` | raw sample | `result_id`, `seq`, `value` |
@@ -21,11 +22,14 @@
 //! Version 1 had `median`, `min`, `max` and `mean` `NOT NULL` and no
 //! bound columns; step 2 rebuilds `results` (and `samples`, whose foreign
 //! key names it) with the same ids and rows, so a version-1 database reads
-//! as before.
+//! as before. Step 3 adds the machine identity (the measured machine's,
+//! filled from each run's `machine` block, and the writer's, empty for
+//! runs written before it).
 
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 use crate::error::{Error, Result};
+use crate::location::Location;
 
 /// `PRAGMA application_id` of a takt records database: `"takt"` in ASCII.
 pub const APPLICATION_ID: i32 = 0x7461_6b74;
@@ -40,10 +44,13 @@ pub(crate) struct Step {
 }
 
 /// Every step, in order; the last one's `to` is the current version.
-pub(crate) const STEPS: &[Step] = &[Step { to: 1, apply: v1 }, Step { to: 2, apply: v2 }];
+pub(crate) const STEPS: &[Step] = &[
+    Step { to: 1, apply: v1 },
+    Step { to: 2, apply: v2 },
+    Step { to: 3, apply: v3 },
+];
 
-/// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 2;
+pub(crate) use crate::SCHEMA_VERSION;
 
 const _: () = assert!(STEPS[STEPS.len() - 1].to == SCHEMA_VERSION);
 
@@ -173,6 +180,26 @@ fn v2(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     )
 }
 
+/// Version 3: the machine a run was measured on (`host`, `machine_id`,
+/// from its machine block where it has them) and the machine of the
+/// process writing it (`owner_host`, `owner_machine`), so that a store
+/// several machines write to can be filtered by machine and a run another
+/// machine is writing is not taken for an abandoned one.
+fn v3(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "ALTER TABLE runs ADD COLUMN host TEXT NOT NULL DEFAULT '';
+         ALTER TABLE runs ADD COLUMN machine_id TEXT NOT NULL DEFAULT '';
+         ALTER TABLE runs ADD COLUMN owner_host TEXT NOT NULL DEFAULT '';
+         ALTER TABLE runs ADD COLUMN owner_machine TEXT NOT NULL DEFAULT '';
+         UPDATE runs SET
+             host = coalesce(json_extract(machine, '$.host'), ''),
+             machine_id = coalesce(json_extract(machine, '$.machine_id'), '')
+         WHERE json_valid(machine);
+         CREATE INDEX runs_host ON runs (host);
+         CREATE INDEX runs_machine_id ON runs (machine_id);",
+    )
+}
+
 /// The database's schema version.
 pub(crate) fn version(conn: &Connection) -> rusqlite::Result<i64> {
     conn.query_row("PRAGMA user_version", [], |r| r.get(0))
@@ -189,7 +216,7 @@ pub(crate) fn migrate(
     let newest = steps.last().map_or(0, |s| s.to);
     if found > newest {
         return Err(Error::SchemaTooNew {
-            path: path.to_path_buf(),
+            store: Location::Sqlite(path.to_path_buf()),
             found,
             supported: newest,
         });
@@ -208,7 +235,7 @@ pub(crate) fn migrate(
         };
         run(conn).map_err(|source| Error::Migration {
             to: step.to,
-            source,
+            source: Box::new(source),
         })?;
     }
     Ok(found)
@@ -218,6 +245,7 @@ pub(crate) fn migrate(
 mod tests {
     use super::*;
     use crate::store::Store;
+    use crate::SCHEMA_VERSION;
 
     fn temp_db(tag: &str) -> (PathGuard, std::path::PathBuf) {
         let dir = std::env::temp_dir().join(format!(
@@ -257,7 +285,7 @@ mod tests {
         tx.commit().unwrap();
     }
 
-    fn v2_adds_a_label(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    fn next_step_adds_a_label(tx: &Transaction<'_>) -> rusqlite::Result<()> {
         tx.execute_batch(
             "ALTER TABLE runs ADD COLUMN label TEXT NOT NULL DEFAULT '';
              UPDATE runs SET label = 'from v1';",
@@ -272,27 +300,26 @@ mod tests {
     fn an_older_schema_is_migrated_step_by_step_and_keeps_its_runs() {
         let (_dir, db) = temp_db("older");
         hand_made_v1(&db);
-        let steps = [
-            STEPS[0],
-            Step {
-                to: 2,
-                apply: v2_adds_a_label,
-            },
-        ];
-        let store = Store::open_with(&db, false, &steps).unwrap();
+        let next = SCHEMA_VERSION + 1;
+        let mut steps = STEPS.to_vec();
+        steps.push(Step {
+            to: next,
+            apply: next_step_adds_a_label,
+        });
+        let store = Store::open_sqlite_with(&db, false, &steps).unwrap();
         let runs = store.list().unwrap();
         assert_eq!(runs.len(), 1);
         assert_eq!(runs[0].meta.command, "takt bench sme");
         drop(store);
         let conn = Connection::open(&db).unwrap();
-        assert_eq!(version(&conn).unwrap(), 2);
+        assert_eq!(version(&conn).unwrap(), next);
         let label: String = conn
             .query_row("SELECT label FROM runs WHERE id = 1", [], |r| r.get(0))
             .unwrap();
         assert_eq!(label, "from v1");
         // Opening again with the same steps changes nothing.
         drop(conn);
-        Store::open_with(&db, false, &steps).unwrap();
+        Store::open_sqlite_with(&db, false, &steps).unwrap();
     }
 
     /// A version-1 database with a document, a row and its samples opens
@@ -365,6 +392,56 @@ mod tests {
         assert_eq!(left, 0);
     }
 
+    /// Step 3 takes each run's machine from its machine block; a run
+    /// whose block has none (written before it was recorded) is of no
+    /// known machine, and reads as before.
+    #[test]
+    fn version_3_fills_the_machine_identity_from_the_machine_block() {
+        let (_dir, db) = temp_db("v3ident");
+        hand_made_v1(&db);
+        Connection::open(&db)
+            .unwrap()
+            .execute_batch(
+                "INSERT INTO runs (id, status, started, command, commit_id, rustc, profile, takt,
+                                   machine, owner_boot, owner_pid, owner_start)
+                 VALUES (2, 'running', '2026-11-02T00:00:00Z', 'takt report', 'abc1234',
+                         'rustc 1.88.0', 'release', '0.1.0',
+                         '{\"cpus\":2,\"host\":\"lab-2\",\"machine_id\":\"00112233aabbccdd\"}',
+                         'no-such-boot', 1, 1);",
+            )
+            .unwrap();
+        let store = Store::open_existing(&db).unwrap();
+        let on_lab2 = store.list_on(Some("lab-2")).unwrap();
+        assert_eq!(on_lab2.iter().map(|r| r.id).collect::<Vec<_>>(), [2]);
+        assert_eq!(store.list_on(Some("00112233aabbccdd")).unwrap().len(), 1);
+        assert_eq!(store.list().unwrap().len(), 2);
+        // its writer was of this machine's kind (no machine recorded) and
+        // is gone: abandoned, as before the migration
+        assert_eq!(on_lab2[0].status, crate::RunStatus::Abandoned);
+        drop(store);
+        let conn = Connection::open(&db).unwrap();
+        // written by a process of another machine: this file cannot look at
+        // it, so it reads as running there
+        conn.execute(
+            "UPDATE runs SET owner_host = 'lab-2', owner_machine = '00112233aabbccdd'
+             WHERE id = 2",
+            [],
+        )
+        .unwrap();
+        let store = Store::open_existing(&db).unwrap();
+        assert_eq!(
+            store.run(2).unwrap().summary.status.to_string(),
+            "running on lab-2"
+        );
+        drop(store);
+        let (host, id): (String, String) = conn
+            .query_row("SELECT host, machine_id FROM runs WHERE id = 1", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!((host.as_str(), id.as_str()), ("", ""));
+    }
+
     #[test]
     fn a_fresh_database_runs_every_step() {
         let (_dir, db) = temp_db("fresh");
@@ -392,7 +469,7 @@ mod tests {
                 apply: v2_fails_halfway,
             },
         ];
-        let e = Store::open_with(&db, false, &steps).unwrap_err();
+        let e = Store::open_sqlite_with(&db, false, &steps).unwrap_err();
         assert!(matches!(e, Error::Migration { to: 2, .. }), "{e:?}");
         assert!(e.to_string().contains("left at 1"), "{e}");
         let conn = Connection::open(&db).unwrap();
