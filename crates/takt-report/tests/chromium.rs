@@ -458,7 +458,11 @@ fn the_report_fits_a_1280_pixel_window() {
     let expected: Vec<&str> = Stage::ALL
         .iter()
         .map(|s| s.name())
-        .chain(["beyond"])
+        .chain([
+            "beyond",
+            takt_report::render::ANSWER,
+            takt_report::render::CHANGES,
+        ])
         .collect();
     for id in expected {
         let s = sections

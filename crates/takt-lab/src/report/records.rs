@@ -139,7 +139,10 @@ pub fn store_measured(
         takt_records::RunMeta::from_documents(&docs).map_err(OrchestrationError::StoreReport)?;
     meta.command = input.meta.command.clone();
     let id = takt_records::record(db, &meta, &docs).map_err(OrchestrationError::StoreReport)?;
-    progress.println(&format!("takt report: stored run {id} in {}", db.display()));
+    progress.println(&format!(
+        "takt report: stored run {id} in {}",
+        takt_records::Location::parse(db)
+    ));
     Ok(Some(id))
 }
 
@@ -238,9 +241,6 @@ pub fn changes_since(db: &Path, id: i64) -> Changes {
     Changes::Compared(Box::new(comparison(db, &diff, machine_label(current))))
 }
 
-/// takt-records' caution for runs whose machine blocks differ.
-const DIFFERENT_MACHINES: &str = "the runs are from different machines";
-
 /// A run as the report names it.
 fn run_ref(s: &RunSummary) -> RunRef {
     RunRef {
@@ -267,18 +267,15 @@ fn comparison(db: &Path, d: &Diff, machine: String) -> Comparison {
         machine,
         earlier: run_ref(&d.a),
         current: run_ref(&d.b),
-        command: format!("takt runs diff --db {} {} {}", db.display(), d.a.id, d.b.id),
+        command: format!(
+            "takt runs diff --db {} {} {}",
+            takt_records::Location::parse(db),
+            d.a.id,
+            d.b.id
+        ),
         method: d.method.to_string(),
         min_change_pct: d.min_change_pct,
-        // Both runs name this machine by its id; the records' own check
-        // compares whole machine blocks, per-run fields (`others_pct`)
-        // included, and would call them different.
-        cautions: d
-            .cautions
-            .iter()
-            .filter(|c| c.as_str() != DIFFERENT_MACHINES)
-            .cloned()
-            .collect(),
+        cautions: d.cautions.clone(),
         counts: ChangeCounts {
             improved: c.improvements,
             regressed: c.regressions,
@@ -427,7 +424,10 @@ mod tests {
         assert_eq!(c.machine, format!("lab (machine {here})"));
         assert_eq!(
             c.command,
-            format!("takt runs diff --db {} {first} {latest}", db.display())
+            format!(
+                "takt runs diff --db {} {first} {latest}",
+                takt_records::Location::parse(&db)
+            )
         );
         // sync_cost went from 12 to 15 µs (lower is better): regressed;
         // ping_pong did not move
