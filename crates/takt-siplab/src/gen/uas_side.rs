@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use takt_sip::proxy::Transport;
 use std::collections::BTreeMap;
+use takt_sip::proxy::Transport;
 use takt_sip::ua::{token, Kind, Uas, UasConfig};
 use takt_sip::wire::Message;
 
@@ -206,7 +206,11 @@ impl RunTally {
             return;
         };
         let c = self.runs.entry(run).or_default();
-        let side = if received { &mut c.received } else { &mut c.sent };
+        let side = if received {
+            &mut c.received
+        } else {
+            &mut c.sent
+        };
         *side.entry(Kind::of(&m).name()).or_insert(0) += 1;
     }
 }
