@@ -303,6 +303,35 @@ impl Agent {
     }
 }
 
+/// takt-remote's configuration for a fleet member: the file's (node
+/// name, credentials, TLS, the bridge thread), or the defaults, with the
+/// server at `url`.
+pub fn remote_config(url: &str, file: Option<&std::path::Path>) -> Result<takt_remote::Config> {
+    let mut c = match file {
+        Some(p) => takt_remote::Config::from_file(p)?,
+        None => takt_remote::Config::default(),
+    };
+    c.url = url.to_string();
+    c.cluster = "takt-fleet".into();
+    Ok(c)
+}
+
+/// `takt sip gen --role agent`: joins the fleet, says so on stderr, and
+/// serves until SIGINT, SIGTERM or SIGHUP.
+pub fn run_agent(opts: AgentOptions) -> Result<()> {
+    let url = opts.remote.url.clone();
+    let agent = Agent::start(opts)?;
+    let i = agent.info();
+    eprintln!(
+        "agent {} joined the fleet at {url}: addr={} cpus={} uac={} uas={} uas_port={}",
+        i.name, i.addr, i.cpus, i.uac, i.uas, i.uas_port
+    );
+    let cancel = Cancel::default();
+    cancel.on_signals()?;
+    agent.serve(&cancel);
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

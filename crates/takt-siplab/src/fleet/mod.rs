@@ -24,5 +24,5 @@ pub mod merge;
 pub mod protocol;
 pub mod split;
 
-pub use agent::{Agent, AgentOptions};
+pub use agent::{remote_config, run_agent, Agent, AgentOptions};
 pub use coordinator::{Fleet, FleetLoad, FleetOptions, TrialRecord, TrialSpec};
