@@ -362,6 +362,7 @@ impl CapacitySuite {
                     Transport::Tcp => gen.connections,
                 },
                 route_preload: gen.route_preload,
+                lag_bound: gen.lag_bound,
             };
             return Ok(AnyLoad::Fleet(FleetLoad::new(Arc::clone(f), spec, cancel)));
         }

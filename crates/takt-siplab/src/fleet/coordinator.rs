@@ -100,6 +100,8 @@ pub struct TrialSpec {
     pub ports: usize,
     /// Preload a Route to the proxy.
     pub route_preload: bool,
+    /// An agent is generator-bound when its send lag's p99 exceeds this.
+    pub lag_bound: Duration,
 }
 
 /// One attempt of one trial, as the document's notes report it.
@@ -299,6 +301,7 @@ impl Fleet {
             drain_quiet_ms: spec.drain_quiet.map_or(0, |d| d.as_millis() as u64),
             ports: spec.ports as u32,
             route_preload: spec.route_preload,
+            lag_bound_us: spec.lag_bound.as_micros() as u64,
             start_unix_ns: (start + i128::from(clocks[i].offset_ns)) as u64,
             max_ms: (budget + Duration::from_secs(5)).as_millis() as u64,
         };

@@ -122,6 +122,8 @@ pub struct TrialOrder {
     pub route_preload: bool,
     /// When to start, ns since the Unix epoch on the agent's own clock.
     pub start_unix_ns: u64,
+    /// Generator-bound when the send lag's p99 exceeds this, µs.
+    pub lag_bound_us: u64,
     /// Longest the agent's part may last, ms (a lone UAS that is never
     /// stopped ends then).
     pub max_ms: u64,
@@ -129,7 +131,7 @@ pub struct TrialOrder {
 
 impl Remote for TrialOrder {
     const NAME: &'static str = "takt.fleet.TrialOrder";
-    const VERSION: u32 = 1;
+    const VERSION: u32 = 2;
     type Codec = Postcard;
 }
 
