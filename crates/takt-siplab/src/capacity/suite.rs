@@ -363,6 +363,7 @@ impl CapacitySuite {
                 },
                 route_preload: gen.route_preload,
                 lag_bound: gen.lag_bound,
+                late_after: gen.late_after,
             };
             return Ok(AnyLoad::Fleet(FleetLoad::new(Arc::clone(f), spec, cancel)));
         }

@@ -164,6 +164,7 @@ fn run_order(sh: &Shared, q: &TrialOrder, cancel: &Cancel) -> Result<AgentResult
     cfg.drain_quiet = (q.drain_quiet_ms > 0).then(|| Duration::from_millis(q.drain_quiet_ms));
     cfg.route_preload = q.route_preload;
     cfg.lag_bound = Duration::from_micros(q.lag_bound_us);
+    cfg.late_after = Duration::from_micros(q.late_after_us);
     cfg.spec = sh.spec.clone();
     cfg.start_at = Some(UNIX_EPOCH + Duration::from_nanos(q.start_unix_ns));
     cfg.count_by_run = q.uas;

@@ -102,6 +102,8 @@ pub struct TrialSpec {
     pub route_preload: bool,
     /// An agent is generator-bound when its send lag's p99 exceeds this.
     pub lag_bound: Duration,
+    /// A call is late when its send lag exceeds this.
+    pub late_after: Duration,
 }
 
 /// One attempt of one trial, as the document's notes report it.
@@ -302,6 +304,7 @@ impl Fleet {
             ports: spec.ports as u32,
             route_preload: spec.route_preload,
             lag_bound_us: spec.lag_bound.as_micros() as u64,
+            late_after_us: spec.late_after.as_micros() as u64,
             start_unix_ns: (start + i128::from(clocks[i].offset_ns)) as u64,
             max_ms: (budget + Duration::from_secs(5)).as_millis() as u64,
         };

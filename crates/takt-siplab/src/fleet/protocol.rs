@@ -124,6 +124,9 @@ pub struct TrialOrder {
     pub start_unix_ns: u64,
     /// Generator-bound when the send lag's p99 exceeds this, µs.
     pub lag_bound_us: u64,
+    /// A call is late when its send lag exceeds this, µs (more than 0.1%
+    /// late calls: generator-bound).
+    pub late_after_us: u64,
     /// Longest the agent's part may last, ms (a lone UAS that is never
     /// stopped ends then).
     pub max_ms: u64,
@@ -131,7 +134,7 @@ pub struct TrialOrder {
 
 impl Remote for TrialOrder {
     const NAME: &'static str = "takt.fleet.TrialOrder";
-    const VERSION: u32 = 2;
+    const VERSION: u32 = 3;
     type Codec = Postcard;
 }
 
