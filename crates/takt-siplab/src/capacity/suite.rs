@@ -367,10 +367,10 @@ impl CapacitySuite {
             };
             return Ok(AnyLoad::Fleet(FleetLoad::new(Arc::clone(f), spec, cancel)));
         }
-        Ok(AnyLoad::Local(match self.uas {
+        Ok(AnyLoad::Local(Box::new(match self.uas {
             Some(uas) => GenLoad::listening(gen, uas, self.window, MIN_CALLS, cancel)?,
             None => GenLoad::new(gen, ip, self.window, MIN_CALLS, cancel)?,
-        }))
+        })))
     }
 
     /// The searches, one progress stage per case.
@@ -459,7 +459,7 @@ type SharedFleet = Arc<Mutex<Fleet>>;
 /// The local generator or a fleet, as one [`Load`] type.
 #[derive(Debug)]
 enum AnyLoad {
-    Local(GenLoad),
+    Local(Box<GenLoad>),
     Fleet(FleetLoad),
 }
 
