@@ -322,7 +322,7 @@ impl IndexedNets {
     /// removed again.
     pub fn create(n: usize, sudo: bool) -> Result<IndexedNets> {
         if !(1..=200).contains(&n) {
-            return Err(HostError::Privilege(format!(
+            return Err(HostError::Config(format!(
                 "{n} namespaces: between 1 and 200"
             )));
         }
