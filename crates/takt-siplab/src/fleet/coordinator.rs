@@ -372,9 +372,11 @@ impl Fleet {
                 .filter(|&i| !self.members[i].lost)
                 .collect::<Vec<_>>(),
         );
-        // the UAS's answer follows its stop
+        // the UAS's answer follows its stop (its drain and report first:
+        // a next order before it ends would find the agent busy)
+        let uas_wait = ASK + spec.drain + Duration::from_secs(2);
         while uas_result.is_none() {
-            match rx.recv_timeout(ASK) {
+            match rx.recv_timeout(uas_wait) {
                 Ok((_, false, r)) => uas_result = Some(r),
                 Ok(_) => {}
                 Err(_) => break,
