@@ -287,6 +287,120 @@ pub fn repair() -> Result<Vec<String>> {
     Ok(gone)
 }
 
+/// The fleet's namespace name prefix (`takt-fleet-PID-I`).
+const FLEET_NS_PREFIX: &str = "takt-fleet-";
+
+/// Indexed namespaces on one bridge: `n` hosts on this machine, each
+/// with its own address, all reaching each other and the root namespace
+/// (a fleet of generators in a test). The bridge `tkfbHEX` in the root
+/// namespace holds `10.216.B.1/24`; namespace `I` (`takt-fleet-PID-I`)
+/// holds `10.216.B.(I+2)/24` behind a veth pair whose root side is a
+/// port of the bridge, and a default route through the bridge. `B`
+/// comes from the PID, so concurrent runs use different subnets. Every
+/// step is registered with the cleanup registry: the namespaces, pairs
+/// and bridge go when this drops, and after a killed run at the next
+/// start.
+#[derive(Debug)]
+pub struct IndexedNets {
+    /// The namespaces' names, in index order.
+    names: Vec<String>,
+    /// The bridge's address (a server here is reached from every
+    /// namespace).
+    pub bridge_ip: Ipv4Addr,
+    /// Each namespace's address, in index order.
+    pub ips: Vec<Ipv4Addr>,
+    sudo: bool,
+    // dropped in order: the pairs, the namespaces, then the bridge
+    _pairs: Vec<Guard>,
+    _ns: Vec<Guard>,
+    _bridge: Guard,
+}
+
+impl IndexedNets {
+    /// Creates `n` (1..=200) namespaces on a fresh bridge. Needs root
+    /// (or `sudo -n` when `sudo`). On any error what was created is
+    /// removed again.
+    pub fn create(n: usize, sudo: bool) -> Result<IndexedNets> {
+        if !(1..=200).contains(&n) {
+            return Err(HostError::Config(format!(
+                "{n} namespaces: between 1 and 200"
+            )));
+        }
+        let pid = std::process::id();
+        let b = (pid % 251) as u8 + 1;
+        let bridge = format!("tkfb{pid:x}");
+        let bridge_ip = Ipv4Addr::new(10, 216, b, 1);
+        ip(sudo, &["link", "add", &bridge, "type", "bridge"])?;
+        let bridge_guard = register(Item::Command(ip_argv(sudo, &["link", "del", &bridge])));
+        ip(
+            sudo,
+            &["addr", "add", &format!("{bridge_ip}/24"), "dev", &bridge],
+        )?;
+        ip(sudo, &["link", "set", &bridge, "up"])?;
+        let mut nets = IndexedNets {
+            names: Vec::new(),
+            bridge_ip,
+            ips: Vec::new(),
+            sudo,
+            _pairs: Vec::new(),
+            _ns: Vec::new(),
+            _bridge: bridge_guard,
+        };
+        for i in 0..n {
+            let ns = format!("{FLEET_NS_PREFIX}{pid}-{i}");
+            let root_dev = format!("tkfr{pid:x}-{i}");
+            let ns_dev = format!("tkfn{pid:x}-{i}");
+            let addr = Ipv4Addr::new(10, 216, b, i as u8 + 2);
+            ip(sudo, &["netns", "add", &ns])?;
+            nets._ns.push(register(if sudo {
+                Item::Command(ip_argv(true, &["netns", "del", &ns]))
+            } else {
+                Item::Netns(ns.clone())
+            }));
+            ip(
+                sudo,
+                &[
+                    "link", "add", &root_dev, "type", "veth", "peer", "name", &ns_dev, "netns", &ns,
+                ],
+            )?;
+            nets._pairs.push(register(Item::Command(ip_argv(
+                sudo,
+                &["link", "del", &root_dev],
+            ))));
+            ip(sudo, &["link", "set", &root_dev, "master", &bridge])?;
+            ip(sudo, &["link", "set", &root_dev, "up"])?;
+            let cidr = format!("{addr}/24");
+            ip(sudo, &["-n", &ns, "addr", "add", &cidr, "dev", &ns_dev])?;
+            ip(sudo, &["-n", &ns, "link", "set", &ns_dev, "up"])?;
+            ip(sudo, &["-n", &ns, "link", "set", "lo", "up"])?;
+            let via = bridge_ip.to_string();
+            ip(sudo, &["-n", &ns, "route", "add", "default", "via", &via])?;
+            nets.names.push(ns);
+            nets.ips.push(addr);
+        }
+        Ok(nets)
+    }
+
+    /// The namespaces' names, in index order.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// A command that runs `program` inside namespace `i`
+    /// (`[sudo -n] ip netns exec NS program`); add its arguments.
+    pub fn exec(&self, i: usize, program: &str) -> Command {
+        let mut c = if self.sudo {
+            let mut c = Command::new("sudo");
+            c.args(["-n", "ip"]);
+            c
+        } else {
+            Command::new("ip")
+        };
+        c.args(["netns", "exec", &self.names[i], program]);
+        c
+    }
+}
+
 /// `--net veth`: the server in a namespace of its own (see the module
 /// docs); exists until dropped.
 #[derive(Debug)]
@@ -365,6 +479,44 @@ mod tests {
             ip_argv(false, &["link", "del", "d"]),
             ["ip", "link", "del", "d"]
         );
+    }
+
+    #[test]
+    fn indexed_namespaces_reach_each_other_and_go_away() {
+        if !is_root() || ip(false, &["netns", "list"]).is_err() {
+            eprintln!("skipped: needs root and iproute2");
+            return;
+        }
+        let nets = match IndexedNets::create(2, false) {
+            Ok(n) => n,
+            Err(e) => return eprintln!("skipped: {e}"),
+        };
+        let names = nets.names().to_vec();
+        assert_eq!(names.len(), 2);
+        assert_ne!(nets.ips[0], nets.ips[1]);
+        // each namespace reaches a socket on the bridge's address
+        let sock = std::net::UdpSocket::bind((nets.bridge_ip, 0)).unwrap();
+        sock.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        let to = sock.local_addr().unwrap();
+        for i in 0..2 {
+            let out = nets
+                .exec(i, "bash")
+                .args([
+                    "-c",
+                    &format!("echo ns{i} > /dev/udp/{}/{}", to.ip(), to.port()),
+                ])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            let mut buf = [0u8; 16];
+            let (n, from) = sock.recv_from(&mut buf).unwrap();
+            assert_eq!(&buf[..n], format!("ns{i}\n").as_bytes());
+            assert_eq!(from.ip(), std::net::IpAddr::V4(nets.ips[i]));
+        }
+        drop(nets);
+        let list = ip(false, &["netns", "list"]).unwrap();
+        assert!(names.iter().all(|n| !list.contains(n.as_str())), "{list}");
     }
 
     #[test]

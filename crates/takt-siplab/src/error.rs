@@ -122,6 +122,13 @@ pub enum Error {
     /// The run was interrupted (Ctrl-C); finished points are kept.
     #[error("interrupted")]
     Interrupted,
+    /// The fleet's NATS side failed (connect, credentials, TLS).
+    #[error("fleet: {0}")]
+    Remote(#[from] takt_remote::RemoteError),
+    /// The fleet could not run a trial (too few agents, an agent's own
+    /// failure, the UAS agent lost).
+    #[error("fleet: {0}")]
+    Fleet(String),
     /// A target's control or statistics interface answered nonsense.
     #[error("{target} statistics: {reason}")]
     Stats {

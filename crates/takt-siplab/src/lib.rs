@@ -70,6 +70,7 @@
 pub mod capacity;
 pub mod cpu_limit;
 mod error;
+pub mod fleet;
 pub mod gen;
 pub mod load;
 pub mod profile;

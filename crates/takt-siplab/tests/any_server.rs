@@ -81,6 +81,8 @@ fn options(target: SocketAddr, mode: Mode) -> CapacityOptions {
         uas: None,
         route_preload: false,
         cpu_limit: None,
+        fleet: None,
+        listen: None,
     }
 }
 

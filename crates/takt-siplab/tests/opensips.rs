@@ -446,6 +446,8 @@ fn a_quick_capacity_run_of_opensips_in_both_modes() {
         uas: None,
         route_preload: false,
         cpu_limit: None,
+        fleet: None,
+        listen: None,
     };
     let doc = opts
         .resolve()

@@ -54,9 +54,25 @@ pub struct GenArgs {
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=1024))]
     connections: u16,
     /// Which sides run here: uac, uas or both (the proxy's next hop must
-    /// then be --uas-listen).
+    /// then be --uas-listen); or agent: join the fleet at --fleet and run
+    /// the trials a coordinator (`takt sip capacity --fleet`) sends.
+    #[arg(long, value_name = "uac|uas|both|agent", default_value = "both")]
+    role: RoleArg,
+    /// With --role agent: the NATS server of the fleet, e.g.
+    /// nats://10.0.0.1:4222.
+    #[arg(long, value_name = "URL")]
+    fleet: Option<String>,
+    /// With --role agent: a takt-remote configuration file (node name,
+    /// credentials, TLS); its url is replaced by --fleet.
+    #[arg(long, value_name = "FILE")]
+    fleet_config: Option<std::path::PathBuf>,
+    /// With --role agent: the sides it may play (default both).
     #[arg(long, value_name = "uac|uas|both", default_value = "both")]
-    role: Role,
+    agent_sides: Role,
+    /// With --role agent: the address its sockets bind (default: the one
+    /// that reaches the NATS server).
+    #[arg(long, value_name = "IP")]
+    address: Option<std::net::IpAddr>,
     /// Where the UAS listens (role uac: where the UAS elsewhere listens).
     /// The calls' Request-URI is sip:service@ADDR; the requests go to
     /// --proxy, which routes it or forwards to its own next hop.
@@ -109,8 +125,58 @@ fn usage_error(msg: String) -> CmdError {
     CmdError::Usage(crate::cli::Cli::command().error(ErrorKind::ArgumentConflict, msg))
 }
 
+/// `--role`: a side of the call flow, or a fleet agent.
+#[derive(Clone, Copy, Debug)]
+enum RoleArg {
+    Side(Role),
+    Agent,
+}
+
+impl std::str::FromStr for RoleArg {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "agent" => Ok(RoleArg::Agent),
+            _ => s.parse().map(RoleArg::Side),
+        }
+    }
+}
+
+/// `--role agent`: serves the fleet until a signal.
+fn run_agent(a: GenArgs) -> Result<(), CmdError> {
+    let Some(url) = a.fleet.as_deref() else {
+        return Err(usage_error(
+            "--role agent needs --fleet nats://HOST:PORT".into(),
+        ));
+    };
+    let spec = takt_sched::ThreadSpec::new("gen");
+    let spec = match a.sched.cpus {
+        Some(c) => spec.with_cpus(c),
+        None => spec,
+    };
+    let spec = match a.sched.sched {
+        Some(p) => spec.with_policy(p),
+        None => spec,
+    };
+    takt_siplab::fleet::run_agent(takt_siplab::fleet::AgentOptions {
+        remote: takt_siplab::fleet::remote_config(url, a.fleet_config.as_deref())?,
+        uac: a.agent_sides.has_uac(),
+        uas: a.agent_sides.has_uas(),
+        address: a.address,
+        spec,
+    })?;
+    Ok(())
+}
+
 /// Runs `takt sip gen`.
 pub fn run(a: GenArgs) -> Result<(), CmdError> {
+    let role = match a.role {
+        RoleArg::Agent => return run_agent(a),
+        RoleArg::Side(r) => r,
+    };
+    if a.fleet.is_some() {
+        return Err(usage_error("--fleet is for --role agent".into()));
+    }
     let suite = match (GenOptions {
         proxy: a.proxy,
         cps: a.cps,
@@ -122,7 +188,7 @@ pub fn run(a: GenArgs) -> Result<(), CmdError> {
         ports: usize::from(a.ports),
         transport: a.transport,
         connections: usize::from(a.connections),
-        role: a.role,
+        role,
         uas_listen: a.uas_listen,
         route_preload: a.route_preload,
         no_retrans: a.no_retrans,

@@ -607,6 +607,53 @@ mod sip_gen {
     }
 }
 
+/// The fleet's flags: an agent's, and the coordinator's on `capacity`.
+mod sip_fleet {
+    use clap::Parser;
+
+    use crate::cli::Cli;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        let mut v = vec!["takt", "sip"];
+        v.extend_from_slice(args);
+        Cli::try_parse_from(v)
+    }
+
+    #[test]
+    fn agent_and_coordinator_flags_parse_and_bad_ones_are_refused() {
+        let agent = ["gen", "--role", "agent", "--fleet", "nats://10.0.0.1:4222"];
+        assert!(parse(&agent).is_ok());
+        let mut a = agent.to_vec();
+        a.extend(["--agent-sides", "uac", "--address", "10.0.0.2"]);
+        a.extend(["--fleet-config", "f.toml", "--sched", "other"]);
+        assert!(parse(&a).is_ok());
+        let cap = ["capacity", "--target", "takt", "--fleet", "nats://h:4222"];
+        let mut c = cap.to_vec();
+        c.extend([
+            "--fleet-agents",
+            "3",
+            "--fleet-uas",
+            "a0",
+            "--fleet-uac",
+            "a1,a2",
+        ]);
+        c.extend(["--listen", "10.0.0.1", "--fleet-wait", "5"]);
+        assert!(parse(&c).is_ok());
+        for bad in [
+            &["gen", "--role", "agents"][..],
+            &["gen", "--role", "agent", "--agent-sides", "agent"],
+            &["gen", "--role", "agent", "--address", "host"],
+            // the fleet's options need --fleet
+            &["capacity", "--fleet-agents", "2"],
+            &["capacity", "--listen", "10.0.0.1"],
+            &["capacity", "--fleet", "nats://h", "--fleet-agents", "x"],
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad:?}");
+        }
+    }
+}
+
 /// `takt sip proxy`'s flags over its configuration file.
 mod sip_proxy {
     use std::time::Duration;

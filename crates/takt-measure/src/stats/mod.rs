@@ -11,6 +11,7 @@
 //! | did b change from a, run for run? | [`paired_t`] → [`Paired`] |
 //! | do two sets of runs differ (no pairing, no normality)? | [`mann_whitney_p`] |
 //! | bounds of a drop rate from k of n | [`clopper_pearson`] |
+//! | do samples follow a given distribution? | [`ks_test`] (Kolmogorov–Smirnov) |
 //!
 //! The distributions rest on the regularized incomplete beta function
 //! ([`inc_beta`]), evaluated by its continued fraction and inverted by
@@ -30,11 +31,13 @@
 //! ```
 
 mod binomial;
+mod ks;
 mod mann_whitney;
 mod special;
 mod student_t;
 
 pub use binomial::clopper_pearson;
+pub use ks::{ks_test, KsResult};
 pub use mann_whitney::mann_whitney_p;
 pub use special::{inc_beta, ln_gamma};
 pub use student_t::{paired_t, t_interval, t_quantile, t_quantile_975, t_two_sided_p, Paired};

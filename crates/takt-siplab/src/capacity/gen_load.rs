@@ -117,7 +117,7 @@ impl GenLoad {
 /// and the next trial would fail to bind — this has ended sweeps on a
 /// shared machine. Only a process choosing that very port can take this
 /// one. Without a free port there, an ephemeral one as before.
-fn uas_addr(ip: IpAddr, transport: Transport) -> std::io::Result<SocketAddr> {
+pub(crate) fn uas_addr(ip: IpAddr, transport: Transport) -> std::io::Result<SocketAddr> {
     let bind = |port| {
         let a = SocketAddr::new(ip, port);
         match transport {

@@ -27,6 +27,7 @@ mod trial;
 
 pub use diagnosis::UasDiagnosis;
 pub use fixed::{run_fixed, FixedCase, FixedPlan, FixedProgress};
+pub(crate) use gen_load::uas_addr;
 pub use gen_load::GenLoad;
 pub use plan::{run, CapacityCase, CapacityPlan, NetKind, Progress};
 pub(crate) use rows::synthetic_search;

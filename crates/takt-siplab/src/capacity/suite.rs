@@ -17,12 +17,17 @@ use takt_sip::proxy::{Mode, Transport};
 use takt_sip::transport::WorkerModel;
 
 use super::{plot, run, run_fixed, CapacityCase, CapacityPlan, FixedCase, FixedPlan, GenLoad};
+use super::{Load, LoadOutcome};
 use super::{NetKind, Progress as SearchProgress};
 use crate::error::{io, Error, Result};
+use crate::fleet::agent::url_addr;
+use crate::fleet::{Fleet, FleetLoad, FleetOptions, TrialRecord, TrialSpec};
 use crate::gen::{GenConfig, GenPolicy};
 use crate::search::{Search, SearchConfig, Step};
 use crate::search_bars::{generator_flag, SearchBars, TrialLine};
+use crate::target::Target;
 use crate::target::{placement, TargetKind, TargetSetup};
+use std::sync::Mutex;
 
 /// Fewest calls in a trial, whatever its rate and window.
 pub const MIN_CALLS: u64 = 100;
@@ -88,6 +93,12 @@ pub struct CapacityOptions {
     pub route_preload: bool,
     /// A CPU quota on each server for its whole search, CPUs' worth.
     pub cpu_limit: Option<f64>,
+    /// Load the server with a fleet of agents reached over NATS instead
+    /// of the local generator.
+    pub fleet: Option<FleetOptions>,
+    /// With a fleet: the address the servers listen on (default: the one
+    /// this host reaches the NATS server from, which the agents reach).
+    pub listen: Option<IpAddr>,
 }
 
 /// Fixed rates per target name, from `--at`.
@@ -178,6 +189,8 @@ pub struct CapacitySuite {
     pub plot: Option<PathBuf>,
     /// Where the generator's UAS listens (`None`: a free port per case).
     pub uas: Option<SocketAddr>,
+    /// The fleet that loads the servers instead of the local generator.
+    pub fleet: Option<FleetOptions>,
 }
 
 impl CapacityOptions {
@@ -232,6 +245,32 @@ impl CapacityOptions {
         }
         let (server_cpus, gen_cpus) = placement(self.cpus.as_ref(), self.gen_cpus.as_ref());
         let mut base = TargetSetup::new("127.0.0.1:9".parse().expect("literal"));
+        if let Some(f) = &self.fleet {
+            if self.net != NetKind::Loopback {
+                return Err(Error::Config(
+                    "--fleet loads the servers from other hosts: --net veth is for the local generator".into(),
+                ));
+            }
+            if self.uas.is_some() {
+                return Err(Error::Config(
+                    "--fleet: the fleet's UAS agent listens on its own host; --uas is for the local generator".into(),
+                ));
+            }
+            base.listen_ip = match self.listen {
+                Some(ip) => ip,
+                None => {
+                    let nats = url_addr(&f.remote.url).ok_or_else(|| {
+                        Error::Config(format!("--fleet {}: no host:port to reach", f.remote.url))
+                    })?;
+                    crate::gen::local_ip_towards(nats)
+                        .map_err(io(format!("finding the address that reaches {nats}")))?
+                }
+            };
+        } else if self.listen.is_some() {
+            return Err(Error::Config(
+                "--listen is for servers loaded by a --fleet".into(),
+            ));
+        }
         base.cpus = Some(server_cpus.clone());
         base.workers = self.workers;
         base.sched = self.sched;
@@ -289,6 +328,7 @@ impl CapacityOptions {
             threshold: self.threshold,
             plot: self.plot,
             uas: self.uas,
+            fleet: self.fleet,
         })
     }
 }
@@ -307,16 +347,39 @@ impl CapacitySuite {
             .map_or(0, |s| s.progress().1)
     }
 
-    fn load(&self, ctx: &RunContext, ip: IpAddr) -> Result<GenLoad> {
+    fn load(&self, ctx: &RunContext, ip: IpAddr, fleet: Option<&SharedFleet>) -> Result<AnyLoad> {
         let (gen, cancel) = (self.gen.clone(), ctx.cancel().clone());
-        match self.uas {
-            Some(uas) => GenLoad::listening(gen, uas, self.window, MIN_CALLS, cancel),
-            None => GenLoad::new(gen, ip, self.window, MIN_CALLS, cancel),
+        if let Some(f) = fleet {
+            let spec = TrialSpec {
+                proxy: SocketAddr::new(ip, 9),
+                cps: 1.0,
+                window: self.window,
+                drain: gen.drain,
+                drain_quiet: Some(Duration::from_millis(100)),
+                transport: gen.transport,
+                ports: match gen.transport {
+                    Transport::Udp => gen.ports,
+                    Transport::Tcp => gen.connections,
+                },
+                route_preload: gen.route_preload,
+                lag_bound: gen.lag_bound,
+                late_after: gen.late_after,
+            };
+            return Ok(AnyLoad::Fleet(FleetLoad::new(Arc::clone(f), spec, cancel)));
         }
+        Ok(AnyLoad::Local(Box::new(match self.uas {
+            Some(uas) => GenLoad::listening(gen, uas, self.window, MIN_CALLS, cancel)?,
+            None => GenLoad::new(gen, ip, self.window, MIN_CALLS, cancel)?,
+        })))
     }
 
     /// The searches, one progress stage per case.
-    fn searches(&self, plan: &CapacityPlan, ctx: &RunContext) -> Result<Document> {
+    fn searches(
+        &self,
+        plan: &CapacityPlan,
+        ctx: &RunContext,
+        fleet: Option<&SharedFleet>,
+    ) -> Result<Document> {
         let first = Search::new(plan.search.clone())?.progress().1;
         let mut bars = SearchBars::new(ctx.progress().clone(), self.trial_s());
         for (i, c) in plan.cases.iter().enumerate() {
@@ -325,7 +388,7 @@ impl CapacitySuite {
         }
         let doc = run(
             plan,
-            |ip| self.load(ctx, ip),
+            |ip| self.load(ctx, ip, fleet),
             |line| ctx.progress().println(line),
             |p: &SearchProgress<'_>| {
                 let phase = format!("{:?}", p.phase).to_lowercase();
@@ -353,14 +416,19 @@ impl CapacitySuite {
     }
 
     /// The fixed-rate measurement, one progress stage.
-    fn fixed_rates(&self, plan: &FixedPlan, ctx: &RunContext) -> Result<Document> {
+    fn fixed_rates(
+        &self,
+        plan: &FixedPlan,
+        ctx: &RunContext,
+        fleet: Option<&SharedFleet>,
+    ) -> Result<Document> {
         let stage = ctx.stage(
             "cpu per call",
             Duration::from_secs_f64(self.trial_s() * (plan.reps * plan.cases.len()) as f64),
         );
         let doc = run_fixed(
             plan,
-            |ip| self.load(ctx, ip),
+            |ip| self.load(ctx, ip, fleet),
             |line| ctx.progress().println(line),
             |p| {
                 stage.step(&format!(
@@ -383,6 +451,116 @@ impl CapacitySuite {
         stage.finish();
         Ok(doc)
     }
+}
+
+/// A fleet shared by every case's load (one trial at a time).
+type SharedFleet = Arc<Mutex<Fleet>>;
+
+/// The local generator or a fleet, as one [`Load`] type.
+#[derive(Debug)]
+enum AnyLoad {
+    Local(Box<GenLoad>),
+    Fleet(FleetLoad),
+}
+
+impl Load for AnyLoad {
+    fn uas(&self) -> SocketAddr {
+        match self {
+            AnyLoad::Local(l) => l.uas(),
+            AnyLoad::Fleet(l) => l.uas(),
+        }
+    }
+
+    fn request_uri(&self) -> String {
+        match self {
+            AnyLoad::Local(l) => l.request_uri(),
+            AnyLoad::Fleet(l) => l.request_uri(),
+        }
+    }
+
+    fn route(&self, target: SocketAddr) -> Option<String> {
+        match self {
+            AnyLoad::Local(l) => l.route(target),
+            AnyLoad::Fleet(l) => l.route(target),
+        }
+    }
+
+    fn run(&mut self, target: &Target, rate_cps: f64) -> Result<LoadOutcome> {
+        match self {
+            AnyLoad::Local(l) => l.run(target, rate_cps),
+            AnyLoad::Fleet(l) => l.run(target, rate_cps),
+        }
+    }
+}
+
+/// The document's notes on a fleet run: its agents, the attempts (and
+/// why some were void), each agent's share, the clocks, and what
+/// coordination cost per trial.
+fn fleet_notes(f: &Fleet) -> Vec<String> {
+    let mut notes = vec![format!(
+        "fleet: {} agent(s) over NATS ({}), the UAS on {}: {}",
+        f.agents().len(),
+        f.name(),
+        f.uas_addr(),
+        f.agents()
+            .iter()
+            .map(|a| format!("{} ({} CPUs, {})", a.name, a.cpus, a.addr))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )];
+    let counted: Vec<&TrialRecord> = f.records.iter().filter(|r| r.void.is_none()).collect();
+    let void: Vec<&TrialRecord> = f.records.iter().filter(|r| r.void.is_some()).collect();
+    notes.push(format!(
+        "fleet trials: {} counted, {} void and re-run{}",
+        counted.len(),
+        void.len(),
+        void.iter()
+            .map(|r| format!(
+                "; trial {} at {:.0} cps: {}",
+                r.trial,
+                r.cps,
+                r.void.as_deref().unwrap_or("")
+            ))
+            .collect::<String>()
+    ));
+    if !counted.is_empty() {
+        let mean = |v: &mut dyn Iterator<Item = f64>| {
+            let v: Vec<f64> = v.collect();
+            v.iter().sum::<f64>() / v.len().max(1) as f64
+        };
+        let overhead = mean(&mut counted.iter().map(|r| r.overhead_s));
+        let offsets = counted
+            .iter()
+            .flat_map(|r| r.account.agents.iter().map(|a| a.clock_offset_us.abs()))
+            .fold(0.0f64, f64::max);
+        let rtt = counted
+            .iter()
+            .flat_map(|r| r.account.agents.iter().map(|a| a.clock_rtt_us))
+            .fold(0.0f64, f64::max);
+        let late = counted
+            .iter()
+            .flat_map(|r| r.account.agents.iter().map(|a| a.start_late_us))
+            .fold(0.0f64, f64::max);
+        notes.push(format!(
+            "fleet coordination: {overhead:.2} s per trial beyond its window (mean wall time minus window: clock probes, start lead, drain, results); clock offsets up to {offsets:.0} µs, probe round trips up to {rtt:.0} µs, starts up to {late:.0} µs behind the planned instant"
+        ));
+        if let Some(last) = counted.last() {
+            notes.push(format!(
+                "fleet shares in the last counted trial ({:.0} cps): {}",
+                last.cps,
+                last.account
+                    .agents
+                    .iter()
+                    .map(|a| format!(
+                        "{} {:.0} cps, {} of {} messages lost, offset {:.0} µs",
+                        a.agent, a.cps, a.lost, a.sent, a.clock_offset_us
+                    ))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ));
+        }
+    }
+    notes
 }
 
 /// Cases whose search finished (a `capacity` row).
@@ -424,20 +602,33 @@ impl Suite for CapacitySuite {
             ctx.progress().println(&n);
         }
         let stop = ctx.cancel().flag();
+        let fleet = match &self.fleet {
+            Some(f) => {
+                let fleet = Fleet::connect(f)?;
+                for a in fleet.agents() {
+                    ctx.progress().println(&format!(
+                        "fleet agent {} host={} addr={} cpus={} uac={} uas={}",
+                        a.name, a.host, a.addr, a.cpus, a.uac, a.uas
+                    ));
+                }
+                Some(Arc::new(Mutex::new(fleet)))
+            }
+            None => None,
+        };
         let mut doc: Option<Document> = None;
         if let Some(plan) = &self.search {
             let plan = CapacityPlan {
                 stop: stop.clone(),
                 ..plan.clone()
             };
-            doc = Some(self.searches(&plan, ctx)?);
+            doc = Some(self.searches(&plan, ctx, fleet.as_ref())?);
         }
         if let Some(plan) = self.fixed.as_ref().filter(|_| !ctx.is_cancelled()) {
             let plan = FixedPlan {
                 stop,
                 ..plan.clone()
             };
-            let f = self.fixed_rates(&plan, ctx)?;
+            let f = self.fixed_rates(&plan, ctx, fleet.as_ref())?;
             doc = Some(match doc {
                 Some(mut d) => {
                     d.results.extend(f.results);
@@ -448,7 +639,12 @@ impl Suite for CapacitySuite {
             });
         }
         let mut doc = doc.ok_or_else(|| Error::Config("nothing was measured".into()))?;
-        self.gen_policy.stamp(&mut doc);
+        if let Some(f) = &fleet {
+            let f = f.lock().unwrap_or_else(|e| e.into_inner());
+            doc.notes.extend(fleet_notes(&f));
+        } else {
+            self.gen_policy.stamp(&mut doc);
+        }
         if let Some(dir) = &self.plot {
             std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
             let path = dir.join(PLOT_FILE);

@@ -131,6 +131,7 @@ impl GenReport {
             unexpected: 0,
             sockets: Default::default(),
             thread: Default::default(),
+            histograms: Default::default(),
         };
         let uas = UasReport {
             answered: 100,
@@ -146,6 +147,7 @@ impl GenReport {
             unexpected: 0,
             sockets: Default::default(),
             thread: Default::default(),
+            by_run: Default::default(),
         };
         GenReport {
             role,

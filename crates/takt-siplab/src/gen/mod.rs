@@ -113,8 +113,8 @@ pub use takt_measure::cancel::Cancel;
 pub use tcp::MAX_BACKLOG;
 
 pub use report::{
-    ByKind, GenReport, Percentiles, Saturation, SaturationCause, SaturationCauses, SocketReport,
-    ThreadReport, UacReport, UasReport,
+    ByKind, GenReport, Percentiles, RunCounts, Saturation, SaturationCause, SaturationCauses,
+    SocketReport, ThreadReport, UacHistograms, UacReport, UasReport,
 };
 
 use crate::Error;
@@ -234,6 +234,16 @@ pub struct GenConfig {
     /// The generator threads' placement and policy: `gen-uac` runs on the
     /// first CPU of the set, `gen-uas` on the second (wrapping).
     pub spec: ThreadSpec,
+    /// The run id written into the UAC's Call-IDs (`None`: one drawn from
+    /// the seed, the clock and the process id). A fleet gives each agent
+    /// its own, so that the UAS can tell whose calls it answers.
+    pub run_id: Option<u32>,
+    /// Start the run (its time 0) at this wall-clock instant rather than
+    /// at once: the agents of a fleet start together.
+    pub start_at: Option<std::time::SystemTime>,
+    /// The UAS counts what it receives and sends per run id of the calls'
+    /// Call-IDs ([`UasReport::by_run`]): one account across hosts.
+    pub count_by_run: bool,
 }
 
 impl GenConfig {
@@ -269,6 +279,9 @@ impl GenConfig {
             batch: 32,
             rcvbuf: Some(4 << 20),
             spec: ThreadSpec::new("gen"),
+            run_id: None,
+            start_at: None,
+            count_by_run: false,
         }
     }
 
@@ -553,6 +566,12 @@ impl Generator {
             ..self.cfg
         };
         let clock = takt_sched::clock();
+        if let Some(at) = cfg.start_at {
+            // a planned start already past begins at once
+            if let Ok(wait) = at.duration_since(std::time::SystemTime::now()) {
+                std::thread::sleep(wait);
+            }
+        }
         let t0 = clock.now();
         let uac_done = Arc::new(AtomicBool::new(false));
         let mut uas_thread = None;
@@ -687,7 +706,7 @@ pub fn run(cfg: &GenConfig, cancel: &Cancel) -> Result<GenReport, Error> {
 }
 
 /// The local address the system would send to `dst` from.
-fn local_ip_towards(dst: SocketAddr) -> std::io::Result<std::net::IpAddr> {
+pub fn local_ip_towards(dst: SocketAddr) -> std::io::Result<std::net::IpAddr> {
     let any: SocketAddr = if dst.is_ipv4() {
         ([0, 0, 0, 0], 0).into()
     } else {

@@ -149,6 +149,40 @@ pub struct UacReport {
     pub sockets: SocketReport,
     /// Its thread.
     pub thread: ThreadReport,
+    /// The distributions themselves, for merging with other runs' (a
+    /// fleet's agents); not in documents.
+    #[serde(skip)]
+    pub histograms: UacHistograms,
+}
+
+/// A UAC's distributions as histograms of ns, so that several runs'
+/// can be merged (added, not averaged).
+#[derive(Debug, Clone)]
+pub struct UacHistograms {
+    /// Send lag, ns.
+    pub send_lag_ns: Histogram<u64>,
+    /// INVITE → 200, ns.
+    pub invite_to_200_ns: Histogram<u64>,
+}
+
+impl Default for UacHistograms {
+    fn default() -> Self {
+        let h = || Histogram::new_with_max(3_600_000_000_000, 3).expect("valid bounds");
+        UacHistograms {
+            send_lag_ns: h(),
+            invite_to_200_ns: h(),
+        }
+    }
+}
+
+/// What a UAS received and sent for the calls of one run id (one
+/// fleet agent's calls).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RunCounts {
+    /// Messages received from the proxy, by kind.
+    pub received: ByKind,
+    /// Messages sent to the proxy, by kind.
+    pub sent: ByKind,
 }
 
 impl UacReport {
@@ -187,6 +221,10 @@ impl UacReport {
             unexpected: s.unexpected,
             sockets,
             thread,
+            histograms: UacHistograms {
+                send_lag_ns: lag.clone(),
+                invite_to_200_ns: s.invite_to_200.clone(),
+            },
         }
     }
 }
@@ -220,6 +258,10 @@ pub struct UasReport {
     pub sockets: SocketReport,
     /// Its thread.
     pub thread: ThreadReport,
+    /// What it received and sent per run id of the calls' Call-IDs (only
+    /// when [`GenConfig::count_by_run`](super::GenConfig::count_by_run)).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_run: BTreeMap<u32, RunCounts>,
 }
 
 impl UasReport {
@@ -243,6 +285,7 @@ impl UasReport {
             unexpected: s.unexpected,
             sockets,
             thread,
+            by_run: BTreeMap::new(),
         }
     }
 }

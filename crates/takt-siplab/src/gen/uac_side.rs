@@ -246,7 +246,7 @@ fn run_on<N: SideIo>(
     ucfg.max_calls = cfg.call_table();
     ucfg.hold_ns = cfg.hold.as_nanos() as u64;
     ucfg.timers = cfg.timers;
-    ucfg.run_id = run_id(cfg.seed);
+    ucfg.run_id = cfg.run_id.unwrap_or_else(|| run_id(cfg.seed));
     let end_ns = cfg.duration.map(|d| d.as_nanos() as u64);
     let mut plan = Schedule::new(cfg.arrivals, cfg.cps, cfg.seed, cfg.calls, end_ns);
     let next = plan.next().map(|t| t + START_NS);

@@ -6,11 +6,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::collections::BTreeMap;
 use takt_sip::proxy::Transport;
-use takt_sip::ua::{Uas, UasConfig};
+use takt_sip::ua::{token, Kind, Uas, UasConfig};
+use takt_sip::wire::Message;
 
 use super::io::{SideIo, UdpIo};
-use super::report::{ThreadReport, UasReport};
+use super::report::{RunCounts, ThreadReport, UasReport};
 use super::tcp::TcpIo;
 use super::uac_side::{ns_since, BACKLOG_WAIT_NS};
 use super::{Cancel, GenConfig, Live};
@@ -92,6 +94,7 @@ fn run_on<N: SideIo>(
     scfg.timers = cfg.timers;
     scfg.transport = transport;
     let mut uas = Uas::new(scfg);
+    let mut by_run = cfg.count_by_run.then(RunTally::default);
     let mut stage: Vec<u8> = Vec::with_capacity(256 << 10);
     let mut ready = Vec::with_capacity(64);
     let mut idle_ns = 0u64;
@@ -113,6 +116,9 @@ fn run_on<N: SideIo>(
         for &key in &ready {
             loop {
                 let r = io.recv(key, |bytes, src, port| {
+                    if let Some(t) = by_run.as_mut() {
+                        t.count(bytes, true);
+                    }
                     let _ = uas.handle(ns(), port, src, bytes); // refusals are counted
                 });
                 got += r.messages;
@@ -127,7 +133,11 @@ fn run_on<N: SideIo>(
         }
         stage.clear();
         while let Some(t) = uas.poll_transmit(&mut stage) {
-            io.push(&t, stage.len() - t.len, &stage);
+            let at = stage.len() - t.len;
+            if let Some(tally) = by_run.as_mut() {
+                tally.count(&stage[at..], false);
+            }
+            io.push(&t, at, &stage);
         }
         io.flush(&stage);
         live.answered.store(uas.stats().answered, Ordering::Relaxed);
@@ -170,10 +180,37 @@ fn run_on<N: SideIo>(
         },
         spin_s: 0.0, // it never spins: it blocks when idle
     };
-    Ok(UasReport::new(
-        uas.stats(),
-        uas.pending() as u64,
-        sockets,
-        thread,
-    ))
+    let mut report = UasReport::new(uas.stats(), uas.pending() as u64, sockets, thread);
+    if let Some(t) = by_run {
+        report.by_run = t.runs;
+    }
+    Ok(report)
+}
+
+/// The UAS's messages counted per run id of their Call-ID (a fleet's
+/// account: which agent's calls they belong to).
+#[derive(Default)]
+struct RunTally {
+    runs: BTreeMap<u32, RunCounts>,
+}
+
+impl RunTally {
+    /// Counts one message (`received`, or sent); one that does not parse
+    /// or whose Call-ID carries no UAC token is not counted here (the
+    /// UAS's own counters have it).
+    fn count(&mut self, bytes: &[u8], received: bool) {
+        let Ok(m) = Message::parse(bytes) else {
+            return;
+        };
+        let Some((_, _, run)) = token::decode(m.call_id()) else {
+            return;
+        };
+        let c = self.runs.entry(run).or_default();
+        let side = if received {
+            &mut c.received
+        } else {
+            &mut c.sent
+        };
+        *side.entry(Kind::of(&m).name()).or_insert(0) += 1;
+    }
 }

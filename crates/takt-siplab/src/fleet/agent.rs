@@ -1,0 +1,354 @@
+//! A fleet agent: `takt sip gen --role agent --fleet nats://HOST:4222`.
+//!
+//! The agent joins the fleet as a takt-remote [`Node`] (so presence,
+//! credentials and TLS are takt-remote's) and exports four queries under
+//! [`AGENT_EXPORT`], nothing else: [`Hello`] (its description), [`Ping`]
+//! (its clock), [`Stop`] (end a trial's part now) and [`TrialOrder`] (run
+//! one side of one trial). It runs only trials: there is no query that
+//! names a program, a file or a command, and a message of any other type
+//! is refused by takt-remote's type check.
+//!
+//! A trial order runs one side — the UAC at its share of the rate, or
+//! the UAS for every agent's calls — as one run of the local generator
+//! ([`crate::gen`]) on its own thread, so a host that plays both sides
+//! runs the same two threads as the local generator. The UAS keeps its
+//! port for the agent's life ([`AgentInfo::uas_port`]), because the
+//! server under test forwards to one address.
+
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use takt_agents::{pending, Answer, Pending, Requester};
+use takt_remote::Node;
+use takt_sched::ThreadSpec;
+use takt_sip::proxy::Transport;
+
+use super::merge::encode_histogram;
+use super::protocol::{
+    AgentInfo, AgentResult, Hello, Kinds, Ping, Pong, RunKinds, Stop, Stopped, TrialOrder,
+    AGENT_EXPORT,
+};
+use crate::error::{Error, Result};
+use crate::gen::{self, ByKind, Cancel, GenConfig, Role};
+
+/// How an agent runs.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    /// takt-remote's configuration: the NATS URL (`--fleet`), node name,
+    /// credentials, TLS.
+    pub remote: takt_remote::Config,
+    /// It places calls.
+    pub uac: bool,
+    /// It answers calls.
+    pub uas: bool,
+    /// The address its sockets bind (default: the one it reaches the NATS
+    /// server from).
+    pub address: Option<IpAddr>,
+    /// The generator threads' placement and policy.
+    pub spec: ThreadSpec,
+}
+
+/// The host and port of a NATS URL (`nats://h:p`, `tls://h:p`, `h:p`,
+/// the default port 4222).
+pub fn url_addr(url: &str) -> Option<SocketAddr> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    // credentials in the URL (user:pass@host) are not part of the address
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
+    let rest = rest.trim_end_matches('/');
+    let with_port = if rest
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+    {
+        rest.to_string()
+    } else {
+        format!("{rest}:4222")
+    };
+    with_port.to_socket_addrs().ok()?.next()
+}
+
+fn unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// The side running now: its trial and its cancellation.
+type Slot = Option<(u32, Cancel)>;
+
+/// What the agent's queries share.
+#[derive(Debug)]
+struct Shared {
+    addr: IpAddr,
+    uas_port: u16,
+    spec: ThreadSpec,
+    /// The running UAC and UAS parts.
+    slots: Mutex<[Slot; 2]>,
+}
+
+/// Answers trial orders: each on a thread of its own, one per side at a
+/// time.
+#[derive(Debug, Clone)]
+struct Runner(Arc<Shared>);
+
+impl Answer<TrialOrder, AgentResult> for Runner {
+    fn answer(&self, q: TrialOrder, _timeout: Option<Duration>) -> Pending<AgentResult> {
+        let (promise, p) = pending();
+        let side = usize::from(q.uas);
+        let cancel = Cancel::default();
+        {
+            let mut slots = self.0.slots.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((t, _)) = &slots[side] {
+                promise.fulfil(failed(&q, format!("busy with trial {t}")));
+                return p;
+            }
+            slots[side] = Some((q.trial, cancel.clone()));
+        }
+        let shared = Arc::clone(&self.0);
+        let spawned = std::thread::Builder::new()
+            .name("fleet-trial".into())
+            .spawn(move || {
+                let r = run_order(&shared, &q, &cancel);
+                shared.slots.lock().unwrap_or_else(|e| e.into_inner())[side] = None;
+                promise.fulfil(r.unwrap_or_else(|e| failed(&q, e.to_string())));
+            });
+        if spawned.is_err() {
+            self.0.slots.lock().unwrap_or_else(|e| e.into_inner())[side] = None;
+        }
+        p
+    }
+}
+
+fn failed(q: &TrialOrder, why: String) -> AgentResult {
+    AgentResult {
+        trial: q.trial,
+        index: q.index,
+        error: Some(why),
+        ..AgentResult::default()
+    }
+}
+
+fn kinds(k: &ByKind) -> Kinds {
+    k.iter().map(|(k, &n)| (k.to_string(), n)).collect()
+}
+
+/// Runs one side of one trial with the local generator.
+fn run_order(sh: &Shared, q: &TrialOrder, cancel: &Cancel) -> Result<AgentResult> {
+    if q.uac == q.uas {
+        return Err(Error::Fleet("an order runs exactly one side".into()));
+    }
+    let mut cfg = GenConfig::new(q.proxy, if q.uac { q.cps } else { 1.0 });
+    cfg.role = if q.uac { Role::Uac } else { Role::Uas };
+    cfg.uas_listen = if q.uas {
+        SocketAddr::new(sh.addr, sh.uas_port)
+    } else {
+        q.uas_addr
+    };
+    cfg.seed = q.seed;
+    cfg.run_id = Some(q.run_id);
+    cfg.calls = None;
+    cfg.duration = Some(Duration::from_millis(if q.uac {
+        q.window_ms
+    } else {
+        q.max_ms
+    }));
+    cfg.transport = if q.tcp {
+        Transport::Tcp
+    } else {
+        Transport::Udp
+    };
+    cfg.ports = q.ports as usize;
+    cfg.connections = q.ports as usize;
+    cfg.timers.retransmit = false;
+    cfg.drain = Duration::from_millis(q.drain_ms);
+    cfg.drain_quiet = (q.drain_quiet_ms > 0).then(|| Duration::from_millis(q.drain_quiet_ms));
+    cfg.route_preload = q.route_preload;
+    cfg.lag_bound = Duration::from_micros(q.lag_bound_us);
+    cfg.late_after = Duration::from_micros(q.late_after_us);
+    cfg.spec = sh.spec.clone();
+    cfg.start_at = Some(UNIX_EPOCH + Duration::from_nanos(q.start_unix_ns));
+    cfg.count_by_run = q.uas;
+    let g = gen::Generator::bind(&cfg)?;
+    let rep = g.run(cancel)?;
+    // the run's time 0 came when the sleep to the planned instant ended
+    let start_late_us =
+        0.0f64.max((unix_ns() as f64 - rep.wall_s * 1e9 - q.start_unix_ns as f64) / 1e3);
+    let mut r = AgentResult {
+        trial: q.trial,
+        index: q.index,
+        start_late_us,
+        achieved_cps: rep.achieved_cps,
+        window_s: rep.window_s,
+        generator_bound: rep.saturation.generator_bound,
+        bound_reasons: rep.saturation.reasons.clone(),
+        cpu_s: rep.uac.iter().map(|u| u.thread.cpu_s).sum::<f64>()
+            + rep.uas.iter().map(|u| u.thread.cpu_s).sum::<f64>(),
+        wall_s: rep.wall_s,
+        ..AgentResult::default()
+    };
+    if let Some(u) = &rep.uac {
+        r.attempted = u.attempted;
+        r.completed = u.completed;
+        r.failed = u.failed;
+        r.unfinished = u.unfinished;
+        r.uac_sent = kinds(&u.sent);
+        r.uac_received = kinds(&u.received);
+        r.send_lag_hist = encode_histogram(&u.histograms.send_lag_ns);
+        r.invite_to_200_hist = encode_histogram(&u.histograms.invite_to_200_ns);
+    }
+    if let Some(u) = &rep.uas {
+        r.uas_by_run = u
+            .by_run
+            .iter()
+            .map(|(&run, c)| {
+                (
+                    run,
+                    RunKinds {
+                        received: kinds(&c.received),
+                        sent: kinds(&c.sent),
+                    },
+                )
+            })
+            .collect();
+    }
+    Ok(r)
+}
+
+/// A running agent; it leaves the fleet when dropped.
+#[derive(Debug)]
+pub struct Agent {
+    node: Node,
+    info: AgentInfo,
+}
+
+impl Agent {
+    /// Joins the fleet: connects (credentials and TLS as configured; a
+    /// refusal is an error), picks the UAS's port, and exports the
+    /// agent's queries.
+    pub fn start(opts: AgentOptions) -> Result<Agent> {
+        if !opts.uac && !opts.uas {
+            return Err(Error::Config("an agent plays UAC, UAS or both".into()));
+        }
+        let addr = match opts.address {
+            Some(a) => a,
+            None => {
+                let nats = url_addr(&opts.remote.url).ok_or_else(|| {
+                    Error::Config(format!(
+                        "--fleet {}: no host:port to reach",
+                        opts.remote.url
+                    ))
+                })?;
+                gen::local_ip_towards(nats).map_err(|source| Error::Io {
+                    what: format!("finding the address that reaches {nats}"),
+                    source,
+                })?
+            }
+        };
+        let uas_port = if opts.uas {
+            crate::capacity::uas_addr(addr, Transport::Udp)
+                .map_err(|source| Error::Io {
+                    what: format!("picking the UAS's port on {addr}"),
+                    source,
+                })?
+                .port()
+        } else {
+            0
+        };
+        let node = Node::start(opts.remote.clone())?;
+        let info = AgentInfo {
+            name: node.name().to_string(),
+            host: std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|h| h.trim().to_string())
+                .unwrap_or_default(),
+            addr,
+            cpus: takt_sched::CpuSet::online().len(),
+            uac: opts.uac,
+            uas: opts.uas,
+            uas_port,
+        };
+        let shared = Arc::new(Shared {
+            addr,
+            uas_port,
+            spec: opts.spec,
+            slots: Mutex::new([None, None]),
+        });
+        let i = info.clone();
+        node.export_ask_inline::<Hello, AgentInfo, _>(AGENT_EXPORT, move |_| i.clone())?;
+        node.export_ask_inline::<Ping, Pong, _>(AGENT_EXPORT, |_| Pong { unix_ns: unix_ns() })?;
+        let sh = Arc::clone(&shared);
+        node.export_ask_inline::<Stop, Stopped, _>(AGENT_EXPORT, move |s| {
+            let slots = sh.slots.lock().unwrap_or_else(|e| e.into_inner());
+            let mut was_running = false;
+            for (t, c) in slots.iter().flatten() {
+                if *t == s.trial {
+                    c.cancel();
+                    was_running = true;
+                }
+            }
+            Stopped { was_running }
+        })?;
+        node.export_ask::<TrialOrder, AgentResult>(AGENT_EXPORT, Requester::new(Runner(shared)))?;
+        Ok(Agent { node, info })
+    }
+
+    /// What it announces.
+    pub fn info(&self) -> &AgentInfo {
+        &self.info
+    }
+
+    /// Serves until `cancel` is set, then leaves the fleet.
+    pub fn serve(self, cancel: &Cancel) {
+        while !cancel.is_cancelled() {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        self.node.shutdown();
+    }
+}
+
+/// takt-remote's configuration for a fleet member: the file's (node
+/// name, credentials, TLS, the bridge thread), or the defaults, with the
+/// server at `url`.
+pub fn remote_config(url: &str, file: Option<&std::path::Path>) -> Result<takt_remote::Config> {
+    let mut c = match file {
+        Some(p) => takt_remote::Config::from_file(p)?,
+        None => takt_remote::Config::default(),
+    };
+    c.url = url.to_string();
+    c.cluster = "takt-fleet".into();
+    Ok(c)
+}
+
+/// `takt sip gen --role agent`: joins the fleet, says so on stderr, and
+/// serves until SIGINT, SIGTERM or SIGHUP.
+pub fn run_agent(opts: AgentOptions) -> Result<()> {
+    let url = opts.remote.url.clone();
+    let agent = Agent::start(opts)?;
+    let i = agent.info();
+    eprintln!(
+        "agent {} joined the fleet at {url}: addr={} cpus={} uac={} uas={} uas_port={}",
+        i.name, i.addr, i.cpus, i.uac, i.uas, i.uas_port
+    );
+    let cancel = Cancel::default();
+    cancel.on_signals()?;
+    agent.serve(&cancel);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nats_urls_name_an_address() {
+        assert_eq!(
+            url_addr("nats://127.0.0.1:4333"),
+            Some("127.0.0.1:4333".parse().unwrap())
+        );
+        assert_eq!(
+            url_addr("tls://u:p@127.0.0.1"),
+            Some("127.0.0.1:4222".parse().unwrap())
+        );
+        assert_eq!(url_addr("10.0.0.1:5"), Some("10.0.0.1:5".parse().unwrap()));
+        assert_eq!(url_addr("nats://"), None);
+    }
+}

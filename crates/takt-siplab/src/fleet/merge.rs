@@ -1,0 +1,244 @@
+//! One account of a trial across hosts.
+//!
+//! Each UAC agent's calls carry its run id in their Call-IDs
+//! ([`super::split::run_id`]); the UAS agent counts what it received and
+//! sent per run id. So for agent `a` and each message kind, what `a`
+//! sent is matched against what the UAS received of `a`'s calls, and what
+//! the UAS sent to `a`'s calls against what `a` received — the same
+//! per-kind rule as the local generator's ([`crate::capacity::GenLoad`]),
+//! applied host by host. The fleet's counts are the sums of the agents';
+//! its latency distributions are the agents' HDR histograms added
+//! together (merged, never averaged); it is generator-bound when any
+//! agent was.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use super::protocol::{AgentResult, Kinds, RunKinds};
+use crate::gen::Percentiles;
+
+/// Request kinds the UAC sends and the UAS receives.
+const REQUESTS: [&str; 3] = ["invite", "ack", "bye"];
+
+/// One UAC agent's share of a trial.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AgentShare {
+    /// Its node name.
+    pub agent: String,
+    /// Its index in the trial.
+    pub index: u32,
+    /// The rate it was given, calls/s.
+    pub cps: f64,
+    /// Calls it placed and completed.
+    pub attempted: u64,
+    /// See `attempted`.
+    pub completed: u64,
+    /// Messages of its calls sent to the server (its requests and the
+    /// UAS's responses to them).
+    pub sent: u64,
+    /// Of those, messages the other side never received.
+    pub lost: u64,
+    /// Its clock's offset from the coordinator's, µs (agent − coordinator).
+    pub clock_offset_us: f64,
+    /// The round trip of the probe that measured it, µs.
+    pub clock_rtt_us: f64,
+    /// How late it started behind the planned instant, µs.
+    pub start_late_us: f64,
+    /// Its send lag's p99, µs.
+    pub send_lag_p99_us: f64,
+    /// It could not keep up.
+    pub generator_bound: bool,
+}
+
+/// The fleet's merged account of one trial.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Account {
+    /// Messages sent to the server, all agents.
+    pub sent: u64,
+    /// Of those, lost at the server.
+    pub lost: u64,
+    /// Calls completed and failed (unfinished included).
+    pub completed: u64,
+    /// See `completed`.
+    pub failed: u64,
+    /// The sum of the agents' achieved rates, calls/s.
+    pub achieved_cps: f64,
+    /// Any agent was generator-bound (and why).
+    pub generator_bound: bool,
+    /// The bound agents' reasons, `agent: reason`.
+    pub bound_reasons: Vec<String>,
+    /// Per kind, sent by the UACs / received by the UAS (requests) and
+    /// sent by the UAS / received by the UACs (responses), summed.
+    pub kinds: BTreeMap<String, (u64, u64)>,
+    /// Send lag over every agent's calls, µs.
+    pub send_lag_us: Percentiles,
+    /// INVITE → 200 over every agent's calls, ms.
+    pub invite_to_200_ms: Percentiles,
+    /// Each agent's share.
+    pub agents: Vec<AgentShare>,
+}
+
+fn get(k: &Kinds, kind: &str) -> u64 {
+    k.get(kind).copied().unwrap_or(0)
+}
+
+/// Serializes a histogram (V2, uncompressed) for the wire.
+pub fn encode_histogram(h: &Histogram<u64>) -> Vec<u8> {
+    let mut out = Vec::new();
+    // writing into a Vec cannot fail
+    let _ = V2Serializer::new().serialize(h, &mut out);
+    out
+}
+
+/// Reads a histogram [`encode_histogram`] wrote; `None` if it does not
+/// decode.
+pub fn decode_histogram(b: &[u8]) -> Option<Histogram<u64>> {
+    Deserializer::new().deserialize(&mut &b[..]).ok()
+}
+
+fn empty() -> Histogram<u64> {
+    Histogram::new_with_max(3_600_000_000_000, 3).expect("valid bounds")
+}
+
+/// Merges the UAC agents' results (`uacs`: each with its share's node
+/// name, rate, run id and clock probe) and the UAS's.
+pub fn merge(uacs: &[(AgentShare, u32, &AgentResult)], uas: &AgentResult) -> Account {
+    let mut a = Account::default();
+    let mut lag = empty();
+    let mut i200 = empty();
+    let none = RunKinds::default();
+    for (share, run, r) in uacs {
+        let at_uas = uas.uas_by_run.get(run).unwrap_or(&none);
+        let mut s = share.clone();
+        let mut lost = 0;
+        let mut sent = 0;
+        for k in REQUESTS {
+            let (tx, rx) = (get(&r.uac_sent, k), get(&at_uas.received, k));
+            lost += tx.saturating_sub(rx);
+            sent += tx;
+            let e = a.kinds.entry(k.to_string()).or_default();
+            (e.0, e.1) = (e.0 + tx, e.1 + rx);
+        }
+        for (k, &tx) in &at_uas.sent {
+            let rx = get(&r.uac_received, k);
+            lost += tx.saturating_sub(rx);
+            sent += tx;
+            let e = a.kinds.entry(k.clone()).or_default();
+            (e.0, e.1) = (e.0 + tx, e.1 + rx);
+        }
+        // requests the UAC sent of kinds outside REQUESTS are not compared
+        s.sent = sent;
+        s.lost = lost;
+        s.attempted = r.attempted;
+        s.completed = r.completed;
+        s.start_late_us = r.start_late_us;
+        s.generator_bound = r.generator_bound;
+        if let Some(h) = decode_histogram(&r.send_lag_hist) {
+            s.send_lag_p99_us = Percentiles::of(&h, 1e3).p99;
+            let _ = lag.add(&h);
+        }
+        if let Some(h) = decode_histogram(&r.invite_to_200_hist) {
+            let _ = i200.add(&h);
+        }
+        a.sent += sent;
+        a.lost += lost;
+        a.completed += r.completed;
+        a.failed += r.failed + r.unfinished;
+        a.achieved_cps += r.achieved_cps;
+        if r.generator_bound {
+            a.generator_bound = true;
+            a.bound_reasons.extend(
+                r.bound_reasons
+                    .iter()
+                    .map(|x| format!("{}: {x}", share.agent)),
+            );
+        }
+        a.agents.push(s);
+    }
+    if uas.generator_bound {
+        a.generator_bound = true;
+        a.bound_reasons.extend(
+            uas.bound_reasons
+                .iter()
+                .map(|x| format!("uas {}: {x}", uas.index)),
+        );
+    }
+    a.send_lag_us = Percentiles::of(&lag, 1e3);
+    a.invite_to_200_ms = Percentiles::of(&i200, 1e6);
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(v: &[(&str, u64)]) -> Kinds {
+        v.iter().map(|(k, n)| (k.to_string(), *n)).collect()
+    }
+
+    #[test]
+    fn agents_are_matched_by_run_id_and_histograms_merged() {
+        let mut h1 = empty();
+        let mut h2 = empty();
+        for v in 1..=1000u64 {
+            h1.record(v * 1_000).unwrap(); // 1..1000 µs
+            h2.record(1_000_000 + v).unwrap(); // ~1 ms
+        }
+        let uac = |i: u32, inv: u64, rx200: u64, h: &Histogram<u64>| AgentResult {
+            index: i,
+            attempted: inv,
+            completed: rx200,
+            uac_sent: kinds(&[("invite", inv), ("ack", rx200), ("bye", rx200)]),
+            uac_received: kinds(&[("180", inv), ("200", rx200), ("200bye", rx200)]),
+            send_lag_hist: encode_histogram(h),
+            achieved_cps: 500.0,
+            ..AgentResult::default()
+        };
+        let a0 = uac(0, 100, 100, &h1);
+        // agent 1: one INVITE never reached the UAS
+        let a1 = uac(1, 50, 49, &h2);
+        let mut uas = AgentResult::default();
+        uas.uas_by_run.insert(
+            10,
+            RunKinds {
+                received: kinds(&[("invite", 100), ("ack", 100), ("bye", 100)]),
+                sent: kinds(&[("180", 100), ("200", 100), ("200bye", 100)]),
+            },
+        );
+        uas.uas_by_run.insert(
+            11,
+            RunKinds {
+                received: kinds(&[("invite", 49), ("ack", 49), ("bye", 49)]),
+                sent: kinds(&[("180", 49), ("200", 49), ("200bye", 49)]),
+            },
+        );
+        // a stale run's messages are not counted
+        uas.uas_by_run.insert(99, RunKinds::default());
+        let share = |n: &str, i| AgentShare {
+            agent: n.into(),
+            index: i,
+            ..AgentShare::default()
+        };
+        let acc = merge(&[(share("a", 0), 10, &a0), (share("b", 1), 11, &a1)], &uas);
+        assert_eq!(acc.agents[0].lost, 0);
+        assert_eq!(acc.agents[1].lost, 1);
+        assert_eq!(acc.lost, 1);
+        // the merged counts are the sums of the agents'
+        assert_eq!(acc.sent, acc.agents.iter().map(|s| s.sent).sum::<u64>());
+        assert_eq!(acc.kinds["invite"], (150, 149));
+        assert_eq!(acc.completed, 149);
+        assert_eq!(acc.achieved_cps, 1_000.0);
+        // merged, not averaged: 2000 samples, p99 from agent b's ~1 ms
+        assert_eq!(acc.send_lag_us.count, 2000);
+        assert!(
+            (acc.send_lag_us.p99 - 1000.0).abs() < 5.0,
+            "{:?}",
+            acc.send_lag_us
+        );
+        assert!((acc.send_lag_us.p50 - 1000.0).abs() < 5.0);
+        assert!(!acc.generator_bound);
+    }
+}

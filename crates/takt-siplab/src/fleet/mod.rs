@@ -1,0 +1,28 @@
+//! A fleet of generators: one trial's load spread over agents on several
+//! hosts, joined through a NATS server by takt-remote, with one account
+//! of what was sent and what arrived across them.
+//!
+//! - [`agent`]: `takt sip gen --role agent --fleet nats://HOST:4222`, a
+//!   process that announces itself, takes trial orders and runs only
+//!   those (each one side of a trial, with the local generator).
+//! - [`coordinator`]: finds the agents, measures their clocks, runs a
+//!   trial over them ([`Fleet::run_trial`]) and is a capacity
+//!   [`Load`](crate::capacity::Load) ([`FleetLoad`]).
+//! - [`split`]: a trial's Poisson rate as independent Poisson streams,
+//!   one per UAC agent, whose rates add up to it.
+//! - [`merge`]: the one account across hosts.
+//! - [`protocol`]: the messages.
+//!
+//! One agent plays the UAS (the server under test forwards to one
+//! address); every UAC agent places its share of the calls; an agent may
+//! play both. A fleet of one agent runs the same two generator threads as
+//! the local generator.
+
+pub mod agent;
+pub mod coordinator;
+pub mod merge;
+pub mod protocol;
+pub mod split;
+
+pub use agent::{remote_config, run_agent, Agent, AgentOptions};
+pub use coordinator::{Fleet, FleetLoad, FleetOptions, TrialRecord, TrialSpec};

@@ -1,0 +1,214 @@
+//! The fleet's messages over takt-remote: what a coordinator asks an
+//! agent and what the agent answers. Every type is a [`Remote`] with its
+//! own wire name and schema version; an agent exports exactly these
+//! queries and nothing else, so it runs only trials.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+
+use serde::{Deserialize, Serialize};
+use takt_remote::{Postcard, Remote};
+
+/// The name an agent exports its queries under.
+pub const AGENT_EXPORT: &str = "sip-agent";
+
+/// "Describe yourself": answered with [`AgentInfo`].
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct Hello;
+
+impl Remote for Hello {
+    const NAME: &'static str = "takt.fleet.Hello";
+    const VERSION: u32 = 1;
+    type Codec = Postcard;
+}
+
+/// An agent's announcement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentInfo {
+    /// Its node name (unique in the fleet).
+    pub name: String,
+    /// Its host name.
+    pub host: String,
+    /// The address its sockets bind (the one it reaches the NATS server
+    /// from, or the one given with `--address`).
+    pub addr: IpAddr,
+    /// Online CPUs of its host.
+    pub cpus: usize,
+    /// Whether it places calls.
+    pub uac: bool,
+    /// Whether it answers them.
+    pub uas: bool,
+    /// The port its UAS listens on in every trial (0: no UAS).
+    pub uas_port: u16,
+}
+
+impl Remote for AgentInfo {
+    const NAME: &'static str = "takt.fleet.AgentInfo";
+    const VERSION: u32 = 1;
+    type Codec = Postcard;
+}
+
+/// A clock probe: answered with the agent's wall clock ([`Pong`]).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct Ping;
+
+impl Remote for Ping {
+    const NAME: &'static str = "takt.fleet.Ping";
+    const VERSION: u32 = 1;
+    type Codec = Postcard;
+}
+
+/// The agent's wall clock when it answered, ns since the Unix epoch.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct Pong {
+    /// ns since the Unix epoch.
+    pub unix_ns: u64,
+}
+
+impl Remote for Pong {
+    const NAME: &'static str = "takt.fleet.Pong";
+    const VERSION: u32 = 1;
+    type Codec = Postcard;
+}
+
+/// Ends the agent's part of trial `trial` now (the UAS after the
+/// UACs' drains, or every agent when the trial is void); answered with
+/// whether that trial was running.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct Stop {
+    /// The trial.
+    pub trial: u32,
+}
+
+impl Remote for Stop {
+    const NAME: &'static str = "takt.fleet.Stop";
+    const VERSION: u32 = 1;
+    type Codec = Postcard;
+}
+
+/// One agent's part of a trial: answered with [`AgentResult`] when it
+/// ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialOrder {
+    /// The coordinator's trial number.
+    pub trial: u32,
+    /// The agent's index in the trial (its Call-IDs carry it).
+    pub index: u32,
+    /// Place calls.
+    pub uac: bool,
+    /// Answer calls (on the agent's UAS port).
+    pub uas: bool,
+    /// The server under test.
+    pub proxy: SocketAddr,
+    /// Where the UAS listens (the calls' Request-URI).
+    pub uas_addr: SocketAddr,
+    /// Over TCP rather than UDP.
+    pub tcp: bool,
+    /// This agent's share of the rate, calls/s.
+    pub cps: f64,
+    /// Its Poisson seed.
+    pub seed: u64,
+    /// Its run id (written into its Call-IDs).
+    pub run_id: u32,
+    /// The window of calls, ms.
+    pub window_ms: u64,
+    /// The drain after the last call, ms.
+    pub drain_ms: u64,
+    /// The quiet time that ends the drain early, ms (0: none).
+    pub drain_quiet_ms: u64,
+    /// UAC sockets (UDP) or connections (TCP).
+    pub ports: u32,
+    /// Preload a Route to the proxy.
+    pub route_preload: bool,
+    /// When to start, ns since the Unix epoch on the agent's own clock.
+    pub start_unix_ns: u64,
+    /// Generator-bound when the send lag's p99 exceeds this, µs.
+    pub lag_bound_us: u64,
+    /// A call is late when its send lag exceeds this, µs (more than 0.1%
+    /// late calls: generator-bound).
+    pub late_after_us: u64,
+    /// Longest the agent's part may last, ms (a lone UAS that is never
+    /// stopped ends then).
+    pub max_ms: u64,
+}
+
+impl Remote for TrialOrder {
+    const NAME: &'static str = "takt.fleet.TrialOrder";
+    const VERSION: u32 = 3;
+    type Codec = Postcard;
+}
+
+/// Messages per kind (`invite`, `ack`, `200`, …).
+pub type Kinds = BTreeMap<String, u64>;
+
+/// What a UAS received and sent for one run id's calls.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunKinds {
+    /// Received, by kind.
+    pub received: Kinds,
+    /// Sent, by kind.
+    pub sent: Kinds,
+}
+
+/// One agent's account of a trial.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentResult {
+    /// The trial.
+    pub trial: u32,
+    /// The agent's index.
+    pub index: u32,
+    /// Why its part failed (bind, connect), if it did.
+    pub error: Option<String>,
+    /// How late its run started behind the planned instant, µs (its
+    /// own clock).
+    pub start_late_us: f64,
+    /// UAC: calls placed, completed, failed, unfinished.
+    pub attempted: u64,
+    /// See `attempted`.
+    pub completed: u64,
+    /// See `attempted`.
+    pub failed: u64,
+    /// See `attempted`.
+    pub unfinished: u64,
+    /// UAC: the rate achieved, calls/s, over `window_s`.
+    pub achieved_cps: f64,
+    /// UAC: its planned window, s.
+    pub window_s: f64,
+    /// UAC: messages sent and received, by kind.
+    pub uac_sent: Kinds,
+    /// See `uac_sent`.
+    pub uac_received: Kinds,
+    /// UAS: received and sent per run id.
+    pub uas_by_run: BTreeMap<u32, RunKinds>,
+    /// UAC: send lag, an HDR histogram of ns (V2 serialization).
+    pub send_lag_hist: Vec<u8>,
+    /// UAC: INVITE → 200, an HDR histogram of ns (V2 serialization).
+    pub invite_to_200_hist: Vec<u8>,
+    /// Its generator could not keep up.
+    pub generator_bound: bool,
+    /// Why (the generator's criteria).
+    pub bound_reasons: Vec<String>,
+    /// Its generator's CPU time, s.
+    pub cpu_s: f64,
+    /// The wall time of its run, s.
+    pub wall_s: f64,
+}
+
+impl Remote for AgentResult {
+    const NAME: &'static str = "takt.fleet.AgentResult";
+    const VERSION: u32 = 1;
+    type Codec = Postcard;
+}
+
+/// Answer to [`Stop`].
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct Stopped {
+    /// Whether that trial was running.
+    pub was_running: bool,
+}
+
+impl Remote for Stopped {
+    const NAME: &'static str = "takt.fleet.Stopped";
+    const VERSION: u32 = 1;
+    type Codec = Postcard;
+}
