@@ -231,9 +231,9 @@ pub(crate) struct Header {
     /// Owner: the current state.
     pub(crate) state: OwnerCell<u16>,
     /// Owner: the plain handler last looked up in the current state, so a
-    /// run of messages of one type skips the handler table. Reset on every
-    /// state change (`enter_chain`), the only event that changes what a
-    /// lookup returns.
+    /// run of messages of one type skips the handler table. Rebound to the
+    /// new state on every state change (`change_to`, `enter_chain`), the
+    /// only event that changes what a lookup returns.
     pub(crate) cache: OwnerCell<HandlerCache>,
     /// Owner: events taken from the queue (handled, unhandled or dead).
     pub(crate) dequeued: AtomicU64,
@@ -621,10 +621,44 @@ impl<A: Agent> AgentCell<A> {
         let mut ctx = Ctx::new(self);
         f(agent, &mut ctx);
         if let Some(next) = ctx.take_next() {
-            self.transition(agent, &mut ctx, next);
+            self.change_to(agent, &mut ctx, next);
         }
         h.running.set(false);
         std::mem::forget(guard);
+    }
+
+    /// Applies a state change requested by a handler. A change between two
+    /// quiet states (no hooks on them or their ancestors) runs no hook, so
+    /// it is the store of the new state and the cache's rebinding; anything
+    /// else takes the full `transition`.
+    #[inline(always)]
+    fn change_to(&self, agent: &mut A, ctx: &mut Ctx<'_, A>, to: u16) {
+        let h = &self.hdr;
+        let b = self.behaviour();
+        let from = h.state.get();
+        debug_assert!((from as usize) < b.states.len() && (to as usize) < b.states.len());
+        // SAFETY: `from` and `to` are defined states (`Behaviour::lookup`).
+        let quiet = unsafe {
+            b.states.get_unchecked(from as usize).quiet && b.states.get_unchecked(to as usize).quiet
+        };
+        if quiet {
+            h.state.set(to);
+            self.rebind_cache(to);
+        } else {
+            self.transition(agent, ctx, to);
+        }
+    }
+
+    /// Points the handler cache at the cached type's handler in `to` (see
+    /// `Behaviour::rebind`).
+    #[inline(always)]
+    fn rebind_cache(&self, to: u16) {
+        let h = &self.hdr;
+        // SAFETY: the cache always holds a `&'static Entry<A>` of this
+        // cell's behaviour (`HandlerCache::empty`, `handle_plain`, here).
+        let cached = unsafe { &*h.cache.get().0.cast::<Entry<A>>() };
+        let e = self.behaviour().rebind(to, cached);
+        h.cache.set(HandlerCache(e as *const Entry<A> as *const ()));
     }
 
     /// `run` with the time in the handler measured.
@@ -640,7 +674,7 @@ impl<A: Agent> AgentCell<A> {
         let mut ctx = Ctx::new(self);
         f(agent, &mut ctx);
         if let Some(next) = ctx.take_next() {
-            self.transition(agent, &mut ctx, next);
+            self.change_to(agent, &mut ctx, next);
         }
         let dt = takt_sched::clock().now().saturating_sub(t0);
         h.cold.get().handler_ticks.fetch_add(dt, Ordering::Relaxed);
@@ -664,7 +698,7 @@ impl<A: Agent> AgentCell<A> {
             s = self.parent(cur);
         }
         self.hdr.state.set(to);
-        self.hdr.cache.set(HandlerCache::empty(self.behaviour()));
+        self.rebind_cache(to);
         for &st in path[..n].iter().rev() {
             if let Some(h) = self.behaviour().states[st as usize].on_enter {
                 h(agent, ctx);
@@ -675,6 +709,7 @@ impl<A: Agent> AgentCell<A> {
     /// Moves from the current state to `to`: exits up to the common
     /// ancestor, then enters down to `to`. Hooks may request another change;
     /// chains longer than `MAX_CHAIN` are cut and counted.
+    #[inline(never)]
     fn transition(&self, agent: &mut A, ctx: &mut Ctx<'_, A>, mut to: u16) {
         const MAX_CHAIN: usize = 16;
         for _ in 0..MAX_CHAIN {

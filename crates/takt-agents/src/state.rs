@@ -15,8 +15,12 @@
 //! message looks at one slot chosen by bits of its type's id, so the cost
 //! does not grow with the handler's position in the table. In front of
 //! both, each agent caches the last message type it handled and that
-//! type's handler in its current state; a state change clears the cache,
-//! so a run of messages of one type skips the lookup entirely. A message
+//! type's handler in its current state; a state change moves the cache to
+//! the same type's handler in the new state (through that state's slots),
+//! so a run of messages of one type skips the lookup entirely, also when
+//! each message changes the state. A change between states that have no
+//! `on_enter`/`on_exit` hooks, nor ancestors with one, is a single store:
+//! no hook can run, so nothing walks the hierarchy. A message
 //! with no handler in the current state or any ancestor is counted as
 //! *unhandled* and dropped.
 //!
@@ -258,11 +262,16 @@ impl<A: Agent> Definer<A> {
                     }
                 }
             }
+            let quiet = chain.iter().all(|&s| {
+                let d = &self.states[s as usize];
+                d.on_enter.is_none() && d.on_exit.is_none()
+            });
             compiled.push(Compiled {
                 name: st.name,
                 defined: true,
                 parent: st.parent,
                 depth: chain.len() as u16,
+                quiet,
                 slots: Slots::build(&table),
                 table: table.into_boxed_slice(),
                 on_enter: st.on_enter,
@@ -447,6 +456,10 @@ pub(crate) struct Compiled<A: Agent> {
     defined: bool,
     pub(crate) parent: Option<u16>,
     pub(crate) depth: u16,
+    /// Neither this state nor an ancestor has an `on_enter` or `on_exit`
+    /// hook: a change between two quiet states runs no hook, so it is the
+    /// store of the new state (no walk to the common ancestor).
+    pub(crate) quiet: bool,
     pub(crate) table: Box<[Entry<A>]>,
     /// Direct-mapped index over `table`.
     pub(crate) slots: Slots<A>,
@@ -468,6 +481,7 @@ impl<A: Agent> Compiled<A> {
             defined: false,
             parent: None,
             depth: 0,
+            quiet: true,
             table: Box::new([]),
             slots: Slots::build(&[]),
             on_enter: None,
@@ -503,6 +517,23 @@ impl<A: Agent> Behaviour<A> {
         match st.slots.get(type_id) {
             Some(e) => Some(e),
             None => st.scan(type_id),
+        }
+    }
+
+    /// What an agent's handler cache holds after a change to state `to`:
+    /// the plain handler of the cached entry's message type in `to`, if its
+    /// slot holds one, else `vacant`. So a run of one message type that
+    /// changes state on every message (one type handled in every state)
+    /// still finds its handler in the cache; a type the slot does not hold
+    /// takes the lookup on its next delivery, as after any miss.
+    #[inline(always)]
+    pub(crate) fn rebind(&self, to: u16, cached: &Entry<A>) -> &Entry<A> {
+        debug_assert!((to as usize) < self.states.len());
+        // SAFETY: `to` is a defined state (as in `lookup`).
+        let st = unsafe { self.states.get_unchecked(to as usize) };
+        match st.slots.get(cached.type_id) {
+            Some(e) if e.plain => e,
+            _ => &self.vacant,
         }
     }
 
@@ -727,6 +758,73 @@ mod tests {
         let own = b.states[1].table[0].f;
         assert_eq!(b.lookup(1, TypeId::of::<u8>()).unwrap().f, own);
         assert_ne!(b.lookup(0, TypeId::of::<u8>()).unwrap().f, own);
+    }
+
+    /// A state is quiet when neither it nor an ancestor has a hook.
+    #[test]
+    fn quiet_states_have_no_hook_in_their_chain() {
+        let mut def = Definer::<Many>::new();
+        handlers!(def, u8);
+        def.state(State::new(1))
+            .on_enter(|_: &mut Many, _: &mut Ctx<Many>| {});
+        def.state(State::new(2)).parent(State::new(1));
+        def.state(State::new(3)).parent(State::DEFAULT);
+        def.state(State::new(4))
+            .on_exit(|_: &mut Many, _: &mut Ctx<Many>| {});
+        let b = def.compile().expect("well-defined");
+        let quiet: Vec<bool> = b.states.iter().map(|s| s.quiet).collect();
+        assert_eq!(quiet, [true, false, false, true, false]);
+    }
+
+    /// Rebinding finds the cached type's plain handler in the new state
+    /// (own or inherited), and nothing for a type the new state does not
+    /// handle, for the vacant entry, or for a type whose slot another type
+    /// took.
+    #[test]
+    fn rebind_follows_the_type_into_the_new_state() {
+        let mut def = Definer::<Many>::new();
+        handlers!(def, u8, u16);
+        def.state(State::new(1))
+            .parent(State::DEFAULT)
+            .on(|_: &mut Many, _: &mut Ctx<Many>, _: u16| {});
+        def.state(State::new(2))
+            .on(|_: &mut Many, _: &mut Ctx<Many>, _: u32| {});
+        let mut b = def.compile().expect("well-defined");
+        let at = |b: &Behaviour<Many>, s: u16, t: TypeId| b.lookup(s, t).unwrap() as *const _;
+        let u8_in_0 = b.lookup(0, TypeId::of::<u8>()).unwrap().clone();
+        let u16_in_0 = b.lookup(0, TypeId::of::<u16>()).unwrap().clone();
+        // Inherited u8, own u16 in state 1.
+        assert_eq!(
+            b.rebind(1, &u8_in_0) as *const _,
+            at(&b, 1, TypeId::of::<u8>())
+        );
+        assert_eq!(
+            b.rebind(1, &u16_in_0) as *const _,
+            at(&b, 1, TypeId::of::<u16>())
+        );
+        assert_ne!(b.rebind(1, &u16_in_0).f, u16_in_0.f);
+        // State 2 handles neither.
+        assert!(std::ptr::eq(b.rebind(2, &u8_in_0), &b.vacant));
+        assert!(std::ptr::eq(
+            b.rebind(0, &Slots::<Many>::vacant()),
+            &b.vacant
+        ));
+        // A one-slot index held by u16: u8 is found only by the scan, so
+        // the rebound cache holds nothing (the next delivery looks it up).
+        let st = &mut b.states[1];
+        let owner = st
+            .table
+            .iter()
+            .find(|e| e.type_id == TypeId::of::<u16>())
+            .unwrap()
+            .clone();
+        st.slots = Slots {
+            slots: vec![owner].into_boxed_slice(),
+            mask: 0,
+            shift: 0,
+        };
+        assert!(std::ptr::eq(b.rebind(1, &u8_in_0), &b.vacant));
+        assert_eq!(b.rebind(1, &u16_in_0).type_id, TypeId::of::<u16>());
     }
 
     /// A collision only costs the scan: with a one-slot index every type

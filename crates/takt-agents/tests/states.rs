@@ -193,3 +193,99 @@ fn handler_follows_state_changes_for_one_message_type() {
     assert_eq!(got, "LRLRLRLRLR");
     rt.shutdown();
 }
+
+/// One message type handled in most states, changing state each time, some
+/// states quiet (no hooks) and one with hooks, one without a handler for
+/// the type: each delivery runs the handler of the state current at that
+/// moment — the cached handler follows every change, fast (quiet to quiet)
+/// or not — and the state without one counts the message as unhandled.
+struct Wheel {
+    log: Arc<Mutex<Vec<String>>>,
+    done: Arc<Countdown>,
+}
+struct Turn;
+struct Other;
+struct Stop;
+const W: [State; 5] = [
+    State::new(0),
+    State::new(1),
+    State::new(2),
+    State::new(3),
+    State::new(4),
+];
+
+fn turn<const I: usize>(me: &mut Wheel, c: &mut Ctx<Wheel>, _: Turn) {
+    me.log.lock().unwrap().push(format!("turn {I}"));
+    c.change_state(W[(I + 1) % W.len()]);
+}
+
+impl Agent for Wheel {
+    fn define(def: &mut Definer<Self>) {
+        def.state(W[0])
+            .on(turn::<0>)
+            .on(|m: &mut Wheel, _: &mut Ctx<Wheel>, _: Stop| m.done.hit());
+        def.state(W[1]).on(turn::<1>);
+        def.state(W[2]).on(turn::<2>);
+        // No Turn handler here; Other moves on to the hooked state.
+        def.state(W[3])
+            .on(|m: &mut Wheel, c: &mut Ctx<Wheel>, _: Other| {
+                m.log.lock().unwrap().push("other 3".into());
+                c.change_state(W[4]);
+            });
+        def.state(W[4])
+            .on_enter(|m: &mut Wheel, _: &mut Ctx<Wheel>| {
+                m.log.lock().unwrap().push("enter 4".into())
+            })
+            .on_exit(|m: &mut Wheel, _: &mut Ctx<Wheel>| {
+                m.log.lock().unwrap().push("exit 4".into())
+            })
+            .on(turn::<4>);
+    }
+}
+
+#[test]
+fn cached_handler_follows_quiet_and_hooked_state_changes() {
+    let rt = runtime();
+    let d = rt.one_thread("wheel").unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let done = Countdown::new(1);
+    let mut coop = rt.coop("wheel");
+    let a = coop
+        .add(
+            Wheel {
+                log: log.clone(),
+                done: done.clone(),
+            },
+            &d,
+        )
+        .unwrap();
+    coop.register().unwrap();
+    for _ in 0..2 {
+        a.send(Turn); // 0 -> 1
+        a.send(Turn); // 1 -> 2
+        a.send(Turn); // 2 -> 3
+        a.send(Turn); // unhandled in 3
+        a.send(Other); // 3 -> 4: enters 4
+        a.send(Turn); // 4's handler, exits 4 -> 0
+    }
+    a.send(Turn); // 0 -> 1
+    a.send(Turn); // 1 -> 2
+    a.send(Turn); // 2 -> 3
+    a.send(Turn); // unhandled in 3
+    a.send(Other); // 3 -> 4
+    a.send(Turn); // 4 -> 0
+    a.send(Stop);
+    assert!(done.wait());
+    let round = [
+        "turn 0", "turn 1", "turn 2", "other 3", "enter 4", "turn 4", "exit 4",
+    ];
+    let expect: Vec<&str> = round
+        .iter()
+        .cycle()
+        .take(3 * round.len())
+        .copied()
+        .collect();
+    assert_eq!(*log.lock().unwrap(), expect);
+    assert_eq!(a.stats().unhandled, 3);
+    rt.shutdown();
+}

@@ -27,6 +27,10 @@
 //! - [`Parker`]: one consumer waits, anyone wakes it (a token prevents lost wake-ups);
 //! - [`SpinBarrier`]: a reusable barrier for `n` threads.
 //!
+//! A waiter spins only while the [`spin_census`] counts no more awake
+//! threads (those that park in a [`Parker`]) than the process has CPUs: with
+//! more, a spinner would hold a CPU that a thread with work waits for.
+//!
 //! ## Idle CPUs
 //! An idle vCPU that halts gives its core back to the host, and a message
 //! that arrives for it waits for an interrupt through the hypervisor and
@@ -85,6 +89,7 @@
 struct ReadmeDoctests;
 
 mod barrier;
+mod census;
 mod clock;
 mod cpuset;
 mod error;
@@ -100,6 +105,7 @@ pub mod sync;
 mod sys;
 
 pub use barrier::{BarrierWait, SpinBarrier};
+pub use census::{spin_census, SpinCensus};
 pub use clock::{clock, monotonic_ns, tsc_end, tsc_is_invariant, tsc_start, Clock, ClockSource};
 pub use cpuset::{CpuSet, MAX_CPUS};
 pub use error::{Errno, SchedError};

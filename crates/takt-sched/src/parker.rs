@@ -78,6 +78,7 @@ impl Parker {
     }
 
     fn park_inner(&self, timeout: Option<Duration>) -> bool {
+        crate::census::join();
         let budget = match timeout {
             Some(t) => self.budget.min(SpinBudget::new(t)),
             None => self.budget,
@@ -91,6 +92,9 @@ impl Parker {
         if word.fetch_sub(1, Ordering::Acquire) == NOTIFIED {
             return true;
         }
+        // PARKED: asleep for the census until whoever moves the word out
+        // of PARKED counts this thread awake again (census step 2).
+        crate::census::asleep();
         self.sleeps.fetch_add(1, Ordering::Relaxed);
         let deadline = timeout.map(|t| crate::clock::monotonic_ns() + t.as_nanos() as u64);
         loop {
@@ -100,7 +104,12 @@ impl Parker {
                     if now >= d {
                         // Timed out: PARKED→EMPTY unless a token came, in which
                         // case take it (NOTIFIED→EMPTY).
-                        return word.swap(EMPTY, Ordering::Acquire) == NOTIFIED;
+                        if word.swap(EMPTY, Ordering::Acquire) == NOTIFIED {
+                            // The unparker counted us awake.
+                            return true;
+                        }
+                        crate::census::woken();
+                        return false;
                     }
                     Some(Duration::from_nanos(d - now))
                 }
@@ -119,6 +128,9 @@ impl Parker {
     pub fn unpark(&self) {
         // Release pairs with the owner's Acquire when it takes the token.
         if self.state.word().swap(NOTIFIED, Ordering::Release) == PARKED {
+            // Counted awake before it runs: a woken thread waiting for a
+            // CPU is one the census must see (census step 2).
+            crate::census::woken();
             self.state.wake_one();
         }
     }

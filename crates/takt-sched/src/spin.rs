@@ -46,12 +46,17 @@ impl SpinBudget {
 
     /// Spins until `ready()` returns true or the budget is spent. Returns
     /// whether `ready()` became true. `ready` is checked at least once.
+    ///
+    /// While the [spin census](crate::spin_census) counts more awake
+    /// threads than CPUs it does not spin, and a spin under way stops at
+    /// its next clock read once it does: the caller parks at once instead
+    /// of holding a CPU that a thread with work waits for.
     #[inline]
     pub fn spin_until(self, mut ready: impl FnMut() -> bool) -> bool {
         if ready() {
             return true;
         }
-        if self.0.is_zero() {
+        if self.0.is_zero() || crate::census::crowded() {
             return false;
         }
         #[cfg(loom)]
@@ -80,7 +85,7 @@ impl SpinBudget {
                         return true;
                     }
                 }
-                if clock.now() >= deadline {
+                if clock.now() >= deadline || crate::census::crowded() {
                     return false;
                 }
             }
