@@ -10,7 +10,9 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum OrchestrationError {
     /// An `--only` name that is not a stage the plan runs.
-    #[error("unknown stage `{0}` (machine, agents, sme, sip, capacity, remote)")]
+    #[error(
+        "unknown stage `{0}` (machine, agents, sme, sip, capacity, sweep, robustness, remote)"
+    )]
     UnknownStage(String),
     /// A stage's process could not be started.
     #[error("cannot start `{command}`: {source}")]

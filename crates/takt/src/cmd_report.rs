@@ -14,8 +14,8 @@ pub struct ReportCmd {
     /// The reduced plan: under 10 minutes on a 2-core machine.
     #[arg(long)]
     quick: bool,
-    /// Only these stages: machine, agents, sme, sip, capacity, remote
-    /// (comma-separated).
+    /// Only these stages: machine, agents, sme, sip, capacity, sweep,
+    /// robustness, remote (comma-separated).
     #[arg(long, value_name = "STAGE,...")]
     only: Option<Only>,
     /// The report directory: index.html and the JSON documents beside it.
@@ -29,9 +29,8 @@ pub struct ReportCmd {
     #[arg(long, value_name = "ID", conflicts_with_all = ["quick", "only"])]
     run: Option<i64>,
     /// A result document to show beside the run's (repeatable): its suite
-    /// names its section, e.g. the JSON of `takt sip sweep --json` or `takt
-    /// sip torture --json`, which the plan does not run. Without it those
-    /// sections show the latest such document in the records.
+    /// names its section and replaces the run's, e.g. the JSON of a full
+    /// `takt sip sweep --json` or `takt sip torture --json`.
     #[arg(long = "with", value_name = "FILE")]
     with: Vec<PathBuf>,
     /// The records store (a SQLite file or a postgres:// URL): a measured report is stored in it, `--run`

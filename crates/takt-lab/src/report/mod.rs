@@ -6,9 +6,9 @@
 //!   reduced below the suites' own parameters;
 //! - [`runner`]: the stages run as child processes of the `takt` binary,
 //!   a progress bar each; Ctrl-C keeps the finished stages;
-//! - [`records`]: a stored run as the report's input, the latest recorded
-//!   documents of the stages the plan does not run, and a measured report
-//!   stored as one run.
+//! - [`records`]: a stored run as the report's input, a measured report
+//!   stored as one run, and what changed since the last run on this
+//!   machine.
 //!
 //! [`run`] is the whole command:
 //! 1. the `--with` documents are read first, so a bad file fails at once,
@@ -16,9 +16,7 @@
 //! 2. the input comes from the report directory `--from`, the stored run
 //!    `--run`, or the plan, run here with a token that follows the
 //!    process's signals (takt-measure's `cancel`);
-//! 3. the `--with` documents replace their stages' outcomes; a measured
-//!    run's empty sweep and robustness sections get the latest recorded
-//!    documents of their suites;
+//! 3. the `--with` documents replace their stages' outcomes;
 //! 4. a measured run is stored in the records, then compared with the
 //!    last report run whose documents name the same machine
 //!    ([`records::changes_since`]: `takt runs diff`'s verdicts); a stored
@@ -115,9 +113,6 @@ pub fn run(req: &Request) -> Result<Finished, OrchestrationError> {
         if input.attach(doc, None).is_none() {
             return Err(OrchestrationError::WithSuite { path });
         }
-    }
-    if measured {
-        records::attach_latest(&req.db, &mut input, &req.progress);
     }
     // A measured run is stored before the report is written, so that the
     // report can show what changed since the last run on this machine; a

@@ -78,42 +78,6 @@ pub fn from_documents(meta: RunMeta, documents: &[Value]) -> ReportInput {
     input
 }
 
-/// Fills the sections the plan does not run (sweep, robustness) that are
-/// still empty with the latest document of their suite in the records,
-/// if the database has one, and says so on `progress`; a database that
-/// cannot be read leaves them as they are (the section says how to
-/// measure them).
-pub fn attach_latest(db: &Path, input: &mut ReportInput, progress: &Progress) {
-    let Ok(store) = Store::open_existing(db) else {
-        return;
-    };
-    let Ok(runs) = store.list() else {
-        return;
-    };
-    for stage in Stage::ALL.into_iter().filter(|s| !is_planned(*s)) {
-        if input.document(stage).is_some() {
-            continue;
-        }
-        let Some(id) = runs
-            .iter()
-            .rev()
-            .find(|r| r.suites.iter().any(|s| s == stage.suite()))
-            .map(|r| r.id)
-        else {
-            continue;
-        };
-        let Ok(run) = store.run(id) else {
-            continue;
-        };
-        if let Some(d) = run.documents.into_iter().find(|d| d.suite == stage.suite()) {
-            input.attach(d.body, None);
-            progress.println(&format!(
-                "takt report: {stage}: the latest recorded document (run {id})"
-            ));
-        }
-    }
-}
-
 /// Stores the documents `input`'s run measured as one run in `db`, and
 /// says so on `progress`; the documents it was given (`--with`, the
 /// records) are stored already or are the user's files. Returns the run's

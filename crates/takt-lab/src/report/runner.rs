@@ -31,7 +31,7 @@ use takt_measure::cancel::Cancel;
 use takt_measure::progress::Stage as ProgressStage;
 use takt_report::input::{Outcome, ReportInput, RunMeta, Stage};
 
-use super::plan::{own_command, plan, Options, StagePlan};
+use super::plan::{plan, Options, StagePlan};
 use crate::orchestration_error::OrchestrationError;
 
 /// How long an interrupted stage gets to clean up before it is killed.
@@ -43,12 +43,15 @@ pub const KILL_AFTER: Duration = Duration::from_secs(15);
 pub const INTERRUPTED: &str = "interrupted";
 
 /// A child's stderr line as a step of its stage: without the child's own
-/// `[  12.3s] ` time stamp (the stage's line has one).
-fn step_of(line: &str) -> &str {
-    match line.strip_prefix('[').and_then(|r| r.split_once("s] ")) {
+/// `[  12.3s] ` time stamp (the stage's line has one) and without its
+/// stage's name (`agents: `) when the child starts with it, as the
+/// stage's line does too.
+fn step_of<'a>(line: &'a str, stage: &str) -> &'a str {
+    let line = match line.strip_prefix('[').and_then(|r| r.split_once("s] ")) {
         Some((t, rest)) if t.trim().parse::<f64>().is_ok() => rest,
         _ => line,
-    }
+    };
+    line.strip_prefix(stage).unwrap_or(line)
 }
 
 /// The result of one child run.
@@ -77,6 +80,7 @@ fn run_child(
     let last_line = Arc::new(Mutex::new(String::new()));
     let stderr = child.stderr.take().map(|err| {
         let bar = Arc::clone(bar);
+        let prefix = format!("{}: ", p.stage.name());
         let last = Arc::clone(&last_line);
         std::thread::spawn(move || {
             for line in BufReader::new(err).lines().map_while(Result::ok) {
@@ -84,7 +88,12 @@ fn run_child(
                 if line.is_empty() {
                     continue;
                 }
-                bar.step(&step_of(&line).chars().take(100).collect::<String>());
+                bar.step(
+                    &step_of(&line, &prefix)
+                        .chars()
+                        .take(100)
+                        .collect::<String>(),
+                );
                 if let Ok(mut l) = last.lock() {
                     *l = line;
                 }
@@ -179,20 +188,6 @@ pub fn run(opts: &Options, cancel: &Cancel) -> Result<ReportInput, Orchestration
     ));
     let mut stages: Vec<(Stage, Outcome)> = Vec::new();
     for stage in Stage::ALL {
-        if let Some(command) = own_command(stage) {
-            stages.push((
-                stage,
-                Outcome::NotMeasured {
-                    reason: format!(
-                        "a long run of its own, not in the report's plan: `{command} > {name}.json`, \
-                         then `takt report --with {name}.json`",
-                        name = stage.name()
-                    ),
-                    command: Some(command.to_string()),
-                },
-            ));
-            continue;
-        }
         let Some(p) = plans.iter().find(|p| p.stage == stage) else {
             stages.push((
                 stage,
@@ -302,23 +297,51 @@ mod tests {
 
     #[test]
     fn a_child_line_loses_its_time_stamp() {
-        assert_eq!(step_of("[  63.4s] agents: ping_pong"), "agents: ping_pong");
-        assert_eq!(step_of("[x] not a stamp"), "[x] not a stamp");
-        assert_eq!(step_of("[12/129] takt 500 cps"), "[12/129] takt 500 cps");
+        assert_eq!(
+            step_of("[  63.4s] agents: ping_pong", "sme: "),
+            "agents: ping_pong"
+        );
+        assert_eq!(step_of("[x] not a stamp", "sme: "), "[x] not a stamp");
+        assert_eq!(
+            step_of("[12/129] takt 500 cps", "sme: "),
+            "[12/129] takt 500 cps"
+        );
+        // the stage's name once, not twice
+        assert_eq!(
+            step_of(
+                "[  99.4s] agents: kameo ping_pong messages=2000000",
+                "agents: "
+            ),
+            "kameo ping_pong messages=2000000"
+        );
     }
 
     #[test]
-    fn a_stage_that_cannot_start_is_an_error_and_others_are_not_planned() {
+    fn a_stage_that_cannot_start_is_an_error_and_others_are_not_in_only() {
         let cancel = Cancel::new();
         let err = run(&opts("sme"), &cancel).unwrap_err();
         assert!(matches!(err, OrchestrationError::Spawn { .. }), "{err}");
         // An interrupt before the first stage: nothing runs, nothing fails.
         cancel.cancel();
-        let input = run(&opts("sme"), &cancel).unwrap();
+        let input = run(&opts("sme,sweep,robustness"), &cancel).unwrap();
         assert!(matches!(
             input.outcome(Stage::Sme),
             Some(Outcome::NotMeasured { reason, .. }) if reason.contains("interrupted")
         ));
+        // the scheduler study and robustness are the plan's own stages,
+        // with their commands (robustness is unavailable without root)
+        for stage in [Stage::Sweep, Stage::Robustness] {
+            assert!(
+                matches!(
+                    input.outcome(stage),
+                    Some(Outcome::NotMeasured { reason, command: Some(c) })
+                        if (reason.contains("interrupted") || reason.contains("root"))
+                            && c.starts_with("takt sip ")
+                ),
+                "{stage}: {:?}",
+                input.outcome(stage)
+            );
+        }
         assert!(matches!(
             input.outcome(Stage::Machine),
             Some(Outcome::NotMeasured { reason, .. }) if reason == "not in --only"

@@ -153,6 +153,13 @@ pub fn gen_config(
     g
 }
 
+/// A sweep trial's wall time beyond its window and the generator's
+/// drain: resuming the paused server and sampling it. A quick sweep of
+/// takt and OpenSIPS (0.5 s windows, 0.5 s drain) on the 2-vCPU
+/// development machine ran its Table III pairs at 1.04 s a trial and its
+/// whole plan in 128 s against 228 s estimated with 0.7 s here.
+const TRIAL_OVERHEAD_S: f64 = 0.3;
+
 /// Expected seconds of a sweep: `cases` searches, `groups` (target, mode,
 /// m) with `profiles` each compared in `pairs` pairs, trials of `trial_s`.
 pub fn estimate_secs(
@@ -350,7 +357,7 @@ impl SweepOptions {
             // the paper's calls at ~2,000 cps
             PAPER_CALLS as f64 / 2_000.0 + gen.drain.as_secs_f64() + 0.5
         } else {
-            window.as_secs_f64() + gen.drain.as_secs_f64() + 0.7
+            window.as_secs_f64() + gen.drain.as_secs_f64() + TRIAL_OVERHEAD_S
         };
         let ceilings = ceiling_profiles(&plan.profiles)?.len();
         let estimate_s = estimate_secs(
