@@ -94,9 +94,9 @@ fn check(r: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
-/// What ended a [`SharedWait::wait`]: the event of which registered
-/// descriptor. (The workers read duplicates of the registered sockets,
-/// whose descriptor numbers differ, so the event carries this instead.)
+/// A registered descriptor, as its events name it. (The workers read
+/// duplicates of the registered sockets, whose descriptor numbers differ,
+/// so the event carries this instead.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Woken {
     /// The shared (with the INVITE split: the dialog) socket.
@@ -105,6 +105,18 @@ pub(crate) enum Woken {
     Invites,
     /// [`SharedWait::wake_all`].
     Stop,
+}
+
+/// What ended a [`SharedWait::wait`]: the events of which registered
+/// descriptors it took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Ready {
+    /// [`Woken::Socket`]'s.
+    pub(crate) socket: bool,
+    /// [`Woken::Invites`]'s.
+    pub(crate) invites: bool,
+    /// [`Woken::Stop`]'s.
+    pub(crate) stop: bool,
 }
 
 impl Woken {
@@ -162,20 +174,31 @@ impl SharedWait {
     /// Blocks until a datagram has arrived since the socket was last
     /// drained, or [`wake_all`](Self::wake_all) was called. The caller
     /// then receives with `MSG_DONTWAIT` (another worker may have taken
-    /// the datagram) and checks its stop flag. Returns whose event woke
-    /// it (`None`: interrupted), so that a worker woken for the INVITE
-    /// socket reads that one first and knows which socket it owes a read
-    /// (see the worker's `DrainOrder`).
-    pub(crate) fn wait(&self) -> Option<Woken> {
-        let mut ev = libc::epoll_event { events: 0, u64: 0 };
-        // SAFETY: `ev` is a valid buffer for one event. An error (EINTR)
-        // is harmless: the caller polls the socket and waits again.
-        let n = unsafe { libc::epoll_wait(self.ep.as_raw_fd(), &mut ev, 1, -1) };
-        // `add` stored the token as the event's data
-        let token = ev.u64;
-        (n == 1)
-            .then(|| Woken::ALL.into_iter().find(|w| w.token() == token))
-            .flatten()
+    /// the datagram) and checks its stop flag. Returns whose events woke
+    /// it — every event ready, taken off the ready list at once (none:
+    /// interrupted) — so that a worker woken for the INVITE socket alone
+    /// reads that one first, one woken for both reads the dialog socket
+    /// first, and each knows which sockets it owes a read (see the
+    /// worker's `DrainOrder`).
+    pub(crate) fn wait(&self) -> Ready {
+        let mut ev = [libc::epoll_event { events: 0, u64: 0 }; Woken::ALL.len()];
+        // SAFETY: `ev` is a valid buffer for its length of events. An
+        // error (EINTR) is harmless: the caller polls the socket and
+        // waits again.
+        let n =
+            unsafe { libc::epoll_wait(self.ep.as_raw_fd(), ev.as_mut_ptr(), ev.len() as i32, -1) };
+        let mut ready = Ready::default();
+        for e in &ev[..usize::try_from(n).unwrap_or(0)] {
+            // `add` stored the token as the event's data
+            let token = e.u64;
+            match Woken::ALL.into_iter().find(|w| w.token() == token) {
+                Some(Woken::Socket) => ready.socket = true,
+                Some(Woken::Invites) => ready.invites = true,
+                Some(Woken::Stop) => ready.stop = true,
+                None => {}
+            }
+        }
+        ready
     }
 
     /// Wakes every waiter, now and from now on (the eventfd stays
@@ -208,12 +231,33 @@ mod tests {
         let c = UdpSocket::bind("127.0.0.1:0").unwrap();
         let mut buf = [0u8; 16];
         c.send_to(b"INVITE", invites.local_addr().unwrap()).unwrap();
-        assert_eq!(w.wait(), Some(Woken::Invites));
+        let invite = Ready {
+            invites: true,
+            ..Ready::default()
+        };
+        assert_eq!(w.wait(), invite);
         i2.recv(&mut buf).unwrap();
         c.send_to(b"ACK", dialog.local_addr().unwrap()).unwrap();
-        assert_eq!(w.wait(), Some(Woken::Socket));
+        let dialog_only = Ready {
+            socket: true,
+            ..Ready::default()
+        };
+        assert_eq!(w.wait(), dialog_only);
+        d2.recv(&mut buf).unwrap();
+        // both ready: one wait takes both events
+        c.send_to(b"INVITE", invites.local_addr().unwrap()).unwrap();
+        c.send_to(b"ACK", dialog.local_addr().unwrap()).unwrap();
+        assert_eq!(
+            w.wait(),
+            Ready {
+                socket: true,
+                invites: true,
+                stop: false
+            }
+        );
+        i2.recv(&mut buf).unwrap();
         d2.recv(&mut buf).unwrap();
         w.wake_all();
-        assert_eq!(w.wait(), Some(Woken::Stop));
+        assert!(w.wait().stop);
     }
 }

@@ -14,7 +14,6 @@ use super::errqueue;
 use super::handler::Handler;
 use super::tcp::{Conn, Tcp};
 use super::udp::{self, Batch, CMSG_SPACE};
-use super::wake::Woken;
 use crate::proxy::{Inbound, Scratch, SendError, Sink, Target, Transport};
 use crate::stats::{Registry, Sample, WorkerStats};
 
@@ -544,13 +543,13 @@ impl<H: Handler> Worker<H> {
             order.owe_both();
             return;
         }
-        let woken = wait.wait();
+        let ready = wait.wait();
         wait.baton.put_down();
-        match woken {
-            Some(Woken::Invites) => order.woken_by(true),
-            Some(Woken::Socket) => order.woken_by(false),
-            // the stop event, or interrupted
-            Some(Woken::Stop) | None => order.owe_both(),
+        match (ready.socket, ready.invites) {
+            (false, true) => order.woken_by(true),
+            (true, false) => order.woken_by(false),
+            // both (the dialog socket first), the stop event, or interrupted
+            _ => order.owe_both(),
         }
     }
 
