@@ -185,7 +185,8 @@ pub struct WorkerSection {
     pub count: usize,
     /// Receive buffer.
     pub rcvbuf: Option<usize>,
-    /// recvmmsg batch.
+    /// recvmmsg batch (also the backlog at which a `shared` worker with
+    /// `lifo` wake wakes a parked one).
     pub batch: usize,
     /// TCP on.
     pub tcp: bool,

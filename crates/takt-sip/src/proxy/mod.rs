@@ -195,6 +195,18 @@ pub trait Sink {
     ) -> Result<(), SendError> {
         self.send(to, &out[range])
     }
+
+    /// Sends the first of `sends` — each `(to, start, end)`, the bytes
+    /// `out[start..end]` — in order, as far as it can with one system call,
+    /// and returns how many it sent; the caller sends the rest one by one
+    /// with [`Sink::send_range`] (which reports each one's error). The
+    /// default sends none. The UDP transport sends a message's datagrams
+    /// (an INVITE's 100 Trying and the forwarded INVITE) with one
+    /// `sendmmsg`.
+    fn send_leading(&mut self, sends: &[(Target, u32, u32)], out: &[u8]) -> usize {
+        let _ = (sends, out);
+        0
+    }
 }
 
 /// Proxy mode.
@@ -627,7 +639,11 @@ impl Scratch {
     fn flush(&mut self, sink: &mut dyn Sink) -> Flushed {
         let mut f = Flushed::default();
         let branch = self.branch.map_or(usize::MAX, |b| b.index);
-        for (i, &(to, a, b)) in self.sends.iter().enumerate() {
+        let sent = match self.sends.len() {
+            0 | 1 => 0,
+            _ => sink.send_leading(&self.sends, &self.out),
+        };
+        for (i, &(to, a, b)) in self.sends.iter().enumerate().skip(sent) {
             let Err(e) = sink.send_range(&to, &self.out, a as usize..b as usize) else {
                 continue;
             };

@@ -8,12 +8,16 @@
 //!
 //! | model | sockets | I/O | when |
 //! |---|---|---|---|
-//! | [`WorkerModel::Shared`] | one, shared by all workers | `recvmsg`/`sendto` | the paper's (OpenSIPS's) model: m processes blocking on one socket |
+//! | [`WorkerModel::Shared`] | one, shared by all workers | `recvmmsg` until drained (`recvmsg` with `fifo` wake) / `sendto` | the paper's (OpenSIPS's) model: m processes waiting on one socket |
 //! | [`WorkerModel::Reuseport`] | one per worker, `SO_REUSEPORT` | `recvmsg`/`sendto` | no contention on the socket; the kernel hashes the 4-tuple, so one client port lands on one worker |
 //! | [`WorkerModel::Batched`] | one per worker, `SO_REUSEPORT` | `recvmmsg`/`sendmmsg` | fewer system calls per message under load |
 //!
 //! Idle `shared` workers are woken in [`WakeOrder`]: by default the one
 //! that went idle last (warm), or, as OpenSIPS does, the one idle longest.
+//! By default only one idle worker waits on the socket, so a datagram that
+//! arrives while a worker is busy wakes nobody (the busy worker takes it
+//! next), and a backlog of a whole batch wakes a parked worker to help
+//! (the `baton` module).
 //!
 //! The transaction table is shared (sharded), so with any model any worker
 //! can handle any message of any transaction. TCP connections are served
@@ -81,6 +85,8 @@ pub const SPLIT_DIALOG_RCVBUF: usize = 4 << 20;
 /// The memory is taken only while INVITEs queue.
 pub const SPLIT_INVITE_RCVBUF: usize = 16 << 20;
 
+#[doc(hidden)]
+pub mod baton;
 mod errqueue;
 mod fdlimit;
 mod handler;
@@ -159,7 +165,9 @@ pub struct ServerConfig {
     pub rcvbuf: Option<usize>,
     /// Serve and use TCP.
     pub tcp: bool,
-    /// Datagrams per recvmmsg (batched model).
+    /// Datagrams per recvmmsg (`batched`, and `shared` with
+    /// [`WakeOrder::Lifo`], where taking this many without finding the
+    /// socket drained also wakes a parked worker to help).
     pub batch: usize,
     /// Largest message accepted; larger ones are refused and counted.
     pub max_message: usize,
@@ -431,7 +439,7 @@ impl<H: Handler> Server<H> {
         let shared = if reuse { None } else { owned.next() };
         let wait = match (&shared, scfg.wake) {
             (Some(s), WakeOrder::Lifo) => {
-                Some(Arc::new(wake::SharedWait::new(s, invites.as_ref())?))
+                Some(Arc::new(wake::SharedWait::new(s, invites.as_ref(), n)?))
             }
             _ => None,
         };
@@ -471,7 +479,7 @@ impl<H: Handler> Server<H> {
                 .renamed(format!("sip-w{i}"))
                 .spawn(move || match model {
                     WorkerModel::Batched => w.run_batched(batch),
-                    _ if w.invites.is_some() => w.run_split(),
+                    _ if w.wait.is_some() => w.run_shared(batch),
                     _ => w.run_single(),
                 })
                 .map_err(io::Error::other)?;

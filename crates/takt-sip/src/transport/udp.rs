@@ -159,11 +159,12 @@ pub(crate) fn split_invites(sock: &UdpSocket) -> io::Result<()> {
     }
 }
 
-/// Whether `a` or `b` has a datagram queued (or an error to report),
-/// without waiting: one `poll` with a zero timeout.
-pub(crate) fn poll_readable(a: &UdpSocket, b: &UdpSocket) -> bool {
-    let mut fds = [a, b].map(|s| libc::pollfd {
-        fd: s.as_raw_fd(),
+/// Whether `a` or `b` (when given) has a datagram queued (or an error to
+/// report), without waiting: one `poll` with a zero timeout.
+pub(crate) fn poll_readable(a: &UdpSocket, b: Option<&UdpSocket>) -> bool {
+    let mut fds = [Some(a), b].map(|s| libc::pollfd {
+        // a negative descriptor is skipped
+        fd: s.map_or(-1, |s| s.as_raw_fd()),
         events: libc::POLLIN,
         revents: 0,
     });
@@ -321,6 +322,9 @@ pub struct Batch {
     // ranges of the caller's buffer passed to `flush` (true)
     out_data: Vec<u8>,
     out: Vec<(SocketAddr, bool, usize, usize)>,
+    /// `iovs` and `hdrs` describe the receive slots (`build_rx`); a
+    /// `flush` reuses them for its sends and clears this.
+    rx_ready: bool,
 }
 
 impl std::fmt::Debug for Batch {
@@ -332,8 +336,10 @@ impl std::fmt::Debug for Batch {
     }
 }
 
-// SAFETY: the raw pointers inside iovec/mmsghdr only ever point into this
-// struct's own vectors and are rebuilt before each system call.
+// SAFETY: the raw pointers inside iovec/mmsghdr only ever point into the
+// heap buffers of this struct's own vectors (which stay put when the struct
+// moves to another thread), and are rebuilt whenever those could have moved
+// (`rx_ready`) or, for sends, before each system call.
 unsafe impl Send for Batch {}
 
 impl Batch {
@@ -354,6 +360,7 @@ impl Batch {
             meta: Vec::with_capacity(n),
             out_data: Vec::with_capacity(n * 1024),
             out: Vec::with_capacity(n * 2),
+            rx_ready: false,
         }
     }
 
@@ -379,35 +386,39 @@ impl Batch {
     /// which returns `WouldBlock` when nothing is queued), then takes what
     /// is queued (MSG_WAITFORONE). Returns how many were received.
     pub fn recv(&mut self, sock: &UdpSocket, flags: libc::c_int) -> io::Result<usize> {
-        self.iovs.clear();
-        self.hdrs.clear();
+        self.recv_up_to(sock, self.n, flags)
+    }
+
+    /// [`Batch::recv`] of at most `max` datagrams (at least one, at most
+    /// the capacity). With `MSG_DONTWAIT`, fewer than `max` means the
+    /// socket's queue was found empty (or an error came up behind the
+    /// datagrams received, which the next call reports).
+    pub(crate) fn recv_up_to(
+        &mut self,
+        sock: &UdpSocket,
+        max: usize,
+        flags: libc::c_int,
+    ) -> io::Result<usize> {
+        let max = max.clamp(1, self.n);
         self.meta.clear();
         self.slots.clear();
-        let base = self.data.as_mut_ptr();
-        for i in 0..self.n {
-            self.iovs.push(libc::iovec {
-                // SAFETY: i * slot is inside `data` (n * slot bytes).
-                iov_base: unsafe { base.add(i * self.slot) }.cast(),
-                iov_len: self.slot,
-            });
+        if !self.rx_ready {
+            self.build_rx();
         }
-        for i in 0..self.n {
-            // SAFETY: all-zero is a valid mmsghdr; pointers set below point into self.
-            let mut h: libc::mmsghdr = unsafe { zeroed() };
-            h.msg_hdr.msg_name = (&mut self.names[i] as *mut libc::sockaddr_storage).cast();
+        for h in &mut self.hdrs[..max] {
+            // what the kernel wrote back last time
             h.msg_hdr.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-            h.msg_hdr.msg_iov = &mut self.iovs[i];
-            h.msg_hdr.msg_iovlen = 1;
-            h.msg_hdr.msg_control = self.cmsgs[i].as_mut_ptr().cast();
             h.msg_hdr.msg_controllen = CMSG_SPACE as _;
-            self.hdrs.push(h);
+            h.msg_hdr.msg_flags = 0;
         }
-        // SAFETY: hdrs describes n valid receive buffers owned by self.
+        // SAFETY: the first `max` entries of hdrs describe valid receive
+        // buffers owned by self (`build_rx`; `flush` clears `rx_ready`
+        // when it reuses the vectors).
         let r = unsafe {
             libc::recvmmsg(
                 sock.as_raw_fd(),
                 self.hdrs.as_mut_ptr(),
-                self.n as u32,
+                max as u32,
                 libc::MSG_WAITFORONE | flags,
                 std::ptr::null_mut(),
             )
@@ -431,6 +442,35 @@ impl Batch {
             });
         }
         Ok(self.meta.len())
+    }
+
+    /// Points the `n` receive headers at their slots, names and control
+    /// buffers: once, not per call (the vectors' heap buffers do not move
+    /// when the `Batch` does, and no push reallocates them: they were
+    /// made with room for `n`).
+    fn build_rx(&mut self) {
+        self.iovs.clear();
+        self.hdrs.clear();
+        let base = self.data.as_mut_ptr();
+        for i in 0..self.n {
+            self.iovs.push(libc::iovec {
+                // SAFETY: i * slot is inside `data` (n * slot bytes).
+                iov_base: unsafe { base.add(i * self.slot) }.cast(),
+                iov_len: self.slot,
+            });
+        }
+        for i in 0..self.n {
+            // SAFETY: all-zero is a valid mmsghdr; pointers set below point into self.
+            let mut h: libc::mmsghdr = unsafe { zeroed() };
+            h.msg_hdr.msg_name = (&mut self.names[i] as *mut libc::sockaddr_storage).cast();
+            h.msg_hdr.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            h.msg_hdr.msg_iov = &mut self.iovs[i];
+            h.msg_hdr.msg_iovlen = 1;
+            h.msg_hdr.msg_control = self.cmsgs[i].as_mut_ptr().cast();
+            h.msg_hdr.msg_controllen = CMSG_SPACE as _;
+            self.hdrs.push(h);
+        }
+        self.rx_ready = true;
     }
 
     /// Queues a datagram for [`Batch::flush`].
@@ -461,6 +501,7 @@ impl Batch {
         let mut done = 0;
         let mut pending = false;
         let mut retried = false;
+        self.rx_ready = false;
         while done < self.out.len() {
             let k = (self.out.len() - done).min(self.n.max(64));
             if self.names.len() < k {
@@ -561,14 +602,14 @@ mod tests {
                 assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
             }
         }
-        assert!(!poll_readable(&dialog, &invites));
+        assert!(!poll_readable(&dialog, Some(&invites)));
         tx_then_poll(&senders[0], at, &dialog, &invites);
     }
 
     fn tx_then_poll(tx: &UdpSocket, at: SocketAddr, a: &UdpSocket, b: &UdpSocket) {
         tx.send_to(b"INVITE", at).unwrap();
         // loopback delivery is synchronous with the send
-        assert!(poll_readable(a, b));
+        assert!(poll_readable(a, Some(b)));
     }
 
     #[test]

@@ -11,22 +11,25 @@
 //!   turns (two workers: strict alternation) and every message starts on
 //!   a core that went idle one message ago. This is OpenSIPS's behaviour
 //!   and the paper's.
-//! - [`WakeOrder::Lifo`] — each worker blocks in `epoll_wait` on one epoll
-//!   instance shared by all of them, the socket registered edge-triggered.
-//!   A waiter queues at the *head* of the epoll instance's wait queue
-//!   (`__add_wait_queue_exclusive`), so the worker that went idle **last**
-//!   gets the datagram. Under light load one worker takes every message
-//!   and keeps its caches and branch predictors warm; under load every
-//!   arrival still wakes one more waiting worker, so no worker sits idle
-//!   while datagrams queue.
+//! - [`WakeOrder::Lifo`] — an idle worker waits in `epoll_wait` on one
+//!   epoll instance shared by all of them, the socket registered
+//!   edge-triggered; one at a time: the first to find the sockets drained
+//!   waits there, the others park where the kernel's wake-ups do not reach
+//!   them ([`super::baton`]). So the worker that went idle **last** gets
+//!   the datagram, and one that arrives while a worker is busy wakes
+//!   nobody: the busy worker takes it next, with no wake-up or context
+//!   switch. A worker that finds a batch's worth of datagrams queued wakes
+//!   the parked worker that parked last to help. Under light load one
+//!   worker takes every message and keeps its caches and branch
+//!   predictors warm; under load as many work as the backlog asks for.
 //!
 //! Edge-triggered is what makes the shared instance safe: level-triggered
 //! re-arms the socket after each delivery and wakes a second waiter for a
 //! datagram the first one is already reading. A woken worker drains the
-//! socket (`MSG_DONTWAIT` until `EAGAIN`) before it waits again, so a
-//! datagram that arrived while it was busy is never stranded: its arrival
-//! queued an event that either woke another worker or is waiting in the
-//! instance's ready list.
+//! socket (non-blocking `recvmmsg` until one comes back short) before it
+//! waits again, so a datagram that arrived while it was busy is never
+//! stranded: its arrival queued an event that either woke the waiting
+//! worker or is waiting in the instance's ready list.
 
 use std::io;
 use std::net::UdpSocket;
@@ -38,7 +41,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 pub enum WakeOrder {
     /// The worker idle longest (blocking `recvmsg`; OpenSIPS's order).
     Fifo,
-    /// The worker idle shortest (`epoll_wait` on one shared instance).
+    /// The worker idle shortest (`epoll_wait` on one shared instance, one
+    /// waiter at a time).
     Lifo,
 }
 
@@ -78,6 +82,8 @@ impl std::str::FromStr for WakeOrder {
 pub(crate) struct SharedWait {
     ep: OwnedFd,
     stop: OwnedFd,
+    /// Which idle worker waits on `ep` ([`super::baton`]).
+    pub(crate) baton: super::baton::Baton,
 }
 
 fn check(r: libc::c_int) -> io::Result<libc::c_int> {
@@ -88,9 +94,9 @@ fn check(r: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
-/// What ended a [`SharedWait::wait`]: the event of which registered
-/// descriptor. (The workers read duplicates of the registered sockets,
-/// whose descriptor numbers differ, so the event carries this instead.)
+/// A registered descriptor, as its events name it. (The workers read
+/// duplicates of the registered sockets, whose descriptor numbers differ,
+/// so the event carries this instead.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Woken {
     /// The shared (with the INVITE split: the dialog) socket.
@@ -99,6 +105,18 @@ pub(crate) enum Woken {
     Invites,
     /// [`SharedWait::wake_all`].
     Stop,
+}
+
+/// What ended a [`SharedWait::wait`]: the events of which registered
+/// descriptors it took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Ready {
+    /// [`Woken::Socket`]'s.
+    pub(crate) socket: bool,
+    /// [`Woken::Invites`]'s.
+    pub(crate) invites: bool,
+    /// [`Woken::Stop`]'s.
+    pub(crate) stop: bool,
 }
 
 impl Woken {
@@ -126,7 +144,12 @@ impl SharedWait {
     /// The instance for `sock` and, with the INVITE split
     /// ([`super::udp::split_invites`]), its INVITE socket `invites`
     /// (registered the same way: a datagram on either wakes one waiter).
-    pub(crate) fn new(sock: &UdpSocket, invites: Option<&UdpSocket>) -> io::Result<SharedWait> {
+    /// `workers` is the number of workers that will wait ([`super::baton`]).
+    pub(crate) fn new(
+        sock: &UdpSocket,
+        invites: Option<&UdpSocket>,
+        workers: usize,
+    ) -> io::Result<SharedWait> {
         // SAFETY: plain system calls; each result is checked and owned once.
         let ep = unsafe { OwnedFd::from_raw_fd(check(libc::epoll_create1(libc::EPOLL_CLOEXEC))?) };
         // SAFETY: as above.
@@ -141,32 +164,48 @@ impl SharedWait {
             add(&ep, i.as_raw_fd(), libc::EPOLLET, Woken::Invites)?;
         }
         add(&ep, stop.as_raw_fd(), 0, Woken::Stop)?;
-        Ok(SharedWait { ep, stop })
+        Ok(SharedWait {
+            ep,
+            stop,
+            baton: super::baton::Baton::new(workers),
+        })
     }
 
     /// Blocks until a datagram has arrived since the socket was last
     /// drained, or [`wake_all`](Self::wake_all) was called. The caller
     /// then receives with `MSG_DONTWAIT` (another worker may have taken
-    /// the datagram) and checks its stop flag. Returns whose event woke
-    /// it (`None`: interrupted), so that a worker woken for the INVITE
-    /// socket reads that one first and knows which socket it owes a read
-    /// (see the worker's `DrainOrder`).
-    pub(crate) fn wait(&self) -> Option<Woken> {
-        let mut ev = libc::epoll_event { events: 0, u64: 0 };
-        // SAFETY: `ev` is a valid buffer for one event. An error (EINTR)
-        // is harmless: the caller polls the socket and waits again.
-        let n = unsafe { libc::epoll_wait(self.ep.as_raw_fd(), &mut ev, 1, -1) };
-        // `add` stored the token as the event's data
-        let token = ev.u64;
-        (n == 1)
-            .then(|| Woken::ALL.into_iter().find(|w| w.token() == token))
-            .flatten()
+    /// the datagram) and checks its stop flag. Returns whose events woke
+    /// it — every event ready, taken off the ready list at once (none:
+    /// interrupted) — so that a worker woken for the INVITE socket alone
+    /// reads that one first, one woken for both reads the dialog socket
+    /// first, and each knows which sockets it owes a read (see the
+    /// worker's `DrainOrder`).
+    pub(crate) fn wait(&self) -> Ready {
+        let mut ev = [libc::epoll_event { events: 0, u64: 0 }; Woken::ALL.len()];
+        // SAFETY: `ev` is a valid buffer for its length of events. An
+        // error (EINTR) is harmless: the caller polls the socket and
+        // waits again.
+        let n =
+            unsafe { libc::epoll_wait(self.ep.as_raw_fd(), ev.as_mut_ptr(), ev.len() as i32, -1) };
+        let mut ready = Ready::default();
+        for e in &ev[..usize::try_from(n).unwrap_or(0)] {
+            // `add` stored the token as the event's data
+            let token = e.u64;
+            match Woken::ALL.into_iter().find(|w| w.token() == token) {
+                Some(Woken::Socket) => ready.socket = true,
+                Some(Woken::Invites) => ready.invites = true,
+                Some(Woken::Stop) => ready.stop = true,
+                None => {}
+            }
+        }
+        ready
     }
 
     /// Wakes every waiter, now and from now on (the eventfd stays
     /// readable and is level-triggered). Call after setting the workers'
     /// stop flag, so a woken worker sees it.
     pub(crate) fn wake_all(&self) {
+        self.baton.close();
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a live u64 to our eventfd. It cannot
         // fail short of the counter overflowing, which one write per
@@ -186,18 +225,39 @@ mod tests {
     fn a_wait_says_which_socket_woke_it() {
         let dialog = UdpSocket::bind("127.0.0.1:0").unwrap();
         let invites = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let w = SharedWait::new(&dialog, Some(&invites)).unwrap();
+        let w = SharedWait::new(&dialog, Some(&invites), 1).unwrap();
         let (d2, i2) = (dialog.try_clone().unwrap(), invites.try_clone().unwrap());
         assert_ne!(d2.as_raw_fd(), dialog.as_raw_fd());
         let c = UdpSocket::bind("127.0.0.1:0").unwrap();
         let mut buf = [0u8; 16];
         c.send_to(b"INVITE", invites.local_addr().unwrap()).unwrap();
-        assert_eq!(w.wait(), Some(Woken::Invites));
+        let invite = Ready {
+            invites: true,
+            ..Ready::default()
+        };
+        assert_eq!(w.wait(), invite);
         i2.recv(&mut buf).unwrap();
         c.send_to(b"ACK", dialog.local_addr().unwrap()).unwrap();
-        assert_eq!(w.wait(), Some(Woken::Socket));
+        let dialog_only = Ready {
+            socket: true,
+            ..Ready::default()
+        };
+        assert_eq!(w.wait(), dialog_only);
+        d2.recv(&mut buf).unwrap();
+        // both ready: one wait takes both events
+        c.send_to(b"INVITE", invites.local_addr().unwrap()).unwrap();
+        c.send_to(b"ACK", dialog.local_addr().unwrap()).unwrap();
+        assert_eq!(
+            w.wait(),
+            Ready {
+                socket: true,
+                invites: true,
+                stop: false
+            }
+        );
+        i2.recv(&mut buf).unwrap();
         d2.recv(&mut buf).unwrap();
         w.wake_all();
-        assert_eq!(w.wait(), Some(Woken::Stop));
+        assert!(w.wait().stop);
     }
 }

@@ -3,6 +3,7 @@
 
 use std::io;
 use std::net::UdpSocket;
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -13,7 +14,6 @@ use super::errqueue;
 use super::handler::Handler;
 use super::tcp::{Conn, Tcp};
 use super::udp::{self, Batch, CMSG_SPACE};
-use super::wake::Woken;
 use crate::proxy::{Inbound, Scratch, SendError, Sink, Target, Transport};
 use crate::stats::{Registry, Sample, WorkerStats};
 
@@ -85,6 +85,50 @@ impl Sink for NetSink<'_> {
         }
     }
 
+    fn send_leading(&mut self, sends: &[(Target, u32, u32)], out: &[u8]) -> usize {
+        let n = sends.len();
+        if self.batch.is_some()
+            || !(2..=SEND_LEADING_MAX).contains(&n)
+            || sends.iter().any(|s| s.0.transport != Transport::Udp)
+        {
+            return 0;
+        }
+        // SAFETY: all-zero is a valid sockaddr_storage, iovec and mmsghdr.
+        let (mut names, mut iovs, mut hdrs): (
+            [libc::sockaddr_storage; SEND_LEADING_MAX],
+            [libc::iovec; SEND_LEADING_MAX],
+            [libc::mmsghdr; SEND_LEADING_MAX],
+        ) = unsafe { std::mem::zeroed() };
+        for (i, &(to, a, b)) in sends.iter().enumerate() {
+            let bytes = &out[a as usize..b as usize];
+            iovs[i] = libc::iovec {
+                // sendmmsg only reads through it
+                iov_base: bytes.as_ptr().cast_mut().cast(),
+                iov_len: bytes.len(),
+            };
+            hdrs[i].msg_hdr.msg_namelen = udp::sockaddr_to(&to.addr, &mut names[i]);
+        }
+        for ((h, name), iov) in hdrs.iter_mut().zip(&mut names).zip(&mut iovs).take(n) {
+            h.msg_hdr.msg_name = (name as *mut libc::sockaddr_storage).cast();
+            h.msg_hdr.msg_iov = iov;
+            h.msg_hdr.msg_iovlen = 1;
+        }
+        let t0 = self.clock.now();
+        // SAFETY: the first n headers describe datagrams in `out` (borrowed
+        // for the call) with valid addresses in `names`; the kernel only
+        // reads them and writes each header's msg_len.
+        let r = unsafe { libc::sendmmsg(self.udp.as_raw_fd(), hdrs.as_mut_ptr(), n as u32, 0) };
+        self.send_ticks += self.clock.now().saturating_sub(t0);
+        let sent = usize::try_from(r).unwrap_or(0);
+        if sent < n {
+            // an error stopped it (and is not reported for a later
+            // datagram): it may have been an earlier datagram's ICMP
+            // error, so the error queue is read after this message
+            self.errors_pending = true;
+        }
+        sent
+    }
+
     fn send(&mut self, to: &Target, bytes: &[u8]) -> Result<(), SendError> {
         match to.transport {
             Transport::Tcp => {
@@ -121,6 +165,10 @@ impl Sink for NetSink<'_> {
     }
 }
 
+/// Most datagrams of one message [`NetSink`] sends with one `sendmmsg`
+/// (a message sends at most two or three: more go one by one).
+const SEND_LEADING_MAX: usize = 4;
+
 /// Which UDP workers are handling a message now: one flag per worker,
 /// each alone on its cache line (a worker writes only its own), read by
 /// the others outside the timed region. What [`Sample::overlapped`] is
@@ -156,30 +204,49 @@ impl Busy {
     }
 }
 
-/// The order in which a worker of the INVITE split reads its two sockets
-/// (see [`Worker::run_split`]): a pure state machine over "which socket
-/// next", tested without sockets.
+/// Most INVITEs a worker of the split takes from the INVITE socket in one
+/// receive when the dialog socket was found drained (one when it may
+/// hold datagrams): dialog datagrams that arrive meanwhile wait for at
+/// most this many INVITEs.
+pub(crate) const INVITE_BATCH: usize = 4;
+
+/// The order in which a worker of the `shared` model reads its sockets —
+/// the dialog socket (the only one without the INVITE split) and the
+/// INVITE socket (see [`Worker::run_shared`]) — and how many datagrams it
+/// asks each receive for: a pure state machine over "which socket next",
+/// tested without sockets.
 ///
 /// It also keeps which sockets this worker *owes* a read until it finds
-/// them empty, so that it never waits with a datagram stranded and never
-/// probes a socket it does not owe when it could wait instead:
+/// them drained, so that it never waits with a datagram stranded and never
+/// probes a socket when it could wait instead:
 ///
-/// 1. Both sockets are registered edge-triggered on the shared epoll
+/// 1. The sockets are registered edge-triggered on the shared epoll
 ///    instance: every arrival puts its socket's event on the instance's
-///    ready list (if it is not there already) and wakes one waiter.
+///    ready list (if it is not there already) and wakes a waiter.
 /// 2. A worker whose wait returns a socket's event has taken that event
 ///    off the list: it owes that socket until a receive on it fails with
-///    `WouldBlock` (a worker starts owing both).
+///    `WouldBlock` or returns fewer datagrams than it asked for (a
+///    non-blocking `recvmmsg` stops short only when the queue is empty, or
+///    when an error arrived while it ran, which queued an event of its
+///    own). A worker starts owing every socket, and so does one that was
+///    woken without taking an event.
 /// 3. A worker waits only when it owes nothing.
 ///
 /// So a datagram queued on a socket nobody owes arrived after that
-/// socket's last `WouldBlock` or event: its event is on the ready list and
+/// socket's last drained read or event: its event is on the ready list and
 /// wakes a waiter, or the next worker to wait returns at once with it.
 /// Reading a socket one does not owe is always safe (it only shortens
-/// the queue); the order reads the socket it chose first whether owed or
-/// not, and the other one only when owed. An idle worker woken for the
-/// dialog socket thus makes one failing receive before it waits again,
-/// not two.
+/// the queue). While it owes something the order reads the socket it
+/// chose first whether owed or not (the dialog socket, so that dialog
+/// datagrams never wait behind a backlog of INVITEs), and the other one
+/// only when owed; owing nothing, it reads nothing. A worker woken for a
+/// datagram thus makes one receive (which finds the queue drained) before
+/// it waits again.
+///
+/// Dialog datagrams go first: a receive asks for at most
+/// [`super::DIALOG_BURST`] minus those taken in a row, and after that many
+/// the INVITE socket is read first, for one INVITE ([`INVITE_BATCH`] when
+/// the dialog socket was found drained).
 #[derive(Debug)]
 pub(crate) struct DrainOrder {
     /// Dialog datagrams taken in a row.
@@ -189,40 +256,63 @@ pub(crate) struct DrainOrder {
     /// Whether this worker owes a read to the dialog socket (`[0]`) and
     /// the INVITE socket (`[1]`): see the type's docs.
     owes: [bool; 2],
-}
-
-impl Default for DrainOrder {
-    fn default() -> Self {
-        DrainOrder {
-            streak: 0,
-            invite_first: false,
-            owes: [true; 2],
-        }
-    }
+    /// Whether there is an INVITE socket (the split).
+    split: bool,
 }
 
 impl DrainOrder {
-    /// Receives the next datagram with `recv(invite)`, which reads the
-    /// INVITE socket when `invite` and the dialog socket otherwise, both
-    /// without waiting. Returns the datagram and whether it came from the
-    /// INVITE socket, `None` when the sockets it read were empty and it
-    /// owes neither (the worker may wait), or the first error other than
-    /// `WouldBlock`.
-    pub(crate) fn next<T>(
+    /// The order of a new worker, which owes every socket; `split`:
+    /// whether there is an INVITE socket.
+    pub(crate) fn new(split: bool) -> DrainOrder {
+        DrainOrder {
+            streak: 0,
+            invite_first: false,
+            owes: [true, split],
+            split,
+        }
+    }
+
+    /// Receives the next datagrams with `recv(invite, max)`, which reads
+    /// at most `max` (1..=`batch`) from the INVITE socket when `invite`
+    /// and from the dialog socket otherwise, without waiting, and returns
+    /// how many it received. Returns that count and whether they came from
+    /// the INVITE socket, `None` when this worker owes no socket a read
+    /// (it may wait), or the first error other than `WouldBlock`.
+    pub(crate) fn next(
         &mut self,
-        mut recv: impl FnMut(bool) -> io::Result<T>,
-    ) -> io::Result<Option<(T, bool)>> {
+        batch: usize,
+        mut recv: impl FnMut(bool, usize) -> io::Result<usize>,
+    ) -> io::Result<Option<(usize, bool)>> {
+        let burst = super::DIALOG_BURST;
+        if self.owes == [false; 2] {
+            self.streak = 0;
+            return Ok(None);
+        }
         let invite_first =
-            std::mem::take(&mut self.invite_first) || self.streak >= super::DIALOG_BURST;
+            self.split && (std::mem::take(&mut self.invite_first) || self.streak >= burst);
         for (k, invite) in [invite_first, !invite_first].into_iter().enumerate() {
             // the first choice always; the other one only when owed
-            if k == 1 && !self.owes[usize::from(invite)] {
+            if (invite && !self.split) || (k == 1 && !self.owes[usize::from(invite)]) {
                 continue;
             }
-            match recv(invite) {
-                Ok(t) => {
-                    self.streak = if invite { 0 } else { self.streak + 1 };
-                    return Ok(Some((t, invite)));
+            let max = match (invite, self.owes[0]) {
+                (true, true) => 1,
+                (true, false) => INVITE_BATCH,
+                (false, _) if self.split => burst.saturating_sub(self.streak) as usize,
+                (false, _) => batch,
+            }
+            .clamp(1, batch.max(1));
+            match recv(invite, max) {
+                Ok(n) => {
+                    if n < max {
+                        self.owes[usize::from(invite)] = false;
+                    }
+                    self.streak = if invite {
+                        0
+                    } else {
+                        self.streak.saturating_add(n as u32)
+                    };
+                    return Ok(Some((n, invite)));
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     self.owes[usize::from(invite)] = false;
@@ -237,14 +327,16 @@ impl DrainOrder {
     /// The wait ended with an event of the INVITE socket (`true`) or of
     /// the dialog socket: read that one first, and owe it.
     pub(crate) fn woken_by(&mut self, invite: bool) {
+        let invite = invite && self.split;
         self.invite_first = invite;
         self.owes[usize::from(invite)] = true;
     }
 
-    /// The worker found a datagram without taking an event (polling), or
-    /// cannot tell which socket woke it: it owes both.
+    /// The worker found a datagram without taking an event (polling, or
+    /// woken by another worker), or cannot tell which socket woke it: it
+    /// owes every socket.
     pub(crate) fn owe_both(&mut self) {
-        self.owes = [true; 2];
+        self.owes = [true, self.split];
     }
 }
 
@@ -352,11 +444,13 @@ impl<H: Handler> Worker<H> {
         })
     }
 
-    /// `shared` and `reuseport`: one `recvmsg`, handle, send, repeat.
+    /// `reuseport`, and `shared` with [`super::WakeOrder::Fifo`]: one
+    /// `recvmsg`, handle, send, repeat.
     pub(crate) fn run_single(self) {
         let mut buf = vec![0u8; self.max_message + 1];
         let mut cmsg = [0u8; CMSG_SPACE];
         let mut scratch = Scratch::new();
+        let mut quote = vec![0u8; errqueue::QUOTE];
         while !self.stopped() {
             let meta =
                 match self.recv_spinning(|f| udp::recv_one(&self.sock, &mut buf, &mut cmsg, f)) {
@@ -366,57 +460,96 @@ impl<H: Handler> Worker<H> {
                         continue;
                     }
                 };
-            self.serve(&meta, &mut buf, &mut scratch, false);
+            let t_in_real = udp::realtime_ns();
+            self.serve(&buf, &meta, t_in_real, &mut scratch, false, &mut quote);
         }
     }
 
-    /// The `shared` model with the INVITE split (see [`super`]'s Overload
-    /// section): the dialog socket first, the INVITE socket when the
-    /// dialog socket is empty or after [`super::DIALOG_BURST`] dialog
+    /// The `shared` model with [`super::WakeOrder::Lifo`]: the sockets are
+    /// read with non-blocking `recvmmsg` in the [`DrainOrder`] (with the
+    /// INVITE split: the dialog socket first, the INVITE socket when the
+    /// dialog socket is drained or after [`super::DIALOG_BURST`] dialog
     /// datagrams in a row; after a wait, the socket whose event woke the
-    /// worker first (an idle server adds no receive call to a message's
-    /// path).
-    pub(crate) fn run_split(self) {
-        let Some(invites) = self.invites.as_ref() else {
+    /// worker first), each datagram handled and its answers sent at once;
+    /// a receive that returns fewer datagrams than it asked for has found
+    /// the queue drained, so a worker woken for one datagram makes one
+    /// receive. Drained, the worker waits on the epoll instance if it
+    /// takes the [`Baton`](super::baton::Baton), or parks; having taken a
+    /// batch's worth of datagrams since it last found the sockets drained,
+    /// it wakes a parked worker to help.
+    pub(crate) fn run_shared(self, batch: usize) {
+        let Some(wait) = self.wait.clone() else {
             return self.run_single();
         };
-        let mut buf = vec![0u8; self.max_message + 1];
-        let mut cmsg = [0u8; CMSG_SPACE];
+        let batch = batch.max(1);
+        let mut rx = Batch::new(batch, self.max_message + 1);
         let mut scratch = Scratch::new();
-        let mut order = DrainOrder::default();
+        let mut order = DrainOrder::new(self.invites.is_some());
+        let mut quote = vec![0u8; errqueue::QUOTE];
+        // datagrams taken since the sockets were last found drained
+        let mut backlog = 0;
         while !self.stopped() {
-            let got = match order.next(|invite| {
-                let s = if invite { invites } else { &self.sock };
-                udp::recv_one(s, &mut buf, &mut cmsg, libc::MSG_DONTWAIT)
-            }) {
-                Ok(got) => got,
-                Err(e) => {
-                    self.recv_failed(&e, &mut buf);
-                    continue;
+            let got = order.next(batch, |invite, max| {
+                let s = match (invite, &self.invites) {
+                    (true, Some(i)) => i,
+                    _ => &self.sock,
+                };
+                rx.recv_up_to(s, max, libc::MSG_DONTWAIT)
+            });
+            match got {
+                Ok(Some((n, invite))) => {
+                    backlog += n;
+                    if backlog >= batch {
+                        backlog = 0;
+                        wait.baton.wake_one();
+                    }
+                    let t_in_real = udp::realtime_ns();
+                    for i in 0..n {
+                        self.serve(
+                            rx.datagram(i),
+                            rx.meta(i),
+                            t_in_real,
+                            &mut scratch,
+                            invite,
+                            &mut quote,
+                        );
+                    }
                 }
-            };
-            let Some((meta, invite)) = got else {
-                // both empty: prepare, spin, then wait for either
-                self.handler.prepare_idle();
-                let mut polled = false;
-                if self.spin != SpinBudget::NONE {
-                    self.spin.spin_until(|| {
-                        polled = udp::poll_readable(&self.sock, invites);
-                        polled
-                    });
+                Ok(None) => {
+                    backlog = 0;
+                    self.idle(&wait, &mut order);
                 }
-                match (&self.wait, polled) {
-                    (Some(w), false) => match w.wait() {
-                        Some(Woken::Invites) => order.woken_by(true),
-                        Some(Woken::Socket) => order.woken_by(false),
-                        // the stop event, or interrupted
-                        Some(Woken::Stop) | None => order.owe_both(),
-                    },
-                    _ => order.owe_both(),
-                }
-                continue;
-            };
-            self.serve(&meta, &mut buf, &mut scratch, invite);
+                Err(e) => self.recv_failed(&e, &mut quote),
+            }
+        }
+    }
+
+    /// A `shared` worker that owes no socket a read: waits on the epoll
+    /// instance if it takes the baton (preparing for the next message and
+    /// spinning first), else parks until another worker wakes it.
+    fn idle(&self, wait: &super::wake::SharedWait, order: &mut DrainOrder) {
+        if !wait.baton.take() {
+            wait.baton.park(self.index);
+            order.owe_both();
+            return;
+        }
+        self.handler.prepare_idle();
+        if self.spin != SpinBudget::NONE
+            && self
+                .spin
+                .spin_until(|| udp::poll_readable(&self.sock, self.invites.as_ref()))
+        {
+            wait.baton.put_down();
+            order.owe_both();
+            return;
+        }
+        let ready = wait.wait();
+        wait.baton.put_down();
+        match (ready.socket, ready.invites) {
+            (false, true) => order.woken_by(true),
+            (true, false) => order.woken_by(false),
+            // both (the dialog socket first), the stop event, or interrupted
+            _ => order.owe_both(),
         }
     }
 
@@ -429,11 +562,19 @@ impl<H: Handler> Worker<H> {
         }
     }
 
-    /// Handles, times and counts one datagram received into `buf` (from
-    /// the INVITE socket when `invite`).
-    fn serve(&self, meta: &udp::RxMeta, buf: &mut [u8], scratch: &mut Scratch, invite: bool) {
+    /// Handles, times and counts one datagram, `bytes` (from the INVITE
+    /// socket when `invite`), received when the clock read `t_in_real`;
+    /// `buf` is room for reading the socket's error queue.
+    fn serve(
+        &self,
+        bytes: &[u8],
+        meta: &udp::RxMeta,
+        t_in_real: u64,
+        scratch: &mut Scratch,
+        invite: bool,
+        buf: &mut [u8],
+    ) {
         let c = self.clock;
-        let t_in_real = udp::realtime_ns();
         let before = self.busy.others(self.index);
         self.busy.set(self.index, true);
         let t0 = c.now();
@@ -445,7 +586,7 @@ impl<H: Handler> Worker<H> {
         }
         let mut sink = NetSink::new(&self.sock, None, self.tcp.as_ref(), c);
         let (mut sample, o) =
-            self.handle_datagram(&buf[..meta.len], meta, t_in_real, t0, scratch, &mut sink);
+            self.handle_datagram(&bytes[..meta.len], meta, t_in_real, t0, scratch, &mut sink);
         sample.overlapped = before || self.busy.others(self.index);
         self.busy.set(self.index, false);
         let pending = sink.errors_pending;
@@ -629,21 +770,40 @@ mod tests {
     use super::*;
     use std::collections::VecDeque;
 
+    /// Receive batch of the tests (smaller than a burst).
+    const BATCH: usize = 8;
+
     /// Two queues standing in for the sockets: `true` is the INVITE one.
+    /// Every receive is logged as (socket, most asked for), and what it
+    /// took as (datagram, socket).
+    #[derive(Default)]
     struct Queues {
         dialog: VecDeque<u32>,
         invites: VecDeque<u32>,
+        reads: Vec<(bool, usize)>,
+        got: Vec<(u32, bool)>,
     }
 
     impl Queues {
-        fn recv(&mut self, invite: bool) -> io::Result<u32> {
+        fn recv(&mut self, invite: bool, max: usize) -> io::Result<usize> {
+            self.reads.push((invite, max));
             let q = if invite {
                 &mut self.invites
             } else {
                 &mut self.dialog
             };
-            q.pop_front()
-                .ok_or_else(|| io::Error::from(io::ErrorKind::WouldBlock))
+            let n = q.len().min(max);
+            if n == 0 {
+                return Err(io::Error::from(io::ErrorKind::WouldBlock));
+            }
+            self.got.extend(q.drain(..n).map(|d| (d, invite)));
+            Ok(n)
+        }
+
+        /// `o.next` over these queues, the reads it made logged afresh.
+        fn next(&mut self, o: &mut DrainOrder) -> Option<(usize, bool)> {
+            self.reads.clear();
+            o.next(BATCH, |i, max| self.recv(i, max)).unwrap()
         }
     }
 
@@ -653,12 +813,11 @@ mod tests {
         let mut q = Queues {
             dialog: (0..2 * burst + 5).collect(),
             invites: (1000..1003).collect(),
+            ..Queues::default()
         };
-        let mut o = DrainOrder::default();
-        let mut got = Vec::new();
-        while let Some((m, invite)) = o.next(|i| q.recv(i)).unwrap() {
-            got.push((m, invite));
-        }
+        let mut o = DrainOrder::new(true);
+        while q.next(&mut o).is_some() {}
+        let got = std::mem::take(&mut q.got);
         // a burst of dialog datagrams, one INVITE, another burst, one
         // INVITE, the rest of the dialog ones, then the last INVITE
         let b = burst as usize;
@@ -670,66 +829,100 @@ mod tests {
         assert_eq!(got[2 * b + 7], (1002, true));
         assert_eq!(got.len(), 2 * b + 8);
         // both empty: None, and the streak starts over
-        assert!(o.next(|i| q.recv(i)).unwrap().is_none());
-        // woken for the INVITE socket: that one first, once
+        assert!(q.next(&mut o).is_none());
+        // woken for the INVITE socket: that one first, a few at a time
+        // when the dialog socket was found drained; the dialog datagrams
+        // queued meanwhile are left to their own event
         q.dialog.extend([1, 2]);
         q.invites.extend([7, 8]);
         o.woken_by(true);
-        assert_eq!(o.next(|i| q.recv(i)).unwrap(), Some((7, true)));
-        assert_eq!(o.next(|i| q.recv(i)).unwrap(), Some((1, false)));
+        assert_eq!(q.next(&mut o), Some((2, true)));
+        assert_eq!(q.reads, [(true, INVITE_BATCH)]);
+        assert_eq!(q.next(&mut o), None);
+        assert!(q.reads.is_empty());
+        o.woken_by(false);
+        assert_eq!(q.next(&mut o), Some((2, false)));
+        assert_eq!(
+            std::mem::take(&mut q.got),
+            [(7, true), (8, true), (1, false), (2, false)]
+        );
         // an error other than WouldBlock is returned as it is
+        o.owe_both();
         let e = o
-            .next(|_| Err::<u32, _>(io::Error::from(io::ErrorKind::ConnectionRefused)))
+            .next(BATCH, |_, _| {
+                Err(io::Error::from(io::ErrorKind::ConnectionRefused))
+            })
             .unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::ConnectionRefused);
     }
 
     #[test]
     fn the_other_socket_is_read_only_when_owed() {
-        let burst = super::super::DIALOG_BURST;
-        let mut q = Queues {
-            dialog: VecDeque::new(),
-            invites: VecDeque::new(),
-        };
-        let mut reads = Vec::new();
-        let mut o = DrainOrder::default();
-        let next = |o: &mut DrainOrder, q: &mut Queues, reads: &mut Vec<bool>| {
-            reads.clear();
-            o.next(|i| {
-                reads.push(i);
-                q.recv(i)
-            })
-            .unwrap()
-        };
+        let burst = super::super::DIALOG_BURST as usize;
+        let mut q = Queues::default();
+        let mut o = DrainOrder::new(true);
         // a new worker owes both sockets
-        assert!(next(&mut o, &mut q, &mut reads).is_none());
-        assert_eq!(reads, [false, true]);
+        assert!(q.next(&mut o).is_none());
+        assert_eq!(q.reads, [(false, BATCH), (true, INVITE_BATCH)]);
         // woken for the dialog socket: an INVITE queued meanwhile is left
         // to its own event (one failing receive, not two)
         q.invites.push_back(5);
         o.woken_by(false);
-        assert!(next(&mut o, &mut q, &mut reads).is_none());
-        assert_eq!(reads, [false]);
-        // its event wakes a worker, which owes the INVITE socket until empty
+        assert!(q.next(&mut o).is_none());
+        assert_eq!(q.reads, [(false, BATCH)]);
+        // its event wakes a worker, which owes the INVITE socket until a
+        // receive comes back short: then it reads nothing before waiting
         o.woken_by(true);
-        assert_eq!(next(&mut o, &mut q, &mut reads), Some((5, true)));
-        assert!(next(&mut o, &mut q, &mut reads).is_none());
-        assert_eq!(reads, [false, true]);
-        // a burst of dialog datagrams still lets an INVITE in, owed or not
-        q.dialog.extend(0..burst + 1);
-        q.invites.push_back(9);
+        assert_eq!(q.next(&mut o), Some((1, true)));
+        assert_eq!(q.got, [(5, true)]);
+        assert!(q.next(&mut o).is_none());
+        assert!(q.reads.is_empty());
+        // a burst of dialog datagrams still lets an INVITE in, owed or
+        // not, and while the dialog socket may hold more, one at a time
+        q.dialog.extend(0..burst as u32 + 1);
+        q.invites.extend([9, 10]);
         o.woken_by(false);
-        for _ in 0..burst {
-            assert!(matches!(next(&mut o, &mut q, &mut reads), Some((_, false))));
+        for _ in 0..burst / BATCH {
+            assert_eq!(q.next(&mut o), Some((BATCH, false)));
         }
-        assert_eq!(next(&mut o, &mut q, &mut reads), Some((9, true)));
-        assert_eq!(next(&mut o, &mut q, &mut reads), Some((burst, false)));
-        assert!(next(&mut o, &mut q, &mut reads).is_none());
-        assert_eq!(reads, [false]);
+        assert_eq!(q.next(&mut o), Some((1, true)));
+        assert_eq!(q.reads, [(true, 1)]);
+        // then the dialog socket; drained, it owes nothing (the INVITE it
+        // read was its first choice, not owed): the INVITE left is its
+        // event's, then read a few at a time
+        assert_eq!(q.next(&mut o), Some((1, false)));
+        assert_eq!(q.reads, [(false, BATCH)]);
+        assert!(q.next(&mut o).is_none());
+        assert!(q.reads.is_empty());
+        o.woken_by(true);
+        assert_eq!(q.next(&mut o), Some((1, true)));
+        assert_eq!(q.reads, [(true, INVITE_BATCH)]);
+        assert_eq!(q.got.last(), Some(&(10, true)));
         // found by polling (no event taken): both are owed
         q.invites.push_back(3);
         o.owe_both();
-        assert_eq!(next(&mut o, &mut q, &mut reads), Some((3, true)));
-        assert_eq!(reads, [false, true]);
+        assert_eq!(q.next(&mut o), Some((1, true)));
+        assert_eq!(q.reads, [(false, BATCH), (true, INVITE_BATCH)]);
+    }
+
+    #[test]
+    fn without_the_split_one_socket_is_read_in_batches() {
+        let mut q = Queues {
+            dialog: (0..BATCH as u32 + 3).collect(),
+            ..Queues::default()
+        };
+        let mut o = DrainOrder::new(false);
+        assert_eq!(q.next(&mut o), Some((BATCH, false)));
+        // short: drained, no further read before the wait
+        assert_eq!(q.next(&mut o), Some((3, false)));
+        assert_eq!(q.next(&mut o), None);
+        assert!(q.reads.is_empty());
+        // an event of either kind makes it owe (and read) the one socket
+        o.woken_by(true);
+        assert_eq!(q.next(&mut o), None);
+        assert_eq!(q.reads, [(false, BATCH)]);
+        o.owe_both();
+        assert_eq!(q.next(&mut o), None);
+        assert_eq!(q.reads, [(false, BATCH)]);
     }
 }
