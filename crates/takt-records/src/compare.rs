@@ -203,8 +203,10 @@ pub struct Diff {
     /// The minimum change of the median flagged, in percent.
     pub min_change_pct: f64,
     /// Conditions that make the comparison less telling: different
-    /// machines or build profiles, a run on a loaded machine (1-minute load
-    /// above its CPU count) or one that lost more than
+    /// machines or build profiles, a run beside other work (other work and
+    /// steal over 5% of the CPU time, from the document's `others_pct`; for
+    /// older documents, a 1-minute load above the CPU count) or one that
+    /// lost more than
     /// [`STEAL_CAUTION_PCT`] of its CPU time to the hypervisor, a run that
     /// did not complete.
     pub cautions: Vec<String>,
@@ -347,7 +349,19 @@ fn cautions(a: &RunSummary, b: &RunSummary) -> Vec<String> {
     }
     for (tag, r) in [("A", a), ("B", b)] {
         let cpus = r.meta.machine.get("cpus").and_then(Value::as_f64);
-        if let (Some(cpus), Some(load)) = (cpus, r.meta.load) {
+        // Work that was not the run's own, where the document measured it
+        // (others_pct); the load average, which counts the run's own
+        // threads too, only for documents that predate it.
+        let others = r.meta.machine.get("others_pct").and_then(Value::as_f64);
+        if let Some(others) = others {
+            let steal = r.meta.steal_pct.unwrap_or(0.0);
+            if others + steal > takt_measure::env::DISTURBED_PCT {
+                out.push(format!(
+                    "run {tag} (#{}): other work took {others:.1}% of the CPU time (steal {steal:.1}%)",
+                    r.id
+                ));
+            }
+        } else if let (Some(cpus), Some(load)) = (cpus, r.meta.load) {
             if load[0] > cpus {
                 out.push(format!(
                     "run {tag} (#{}) saw load {:.1} on {cpus} CPUs: other work competed for them",

@@ -216,3 +216,42 @@ fn a_bound_round_trips_and_a_diff_with_it_takes_no_change() {
     let e = record(dir.db(), &RunMeta::from_documents(&bad).unwrap(), &bad).unwrap_err();
     assert!(e.to_string().contains("without a bound or a note"), "{e}");
 }
+
+#[test]
+fn other_work_is_judged_by_others_pct_not_by_the_load_the_run_made() {
+    let dir = TempDir::new("diff-others");
+    let (mut a, mut b) = runs();
+    // A: a load of 8 on the machine, all of it the run's own; B: a fifth
+    // of the CPU time taken by work that was not the run's
+    for (docs, others) in [(&mut a, 0.0), (&mut b, 20.0)] {
+        for d in docs.iter_mut() {
+            d["machine"]["load"] = json!([8.0, 8.0, 8.0]);
+            d["machine"]["others_pct"] = json!(others);
+        }
+    }
+    let ia = record(dir.db(), &RunMeta::from_documents(&a).unwrap(), &a).unwrap();
+    let ib = record(dir.db(), &RunMeta::from_documents(&b).unwrap(), &b).unwrap();
+    let store = Store::open_existing(dir.db()).unwrap();
+    let d = compare(
+        &store.run(ia).unwrap(),
+        &store.run(ib).unwrap(),
+        DEFAULT_MIN_CHANGE_PCT,
+    );
+    assert!(
+        !d.cautions.iter().any(|c| c.contains("saw load")),
+        "{:?}",
+        d.cautions
+    );
+    assert!(
+        d.cautions
+            .iter()
+            .any(|c| c.starts_with("run B") && c.contains("other work took 20.0%")),
+        "{:?}",
+        d.cautions
+    );
+    assert!(
+        !d.cautions.iter().any(|c| c.starts_with("run A")),
+        "{:?}",
+        d.cautions
+    );
+}
