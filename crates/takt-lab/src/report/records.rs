@@ -13,7 +13,6 @@ use takt_report::input::{
     RunRef, Stage,
 };
 
-use super::plan::is_planned;
 use crate::orchestration_error::OrchestrationError;
 
 /// Why a stage has no section in the report of a stored run.
@@ -90,7 +89,6 @@ pub fn store_measured(
     let docs: Vec<Value> = input
         .stages
         .iter()
-        .filter(|(s, _)| is_planned(*s))
         .filter_map(|(_, o)| match o {
             Outcome::Measured { document, .. } => Some(document.clone()),
             Outcome::NotMeasured { .. } => None,
