@@ -39,7 +39,7 @@ cargo clippy --release --all-targets --locked --manifest-path "$peer" --target-d
 cargo test --release --locked --manifest-path "$peer" --target-dir target
 
 step "tests"
-cargo test --workspace --locked
+cargo test --workspace --locked --no-fail-fast
 
 step "loom models"
 bash scripts/loom.sh

@@ -3,7 +3,8 @@
 //! nats-server on the bridge's address with a token, and servers under
 //! test (the null relay, takt-sip under a CPU quota) listening there too.
 //! Needs root, iproute2, nats-server and the built `takt` binary
-//! (`cargo build -p takt`); skipped without root or nats-server.
+//! (`cargo build -p takt`); skipped without root, failed without
+//! nats-server.
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
@@ -14,12 +15,14 @@ use std::time::{Duration, Instant};
 
 use takt_host::netns::{is_root, IndexedNets};
 use takt_sip::proxy::{Mode, Transport};
-use takt_siplab::capacity::{self, CapacityCase, CapacityPlan, GenLoad, Load, NetKind};
+use takt_siplab::capacity::{
+    self, run_fixed, CapacityCase, CapacityPlan, FixedCase, FixedPlan, GenLoad, Load, NetKind,
+};
 use takt_siplab::fleet::{
     remote_config, Agent, AgentOptions, Fleet, FleetLoad, FleetOptions, TrialSpec,
 };
 use takt_siplab::gen::{Cancel, GenConfig};
-use takt_siplab::search::SearchConfig;
+use takt_siplab::search::{SearchConfig, TrialOutcome};
 use takt_siplab::target::{TargetKind, TargetSetup};
 
 const TOKEN: &str = "fleet-s3cret";
@@ -35,14 +38,11 @@ fn runnable() -> bool {
         eprintln!("skipped: needs root");
         return false;
     }
-    if Command::new("nats-server")
+    // root (as in CI) runs the whole file: a missing nats-server fails it
+    Command::new("nats-server")
         .arg("--version")
         .output()
-        .is_err()
-    {
-        eprintln!("skipped: needs nats-server (scripts/setup.sh)");
-        return false;
-    }
+        .expect("nats-server is required: run scripts/setup.sh");
     true
 }
 
@@ -347,8 +347,13 @@ fn a_fleet_in_namespaces() {
     drop(agents);
 }
 
-/// A fleet of one agent (both sides, in this process) finds the capacity the local generator finds for the same
-/// server under the same quota, within the search's interval.
+/// A fleet of one agent (both sides, in this process) behaves like the
+/// local generator on the same server under the same quota: the local
+/// search's capacity C is bracketed by the same verdicts from both — every
+/// trial passes at C/2 and fails at 2C — and the fleet's own search lands
+/// between them. How close the two searches come is printed, not asserted:
+/// one search of each under a CPU quota on a shared 2-vCPU host differs
+/// run to run by a quarter either way, whichever generator runs it.
 #[test]
 fn a_fleet_of_one_matches_the_local_generator() {
     if !runnable() {
@@ -362,10 +367,19 @@ fn a_fleet_of_one_matches_the_local_generator() {
     gen.drain = Duration::from_millis(500);
     gen.lag_bound = LAG_BOUND;
     gen.late_after = LAG_BOUND;
-    // takt-sip under a CPU quota, searched by a fleet of one agent and
-    // by the local generator on the same address: the same network path
-    // to the server (a server sending into a namespace pays for the veth
-    // and bridge in its own CPU time, which the quota counts)
+    let local_load = |ip| {
+        GenLoad::new(
+            gen.clone(),
+            ip,
+            Duration::from_millis(800),
+            100,
+            Cancel::default(),
+        )
+    };
+    // takt-sip under a CPU quota, loaded by a fleet of one agent and by
+    // the local generator on the same address: the same network path to
+    // the server (a server sending into a namespace pays for the veth and
+    // bridge in its own CPU time, which the quota counts)
     let one = Agent::start(AgentOptions {
         remote: remote_config(&nats.url, Some(&nats.config("solo", TOKEN))).unwrap(),
         uac: true,
@@ -378,28 +392,32 @@ fn a_fleet_of_one_matches_the_local_generator() {
     solo.uas = Some("solo".into());
     solo.uac = vec!["solo".into()];
     let fleet = Arc::new(Mutex::new(Fleet::connect(&solo).unwrap()));
-    let search = SearchConfig {
-        reps: 1,
-        start_cps: 1_000.0,
-        max_cps: 12_000.0,
-        step: 0.1,
-        grid_below: 1,
-        grid_above: 1,
-        ..SearchConfig::default()
+    let fleet_load = |_| {
+        let base = spec(SocketAddr::new(bridge, 9), 1.0);
+        Ok(FleetLoad::new(Arc::clone(&fleet), base, Cancel::default()))
     };
     let case = CapacityCase {
         kind: "takt".parse().unwrap(),
         mode: Mode::Stateless,
     };
     let plan = CapacityPlan {
-        cases: vec![case],
+        cases: vec![case.clone()],
         base: setup(bridge, "127.0.0.1:9".parse().unwrap()),
-        search,
+        search: SearchConfig {
+            reps: 1,
+            start_cps: 1_000.0,
+            max_cps: 12_000.0,
+            step: 0.1,
+            grid_below: 1,
+            grid_above: 1,
+            ..SearchConfig::default()
+        },
         net: NetKind::Loopback,
         stop: Default::default(),
         cpu_limit: Some(0.5),
     };
-    // (value, whether it was measured rather than bounded, the verdict)
+    // the capacity's value (a bound's where the search found no bracket)
+    // and its verdict as the document prints it
     let capacity_of = |doc: &takt_measure::result::Document| {
         let row = doc.results.iter().find(|r| r.name == "capacity").unwrap();
         let v = row
@@ -408,38 +426,79 @@ fn a_fleet_of_one_matches_the_local_generator() {
             .map(|s| s.median)
             .or(row.bound.as_ref().map(|b| b.value))
             .unwrap();
-        (v, row.bound.is_none(), row.detail["capacity"].to_string())
+        (v, row.detail["capacity"].to_string())
     };
     let t0 = Instant::now();
-    let by_fleet = capacity::run(
-        &plan,
-        |_| {
-            let base = spec(SocketAddr::new(bridge, 9), 1.0);
-            Ok(FleetLoad::new(Arc::clone(&fleet), base, Cancel::default()))
-        },
-        |l| eprintln!("{l}"),
-        |_| {},
-    )
-    .unwrap();
-    let fleet_s = t0.elapsed().as_secs_f64();
-    let t0 = Instant::now();
-    let local = capacity::run(
-        &plan,
-        |ip| {
-            GenLoad::new(
-                gen.clone(),
-                ip,
-                Duration::from_millis(800),
-                100,
-                Cancel::default(),
-            )
-        },
-        |l| eprintln!("{l}"),
-        |_| {},
-    )
-    .unwrap();
+    let local = capacity::run(&plan, local_load, |l| eprintln!("{l}"), |_| {}).unwrap();
     let local_s = t0.elapsed().as_secs_f64();
-    let ((f, f_measured, fv), (l, l_measured, lv)) = (capacity_of(&by_fleet), capacity_of(&local));
+    let t0 = Instant::now();
+    let by_fleet = capacity::run(&plan, fleet_load, |l| eprintln!("{l}"), |_| {}).unwrap();
+    let fleet_s = t0.elapsed().as_secs_f64();
+    let ((c, lv), (f, fv)) = (capacity_of(&local), capacity_of(&by_fleet));
+    eprintln!("capacity: local {lv} ({local_s:.1} s), fleet {fv} ({fleet_s:.1} s)");
+
+    // both generators at C/2 and 2C, two repetitions each, the servers
+    // fresh per run as in the search
+    let fixed = FixedPlan {
+        cases: [0.5, 2.0]
+            .map(|x| FixedCase {
+                case: case.clone(),
+                rate_cps: (x * c).round(),
+            })
+            .to_vec(),
+        base: plan.base.clone(),
+        reps: 2,
+        net: NetKind::Loopback,
+        stop: Default::default(),
+        cpu_limit: plan.cpu_limit,
+    };
+    // (rate, drop rate) of each repetition the generator kept up with
+    let verdicts = |name: &str, outcomes: Vec<(f64, TrialOutcome)>| {
+        let kept: Vec<(f64, f64)> = outcomes
+            .iter()
+            .filter(|(_, o)| !o.generator_bound)
+            .map(|(r, o)| (*r, o.drop_rate()))
+            .collect();
+        eprintln!("{name}: (rate, drop rate) {kept:?}");
+        for (rate, drop) in &kept {
+            if *rate < c {
+                assert!(*drop <= 0.01, "{name} lost {drop} at {rate} cps, C = {c}");
+            } else {
+                assert!(
+                    *drop > 0.01,
+                    "{name} lost only {drop} at {rate} cps, C = {c}"
+                );
+            }
+        }
+        for rate in &fixed.cases {
+            assert!(
+                kept.iter().any(|(r, _)| *r == rate.rate_cps),
+                "{name}: every trial at {} cps was generator-bound",
+                rate.rate_cps
+            );
+        }
+    };
+    let mut seen = Vec::new();
+    run_fixed(
+        &fixed,
+        local_load,
+        |l| eprintln!("{l}"),
+        |p| seen.push((p.rate_cps, p.outcome.clone())),
+    )
+    .unwrap();
+    verdicts("local generator", std::mem::take(&mut seen));
+    run_fixed(
+        &fixed,
+        fleet_load,
+        |l| eprintln!("{l}"),
+        |p| seen.push((p.rate_cps, p.outcome.clone())),
+    )
+    .unwrap();
+    verdicts("fleet of one", seen);
+    assert!(
+        f > 0.5 * c && f < 2.0 * c,
+        "the fleet's search found {fv}, the local one {lv}"
+    );
     drop(one);
     let records = &fleet.lock().unwrap().records;
     let void = records.iter().filter(|r| r.void.is_some()).count();
@@ -449,14 +508,8 @@ fn a_fleet_of_one_matches_the_local_generator() {
         .map(|r| r.overhead_s)
         .collect();
     eprintln!(
-        "capacity: fleet {fv} ({fleet_s:.1} s), local {lv} ({local_s:.1} s); {} fleet attempts, {void} void; overhead per counted trial {:.2} s mean",
+        "{} fleet attempts, {void} void; overhead per counted trial {:.2} s mean",
         records.len(),
         overhead.iter().sum::<f64>() / overhead.len().max(1) as f64
     );
-    // within the search's interval (two grid steps of 10%) when both
-    // searches measured a capacity; a generator-bound verdict (this
-    // host's load starving a SCHED_OTHER generator) bounds it instead
-    if f_measured && l_measured {
-        assert!((f - l).abs() <= 0.2 * l.max(f), "fleet {fv}, local {lv}");
-    }
 }
