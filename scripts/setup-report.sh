@@ -11,7 +11,8 @@
 #     scripts/peers.sh: OpenSIPS (capacity, sweep) and SObjectizer with
 #     takt's driver (agents); with TAKT_PEERS_OPTIONAL set, one that fails
 #     to build is left out (its sections say "not measured") instead of
-#     failing the setup
+#     failing the setup; with TAKT_SETUP_PEERS=0 they are not built here
+#     (scripts/report.sh builds them beside takt)
 # The ractor_cluster peer of the `remote` stage is a cargo build of its
 # own: scripts/report.sh builds it beside takt.
 set -euo pipefail
@@ -70,6 +71,7 @@ fi
 # The source documents' systems the report runs (TAKT_PEER_SOURCES names a
 # directory of their archives; without it peers.sh clones them). C++SME is
 # the tests' (the report's SME stage runs takt's executors only).
+[ "${TAKT_SETUP_PEERS:-1}" = 0 ] && exit 0
 if ! bash scripts/peers.sh opensips sobjectizer so5-driver; then
   if [ -n "${TAKT_PEERS_OPTIONAL:-}" ]; then
     echo "setup: a peer was not built (above); the report marks it not measured" >&2
