@@ -3,9 +3,10 @@
 # (scripts/setup-report.sh: Debian packages, root), builds the source
 # documents' systems Debian does not package (one that fails is reported
 # "not measured", not fatal), takt, and the ractor_cluster peer of the
-# remote stage (its own cargo workspace, put next to target/release/takt
-# where `takt bench remote` finds it), then runs `takt report` with its
-# embedded plan.
+# remote stage (its own cargo workspace, built in target/ractor-cluster —
+# a target directory of its own, since cargo locks one per build — and
+# copied next to target/release/takt, where `takt bench remote` finds it),
+# then runs `takt report` with its embedded plan.
 # The three builds run side by side: takt's build has long stretches on
 # one core (its last crates and their link), which the others fill. Their
 # output goes to target/report-build/*.log, shown when one fails.
@@ -18,7 +19,7 @@ logs=target/report-build
 mkdir -p "$logs"
 bash scripts/peers.sh opensips sobjectizer so5-driver >"$logs/peers.log" 2>&1 &
 peers=$!
-cargo build --release --locked --manifest-path peers/ractor-cluster/Cargo.toml --target-dir target \
+cargo build --release --locked --manifest-path peers/ractor-cluster/Cargo.toml --target-dir target/ractor-cluster \
   >"$logs/ractor-cluster.log" 2>&1 &
 ractor=$!
 # On an early exit (takt's build failed, or an interrupt) the builds in the
@@ -36,4 +37,5 @@ if ! wait $ractor; then
   exit 1
 fi
 trap - EXIT
+cp target/ractor-cluster/release/takt-peer-ractor target/release/
 exec target/release/takt report "$@"
