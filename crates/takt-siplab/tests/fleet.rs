@@ -454,6 +454,9 @@ fn a_fleet_of_one_matches_the_local_generator() {
     };
     // (rate, drop rate) of each repetition the generator kept up with
     let verdicts = |name: &str, outcomes: Vec<(f64, TrialOutcome)>| {
+        for (_, o) in &outcomes {
+            eprintln!("{name}: {o:?}");
+        }
         let kept: Vec<(f64, f64)> = outcomes
             .iter()
             .filter(|(_, o)| !o.generator_bound)
