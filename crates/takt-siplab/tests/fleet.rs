@@ -486,7 +486,7 @@ fn a_fleet_of_one_matches_the_local_generator() {
         &fixed,
         local_load,
         |l| eprintln!("{l}"),
-        |p| seen.push((p.rate_cps, p.outcome.clone())),
+        |p| seen.push((p.rate_cps, *p.outcome)),
     )
     .unwrap();
     verdicts("local generator", std::mem::take(&mut seen));
@@ -494,7 +494,7 @@ fn a_fleet_of_one_matches_the_local_generator() {
         &fixed,
         fleet_load,
         |l| eprintln!("{l}"),
-        |p| seen.push((p.rate_cps, p.outcome.clone())),
+        |p| seen.push((p.rate_cps, *p.outcome)),
     )
     .unwrap();
     verdicts("fleet of one", seen);
