@@ -31,6 +31,7 @@ use serde::Serialize;
 use takt_remote::{Node, RemoteAgent};
 use takt_sip::proxy::Transport;
 
+use super::detail::FleetPoint;
 use super::merge::{merge, Account, AgentShare};
 use super::protocol::{
     AgentInfo, AgentResult, Hello, Ping, Pong, Stop, Stopped, TrialOrder, AGENT_EXPORT,
@@ -449,6 +450,8 @@ pub struct FleetLoad {
     base: TrialSpec,
     cancel: Cancel,
     reached: bool,
+    /// The last run's point, until taken ([`Load::fleet_point`]).
+    point: Option<FleetPoint>,
 }
 
 impl FleetLoad {
@@ -462,6 +465,7 @@ impl FleetLoad {
             base,
             cancel,
             reached: false,
+            point: None,
         }
     }
 }
@@ -510,25 +514,27 @@ impl Load for FleetLoad {
             ..self.base.clone()
         };
         let mut fleet = self.fleet.lock().unwrap_or_else(|e| e.into_inner());
-        let mut last = None;
+        self.point = None;
+        let mut attempts: Vec<TrialRecord> = Vec::new();
         for _ in 0..MAX_ATTEMPTS {
             if self.cancel.is_cancelled() {
                 return Err(Error::Interrupted);
             }
             let rec = fleet.run_trial(&spec)?;
             let counted = rec.void.is_none();
-            last = Some(rec);
+            attempts.push(rec);
             if counted {
                 break;
             }
         }
-        let rec = last.expect("at least one attempt");
+        let rec = attempts.pop().expect("at least one attempt");
         if rec.account.agents.is_empty() {
             return Err(Error::Fleet(format!(
                 "{MAX_ATTEMPTS} attempts at {rate_cps:.0} cps were void: {}",
                 rec.void.unwrap_or_default()
             )));
         }
+        self.point = Some(FleetPoint::of(&rec, &attempts));
         let a = &rec.account;
         if !self.reached {
             if a.kinds.get("invite").is_none_or(|&(_, rx)| rx == 0) {
@@ -548,5 +554,9 @@ impl Load for FleetLoad {
             generator_bound: a.generator_bound,
             generator_causes: causes(&a.bound_reasons),
         })
+    }
+
+    fn fleet_point(&mut self) -> Option<FleetPoint> {
+        self.point.take()
     }
 }

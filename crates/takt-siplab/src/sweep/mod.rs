@@ -109,6 +109,10 @@ pub struct ServerOptions {
     /// A CPU quota on each server for its whole search, CPUs' worth of
     /// time (not on the generator's ceiling, the null relay).
     pub cpu_limit: Option<f64>,
+    /// The servers are loaded by a fleet on other hosts: no generator
+    /// shares their CPUs or machine-wide settings, so no generator
+    /// ceiling is searched.
+    pub fleet: bool,
 }
 
 /// Which profiles get a Table III comparison, and against which baseline.
@@ -406,7 +410,11 @@ pub fn run<L: Load>(
                 .flat_map(move |&m| plan.workers.iter().map(move |&w| (t.clone(), m, w)))
         })
         .collect();
-    let ceilings = ceiling_profiles(&profiles)?;
+    let ceilings = if plan.servers.fleet {
+        Vec::new()
+    } else {
+        ceiling_profiles(&profiles)?
+    };
     let start = |kind: &TargetKind,
                  mode: Mode,
                  m: usize,
@@ -850,6 +858,7 @@ pub fn synthetic_rows() -> Vec<ResultRow> {
         servers: ServerOptions {
             uas: None,
             cpu_limit: Some(0.5),
+            fleet: false,
         },
         ..plan
     };
@@ -1135,7 +1144,7 @@ impl SweepOutcome {
             sampled_load::SAMPLE_EVERY.as_millis(),
             self.truesize
         ));
-        if let Some(c) = &plan.base.cpus {
+        if let Some(c) = plan.base.cpus.as_ref().filter(|_| !plan.servers.fleet) {
             if c.len() > 1 {
                 doc.note(format!(
                     "servers run on CPUs {c}, the generator shares them: capacity here includes the generator's cost"
