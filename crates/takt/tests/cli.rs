@@ -47,6 +47,8 @@ mod cmd_sip_torture;
 mod cmd_sip_tune;
 #[path = "../src/error.rs"]
 mod error;
+#[path = "../src/fleet_args.rs"]
+mod fleet_args;
 
 /// The top-level commands' flags (`src/cli.rs` and each `cmd_*`).
 mod commands {

@@ -335,9 +335,11 @@ impl CapacitySuite {
 
     fn load(&self, ctx: &RunContext, ip: IpAddr, fleet: Option<&SharedFleet>) -> Result<AnyLoad> {
         let (gen, cancel) = (self.gen.clone(), ctx.cancel().clone());
-        AnyLoad::new(fleet, &gen, self.window, cancel.clone(), || match self.uas {
-            Some(uas) => GenLoad::listening(gen.clone(), uas, self.window, MIN_CALLS, cancel),
-            None => GenLoad::new(gen.clone(), ip, self.window, MIN_CALLS, cancel),
+        AnyLoad::new(fleet, &gen, self.window, cancel.clone(), || {
+            match self.uas {
+                Some(uas) => GenLoad::listening(gen.clone(), uas, self.window, MIN_CALLS, cancel),
+                None => GenLoad::new(gen.clone(), ip, self.window, MIN_CALLS, cancel),
+            }
         })
     }
 
@@ -461,7 +463,9 @@ impl Suite for CapacitySuite {
         }
         let stop = ctx.cancel().flag();
         let fleet = match &self.fleet {
-            Some(f) => Some(connect(f, |l| ctx.progress().println(l))?),
+            Some(f) => Some(connect(f, ctx.cancel().clone(), |l| {
+                ctx.progress().println(l)
+            })?),
             None => None,
         };
         let mut doc: Option<Document> = None;

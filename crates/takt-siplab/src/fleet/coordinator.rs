@@ -137,6 +137,8 @@ pub struct Fleet {
     uas: usize,
     uac: Vec<String>,
     trial: u32,
+    /// Ends a running trial early ([`Fleet::with_cancel`]).
+    cancel: Cancel,
     /// Every attempt so far.
     pub records: Vec<TrialRecord>,
 }
@@ -196,8 +198,16 @@ impl Fleet {
             uas,
             uac: opts.uac.clone(),
             trial: 0,
+            cancel: Cancel::default(),
             records: Vec::new(),
         })
+    }
+
+    /// Ends a running trial (every agent stopped, [`Error::Interrupted`])
+    /// once `cancel` is raised, as a Ctrl-C does.
+    pub fn with_cancel(mut self, cancel: Cancel) -> Fleet {
+        self.cancel = cancel;
+        self
     }
 
     /// The coordinator's node name.
@@ -333,6 +343,10 @@ impl Fleet {
         let mut void = None;
         let mut got = 0;
         while got < uacs.len() && void.is_none() {
+            if self.cancel.is_cancelled() {
+                self.stop_all(trial, &used);
+                return Err(Error::Interrupted);
+            }
             match rx.recv_timeout(Duration::from_millis(100)) {
                 Ok((i, true, Ok(r))) => {
                     if let Some(e) = &r.error {

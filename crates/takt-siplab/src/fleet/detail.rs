@@ -81,7 +81,9 @@ impl FleetPoint {
 /// The detail of a row's trials under a fleet, in their order: each
 /// trial's [`FleetPoint`] (`null` for one without a fleet); `None` when
 /// no trial ran on a fleet, so local runs' documents are unchanged.
-pub fn points_detail<'a>(points: impl IntoIterator<Item = Option<&'a FleetPoint>>) -> Option<Value> {
+pub fn points_detail<'a>(
+    points: impl IntoIterator<Item = Option<&'a FleetPoint>>,
+) -> Option<Value> {
     let v: Vec<Option<&FleetPoint>> = points.into_iter().collect();
     v.iter()
         .any(Option::is_some)
@@ -121,8 +123,7 @@ pub fn notes(f: &Fleet) -> Vec<String> {
     if counted.is_empty() {
         return notes;
     }
-    let overhead =
-        counted.iter().map(|r| r.overhead_s).sum::<f64>() / counted.len() as f64;
+    let overhead = counted.iter().map(|r| r.overhead_s).sum::<f64>() / counted.len() as f64;
     let max = |f: &dyn Fn(&AgentShare) -> f64| {
         counted
             .iter()

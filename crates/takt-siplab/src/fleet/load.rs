@@ -46,10 +46,10 @@ pub fn listen_ip(fleet: Option<&FleetOptions>, listen: Option<IpAddr>) -> Result
         .map_err(io(format!("finding the address that reaches {nats}")))
 }
 
-/// Connects to the fleet (see [`Fleet::connect`]) and tells `say` of
-/// each agent.
-pub fn connect(opts: &FleetOptions, say: impl Fn(&str)) -> Result<SharedFleet> {
-    let fleet = Fleet::connect(opts)?;
+/// Connects to the fleet (see [`Fleet::connect`]), its trials ended by
+/// `cancel`, and tells `say` of each agent.
+pub fn connect(opts: &FleetOptions, cancel: Cancel, say: impl Fn(&str)) -> Result<SharedFleet> {
+    let fleet = Fleet::connect(opts)?.with_cancel(cancel);
     for a in fleet.agents() {
         say(&format!(
             "fleet agent {} host={} addr={} cpus={} uac={} uas={}",

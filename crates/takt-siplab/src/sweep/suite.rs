@@ -488,7 +488,9 @@ impl SweepSuite {
         };
         // the fleet first: an unreachable one fails before any server starts
         let fleet = match &self.fleet {
-            Some(f) => Some(connect(f, |l| ctx.progress().println(l))?),
+            Some(f) => Some(connect(f, ctx.cancel().clone(), |l| {
+                ctx.progress().println(l)
+            })?),
             None => None,
         };
         let mut bars = SweepBars::new(ctx.progress().clone(), self.trial_s);
@@ -496,8 +498,12 @@ impl SweepSuite {
             &plan,
             |ip| {
                 let (gen, cancel) = (&self.gen, ctx.cancel().clone());
-                AnyLoad::new(fleet.as_ref(), gen, self.window, cancel.clone(), || {
-                    match plan.servers.uas {
+                AnyLoad::new(
+                    fleet.as_ref(),
+                    gen,
+                    self.window,
+                    cancel.clone(),
+                    || match plan.servers.uas {
                         Some(uas) => GenLoad::listening(
                             gen.clone(),
                             uas,
@@ -506,8 +512,8 @@ impl SweepSuite {
                             cancel,
                         ),
                         None => GenLoad::new(gen.clone(), ip, self.window, self.min_calls, cancel),
-                    }
-                })
+                    },
+                )
             },
             |p| bars.on(p),
         );
