@@ -111,7 +111,7 @@ impl Scenario {
     pub fn fleet_refusal(self) -> Option<&'static str> {
         match self {
             Scenario::Overload => Some(
-                "drives two UAC streams of different lengths with retransmissions on and counts calls every 200 ms, which the local generator does and a fleet trial does not",
+                "drives two UAC streams of different lengths with retransmissions on and counts their calls every 200 ms",
             ),
             Scenario::UasRestart => {
                 Some("kills and restarts the UAS as a process on this host")

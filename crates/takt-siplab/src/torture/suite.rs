@@ -136,7 +136,7 @@ impl TortureOptions {
                 .find_map(|&sc| Some((sc, sc.fleet_refusal()?)))
             {
                 return Err(Error::Config(format!(
-                    "--fleet: scenario {} {why}: it needs the local generator (with --fleet, give --scenario soak)",
+                    "--fleet: scenario {} needs the local generator: it {why} (with --fleet, give --scenario soak)",
                     sc.name()
                 )));
             }
