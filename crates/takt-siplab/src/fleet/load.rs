@@ -86,7 +86,7 @@ pub enum AnyLoad {
     /// The local generator.
     Local(Box<GenLoad>),
     /// The fleet.
-    Fleet(FleetLoad),
+    Fleet(Box<FleetLoad>),
 }
 
 impl AnyLoad {
@@ -100,11 +100,11 @@ impl AnyLoad {
         local: impl FnOnce() -> Result<GenLoad>,
     ) -> Result<AnyLoad> {
         Ok(match fleet {
-            Some(f) => AnyLoad::Fleet(FleetLoad::new(
+            Some(f) => AnyLoad::Fleet(Box::new(FleetLoad::new(
                 Arc::clone(f),
                 base_spec(gen, window),
                 cancel,
-            )),
+            ))),
             None => AnyLoad::Local(Box::new(local()?)),
         })
     }
