@@ -142,4 +142,18 @@ fn torture_refuses_by_name_the_scenarios_a_fleet_cannot_run() {
         err.contains("scenario overload needs the local generator"),
         "{err}"
     );
+    // the UAS is the fleet's, on its agent's host
+    let uas = ["--uas", "127.0.0.1:5070", "--fleet", &url];
+    for cmd in [
+        &["torture", "--scenario", "soak"][..],
+        &["sweep", "--target", "takt"],
+    ] {
+        let o = takt_sip(&[cmd, &uas[..]].concat());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{cmd:?}: {err}");
+        assert!(
+            err.contains("--uas is for the local generator"),
+            "{cmd:?}: {err}"
+        );
+    }
 }

@@ -131,6 +131,11 @@ impl TortureOptions {
             self.scenarios.clone()
         };
         if self.fleet.is_some() {
+            if self.uas.port() != 0 {
+                return Err(Error::Config(
+                    "--fleet: the fleet's UAS agent listens on its own host; --uas is for the local generator".into(),
+                ));
+            }
             if let Some((sc, why)) = scenarios
                 .iter()
                 .find_map(|&sc| Some((sc, sc.fleet_refusal()?)))
