@@ -594,6 +594,13 @@ fn a_sweep_and_a_soak_on_a_fleet() {
         .collect();
     assert_eq!(caps.len(), 2, "{:?}", doc.notes);
     for cap in caps {
+        eprintln!(
+            "m={}: {}, {} trials; the last: {}",
+            cap.params["workers"],
+            cap.detail["capacity"],
+            cap.detail["trials"],
+            cap.detail["fleet"].as_array().unwrap().last().unwrap()
+        );
         let trials = cap.detail["trial_records"].as_array().unwrap();
         let fleet = cap.detail["fleet"].as_array().unwrap();
         assert_eq!(fleet.len(), trials.len(), "one fleet point per trial");
