@@ -53,6 +53,8 @@ use takt_sip::proxy::Mode;
 use crate::capacity::{rows, Load, PointDetail, TargetTrial};
 use crate::cpu_limit::{CpuLimit, DEFAULT_PERIOD_US};
 use crate::error::{Error, Result};
+use crate::fleet::detail::points_detail;
+use crate::fleet::FleetPoint;
 use crate::profile::{apply_to_server, EnhancedSlice, Profile, ReadBack, Resolved};
 use crate::search::{run_interleaved, Capacity, Search, SearchConfig, SearchResult, Trial};
 use crate::system::SystemSettings;
@@ -210,6 +212,10 @@ pub struct ComparisonOutcome {
     pub comparison: Comparison,
     /// The pairs (default, profile).
     pub pairs: Vec<(PairSide, PairSide)>,
+    /// Under a fleet, each pair's two trials' agents and void attempts
+    /// (index-aligned with `pairs`; in the rows' detail as `fleet`).
+    #[serde(skip)]
+    pub fleet: Vec<(Option<FleetPoint>, Option<FleetPoint>)>,
 }
 
 /// A finished (or interrupted) sweep.
@@ -703,9 +709,11 @@ pub fn run<L: Load>(
         let mut n = 0;
         'jobs: for (d, j, rate) in jobs {
             let mut pairs = Vec::new();
+            let mut fleet = Vec::new();
             for i in 0..plan.pairs {
                 let order = if i % 2 == 0 { [d, j] } else { [j, d] };
                 let mut sides = [None, None];
+                let mut agents = [None, None];
                 for &c in &order {
                     let label = lives[c].key.label();
                     let Some(o) = interrupted(lives[c].trial.trial(rate))? else {
@@ -731,9 +739,13 @@ pub fn run<L: Load>(
                         .last()
                         .expect("a run pushed its extra");
                     sides[usize::from(c == j)] = Some(PairSide::of(o.drop_rate(), &e));
+                    agents[usize::from(c == j)] =
+                        lives[c].trial.points().last().and_then(|p| p.fleet.clone());
                 }
                 if let [Some(a), Some(b)] = sides {
                     pairs.push((a, b));
+                    let [fa, fb] = agents;
+                    fleet.push((fa, fb));
                 }
             }
             let baseline = lives[d].key.profile.clone();
@@ -747,6 +759,7 @@ pub fn run<L: Load>(
                 baseline,
                 comparison: paper_tables::compare(rate, &pairs),
                 pairs,
+                fleet,
             });
         }
     }
@@ -1129,6 +1142,11 @@ impl SweepOutcome {
                 let mut d = Map::new();
                 d.insert("paired".into(), json!(paired));
                 d.insert("pairs".into(), json!(cmp.pairs));
+                // two per pair, the baseline's first
+                let sides = cmp.fleet.iter().flat_map(|(a, b)| [a.as_ref(), b.as_ref()]);
+                if let Some(f) = points_detail(sides) {
+                    d.insert("fleet".into(), f);
+                }
                 let mut r =
                     ResultRow::new(name, cmp.key.target, kp, "%", Better::Higher, samples, 0.0)
                         .with_detail(d);
