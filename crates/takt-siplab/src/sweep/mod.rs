@@ -29,6 +29,11 @@
 //! 5. Every server is stopped, every machine-wide value restored (also on
 //!    an error or Ctrl-C: [`SweepPlan::stop`] ends the run after the
 //!    current trial with the finished points).
+//!
+//! The load is whatever `make_load` gives: the local generator, or a
+//! fleet of agents on other hosts ([`crate::fleet::AnyLoad`]; then no
+//! generator ceiling is searched, [`ServerOptions::fleet`], and each
+//! trial's agents are in the rows' detail as `fleet`).
 
 pub(crate) mod fixture;
 pub mod paper;

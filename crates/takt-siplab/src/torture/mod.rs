@@ -26,6 +26,12 @@
 //!   on and fresh TCP clients probe: the server's memory and the
 //!   kernel's, new-client latency, connections lost, failed calls.
 //!
+//! With a fleet of agents ([`crate::fleet`]) instead of the local
+//! generator, the capacity search, the sustained check and the soak run
+//! their trials on the fleet (each trial's agents in the rows' detail as
+//! `fleet`); the other scenarios drive the local generator itself and
+//! are refused ([`Scenario::fleet_refusal`]).
+//!
 //! Where the generator cannot offer twice a server's capacity (on a small
 //! machine, a fast proxy outruns it), the server's CPU is limited with CFS
 //! bandwidth control ([`cgroup`]) and its capacity is measured under the
