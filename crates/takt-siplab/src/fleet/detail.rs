@@ -9,6 +9,9 @@ use serde_json::Value;
 use super::coordinator::{Fleet, TrialRecord};
 use super::merge::AgentShare;
 
+/// Void attempts the notes name one by one (the rows' detail has all).
+const NOTED_VOID: usize = 5;
+
 /// One attempt of a trial that did not count, and why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct VoidAttempt {
@@ -107,18 +110,28 @@ pub fn notes(f: &Fleet) -> Vec<String> {
     )];
     let counted: Vec<&TrialRecord> = f.records.iter().filter(|r| r.void.is_none()).collect();
     let void: Vec<&TrialRecord> = f.records.iter().filter(|r| r.void.is_some()).collect();
-    notes.push(format!(
-        "fleet trials: {} counted, {} void and re-run{} (each trial's agents and void attempts: `fleet` in the rows' detail)",
-        counted.len(),
-        void.len(),
-        void.iter()
-            .map(|r| format!(
+    let listed: String = void
+        .iter()
+        .take(NOTED_VOID)
+        .map(|r| {
+            format!(
                 "; trial {} at {:.0} cps: {}",
                 r.trial,
                 r.cps,
                 r.void.as_deref().unwrap_or("")
-            ))
-            .collect::<String>()
+            )
+        })
+        .collect();
+    let more = void.len().saturating_sub(NOTED_VOID);
+    notes.push(format!(
+        "fleet trials: {} counted, {} void and re-run{listed}{} (each trial's agents and void attempts: `fleet` in the rows' detail)",
+        counted.len(),
+        void.len(),
+        if more > 0 {
+            format!("; {more} more")
+        } else {
+            String::new()
+        }
     ));
     if counted.is_empty() {
         return notes;
