@@ -22,8 +22,10 @@ use takt_siplab::fleet::{
     remote_config, Agent, AgentOptions, Fleet, FleetLoad, FleetOptions, TrialSpec,
 };
 use takt_siplab::gen::{Cancel, GenConfig};
-use takt_siplab::search::{SearchConfig, TrialOutcome};
+use takt_siplab::search::{SearchConfig, Step, TrialOutcome};
+use takt_siplab::sweep::{Preset, SweepOptions};
 use takt_siplab::target::{TargetKind, TargetSetup};
+use takt_siplab::torture::{Scenario, TortureOptions};
 
 const TOKEN: &str = "fleet-s3cret";
 /// The agents run at SCHED_OTHER (debug builds) on two CPUs shared with
@@ -514,5 +516,171 @@ fn a_fleet_of_one_matches_the_local_generator() {
         "{} fleet attempts, {void} void; overhead per counted trial {:.2} s mean",
         records.len(),
         overhead.iter().sum::<f64>() / overhead.len().max(1) as f64
+    );
+}
+
+/// The agents' shares of one trial in a document's detail (a
+/// [`takt_siplab::fleet::FleetPoint`]): two UAC agents, whose sent
+/// messages add up to the trial's; its sent count.
+fn shares_add_up(point: &serde_json::Value, what: &str) -> u64 {
+    let agents = point["agents"].as_array().unwrap();
+    let names: Vec<&str> = agents
+        .iter()
+        .map(|a| a["agent"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["agent0", "agent1"], "{what}: {point}");
+    let sum: u64 = agents.iter().map(|a| a["sent"].as_u64().unwrap()).sum();
+    let sent = point["sent"].as_u64().unwrap();
+    assert_eq!(
+        sum, sent,
+        "{what}: the agents' sent {sum}, the trial's {sent}"
+    );
+    for a in agents {
+        assert!(a["clock_rtt_us"].as_f64().unwrap() > 0.0, "{what}: {a}");
+        assert!(a["cps"].as_f64().unwrap() > 0.0, "{what}: {a}");
+        assert!(a.get("completed").is_some() && a.get("lost").is_some());
+    }
+    assert!(point["void"].is_array(), "{what}: {point}");
+    sent
+}
+
+/// `takt sip sweep` and `torture`'s soak on a fleet of two agents in
+/// namespaces (agent0 plays both sides, agent1 places calls): each
+/// trial's agents are in the document, their messages adding up to the
+/// trial's and the trials' to the grid point's.
+#[test]
+fn a_sweep_and_a_soak_on_a_fleet() {
+    if !runnable() {
+        return;
+    }
+    let nets = IndexedNets::create(2, false).expect("two namespaces");
+    let nats = Nats::start(IpAddr::V4(nets.bridge_ip));
+    let _agents = Agents(vec![
+        spawn_agent(&nets, 0, &nats, "both"),
+        spawn_agent(&nets, 1, &nats, "uac"),
+    ]);
+    // takt-sip at m = 1 and 2 under half a CPU: short windows, one
+    // repetition per grid point, no Table III
+    let opts = SweepOptions {
+        targets: vec!["takt".into()],
+        modes: vec![Mode::Stateless],
+        workers: vec![1, 2],
+        profiles: vec!["default".into()],
+        threshold: 0.01,
+        step: Step::Fraction(0.1),
+        reps: Some(1),
+        rebrackets: Some(0),
+        pairs: Some(0),
+        window: Some(0.5),
+        start_cps: Some(500.0),
+        max_cps: 4_000.0,
+        ports: 4,
+        preset: Preset::Quick,
+        cpu_limit: Some(0.5),
+        fleet: Some(fleet_opts(&nats, 2)),
+        ..SweepOptions::default()
+    };
+    let mut suite = opts.resolve().unwrap();
+    suite.plan.base.takt_exe = Some(takt_exe());
+    assert_eq!(suite.plan.base.listen_ip, IpAddr::V4(nets.bridge_ip));
+    suite.gen.lag_bound = LAG_BOUND;
+    suite.gen.late_after = LAG_BOUND;
+    let t0 = Instant::now();
+    let out =
+        takt_measure::suite::Suite::run(&suite, &takt_measure::suite::RunContext::quiet()).unwrap();
+    eprintln!("the fleet's sweep took {:.1} s", t0.elapsed().as_secs_f64());
+    let doc = &out.doc;
+    let caps: Vec<&takt_measure::result::ResultRow> = doc
+        .results
+        .iter()
+        .filter(|r| r.name == "capacity")
+        .collect();
+    assert_eq!(caps.len(), 2, "{:?}", doc.notes);
+    for cap in caps {
+        eprintln!(
+            "m={}: {}, {} trials; the last: {}",
+            cap.params["workers"],
+            cap.detail["capacity"],
+            cap.detail["trials"],
+            cap.detail["fleet"].as_array().unwrap().last().unwrap()
+        );
+        let trials = cap.detail["trial_records"].as_array().unwrap();
+        let fleet = cap.detail["fleet"].as_array().unwrap();
+        assert_eq!(fleet.len(), trials.len(), "one fleet point per trial");
+        for (i, (p, t)) in fleet.iter().zip(trials).enumerate() {
+            let sent = shares_add_up(p, &format!("m={} trial {i}", cap.params["workers"]));
+            assert_eq!(sent, t["outcome"]["sent"].as_u64().unwrap());
+        }
+    }
+    let grid: Vec<&takt_measure::result::ResultRow> = doc
+        .results
+        .iter()
+        .filter(|r| r.name == "drop_rate")
+        .collect();
+    assert!(grid.len() >= 2, "{grid:?}");
+    for row in grid {
+        let points = row.detail["fleet"].as_array().unwrap();
+        let sent: u64 = points
+            .iter()
+            .map(|p| shares_add_up(p, &format!("{:?}", row.params)))
+            .sum();
+        assert_eq!(
+            sent,
+            row.detail["sent"].as_u64().unwrap(),
+            "{:?}",
+            row.params
+        );
+    }
+    assert!(
+        doc.notes.iter().any(|n| n.starts_with("fleet trials:")),
+        "{:?}",
+        doc.notes
+    );
+
+    // the soak at half a given capacity over the same fleet
+    let mut fleet = fleet_opts(&nats, 2);
+    fleet.remote = remote_config(&nats.url, Some(&nats.config("soaker", TOKEN))).unwrap();
+    let torture = TortureOptions {
+        target: "takt".into(),
+        modes: vec![Mode::Stateless],
+        scenarios: vec![Scenario::Soak],
+        model: takt_sip::transport::WorkerModel::Shared,
+        workers: 1,
+        cpu_limit: None,
+        period_us: takt_siplab::torture::cgroup::DEFAULT_PERIOD_US,
+        capacity: Some(600.0),
+        uas: "127.0.0.1:0".parse().unwrap(),
+        cpus: None,
+        sched: None,
+        gen_cpus: None,
+        gen_sched: None,
+        ports: 4,
+        takt_args: Vec::new(),
+        flood_connections: 100,
+        soak_secs: Some(3),
+        quick: true,
+        fleet: Some(fleet),
+        listen: None,
+    };
+    let mut suite = torture.resolve().unwrap();
+    for p in &mut suite.plans {
+        p.setup.takt_exe = Some(takt_exe());
+        p.gen.lag_bound = LAG_BOUND;
+        p.gen.late_after = LAG_BOUND;
+    }
+    let doc =
+        takt_measure::suite::Suite::run(&suite, &takt_measure::suite::RunContext::quiet()).unwrap();
+    let soak = doc
+        .results
+        .iter()
+        .find(|r| r.name == "soak_failed_calls")
+        .unwrap();
+    let point = &soak.detail["fleet"][0];
+    assert!(shares_add_up(point, "soak") > 0);
+    assert_eq!(point["cps"], 300.0);
+    assert!(
+        doc.results.iter().any(|r| r.name == "soak_rss_growth"),
+        "{:?}",
+        doc.results
     );
 }

@@ -77,6 +77,8 @@ fn a_quick_torture_of_opensips() {
         flood_connections: 300,
         soak_secs: Some(8),
         quick: true,
+        fleet: None,
+        listen: None,
     };
     let mut suite = opts.resolve().unwrap();
     for p in &mut suite.plans {

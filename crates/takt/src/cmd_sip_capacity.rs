@@ -1,6 +1,7 @@
 //! `takt sip capacity`: the 1%-drop capacity of one or more targets
 //! (takt-sip, Kamailio, the null relay, any address) under the native
-//! generator — takt-siplab's `capacity` suite behind flags.
+//! generator or a fleet of agents — takt-siplab's `capacity` suite behind
+//! flags.
 
 use std::net::SocketAddr;
 
@@ -9,11 +10,11 @@ use takt_sched::{CpuSet, SchedPolicy};
 use takt_sip::proxy::{Mode, Transport};
 use takt_sip::transport::WorkerModel;
 use takt_siplab::capacity::{CapacityOptions, NetKind};
-use takt_siplab::fleet::{remote_config, FleetOptions};
 use takt_siplab::search::Step;
 
 use crate::args::{OutputArgs, SchedArgs};
 use crate::error::CmdError;
+use crate::fleet_args::FleetArgs;
 
 /// `takt sip capacity` flags.
 #[derive(Args, Debug)]
@@ -98,51 +99,6 @@ pub struct CapacityArgs {
     fleet: FleetArgs,
     #[command(flatten)]
     out: OutputArgs,
-}
-
-/// The flags that load the servers with a fleet of agents.
-#[derive(Args, Debug)]
-pub struct FleetArgs {
-    /// Load the servers with the fleet of agents (`takt sip gen --role
-    /// agent`) at this NATS server instead of the local generator.
-    #[arg(long, value_name = "URL")]
-    pub fleet: Option<String>,
-    /// A takt-remote configuration file for the coordinator (credentials,
-    /// TLS); its url is replaced by --fleet.
-    #[arg(long, value_name = "FILE", requires = "fleet")]
-    pub fleet_config: Option<std::path::PathBuf>,
-    /// Wait for at least this many agents.
-    #[arg(long, value_name = "N", default_value_t = 1, requires = "fleet")]
-    pub fleet_agents: usize,
-    /// How long to wait for them, seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 10.0, requires = "fleet")]
-    pub fleet_wait: f64,
-    /// The agent that plays the UAS (default: the first by name that can).
-    #[arg(long, value_name = "NAME", requires = "fleet")]
-    pub fleet_uas: Option<String>,
-    /// The agents that place calls (comma-separated; default: all that can).
-    #[arg(long, value_name = "NAME", value_delimiter = ',', requires = "fleet")]
-    pub fleet_uac: Vec<String>,
-    /// With --fleet: the address the servers listen on (default: the one
-    /// that reaches the NATS server).
-    #[arg(long, value_name = "IP", requires = "fleet")]
-    pub listen: Option<std::net::IpAddr>,
-}
-
-impl FleetArgs {
-    /// The fleet's options, if --fleet was given.
-    pub fn options(&self) -> Result<Option<FleetOptions>, CmdError> {
-        let Some(url) = &self.fleet else {
-            return Ok(None);
-        };
-        Ok(Some(FleetOptions {
-            remote: remote_config(url, self.fleet_config.as_deref())?,
-            agents: self.fleet_agents,
-            wait: std::time::Duration::from_secs_f64(self.fleet_wait.clamp(0.0, 3600.0)),
-            uas: self.fleet_uas.clone(),
-            uac: self.fleet_uac.clone(),
-        }))
-    }
 }
 
 /// The flags of `capacity` and `sweep` for a server the lab did not

@@ -1,5 +1,6 @@
 //! `takt sip sweep`: capacity versus worker threads and scheduler profiles
-//! (takt-siplab's `sweep` suite behind flags): the paper's tables, and in
+//! (takt-siplab's `sweep` suite behind flags; the local generator or a
+//! fleet of agents): the paper's tables, and in
 //! `--out` the JSON document, the SVG plots and the Markdown table; the
 //! run recorded.
 
@@ -15,6 +16,7 @@ use takt_siplab::search::Step;
 use takt_siplab::sweep::{Preset, SweepOptions};
 
 use crate::cmd_sip_capacity::ServerArgs;
+use crate::fleet_args::FleetArgs;
 
 /// `takt sip sweep` flags.
 #[derive(Args, Debug)]
@@ -106,12 +108,15 @@ pub struct SweepArgs {
     out: PathBuf,
     #[command(flatten)]
     server: ServerArgs,
+    #[command(flatten)]
+    fleet: FleetArgs,
     /// The run records (a SQLite file or a postgres:// URL); the sweep always records its run.
     #[arg(long, value_name = "PATH|URL", env = takt_records::ENV_VAR, default_value = takt_records::DEFAULT_PATH)]
     db: PathBuf,
 }
 
 pub fn run(a: SweepArgs) -> Result<(), CmdError> {
+    let fleet = a.fleet.options()?;
     let suite = SweepOptions {
         targets: a.targets,
         modes: a.mode,
@@ -136,6 +141,8 @@ pub fn run(a: SweepArgs) -> Result<(), CmdError> {
         uas: a.server.uas,
         route_preload: a.server.route_preload,
         cpu_limit: a.server.cpu_limit,
+        fleet,
+        listen: a.fleet.listen,
     }
     .resolve()?;
     let out = run_command("takt sip sweep", &suite, a.json)?;

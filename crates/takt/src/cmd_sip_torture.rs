@@ -1,6 +1,8 @@
 //! `takt sip torture`: a SIP server (takt-sip, Kamailio, any address)
 //! under overload, a UAS killed and restarted, garbage during live calls,
-//! and the soak — takt-siplab's `torture` suite behind flags.
+//! and the soak — takt-siplab's `torture` suite behind flags. With
+//! `--fleet`, the capacity search, the sustained check and the soak run on
+//! a fleet of agents; the other scenarios need the local generator.
 
 use std::net::SocketAddr;
 
@@ -12,6 +14,7 @@ use takt_siplab::torture::{cgroup, Scenario, TortureOptions};
 
 use crate::args::{OutputArgs, SchedArgs};
 use crate::error::CmdError;
+use crate::fleet_args::FleetArgs;
 
 /// `takt sip torture` flags.
 #[derive(Args, Debug)]
@@ -29,7 +32,8 @@ pub struct TortureArgs {
     )]
     mode: Vec<Mode>,
     /// Scenarios (comma-separated): overload, uas-restart, garbage, soak,
-    /// conn-flood (default: all but soak and conn-flood).
+    /// conn-flood (default: all but soak and conn-flood). With --fleet
+    /// only soak: the others drive the local generator itself.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     scenario: Vec<Scenario>,
     /// takt's worker model.
@@ -80,12 +84,15 @@ pub struct TortureArgs {
     #[command(flatten)]
     sched: SchedArgs,
     #[command(flatten)]
+    fleet: FleetArgs,
+    #[command(flatten)]
     out: OutputArgs,
     #[command(flatten)]
     record: crate::cmd_runs::RecordArgs,
 }
 
 pub fn run(a: TortureArgs) -> Result<(), CmdError> {
+    let fleet = a.fleet.options()?;
     let suite = TortureOptions {
         target: a.target,
         modes: a.mode,
@@ -105,6 +112,8 @@ pub fn run(a: TortureArgs) -> Result<(), CmdError> {
         flood_connections: a.flood_connections as usize,
         soak_secs: a.soak_secs,
         quick: a.out.quick,
+        fleet,
+        listen: a.fleet.listen,
     }
     .resolve()?;
     let doc = takt_measure::suite::run_command("takt sip torture", &suite, a.out.json)?;

@@ -34,6 +34,7 @@ mod cmd_sip_sweep;
 mod cmd_sip_torture;
 mod cmd_sip_tune;
 mod error;
+mod fleet_args;
 
 use std::process::ExitCode;
 

@@ -47,6 +47,8 @@ mod cmd_sip_torture;
 mod cmd_sip_tune;
 #[path = "../src/error.rs"]
 mod error;
+#[path = "../src/fleet_args.rs"]
+mod fleet_args;
 
 /// The top-level commands' flags (`src/cli.rs` and each `cmd_*`).
 mod commands {
@@ -607,7 +609,8 @@ mod sip_gen {
     }
 }
 
-/// The fleet's flags: an agent's, and the coordinator's on `capacity`.
+/// The fleet's flags: an agent's, and the coordinator's on `capacity`,
+/// `sweep` and `torture`.
 mod sip_fleet {
     use clap::Parser;
 
@@ -650,6 +653,40 @@ mod sip_fleet {
         ] {
             let e = parse(bad).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn sweep_and_torture_take_the_same_fleet_flags_as_capacity() {
+        let flags = [
+            "--fleet",
+            "nats://h:4222",
+            "--fleet-config",
+            "f.toml",
+            "--fleet-agents",
+            "2",
+            "--fleet-wait",
+            "5",
+            "--fleet-uas",
+            "a0",
+            "--fleet-uac",
+            "a1,a2",
+            "--listen",
+            "10.0.0.1",
+        ];
+        for cmd in [
+            &["sweep", "--target", "takt"][..],
+            &["torture", "--scenario", "soak"],
+        ] {
+            let mut c = cmd.to_vec();
+            c.extend(flags);
+            assert!(parse(&c).is_ok(), "{c:?}");
+            for bad in [&["--fleet-uas", "a0"][..], &["--listen", "10.0.0.1"]] {
+                let mut c = cmd.to_vec();
+                c.extend(bad);
+                let e = parse(&c).unwrap_err();
+                assert_eq!(e.exit_code(), 2, "{c:?}: the fleet's options need --fleet");
+            }
         }
     }
 }

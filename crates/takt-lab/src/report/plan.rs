@@ -622,6 +622,8 @@ fn robustness_stage(opts: &Options, host: &Host, reductions: &mut Vec<String>) -
         flood_connections: 10_000,
         soak_secs: None,
         quick: true,
+        fleet: None,
+        listen: None,
     };
     let (estimate, refused) = match torture.resolve() {
         Ok(s) => (s.estimate(), None),

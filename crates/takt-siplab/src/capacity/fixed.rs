@@ -21,6 +21,7 @@ use takt_measure::result::{Better, Document, DocumentBuilder, ResultRow};
 use super::plan::{network, setting_params, start_trial};
 use super::{kind_rows, shm_note, CapacityCase, Load, NetKind, PointDetail};
 use crate::error::{Error, Result};
+use crate::fleet::detail::points_detail;
 use crate::gen::SaturationCauses;
 use crate::search::{Trial, TrialOutcome};
 use crate::target::{TargetKind, TargetSetup};
@@ -293,6 +294,9 @@ fn cpu_row(target: &str, params: &Map<String, Value>, points: &[PointDetail]) ->
         .collect();
     let mut d = Map::new();
     d.insert("reps".into(), Value::Array(reps));
+    if let Some(f) = points_detail(points.iter().map(|p| p.fleet.as_ref())) {
+        d.insert("fleet".into(), f);
+    }
     Some(
         ResultRow::new(
             "cpu_per_call",
@@ -376,6 +380,7 @@ mod tests {
             shm: None,
             takt_kinds: Some(kinds),
             stats_error: None,
+            fleet: None,
         }
     }
 

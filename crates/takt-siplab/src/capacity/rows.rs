@@ -6,6 +6,7 @@ use serde_json::{json, Map, Value};
 use takt_measure::result::{Better, Bound, BoundKind, ResultRow};
 
 use super::PointDetail;
+use crate::fleet::detail::points_detail;
 use crate::search::{Capacity, Limit, Phase, SearchResult};
 
 /// The result rows of one target's finished search: `capacity` (cps; a
@@ -23,7 +24,10 @@ use crate::search::{Capacity, Limit, Phase, SearchResult};
 /// ([`kind_rows`]) and, when the search did not finish (interrupted), one
 /// `drop_rate` row per ramp or bisection trial (`phase` in params).
 /// `params` name the target's setting (`mode`, `workers`, `model`,
-/// `sched`, `cpus`, `net`).
+/// `sched`, `cpus`, `net`). Under a fleet, the `capacity` row's detail
+/// has `fleet`, index-aligned with `trial_records`, and each `drop_rate`
+/// row's the `fleet` of its trials: each one's agents and void attempts
+/// ([`crate::fleet::detail`]).
 pub fn rows(
     target: &str,
     params: &Map<String, Value>,
@@ -75,6 +79,9 @@ pub fn rows(
         d.insert("non_monotone_cps".into(), json!(result.non_monotone_cps));
         d.insert("trials".into(), json!(result.trials.len()));
         d.insert("trial_records".into(), json!(result.trials));
+        if let Some(f) = points_detail(points.iter().map(|p| p.fleet.as_ref())) {
+            d.insert("fleet".into(), f);
+        }
         d.insert("grid".into(), json!(result.grid));
         if let Some(f) = shm_peak {
             d.insert("shm_peak_fraction".into(), json!(f));
@@ -134,6 +141,9 @@ pub fn rows(
             .filter(|(t, _)| t.phase == Phase::Grid && !t.rerun && t.rate_cps == g.rate_cps)
             .map(|(_, p)| p.clone())
             .collect();
+        if let Some(f) = points_detail(at.iter().map(|p| p.fleet.as_ref())) {
+            d.insert("fleet".into(), f);
+        }
         kinds.extend(kind_rows(target, &p, &at));
         out.push(
             ResultRow::new(
@@ -164,6 +174,9 @@ pub fn rows(
             d.insert("outcome".into(), json!(t.outcome));
             d.insert("rerun".into(), json!(t.rerun));
             d.insert("server_socket_drops".into(), json!(pt.server.socket_drops));
+            if let Some(f) = points_detail([pt.fleet.as_ref()]) {
+                d.insert("fleet".into(), f);
+            }
             out.push(
                 ResultRow::new(
                     "drop_rate",
@@ -501,6 +514,7 @@ pub(super) fn synthetic_point(rate_cps: f64, takt_kinds: bool) -> PointDetail {
         }),
         takt_kinds: kinds,
         stats_error: None,
+        fleet: None,
     }
 }
 
@@ -585,6 +599,7 @@ mod tests {
                     }),
                     takt_kinds: None,
                     stats_error: None,
+                    fleet: None,
                 });
                 Ok(TrialOutcome {
                     offered_cps: rate,

@@ -17,17 +17,14 @@ use takt_sip::proxy::{Mode, Transport};
 use takt_sip::transport::WorkerModel;
 
 use super::{plot, run, run_fixed, CapacityCase, CapacityPlan, FixedCase, FixedPlan, GenLoad};
-use super::{Load, LoadOutcome};
 use super::{NetKind, Progress as SearchProgress};
 use crate::error::{io, Error, Result};
-use crate::fleet::agent::url_addr;
-use crate::fleet::{Fleet, FleetLoad, FleetOptions, TrialRecord, TrialSpec};
+use crate::fleet::load::{connect, listen_ip};
+use crate::fleet::{detail, AnyLoad, FleetOptions, SharedFleet};
 use crate::gen::{GenConfig, GenPolicy};
 use crate::search::{Search, SearchConfig, Step};
 use crate::search_bars::{generator_flag, SearchBars, TrialLine};
-use crate::target::Target;
 use crate::target::{placement, TargetKind, TargetSetup};
-use std::sync::Mutex;
 
 /// Fewest calls in a trial, whatever its rate and window.
 pub const MIN_CALLS: u64 = 100;
@@ -245,7 +242,7 @@ impl CapacityOptions {
         }
         let (server_cpus, gen_cpus) = placement(self.cpus.as_ref(), self.gen_cpus.as_ref());
         let mut base = TargetSetup::new("127.0.0.1:9".parse().expect("literal"));
-        if let Some(f) = &self.fleet {
+        if self.fleet.is_some() {
             if self.net != NetKind::Loopback {
                 return Err(Error::Config(
                     "--fleet loads the servers from other hosts: --net veth is for the local generator".into(),
@@ -256,20 +253,9 @@ impl CapacityOptions {
                     "--fleet: the fleet's UAS agent listens on its own host; --uas is for the local generator".into(),
                 ));
             }
-            base.listen_ip = match self.listen {
-                Some(ip) => ip,
-                None => {
-                    let nats = url_addr(&f.remote.url).ok_or_else(|| {
-                        Error::Config(format!("--fleet {}: no host:port to reach", f.remote.url))
-                    })?;
-                    crate::gen::local_ip_towards(nats)
-                        .map_err(io(format!("finding the address that reaches {nats}")))?
-                }
-            };
-        } else if self.listen.is_some() {
-            return Err(Error::Config(
-                "--listen is for servers loaded by a --fleet".into(),
-            ));
+        }
+        if let Some(ip) = listen_ip(self.fleet.as_ref(), self.listen)? {
+            base.listen_ip = ip;
         }
         base.cpus = Some(server_cpus.clone());
         base.workers = self.workers;
@@ -349,28 +335,12 @@ impl CapacitySuite {
 
     fn load(&self, ctx: &RunContext, ip: IpAddr, fleet: Option<&SharedFleet>) -> Result<AnyLoad> {
         let (gen, cancel) = (self.gen.clone(), ctx.cancel().clone());
-        if let Some(f) = fleet {
-            let spec = TrialSpec {
-                proxy: SocketAddr::new(ip, 9),
-                cps: 1.0,
-                window: self.window,
-                drain: gen.drain,
-                drain_quiet: Some(Duration::from_millis(100)),
-                transport: gen.transport,
-                ports: match gen.transport {
-                    Transport::Udp => gen.ports,
-                    Transport::Tcp => gen.connections,
-                },
-                route_preload: gen.route_preload,
-                lag_bound: gen.lag_bound,
-                late_after: gen.late_after,
-            };
-            return Ok(AnyLoad::Fleet(FleetLoad::new(Arc::clone(f), spec, cancel)));
-        }
-        Ok(AnyLoad::Local(Box::new(match self.uas {
-            Some(uas) => GenLoad::listening(gen, uas, self.window, MIN_CALLS, cancel)?,
-            None => GenLoad::new(gen, ip, self.window, MIN_CALLS, cancel)?,
-        })))
+        AnyLoad::new(fleet, &gen, self.window, cancel.clone(), || {
+            match self.uas {
+                Some(uas) => GenLoad::listening(gen.clone(), uas, self.window, MIN_CALLS, cancel),
+                None => GenLoad::new(gen.clone(), ip, self.window, MIN_CALLS, cancel),
+            }
+        })
     }
 
     /// The searches, one progress stage per case.
@@ -453,116 +423,6 @@ impl CapacitySuite {
     }
 }
 
-/// A fleet shared by every case's load (one trial at a time).
-type SharedFleet = Arc<Mutex<Fleet>>;
-
-/// The local generator or a fleet, as one [`Load`] type.
-#[derive(Debug)]
-enum AnyLoad {
-    Local(Box<GenLoad>),
-    Fleet(FleetLoad),
-}
-
-impl Load for AnyLoad {
-    fn uas(&self) -> SocketAddr {
-        match self {
-            AnyLoad::Local(l) => l.uas(),
-            AnyLoad::Fleet(l) => l.uas(),
-        }
-    }
-
-    fn request_uri(&self) -> String {
-        match self {
-            AnyLoad::Local(l) => l.request_uri(),
-            AnyLoad::Fleet(l) => l.request_uri(),
-        }
-    }
-
-    fn route(&self, target: SocketAddr) -> Option<String> {
-        match self {
-            AnyLoad::Local(l) => l.route(target),
-            AnyLoad::Fleet(l) => l.route(target),
-        }
-    }
-
-    fn run(&mut self, target: &Target, rate_cps: f64) -> Result<LoadOutcome> {
-        match self {
-            AnyLoad::Local(l) => l.run(target, rate_cps),
-            AnyLoad::Fleet(l) => l.run(target, rate_cps),
-        }
-    }
-}
-
-/// The document's notes on a fleet run: its agents, the attempts (and
-/// why some were void), each agent's share, the clocks, and what
-/// coordination cost per trial.
-fn fleet_notes(f: &Fleet) -> Vec<String> {
-    let mut notes = vec![format!(
-        "fleet: {} agent(s) over NATS ({}), the UAS on {}: {}",
-        f.agents().len(),
-        f.name(),
-        f.uas_addr(),
-        f.agents()
-            .iter()
-            .map(|a| format!("{} ({} CPUs, {})", a.name, a.cpus, a.addr))
-            .collect::<Vec<_>>()
-            .join(", ")
-    )];
-    let counted: Vec<&TrialRecord> = f.records.iter().filter(|r| r.void.is_none()).collect();
-    let void: Vec<&TrialRecord> = f.records.iter().filter(|r| r.void.is_some()).collect();
-    notes.push(format!(
-        "fleet trials: {} counted, {} void and re-run{}",
-        counted.len(),
-        void.len(),
-        void.iter()
-            .map(|r| format!(
-                "; trial {} at {:.0} cps: {}",
-                r.trial,
-                r.cps,
-                r.void.as_deref().unwrap_or("")
-            ))
-            .collect::<String>()
-    ));
-    if !counted.is_empty() {
-        let mean = |v: &mut dyn Iterator<Item = f64>| {
-            let v: Vec<f64> = v.collect();
-            v.iter().sum::<f64>() / v.len().max(1) as f64
-        };
-        let overhead = mean(&mut counted.iter().map(|r| r.overhead_s));
-        let offsets = counted
-            .iter()
-            .flat_map(|r| r.account.agents.iter().map(|a| a.clock_offset_us.abs()))
-            .fold(0.0f64, f64::max);
-        let rtt = counted
-            .iter()
-            .flat_map(|r| r.account.agents.iter().map(|a| a.clock_rtt_us))
-            .fold(0.0f64, f64::max);
-        let late = counted
-            .iter()
-            .flat_map(|r| r.account.agents.iter().map(|a| a.start_late_us))
-            .fold(0.0f64, f64::max);
-        notes.push(format!(
-            "fleet coordination: {overhead:.2} s per trial beyond its window (mean wall time minus window: clock probes, start lead, drain, results); clock offsets up to {offsets:.0} µs, probe round trips up to {rtt:.0} µs, starts up to {late:.0} µs behind the planned instant"
-        ));
-        if let Some(last) = counted.last() {
-            notes.push(format!(
-                "fleet shares in the last counted trial ({:.0} cps): {}",
-                last.cps,
-                last.account
-                    .agents
-                    .iter()
-                    .map(|a| format!(
-                        "{} {:.0} cps, {} of {} messages lost, offset {:.0} µs",
-                        a.agent, a.cps, a.lost, a.sent, a.clock_offset_us
-                    ))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ));
-        }
-    }
-    notes
-}
-
 /// Cases whose search finished (a `capacity` row).
 fn cases_done(doc: &Document) -> usize {
     doc.results.iter().filter(|r| r.name == "capacity").count()
@@ -603,16 +463,9 @@ impl Suite for CapacitySuite {
         }
         let stop = ctx.cancel().flag();
         let fleet = match &self.fleet {
-            Some(f) => {
-                let fleet = Fleet::connect(f)?;
-                for a in fleet.agents() {
-                    ctx.progress().println(&format!(
-                        "fleet agent {} host={} addr={} cpus={} uac={} uas={}",
-                        a.name, a.host, a.addr, a.cpus, a.uac, a.uas
-                    ));
-                }
-                Some(Arc::new(Mutex::new(fleet)))
-            }
+            Some(f) => Some(connect(f, ctx.cancel().clone(), |l| {
+                ctx.progress().println(l)
+            })?),
             None => None,
         };
         let mut doc: Option<Document> = None;
@@ -641,7 +494,7 @@ impl Suite for CapacitySuite {
         let mut doc = doc.ok_or_else(|| Error::Config("nothing was measured".into()))?;
         if let Some(f) = &fleet {
             let f = f.lock().unwrap_or_else(|e| e.into_inner());
-            doc.notes.extend(fleet_notes(&f));
+            doc.notes.extend(detail::notes(&f));
         } else {
             self.gen_policy.stamp(&mut doc);
         }

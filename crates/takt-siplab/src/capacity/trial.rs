@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::fleet::FleetPoint;
 use crate::gen::SaturationCauses;
 use crate::search::{Trial, TrialOutcome};
 use crate::server_stats::ServerWindow;
@@ -65,6 +66,13 @@ pub trait Load {
     /// forwards to `target.uas()`): warm-up, measured window and bounded
     /// drain, and reports what happened.
     fn run(&mut self, target: &Target, rate_cps: f64) -> Result<LoadOutcome>;
+
+    /// A fleet's account of the last [`Load::run`] (its agents' shares
+    /// and the void attempts before it), taken once; `None` for a load
+    /// that is no fleet.
+    fn fleet_point(&mut self) -> Option<FleetPoint> {
+        None
+    }
 }
 
 /// The server's side of one trial.
@@ -86,6 +94,8 @@ pub struct PointDetail {
     /// Why takt's statistics could not be read around this trial (the
     /// point then has no per-kind figures).
     pub stats_error: Option<String>,
+    /// The fleet's account of the trial (`None`: the local generator).
+    pub fleet: Option<FleetPoint>,
 }
 
 /// One message kind at takt over one trial: its count and the means of
@@ -243,6 +253,7 @@ impl<L: Load> TargetTrial<L> {
         let stats_before = stats(&self.target);
         let before = self.target.sample()?;
         let load = self.load.run(&self.target, rate_cps)?;
+        let fleet = self.load.fleet_point();
         let after = self.target.sample()?;
         self.target.check_alive()?;
         let server = ServerWindow::between(&before, &after);
@@ -262,6 +273,7 @@ impl<L: Load> TargetTrial<L> {
             shm,
             takt_kinds,
             stats_error,
+            fleet,
         });
         Ok(TrialOutcome {
             offered_cps: rate_cps,

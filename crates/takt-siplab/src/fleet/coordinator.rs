@@ -31,6 +31,7 @@ use serde::Serialize;
 use takt_remote::{Node, RemoteAgent};
 use takt_sip::proxy::Transport;
 
+use super::detail::FleetPoint;
 use super::merge::{merge, Account, AgentShare};
 use super::protocol::{
     AgentInfo, AgentResult, Hello, Ping, Pong, Stop, Stopped, TrialOrder, AGENT_EXPORT,
@@ -136,6 +137,8 @@ pub struct Fleet {
     uas: usize,
     uac: Vec<String>,
     trial: u32,
+    /// Ends a running trial early ([`Fleet::with_cancel`]).
+    cancel: Cancel,
     /// Every attempt so far.
     pub records: Vec<TrialRecord>,
 }
@@ -195,8 +198,16 @@ impl Fleet {
             uas,
             uac: opts.uac.clone(),
             trial: 0,
+            cancel: Cancel::default(),
             records: Vec::new(),
         })
+    }
+
+    /// Ends a running trial (every agent stopped, [`Error::Interrupted`])
+    /// once `cancel` is raised, as a Ctrl-C does.
+    pub fn with_cancel(mut self, cancel: Cancel) -> Fleet {
+        self.cancel = cancel;
+        self
     }
 
     /// The coordinator's node name.
@@ -332,6 +343,10 @@ impl Fleet {
         let mut void = None;
         let mut got = 0;
         while got < uacs.len() && void.is_none() {
+            if self.cancel.is_cancelled() {
+                self.stop_all(trial, &used);
+                return Err(Error::Interrupted);
+            }
             match rx.recv_timeout(Duration::from_millis(100)) {
                 Ok((i, true, Ok(r))) => {
                     if let Some(e) = &r.error {
@@ -449,6 +464,8 @@ pub struct FleetLoad {
     base: TrialSpec,
     cancel: Cancel,
     reached: bool,
+    /// The last run's point, until taken ([`Load::fleet_point`]).
+    point: Option<FleetPoint>,
 }
 
 impl FleetLoad {
@@ -462,6 +479,7 @@ impl FleetLoad {
             base,
             cancel,
             reached: false,
+            point: None,
         }
     }
 }
@@ -510,25 +528,27 @@ impl Load for FleetLoad {
             ..self.base.clone()
         };
         let mut fleet = self.fleet.lock().unwrap_or_else(|e| e.into_inner());
-        let mut last = None;
+        self.point = None;
+        let mut attempts: Vec<TrialRecord> = Vec::new();
         for _ in 0..MAX_ATTEMPTS {
             if self.cancel.is_cancelled() {
                 return Err(Error::Interrupted);
             }
             let rec = fleet.run_trial(&spec)?;
             let counted = rec.void.is_none();
-            last = Some(rec);
+            attempts.push(rec);
             if counted {
                 break;
             }
         }
-        let rec = last.expect("at least one attempt");
+        let rec = attempts.pop().expect("at least one attempt");
         if rec.account.agents.is_empty() {
             return Err(Error::Fleet(format!(
                 "{MAX_ATTEMPTS} attempts at {rate_cps:.0} cps were void: {}",
                 rec.void.unwrap_or_default()
             )));
         }
+        self.point = Some(FleetPoint::of(&rec, &attempts));
         let a = &rec.account;
         if !self.reached {
             if a.kinds.get("invite").is_none_or(|&(_, rx)| rx == 0) {
@@ -548,5 +568,9 @@ impl Load for FleetLoad {
             generator_bound: a.generator_bound,
             generator_causes: causes(&a.bound_reasons),
         })
+    }
+
+    fn fleet_point(&mut self) -> Option<FleetPoint> {
+        self.point.take()
     }
 }

@@ -12,6 +12,11 @@
 //!   one per UAC agent, whose rates add up to it.
 //! - [`merge`]: the one account across hosts.
 //! - [`protocol`]: the messages.
+//! - [`load`]: a fleet in the commands that search capacities (the
+//!   servers' address, the connection, the local generator or the fleet
+//!   as one load).
+//! - [`detail`]: what a fleet run puts into a result document: each
+//!   trial's agents and void attempts, and the notes.
 //!
 //! One agent plays the UAS (the server under test forwards to one
 //! address); every UAC agent places its share of the calls; an agent may
@@ -20,9 +25,13 @@
 
 pub mod agent;
 pub mod coordinator;
+pub mod detail;
+pub mod load;
 pub mod merge;
 pub mod protocol;
 pub mod split;
 
 pub use agent::{remote_config, run_agent, Agent, AgentOptions};
 pub use coordinator::{Fleet, FleetLoad, FleetOptions, TrialRecord, TrialSpec};
+pub use detail::{FleetPoint, VoidAttempt};
+pub use load::{AnyLoad, SharedFleet};

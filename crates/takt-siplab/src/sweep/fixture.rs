@@ -79,6 +79,7 @@ pub(crate) fn outcome(drops: &[(f64, f64)], best_cps: f64) -> SweepOutcome {
             baseline: "default".into(),
             comparison: compare(2_060.0, &pairs),
             pairs,
+            fleet: Vec::new(),
         }],
         cases,
         system: serde_json::Value::Null,

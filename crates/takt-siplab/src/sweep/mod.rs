@@ -29,6 +29,11 @@
 //! 5. Every server is stopped, every machine-wide value restored (also on
 //!    an error or Ctrl-C: [`SweepPlan::stop`] ends the run after the
 //!    current trial with the finished points).
+//!
+//! The load is whatever `make_load` gives: the local generator, or a
+//! fleet of agents on other hosts ([`crate::fleet::AnyLoad`]; then no
+//! generator ceiling is searched, [`ServerOptions::fleet`], and each
+//! trial's agents are in the rows' detail as `fleet`).
 
 pub(crate) mod fixture;
 pub mod paper;
@@ -53,6 +58,8 @@ use takt_sip::proxy::Mode;
 use crate::capacity::{rows, Load, PointDetail, TargetTrial};
 use crate::cpu_limit::{CpuLimit, DEFAULT_PERIOD_US};
 use crate::error::{Error, Result};
+use crate::fleet::detail::points_detail;
+use crate::fleet::FleetPoint;
 use crate::profile::{apply_to_server, EnhancedSlice, Profile, ReadBack, Resolved};
 use crate::search::{run_interleaved, Capacity, Search, SearchConfig, SearchResult, Trial};
 use crate::system::SystemSettings;
@@ -109,6 +116,10 @@ pub struct ServerOptions {
     /// A CPU quota on each server for its whole search, CPUs' worth of
     /// time (not on the generator's ceiling, the null relay).
     pub cpu_limit: Option<f64>,
+    /// The servers are loaded by a fleet on other hosts: no generator
+    /// shares their CPUs or machine-wide settings, so no generator
+    /// ceiling is searched.
+    pub fleet: bool,
 }
 
 /// Which profiles get a Table III comparison, and against which baseline.
@@ -206,6 +217,10 @@ pub struct ComparisonOutcome {
     pub comparison: Comparison,
     /// The pairs (default, profile).
     pub pairs: Vec<(PairSide, PairSide)>,
+    /// Under a fleet, each pair's two trials' agents and void attempts
+    /// (index-aligned with `pairs`; in the rows' detail as `fleet`).
+    #[serde(skip)]
+    pub fleet: Vec<(Option<FleetPoint>, Option<FleetPoint>)>,
 }
 
 /// A finished (or interrupted) sweep.
@@ -406,7 +421,11 @@ pub fn run<L: Load>(
                 .flat_map(move |&m| plan.workers.iter().map(move |&w| (t.clone(), m, w)))
         })
         .collect();
-    let ceilings = ceiling_profiles(&profiles)?;
+    let ceilings = if plan.servers.fleet {
+        Vec::new()
+    } else {
+        ceiling_profiles(&profiles)?
+    };
     let start = |kind: &TargetKind,
                  mode: Mode,
                  m: usize,
@@ -695,9 +714,11 @@ pub fn run<L: Load>(
         let mut n = 0;
         'jobs: for (d, j, rate) in jobs {
             let mut pairs = Vec::new();
+            let mut fleet = Vec::new();
             for i in 0..plan.pairs {
                 let order = if i % 2 == 0 { [d, j] } else { [j, d] };
                 let mut sides = [None, None];
+                let mut agents = [None, None];
                 for &c in &order {
                     let label = lives[c].key.label();
                     let Some(o) = interrupted(lives[c].trial.trial(rate))? else {
@@ -723,9 +744,13 @@ pub fn run<L: Load>(
                         .last()
                         .expect("a run pushed its extra");
                     sides[usize::from(c == j)] = Some(PairSide::of(o.drop_rate(), &e));
+                    agents[usize::from(c == j)] =
+                        lives[c].trial.points().last().and_then(|p| p.fleet.clone());
                 }
                 if let [Some(a), Some(b)] = sides {
                     pairs.push((a, b));
+                    let [fa, fb] = agents;
+                    fleet.push((fa, fb));
                 }
             }
             let baseline = lives[d].key.profile.clone();
@@ -739,6 +764,7 @@ pub fn run<L: Load>(
                 baseline,
                 comparison: paper_tables::compare(rate, &pairs),
                 pairs,
+                fleet,
             });
         }
     }
@@ -850,6 +876,7 @@ pub fn synthetic_rows() -> Vec<ResultRow> {
         servers: ServerOptions {
             uas: None,
             cpu_limit: Some(0.5),
+            fleet: false,
         },
         ..plan
     };
@@ -1120,6 +1147,11 @@ impl SweepOutcome {
                 let mut d = Map::new();
                 d.insert("paired".into(), json!(paired));
                 d.insert("pairs".into(), json!(cmp.pairs));
+                // two per pair, the baseline's first
+                let sides = cmp.fleet.iter().flat_map(|(a, b)| [a.as_ref(), b.as_ref()]);
+                if let Some(f) = points_detail(sides) {
+                    d.insert("fleet".into(), f);
+                }
                 let mut r =
                     ResultRow::new(name, cmp.key.target, kp, "%", Better::Higher, samples, 0.0)
                         .with_detail(d);
@@ -1135,7 +1167,7 @@ impl SweepOutcome {
             sampled_load::SAMPLE_EVERY.as_millis(),
             self.truesize
         ));
-        if let Some(c) = &plan.base.cpus {
+        if let Some(c) = plan.base.cpus.as_ref().filter(|_| !plan.servers.fleet) {
             if c.len() > 1 {
                 doc.note(format!(
                     "servers run on CPUs {c}, the generator shares them: capacity here includes the generator's cost"

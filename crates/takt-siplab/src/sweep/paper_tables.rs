@@ -305,6 +305,7 @@ mod tests {
                 shm: None,
                 takt_kinds: None,
                 stats_error: None,
+                fleet: None,
             })
             .collect();
         let extras = trials

@@ -203,6 +203,10 @@ impl<L: Load> Load for SweepLoad<L> {
         self.inner.route(target)
     }
 
+    fn fleet_point(&mut self) -> Option<crate::fleet::FleetPoint> {
+        self.inner.fleet_point()
+    }
+
     fn run(&mut self, target: &Target, rate_cps: f64) -> Result<LoadOutcome> {
         self.profile.enter(&mut self.sys.borrow_mut())?;
         let before = kinds(target)?;

@@ -7,7 +7,7 @@
 //! setting ([`gen_config`]), the first ramp rates ([`start_rates`]), the
 //! estimate ([`estimate_secs`]) and the progress ([`SweepBars`]).
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -25,6 +25,8 @@ use super::{
 use super::{ServerOptions, SweepOutcome, SweepPlan};
 use crate::capacity::{GenLoad, MIN_CALLS};
 use crate::error::{io, Error, Result};
+use crate::fleet::load::{connect, listen_ip};
+use crate::fleet::{detail, AnyLoad, FleetOptions};
 use crate::gen::{GenConfig, GenPolicy};
 use crate::profile::Profile;
 use crate::search::{SearchConfig, Step, DEFAULT_MAX_REBRACKETS};
@@ -126,6 +128,12 @@ pub struct SweepOptions {
     pub route_preload: bool,
     /// A CPU quota on each server for its whole search, CPUs' worth.
     pub cpu_limit: Option<f64>,
+    /// Load the servers with a fleet of agents reached over NATS instead
+    /// of the local generator.
+    pub fleet: Option<FleetOptions>,
+    /// With a fleet: the address the servers listen on (default: the one
+    /// this host reaches the NATS server from).
+    pub listen: Option<IpAddr>,
 }
 
 /// The first ramp rate per target: takt and the null relay (the
@@ -193,6 +201,8 @@ pub struct SweepSuite {
     pub trial_s: f64,
     /// Where the artefacts go.
     pub out: Option<PathBuf>,
+    /// The fleet that loads the servers instead of the local generator.
+    pub fleet: Option<FleetOptions>,
     pub(crate) estimate_s: f64,
     pub(crate) describe: String,
 }
@@ -301,6 +311,19 @@ impl SweepOptions {
         };
         let mut base = TargetSetup::new("127.0.0.1:9".parse().expect("literal"));
         base.cpus = Some(server_cpus.clone());
+        if self.fleet.is_some() && p == Preset::Paper {
+            return Err(Error::Config(
+                "--fleet: --paper's trials are a number of calls each, a fleet's are a window of time: give --window instead".into(),
+            ));
+        }
+        if self.fleet.is_some() && self.uas.is_some() {
+            return Err(Error::Config(
+                "--fleet: the fleet's UAS agent listens on its own host; --uas is for the local generator".into(),
+            ));
+        }
+        if let Some(ip) = listen_ip(self.fleet.as_ref(), self.listen)? {
+            base.listen_ip = ip;
+        }
         let (step, step_cps) = self.step.fields();
         let search = SearchConfig {
             threshold: self.threshold,
@@ -337,6 +360,7 @@ impl SweepOptions {
             servers: ServerOptions {
                 uas: self.uas,
                 cpu_limit: self.cpu_limit,
+                fleet: self.fleet.is_some(),
             },
         };
         let gen_policy = GenPolicy::choose(self.gen_sched)?.placed(&server_cpus, &gen_cpus);
@@ -359,7 +383,11 @@ impl SweepOptions {
         } else {
             window.as_secs_f64() + gen.drain.as_secs_f64() + TRIAL_OVERHEAD_S
         };
-        let ceilings = ceiling_profiles(&plan.profiles)?.len();
+        let ceilings = if plan.servers.fleet {
+            0
+        } else {
+            ceiling_profiles(&plan.profiles)?.len()
+        };
         let estimate_s = estimate_secs(
             groups * n_profiles,
             groups,
@@ -391,6 +419,7 @@ impl SweepOptions {
             min_calls,
             trial_s,
             out: self.out,
+            fleet: self.fleet,
             estimate_s,
             describe,
         })
@@ -457,27 +486,54 @@ impl SweepSuite {
             stop: ctx.cancel().flag(),
             ..self.plan.clone()
         };
+        // the fleet first: an unreachable one fails before any server starts
+        let fleet = match &self.fleet {
+            Some(f) => Some(connect(f, ctx.cancel().clone(), |l| {
+                ctx.progress().println(l)
+            })?),
+            None => None,
+        };
         let mut bars = SweepBars::new(ctx.progress().clone(), self.trial_s);
         let outcome = run(
             &plan,
             |ip| {
-                let (gen, cancel) = (self.gen.clone(), ctx.cancel().clone());
-                match plan.servers.uas {
-                    Some(uas) => GenLoad::listening(gen, uas, self.window, self.min_calls, cancel),
-                    None => GenLoad::new(gen, ip, self.window, self.min_calls, cancel),
-                }
+                let (gen, cancel) = (&self.gen, ctx.cancel().clone());
+                AnyLoad::new(
+                    fleet.as_ref(),
+                    gen,
+                    self.window,
+                    cancel.clone(),
+                    || match plan.servers.uas {
+                        Some(uas) => GenLoad::listening(
+                            gen.clone(),
+                            uas,
+                            self.window,
+                            self.min_calls,
+                            cancel,
+                        ),
+                        None => GenLoad::new(gen.clone(), ip, self.window, self.min_calls, cancel),
+                    },
+                )
             },
             |p| bars.on(p),
         );
         bars.finish(ctx.is_cancelled());
         let mut outcome = outcome?;
-        outcome.notes.extend(self.gen_policy.notes());
+        match &fleet {
+            Some(f) => outcome
+                .notes
+                .extend(detail::notes(&f.lock().unwrap_or_else(|e| e.into_inner()))),
+            None => outcome.notes.extend(self.gen_policy.notes()),
+        }
         Ok(outcome)
     }
 
     /// The note on stderr when the servers' CPUs are shared with the
     /// generator.
     pub(crate) fn sharing_note(&self) -> Option<String> {
+        if self.fleet.is_some() {
+            return None;
+        }
         let server = self.plan.base.cpus.as_ref()?;
         let gen = self.plan.sampler_cpus.as_ref()?;
         (server.len() > 1).then(|| {
@@ -568,7 +624,9 @@ impl Suite for SweepSuite {
         }
         let outcome = self.run_outcome(ctx)?;
         let mut doc = outcome.document(&self.plan);
-        self.gen_policy.stamp(&mut doc);
+        if self.fleet.is_none() {
+            self.gen_policy.stamp(&mut doc);
+        }
         let mut out = SweepOutput {
             outcome,
             doc,

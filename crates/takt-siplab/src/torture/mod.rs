@@ -26,6 +26,12 @@
 //!   on and fresh TCP clients probe: the server's memory and the
 //!   kernel's, new-client latency, connections lost, failed calls.
 //!
+//! With a fleet of agents ([`crate::fleet`]) instead of the local
+//! generator, the capacity search, the sustained check and the soak run
+//! their trials on the fleet (each trial's agents in the rows' detail as
+//! `fleet`); the other scenarios drive the local generator itself and
+//! are refused ([`Scenario::fleet_refusal`]).
+//!
 //! Where the generator cannot offer twice a server's capacity (on a small
 //! machine, a fast proxy outruns it), the server's CPU is limited with CFS
 //! bandwidth control ([`cgroup`]) and its capacity is measured under the
@@ -59,6 +65,8 @@ use takt_sip::proxy::Mode;
 
 use crate::capacity::{GenLoad, TargetTrial};
 use crate::error::{Error, Result};
+use crate::fleet::detail::points_detail;
+use crate::fleet::{AnyLoad, FleetPoint, SharedFleet};
 use crate::gen::{Cancel, GenConfig, SaturationCauses};
 use crate::search::{self, Capacity, Search, SearchConfig, TrialOutcome};
 use crate::target::{Target, TargetKind, TargetSetup};
@@ -100,6 +108,28 @@ impl Scenario {
     /// Whether it needs the server's capacity.
     fn needs_capacity(self) -> bool {
         matches!(self, Scenario::Overload | Scenario::Soak)
+    }
+
+    /// Why the scenario cannot run on a fleet (`None`: it can). A fleet
+    /// runs trials — a rate over a window, the account merged across
+    /// hosts — so the capacity search, the sustained check and the soak
+    /// run on one; the others drive or watch the generator itself.
+    pub fn fleet_refusal(self) -> Option<&'static str> {
+        match self {
+            Scenario::Overload => Some(
+                "drives two UAC streams of different lengths with retransmissions on and counts their calls every 200 ms",
+            ),
+            Scenario::UasRestart => {
+                Some("kills and restarts the UAS as a process on this host")
+            }
+            Scenario::Garbage => Some(
+                "sends its bad datagrams from this host during live calls that it watches in this process",
+            ),
+            Scenario::ConnFlood => {
+                Some("opens its connections from 127.x source addresses on this host")
+            }
+            Scenario::Soak => None,
+        }
     }
 }
 
@@ -204,6 +234,10 @@ pub struct TorturePlan {
     pub stop: Arc<AtomicBool>,
     /// Cancels a running generator when the run is stopped.
     pub cancel: Cancel,
+    /// The fleet that loads the server instead of the local generator
+    /// (connected by the suite; only [`Scenario::fleet_refusal`]'s
+    /// scenarios run with one).
+    pub fleet: Option<SharedFleet>,
 }
 
 impl TorturePlan {
@@ -248,6 +282,26 @@ impl TorturePlan {
     }
 
     /// A generator configuration for one side of a scenario.
+    /// The load of a capacity trial `window` long: the fleet's when
+    /// there is one, else the local generator's.
+    fn load(&self, window: Duration) -> Result<AnyLoad> {
+        AnyLoad::new(
+            self.fleet.as_ref(),
+            &self.gen,
+            window,
+            self.cancel.clone(),
+            || {
+                GenLoad::new(
+                    self.gen.clone(),
+                    self.setup.listen_ip,
+                    window,
+                    100,
+                    self.cancel.clone(),
+                )
+            },
+        )
+    }
+
     fn gen_cfg(&self, role: crate::gen::Role, proxy: SocketAddr, cps: f64) -> GenConfig {
         let mut g = self.gen.clone();
         g.role = role;
@@ -337,14 +391,15 @@ pub enum Progress<'a> {
 }
 
 /// The server's 1%-drop capacity under the plan's CPU limit: the given
-/// one, or a capacity search against a fresh server. Returns the rate and
-/// what to say about it.
+/// one, or a capacity search against a fresh server. Returns the rate,
+/// what to say about it and, under a fleet, each trial's agents
+/// ([`crate::fleet::detail::points_detail`]).
 pub fn capacity(
     plan: &TorturePlan,
     progress: &mut dyn FnMut(Progress<'_>),
-) -> Result<(f64, String)> {
+) -> Result<(f64, String, Option<Value>)> {
     if let Some(c) = plan.capacity {
-        return Ok((c, "given (--capacity)".into()));
+        return Ok((c, "given (--capacity)".into(), None));
     }
     if matches!(plan.kind, TargetKind::Addr(_)) {
         return Err(Error::Config(
@@ -352,13 +407,7 @@ pub fn capacity(
         ));
     }
     progress(Progress::Step("capacity search"));
-    let load = GenLoad::new(
-        plan.gen.clone(),
-        plan.setup.listen_ip,
-        plan.search_window,
-        100,
-        plan.cancel.clone(),
-    )?;
+    let load = plan.load(plan.search_window)?;
     let server = Server::start(plan, crate::capacity::Load::uas(&load), progress)?;
     let Server { target, limit } = server;
     let mut trial = TargetTrial::new(target, load).with_stop(plan.stop.clone());
@@ -384,13 +433,14 @@ pub fn capacity(
             Err(e) => break Err(e),
         }
     };
-    let (_, stopped) = trial.finish();
+    let (points, stopped) = trial.finish();
     drop(limit);
     let result = result?;
     stopped?;
+    let fleet = points_detail(points.iter().map(|p| p.fleet.as_ref()));
     match result.capacity {
-        Some(Capacity::Measured { cps, .. }) => Ok((cps, "measured".into())),
-        Some(c @ Capacity::AtLeast { cps, .. }) => Ok((cps, format!("measured: {c}"))),
+        Some(Capacity::Measured { cps, .. }) => Ok((cps, "measured".into(), fleet)),
+        Some(c @ Capacity::AtLeast { cps, .. }) => Ok((cps, format!("measured: {c}"), fleet)),
         Some(c) => Err(Error::Config(format!(
             "the capacity search found no passing rate ({c}); give --capacity"
         ))),
@@ -427,6 +477,10 @@ pub struct Sustained {
     pub trials: Vec<SustainTrial>,
     /// What to say about the value.
     pub note: String,
+    /// Under a fleet, each trial's agents and void attempts (in the
+    /// row's detail as `fleet`).
+    #[serde(skip)]
+    pub fleet: Vec<Option<FleetPoint>>,
 }
 
 /// The capacity the server sustains over a run as long as an overload
@@ -447,6 +501,7 @@ pub fn sustained(
     let window_s = window.as_secs_f64();
     let threshold = plan.search.threshold;
     let mut trials = Vec::new();
+    let mut fleet = Vec::new();
     for rate in sustain_rates(searched, plan.sustain_steps) {
         if plan.stopped() {
             return Err(Error::Interrupted);
@@ -454,13 +509,7 @@ pub fn sustained(
         progress(Progress::Step(&format!(
             "sustained capacity: {rate:.0} cps for {window_s:.0} s"
         )));
-        let load = GenLoad::new(
-            plan.gen.clone(),
-            plan.setup.listen_ip,
-            window,
-            100,
-            plan.cancel.clone(),
-        )?;
+        let load = plan.load(window)?;
         let Server { target, limit } =
             Server::start(plan, crate::capacity::Load::uas(&load), progress)?;
         let mut trial = TargetTrial::new(target, load).with_stop(plan.stop.clone());
@@ -479,12 +528,14 @@ pub fn sustained(
             outcome,
             cpu_per_call_us: points.last().and_then(|p| p.cpu_per_call_us),
         });
+        fleet.push(points.last().and_then(|p| p.fleet.clone()));
         if sustains(&outcome, threshold) {
             return Ok(Sustained {
                 cps: rate,
                 passed: true,
                 window_s,
                 trials,
+                fleet,
                 note: format!(
                     "{window_s:.0}-s trials from the searched capacity down by {:.0}% until one drops at most {:.1}% with the generator keeping up",
                     SUSTAIN_STEP * 100.0,
@@ -499,6 +550,7 @@ pub fn sustained(
         passed: false,
         window_s,
         trials,
+        fleet,
         note: format!(
             "no {window_s:.0}-s trial passed (drop at most {:.1}%, generator keeping up): the sustained capacity is below {lowest:.0} cps, which is used (an upper bound)",
             threshold * 100.0
@@ -521,8 +573,19 @@ fn sustains(o: &TrialOutcome, threshold: f64) -> bool {
 }
 
 /// The `capacity` row for scenario `sc`'s setting: the search's answer,
-/// or the given one (`how` says which).
-fn capacity_row(plan: &TorturePlan, sc: Scenario, cps: f64, how: String) -> ResultRow {
+/// or the given one (`how` says which); under a fleet, its trials' agents
+/// in the detail (`fleet`).
+fn capacity_row(
+    plan: &TorturePlan,
+    sc: Scenario,
+    cps: f64,
+    how: String,
+    fleet: Option<Value>,
+) -> ResultRow {
+    let mut det = Map::new();
+    if let Some(f) = fleet {
+        det.insert("fleet".into(), f);
+    }
     ResultRow::new(
         "capacity",
         plan.kind.name(),
@@ -532,6 +595,7 @@ fn capacity_row(plan: &TorturePlan, sc: Scenario, cps: f64, how: String) -> Resu
         vec![cps],
         0.0,
     )
+    .with_detail(det)
     .with_note(how)
 }
 
@@ -544,6 +608,9 @@ fn sustained_row(plan: &TorturePlan, sc: Scenario, searched: f64, s: Sustained) 
     det.insert("passed".into(), json!(s.passed));
     det.insert("window_s".into(), json!(s.window_s));
     det.insert("trials".into(), json!(s.trials));
+    if let Some(f) = points_detail(s.fleet.iter().map(Option::as_ref)) {
+        det.insert("fleet".into(), f);
+    }
     ResultRow::new(
         "capacity_sustained",
         plan.kind.name(),
@@ -581,10 +648,10 @@ pub fn run(plan: &TorturePlan, mut progress: impl FnMut(Progress<'_>)) -> Result
                 return Err(Error::Interrupted);
             }
             if sc.needs_capacity() && cap.is_none() {
-                let (c, how) = capacity(plan, &mut progress)?;
+                let (c, how, fleet) = capacity(plan, &mut progress)?;
                 // pushed before the sustained check: an interrupted check
                 // keeps it
-                doc.push(capacity_row(plan, sc, c, how));
+                doc.push(capacity_row(plan, sc, c, how, fleet));
                 let mut used = c;
                 if plan.capacity.is_none() && plan.sustain_steps > 0 {
                     let s = sustained(plan, c, &mut progress)?;
@@ -704,6 +771,7 @@ pub fn synthetic_rows() -> Vec<ResultRow> {
             flood_connections: 100,
             stop: Arc::new(AtomicBool::new(false)),
             cancel: Cancel::default(),
+            fleet: None,
         };
         let sustained = Sustained {
             cps: 950.0,
@@ -714,6 +782,7 @@ pub fn synthetic_rows() -> Vec<ResultRow> {
                 outcome: TrialOutcome::default(),
                 cpu_per_call_us: Some(10.0),
             }],
+            fleet: Vec::new(),
             note: "synthetic".into(),
         };
         out.push(capacity_row(
@@ -721,6 +790,7 @@ pub fn synthetic_rows() -> Vec<ResultRow> {
             Scenario::Overload,
             1_000.0,
             "measured".into(),
+            None,
         ));
         // checked only when the capacity was searched, as in `run`
         if plan.capacity.is_none() {

@@ -3,7 +3,7 @@
 //! durations and search, the generator) into a [`TortureSuite`] that runs
 //! every scenario once per mode into one `sip_torture` document.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use takt_measure::result::{Document, DocumentBuilder};
@@ -14,6 +14,8 @@ use takt_sip::transport::WorkerModel;
 
 use super::{run, Durations, Progress, Scenario, TorturePlan};
 use crate::error::{Error, Result};
+use crate::fleet::load::{connect, listen_ip};
+use crate::fleet::{detail, FleetOptions};
 use crate::gen::{GenConfig, GenPolicy};
 use crate::search::SearchConfig;
 use crate::target::{placement, TargetKind, TargetSetup};
@@ -57,6 +59,13 @@ pub struct TortureOptions {
     pub soak_secs: Option<u64>,
     /// The reduced run.
     pub quick: bool,
+    /// Load the server with a fleet of agents reached over NATS instead
+    /// of the local generator (the capacity search, the sustained check
+    /// and the soak; the other scenarios are refused).
+    pub fleet: Option<FleetOptions>,
+    /// With a fleet: the address the server listens on (default: the one
+    /// this host reaches the NATS server from).
+    pub listen: Option<IpAddr>,
 }
 
 /// A resolved torture run: one plan per mode.
@@ -67,6 +76,8 @@ pub struct TortureSuite {
     pub plans: Vec<TorturePlan>,
     /// The generator's policy and what the document must say about it.
     pub gen_policy: GenPolicy,
+    /// The fleet that loads the server instead of the local generator.
+    pub fleet: Option<FleetOptions>,
 }
 
 impl TortureOptions {
@@ -93,6 +104,9 @@ impl TortureOptions {
         let (server_cpus, gen_cpus) = placement(self.cpus.as_ref(), self.gen_cpus.as_ref());
         let mut setup = TargetSetup::new("127.0.0.1:9".parse().expect("literal"));
         setup.cpus = Some(server_cpus.clone());
+        if let Some(ip) = listen_ip(self.fleet.as_ref(), self.listen)? {
+            setup.listen_ip = ip;
+        }
         setup.workers = self.workers;
         setup.sched = self.sched;
         let gen_policy = GenPolicy::choose(self.gen_sched)?.placed(&server_cpus, &gen_cpus);
@@ -116,6 +130,22 @@ impl TortureOptions {
         } else {
             self.scenarios.clone()
         };
+        if self.fleet.is_some() {
+            if self.uas.port() != 0 {
+                return Err(Error::Config(
+                    "--fleet: the fleet's UAS agent listens on its own host; --uas is for the local generator".into(),
+                ));
+            }
+            if let Some((sc, why)) = scenarios
+                .iter()
+                .find_map(|&sc| Some((sc, sc.fleet_refusal()?)))
+            {
+                return Err(Error::Config(format!(
+                    "--fleet: scenario {} needs the local generator: it {why} (with --fleet, give --scenario soak)",
+                    sc.name()
+                )));
+            }
+        }
         let plans = self
             .modes
             .iter()
@@ -145,10 +175,15 @@ impl TortureOptions {
                     flood_connections: self.flood_connections,
                     stop: Default::default(),
                     cancel: Default::default(),
+                    fleet: None,
                 }
             })
             .collect();
-        Ok(TortureSuite { plans, gen_policy })
+        Ok(TortureSuite {
+            plans,
+            gen_policy,
+            fleet: self.fleet,
+        })
     }
 }
 
@@ -208,9 +243,18 @@ impl Suite for TortureSuite {
     /// Runs every plan in turn; an interruption keeps the finished
     /// scenarios' rows.
     fn run(&self, ctx: &RunContext) -> Result<Document> {
-        for n in self.gen_policy.notes() {
-            ctx.progress().println(&n);
-        }
+        // the fleet first: an unreachable one fails before any server starts
+        let fleet = match &self.fleet {
+            Some(f) => Some(connect(f, ctx.cancel().clone(), |l| {
+                ctx.progress().println(l)
+            })?),
+            None => {
+                for n in self.gen_policy.notes() {
+                    ctx.progress().println(&n);
+                }
+                None
+            }
+        };
         let mut doc = DocumentBuilder::start("sip_torture");
         for plan in &self.plans {
             if ctx.is_cancelled() {
@@ -219,6 +263,7 @@ impl Suite for TortureSuite {
             let plan = TorturePlan {
                 stop: ctx.cancel().flag(),
                 cancel: ctx.cancel().clone(),
+                fleet: fleet.clone(),
                 ..plan.clone()
             };
             let label = format!("{} {:?}", plan.kind.name(), plan.setup.mode).to_lowercase();
@@ -254,8 +299,15 @@ impl Suite for TortureSuite {
                 doc.note(format!("{label}: {n}"));
             }
         }
+        if let Some(f) = &fleet {
+            for n in detail::notes(&f.lock().unwrap_or_else(|e| e.into_inner())) {
+                doc.note(n);
+            }
+        }
         let mut doc = doc.finish();
-        self.gen_policy.stamp(&mut doc);
+        if fleet.is_none() {
+            self.gen_policy.stamp(&mut doc);
+        }
         Ok(doc)
     }
 }

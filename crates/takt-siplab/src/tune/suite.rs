@@ -147,6 +147,7 @@ impl TuneOptions {
                 min_calls: MIN_CALLS,
                 trial_s,
                 out: self.out,
+                fleet: None,
                 estimate_s,
                 describe,
             },
