@@ -35,6 +35,17 @@ const TOKEN: &str = "fleet-s3cret";
 /// the local generator alike.
 const LAG_BOUND: Duration = Duration::from_millis(50);
 
+/// The tests that load a server take turns: two of them side by side on
+/// two CPUs would each measure the other's load (a capacity search beside
+/// a sweep found a fifth of its capacity alone).
+static LOADS_A_SERVER: Mutex<()> = Mutex::new(());
+
+/// The turn of a test that loads a server (a failed test's poison is
+/// ignored: the next one still runs alone).
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    LOADS_A_SERVER.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn runnable() -> bool {
     if !is_root() {
         eprintln!("skipped: needs root");
@@ -234,6 +245,7 @@ fn a_fleet_in_namespaces() {
     if !runnable() {
         return;
     }
+    let _turn = turn();
     let nets = IndexedNets::create(3, false).expect("three namespaces");
     let bridge = IpAddr::V4(nets.bridge_ip);
     let nats = Nats::start(bridge);
@@ -350,17 +362,19 @@ fn a_fleet_in_namespaces() {
 }
 
 /// A fleet of one agent (both sides, in this process) behaves like the
-/// local generator on the same server under the same quota: the local
-/// search's capacity C is bracketed by the same verdicts from both — every
-/// trial passes at C/2 and fails at 2C — and the fleet's own search lands
-/// between them. How close the two searches come is printed, not asserted:
-/// one search of each under a CPU quota on a shared 2-vCPU host differs
-/// run to run by a quarter either way, whichever generator runs it.
+/// local generator on the same server under the same quota: the two
+/// searches' capacities lie within a factor of two of each other, and
+/// both generators give the same verdicts around them — every trial
+/// passes at half the lower and fails at twice the higher. How close the
+/// two searches come is printed, not asserted: one search of each under a
+/// CPU quota on a shared 2-vCPU host differs run to run by a quarter
+/// either way, whichever generator runs it.
 #[test]
 fn a_fleet_of_one_matches_the_local_generator() {
     if !runnable() {
         return;
     }
+    let _turn = turn();
     // every side in this process: loopback is the one network path
     let bridge = IpAddr::V4([127, 0, 0, 1].into());
     let nats = Nats::start(bridge);
@@ -438,14 +452,19 @@ fn a_fleet_of_one_matches_the_local_generator() {
     let fleet_s = t0.elapsed().as_secs_f64();
     let ((c, lv), (f, fv)) = (capacity_of(&local), capacity_of(&by_fleet));
     eprintln!("capacity: local {lv} ({local_s:.1} s), fleet {fv} ({fleet_s:.1} s)");
+    assert!(
+        f > 0.5 * c && f < 2.0 * c,
+        "the fleet's search found {fv}, the local one {lv}"
+    );
 
-    // both generators at C/2 and 2C, two repetitions each, the servers
-    // fresh per run as in the search
+    // both generators below and above both capacities, two repetitions
+    // each, the servers fresh per run as in the search
+    let (below, above) = ((0.5 * c.min(f)).round(), (2.0 * c.max(f)).round());
     let fixed = FixedPlan {
-        cases: [0.5, 2.0]
-            .map(|x| FixedCase {
+        cases: [below, above]
+            .map(|rate_cps| FixedCase {
                 case: case.clone(),
-                rate_cps: (x * c).round(),
+                rate_cps,
             })
             .to_vec(),
         base: plan.base.clone(),
@@ -466,12 +485,15 @@ fn a_fleet_of_one_matches_the_local_generator() {
             .collect();
         eprintln!("{name}: (rate, drop rate) {kept:?}");
         for (rate, drop) in &kept {
-            if *rate < c {
-                assert!(*drop <= 0.01, "{name} lost {drop} at {rate} cps, C = {c}");
+            if *rate == below {
+                assert!(
+                    *drop <= 0.01,
+                    "{name} lost {drop} at {rate} cps ({lv}, {fv})"
+                );
             } else {
                 assert!(
                     *drop > 0.01,
-                    "{name} lost only {drop} at {rate} cps, C = {c}"
+                    "{name} lost only {drop} at {rate} cps ({lv}, {fv})"
                 );
             }
         }
@@ -500,10 +522,6 @@ fn a_fleet_of_one_matches_the_local_generator() {
     )
     .unwrap();
     verdicts("fleet of one", seen);
-    assert!(
-        f > 0.5 * c && f < 2.0 * c,
-        "the fleet's search found {fv}, the local one {lv}"
-    );
     drop(one);
     let records = &fleet.lock().unwrap().records;
     let void = records.iter().filter(|r| r.void.is_some()).count();
@@ -553,6 +571,7 @@ fn a_sweep_and_a_soak_on_a_fleet() {
     if !runnable() {
         return;
     }
+    let _turn = turn();
     let nets = IndexedNets::create(2, false).expect("two namespaces");
     let nats = Nats::start(IpAddr::V4(nets.bridge_ip));
     let _agents = Agents(vec![
