@@ -315,7 +315,7 @@ impl HandlerCache {
     /// A cache that matches no message type.
     #[inline]
     pub(crate) fn empty<A: Agent>(b: &'static Behaviour<A>) -> HandlerCache {
-        HandlerCache(&b.vacant as *const Entry<A> as *const ())
+        HandlerCache(&*b.vacant as *const Entry<A> as *const ())
     }
 }
 
@@ -638,9 +638,11 @@ impl<A: Agent> AgentCell<A> {
         let from = h.state.get();
         debug_assert!((from as usize) < b.states.len() && (to as usize) < b.states.len());
         // SAFETY: `from` and `to` are defined states (`Behaviour::lookup`).
-        let quiet = unsafe {
-            b.states.get_unchecked(from as usize).quiet && b.states.get_unchecked(to as usize).quiet
-        };
+        let quiet = b.all_quiet
+            || unsafe {
+                b.states.get_unchecked(from as usize).quiet
+                    && b.states.get_unchecked(to as usize).quiet
+            };
         if quiet {
             h.state.set(to);
             self.rebind_cache(to);
