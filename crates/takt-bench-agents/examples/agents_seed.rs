@@ -6,6 +6,7 @@
 //!
 //! Arguments: `runs bench...`, each bench one of
 //! - `states`: process_state_changes, 100,000 messages (send, process ns/msg);
+//! - `states_types`: process_state_changes_types, the same with ten types;
 //! - `ring_ao:N`: customer_ring on active_obj, N agents, 50 tokens;
 //! - `ring_ag:N`: customer_ring on active_group (100 groups), N agents,
 //!   100 tokens;
@@ -17,7 +18,8 @@
 use std::process::ExitCode;
 
 use takt_bench_agents::runs::{
-    customer_ring, process_state_changes, RingDispatcher, RunError, TaktOpts,
+    customer_ring, process_state_changes, process_state_changes_types, RingDispatcher, RunError,
+    TaktOpts,
 };
 use takt_sched::{SpinBudget, ThreadSpec};
 
@@ -50,6 +52,11 @@ fn parse(arg: &str) -> Option<Bench> {
             names: ["send ns/msg", "process ns/msg"],
             run: Box::new(|o| process_state_changes(o, 100_000)),
         }),
+        ("states_types", 0) => Some(Bench {
+            label: "process_state_changes_types messages=100000".into(),
+            names: ["send ns/msg", "process ns/msg"],
+            run: Box::new(|o| process_state_changes_types(o, 100_000)),
+        }),
         ("ring_ao", n) if n > 0 => Some(ring(RingDispatcher::ActiveObj, 50)),
         ("ring_ag", n) if n > 0 => Some(ring(RingDispatcher::ActiveGroup { groups: 100 }, 100)),
         ("ring_one", n) if n > 0 => Some(ring(RingDispatcher::OneThread, 100)),
@@ -72,7 +79,9 @@ fn main() -> ExitCode {
     let runs = args.first().and_then(|r| r.parse::<usize>().ok());
     let benches: Option<Vec<Bench>> = args.iter().skip(1).map(|a| parse(a)).collect();
     let (Some(runs @ 1..), Some(benches)) = (runs, benches) else {
-        eprintln!("usage: agents_seed RUNS (states | ring_ao:N | ring_ag:N | ring_one:N)...");
+        eprintln!(
+            "usage: agents_seed RUNS (states | states_types | ring_ao:N | ring_ag:N | ring_one:N)..."
+        );
         return ExitCode::from(2);
     };
     if benches.is_empty() {
