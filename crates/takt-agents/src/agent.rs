@@ -307,15 +307,35 @@ impl Header {
 /// compiled behaviour either way). The entry names its message type, so a
 /// hit is checked against the type being delivered; the entries live in
 /// the shared, `'static` behaviour (hot in cache for every agent of the
-/// type), so the cache costs each agent one word.
+/// type), so the cache costs each agent two words.
+///
+/// `row` is the cached type's row (`Entry::row`: its handler entry in
+/// every state, or `vacant`), kept beside the entry so a state change
+/// rebinds with one load from the row instead of first loading the entry
+/// to find it. It stays when a state without a handler for the type makes
+/// the entry `vacant`, so a later change back finds the handler again
+/// (the entry is then still the type's handler in the current state).
+/// Null where the behaviour has no rows.
 #[derive(Clone, Copy)]
-pub(crate) struct HandlerCache(*const ());
+pub(crate) struct HandlerCache {
+    entry: *const (),
+    row: *const (),
+}
 
 impl HandlerCache {
     /// A cache that matches no message type.
     #[inline]
     pub(crate) fn empty<A: Agent>(b: &'static Behaviour<A>) -> HandlerCache {
-        HandlerCache(&b.vacant as *const Entry<A> as *const ())
+        HandlerCache::of(&b.vacant)
+    }
+
+    /// A cache holding `e` (an entry of a `'static` behaviour) and its row.
+    #[inline(always)]
+    fn of<A: Agent>(e: &Entry<A>) -> HandlerCache {
+        HandlerCache {
+            entry: e as *const Entry<A> as *const (),
+            row: e.row as *const (),
+        }
     }
 }
 
@@ -396,7 +416,7 @@ pub(crate) unsafe fn deliver<A: Agent, M: Message>(op: Op, target: usize, payloa
         let h = &cell.hdr;
         // SAFETY: the cache is a `&'static Entry<A>` of this cell's
         // behaviour (`HandlerCache::empty`, `handle_plain`).
-        let e = unsafe { &*h.cache.get().0.cast::<Entry<A>>() };
+        let e = unsafe { &*h.cache.get().entry.cast::<Entry<A>>() };
         if e.type_id == TypeId::of::<M>() {
             h.dequeued.bump();
             // SAFETY: cached entries are plain, and a plain entry for `M`
@@ -545,7 +565,7 @@ impl<A: Agent> AgentCell<A> {
         h.dequeued.bump();
         match self.behaviour().lookup(h.state.get(), TypeId::of::<M>()) {
             Some(e) if e.plain => {
-                h.cache.set(HandlerCache(e as *const Entry<A> as *const ()));
+                h.cache.set(HandlerCache::of(e));
                 // SAFETY: as in `handle`.
                 let f = unsafe { std::mem::transmute::<*const (), Handler<A, M>>(e.f) };
                 self.run_untimed(|agent, ctx| f(agent, ctx, msg));
@@ -638,9 +658,11 @@ impl<A: Agent> AgentCell<A> {
         let from = h.state.get();
         debug_assert!((from as usize) < b.states.len() && (to as usize) < b.states.len());
         // SAFETY: `from` and `to` are defined states (`Behaviour::lookup`).
-        let quiet = unsafe {
-            b.states.get_unchecked(from as usize).quiet && b.states.get_unchecked(to as usize).quiet
-        };
+        let quiet = b.all_quiet
+            || unsafe {
+                b.states.get_unchecked(from as usize).quiet
+                    && b.states.get_unchecked(to as usize).quiet
+            };
         if quiet {
             h.state.set(to);
             self.rebind_cache(to);
@@ -649,16 +671,28 @@ impl<A: Agent> AgentCell<A> {
         }
     }
 
-    /// Points the handler cache at the cached type's handler in `to` (see
-    /// `Behaviour::rebind`).
+    /// Points the handler cache at the cached type's handler in `to`: its
+    /// row's element `to`, or (no rows) `Behaviour::rebind`.
     #[inline(always)]
     fn rebind_cache(&self, to: u16) {
         let h = &self.hdr;
-        // SAFETY: the cache always holds a `&'static Entry<A>` of this
-        // cell's behaviour (`HandlerCache::empty`, `handle_plain`, here).
-        let cached = unsafe { &*h.cache.get().0.cast::<Entry<A>>() };
-        let e = self.behaviour().rebind(to, cached);
-        h.cache.set(HandlerCache(e as *const Entry<A> as *const ()));
+        let c = h.cache.get();
+        let entry = if !c.row.is_null() {
+            // SAFETY: a non-null cached row is the cached type's row of
+            // this cell's behaviour (`HandlerCache::of`), one element per
+            // state, and `to` is a state (`change_to`'s contract); its
+            // elements are `&'static Entry<A>`s of the behaviour.
+            unsafe { *c.row.cast::<*const Entry<A>>().add(to as usize) }
+        } else {
+            // SAFETY: the cache always holds a `&'static Entry<A>` of this
+            // cell's behaviour (`HandlerCache::empty`, `handle_plain`, here).
+            let cached = unsafe { &*c.entry.cast::<Entry<A>>() };
+            self.behaviour().rebind(to, cached)
+        };
+        h.cache.set(HandlerCache {
+            entry: entry as *const (),
+            row: c.row,
+        });
     }
 
     /// `run` with the time in the handler measured.

@@ -16,9 +16,11 @@
 //! does not grow with the handler's position in the table. In front of
 //! both, each agent caches the last message type it handled and that
 //! type's handler in its current state; a state change moves the cache to
-//! the same type's handler in the new state (through that state's slots),
-//! so a run of messages of one type skips the lookup entirely, also when
-//! each message changes the state. A change between states that have no
+//! the same type's handler in the new state, so a run of messages of one
+//! type skips the lookup entirely, also when each message changes the
+//! state. That move is one indexed load: every handler entry points to its
+//! message type's *row*, which names the type's handler in each state (a
+//! table of types × states pointers built with the behaviour). A change between states that have no
 //! `on_enter`/`on_exit` hooks, nor ancestors with one, is a single store:
 //! no hook can run, so nothing walks the hierarchy. A message
 //! with no handler in the current state or any ancestor is counted as
@@ -95,6 +97,13 @@ pub(crate) struct Entry<A: Agent> {
     /// A plain handler, called directly (no `invoke` trampoline).
     pub(crate) plain: bool,
     pub(crate) invoke: Invoke<A>,
+    /// This entry's message type across the states (`Behaviour::rows`):
+    /// the row's element `s` is the type's plain handler entry in state
+    /// `s`, or the behaviour's `vacant` entry. Null where the behaviour
+    /// has no rows (more types × states than `ROWS_MAX`) and in entries
+    /// made outside `compile`; filled in by `compile` before the slots
+    /// are built, so every copy of a table entry carries it.
+    pub(crate) row: *const *const Entry<A>,
 }
 
 impl<A: Agent> Clone for Entry<A> {
@@ -272,7 +281,8 @@ impl<A: Agent> Definer<A> {
                 parent: st.parent,
                 depth: chain.len() as u16,
                 quiet,
-                slots: Slots::build(&table),
+                // Built by `link_rows` once every table is final.
+                slots: Slots::build(&[]),
                 table: table.into_boxed_slice(),
                 on_enter: st.on_enter,
                 on_exit: st.on_exit,
@@ -290,12 +300,83 @@ impl<A: Agent> Definer<A> {
                 problems: errors,
             });
         }
+        let all_quiet = compiled.iter().all(|c| c.quiet);
+        let mut vacant = Box::new(Slots::vacant());
+        let rows = link_rows(&mut compiled, &mut vacant);
+        for c in compiled.iter_mut().filter(|c| c.defined) {
+            c.slots = Slots::build(&c.table);
+        }
         Ok(Behaviour {
             states: compiled.into_boxed_slice(),
             initial: self.initial.0,
-            vacant: Slots::vacant(),
+            all_quiet,
+            vacant,
+            _rows: rows,
         })
     }
+}
+
+/// Rows of more pointers than this (message types × states) are not built:
+/// the behaviour's entries keep a null `row` and a state change rebinds the
+/// handler cache through the new state's slots.
+const ROWS_MAX: usize = 1 << 16;
+
+/// Builds the behaviour's rows (see `Behaviour::rebind`): one row per plain
+/// handler's message type, holding that type's plain entry in every state
+/// (or `vacant`), and a row of `vacant` for `vacant` itself; points every
+/// table entry (and `vacant`) at its type's row. Runs before the slots are
+/// built, which copy the table entries. Returns the rows' storage, which
+/// the behaviour keeps (never touched again: the entries hold pointers into
+/// it).
+fn link_rows<A: Agent>(
+    compiled: &mut [Compiled<A>],
+    vacant: &mut Box<Entry<A>>,
+) -> Vec<*const Entry<A>> {
+    let n = compiled.len();
+    let mut types: Vec<TypeId> = Vec::new();
+    for c in compiled.iter() {
+        for e in c.table.iter().filter(|e| e.plain) {
+            if !types.contains(&e.type_id) {
+                types.push(e.type_id);
+            }
+        }
+    }
+    let vacant_ptr: *const Entry<A> = &**vacant;
+    // Row k (k < types.len()) is types[k]'s; the last row is vacant's.
+    let linked = types.len().saturating_mul(n) <= ROWS_MAX;
+    let rows_len = if linked { (types.len() + 1) * n } else { n };
+    let mut rows: Vec<*const Entry<A>> = vec![vacant_ptr; rows_len];
+    // One raw pointer to the storage, from which every row pointer is
+    // derived and through which the rows are filled.
+    let base = rows.as_mut_ptr();
+    let vacant_row = rows_len - n;
+    // SAFETY: `vacant_row + n == rows_len`: the row is in the storage.
+    let vacant_row = unsafe { base.add(vacant_row) };
+    vacant.row = vacant_row;
+    if !linked {
+        return rows;
+    }
+    for (s, c) in compiled.iter_mut().enumerate() {
+        for e in c.table.iter_mut() {
+            let Some(k) = types
+                .iter()
+                .position(|t| *t == e.type_id)
+                .filter(|_| e.plain)
+            else {
+                e.row = vacant_row;
+                continue;
+            };
+            // SAFETY: `k < types.len()`, so row k ends within the storage.
+            let row = unsafe { base.add(k * n) };
+            e.row = row;
+            // A table holds one entry per type: this is types[k]'s in s.
+            // SAFETY: `s < n`, so `row + s` is in row k; the pointer
+            // targets the table entry, whose storage does not move (a
+            // boxed slice).
+            unsafe { *row.add(s) = e as *const Entry<A> };
+        }
+    }
+    rows
 }
 
 impl<A: Agent> StateBuilder<'_, A> {
@@ -350,6 +431,7 @@ impl<A: Agent> StateBuilder<'_, A> {
             f: h as *const (),
             plain: true,
             invoke: invoke_plain::<A, M>,
+            row: std::ptr::null(),
         });
         self
     }
@@ -361,6 +443,7 @@ impl<A: Agent> StateBuilder<'_, A> {
             f: h as *const (),
             plain: false,
             invoke: invoke_ask::<A, Q, R>,
+            row: std::ptr::null(),
         });
         self
     }
@@ -494,10 +577,16 @@ impl<A: Agent> Compiled<A> {
 pub(crate) struct Behaviour<A: Agent> {
     pub(crate) states: Box<[Compiled<A>]>,
     pub(crate) initial: u16,
+    /// Every state is quiet (no hooks anywhere): a state change never
+    /// looks at the states' own flags.
+    pub(crate) all_quiet: bool,
     /// An entry no message type matches: what an agent's handler cache
     /// points to when it holds nothing (so a lookup in it needs no null
-    /// check).
-    pub(crate) vacant: Entry<A>,
+    /// check). Boxed: the rows point to it.
+    pub(crate) vacant: Box<Entry<A>>,
+    /// The storage of the rows the entries' `row` pointers point into
+    /// (`link_rows`); only read through those pointers.
+    _rows: Vec<*const Entry<A>>,
 }
 
 // SAFETY: the erased pointers are plain `fn` pointers, which are Send and Sync.
@@ -521,14 +610,23 @@ impl<A: Agent> Behaviour<A> {
     }
 
     /// What an agent's handler cache holds after a change to state `to`:
-    /// the plain handler of the cached entry's message type in `to`, if its
-    /// slot holds one, else `vacant`. So a run of one message type that
-    /// changes state on every message (one type handled in every state)
-    /// still finds its handler in the cache; a type the slot does not hold
-    /// takes the lookup on its next delivery, as after any miss.
+    /// the plain handler of the cached entry's message type in `to`, else
+    /// `vacant`. So a run of one message type that changes state on every
+    /// message (one type handled in every state) still finds its handler in
+    /// the cache. The entry's row names that handler for every state, so
+    /// this is one indexed load (no hashing of the type); an entry without
+    /// a row (a behaviour too big for rows) goes through `to`'s slots, and
+    /// a type its slot does not hold takes the lookup on its next delivery,
+    /// as after any miss.
     #[inline(always)]
     pub(crate) fn rebind(&self, to: u16, cached: &Entry<A>) -> &Entry<A> {
         debug_assert!((to as usize) < self.states.len());
+        if !cached.row.is_null() {
+            // SAFETY: a row has one element per state and `to` is a state;
+            // its elements point to entries of this behaviour (`link_rows`),
+            // which lives as long as its entries.
+            return unsafe { &**cached.row.add(to as usize) };
+        }
         // SAFETY: `to` is a defined state (as in `lookup`).
         let st = unsafe { self.states.get_unchecked(to as usize) };
         match st.slots.get(cached.type_id) {
@@ -635,6 +733,7 @@ impl<A: Agent> Slots<A> {
             plain: false,
             // Never called: no message has type `Vacant`.
             invoke: invoke_plain::<A, ()>,
+            row: std::ptr::null(),
         }
     }
 
@@ -778,8 +877,9 @@ mod tests {
 
     /// Rebinding finds the cached type's plain handler in the new state
     /// (own or inherited), and nothing for a type the new state does not
-    /// handle, for the vacant entry, or for a type whose slot another type
-    /// took.
+    /// handle or for the vacant entry; through the rows whatever the slots
+    /// hold, and through the slots for an entry without a row (nothing
+    /// then for a type whose slot another type took).
     #[test]
     fn rebind_follows_the_type_into_the_new_state() {
         let mut def = Definer::<Many>::new();
@@ -790,27 +890,33 @@ mod tests {
         def.state(State::new(2))
             .on(|_: &mut Many, _: &mut Ctx<Many>, _: u32| {});
         let mut b = def.compile().expect("well-defined");
-        let at = |b: &Behaviour<Many>, s: u16, t: TypeId| b.lookup(s, t).unwrap() as *const _;
+        // The same handler for the same type (rows point at table entries,
+        // lookups may return their copies in the slots).
+        let same = |e: &Entry<Many>, f: Option<&Entry<Many>>| {
+            let f = f.expect("a handler");
+            e.type_id == f.type_id && e.f == f.f && e.plain
+        };
         let u8_in_0 = b.lookup(0, TypeId::of::<u8>()).unwrap().clone();
         let u16_in_0 = b.lookup(0, TypeId::of::<u16>()).unwrap().clone();
-        // Inherited u8, own u16 in state 1.
-        assert_eq!(
-            b.rebind(1, &u8_in_0) as *const _,
-            at(&b, 1, TypeId::of::<u8>())
-        );
-        assert_eq!(
-            b.rebind(1, &u16_in_0) as *const _,
-            at(&b, 1, TypeId::of::<u16>())
-        );
+        assert!(!u8_in_0.row.is_null() && !u16_in_0.row.is_null());
+        // Inherited u8, own u16 in state 1, and back in state 0.
+        assert!(same(b.rebind(1, &u8_in_0), b.lookup(1, TypeId::of::<u8>())));
+        assert!(same(
+            b.rebind(1, &u16_in_0),
+            b.lookup(1, TypeId::of::<u16>())
+        ));
         assert_ne!(b.rebind(1, &u16_in_0).f, u16_in_0.f);
+        assert!(same(b.rebind(0, b.rebind(1, &u16_in_0)), Some(&u16_in_0)));
         // State 2 handles neither.
-        assert!(std::ptr::eq(b.rebind(2, &u8_in_0), &b.vacant));
+        assert!(std::ptr::eq(b.rebind(2, &u8_in_0), &*b.vacant));
+        assert!(std::ptr::eq(b.rebind(1, &b.vacant), &*b.vacant));
         assert!(std::ptr::eq(
             b.rebind(0, &Slots::<Many>::vacant()),
-            &b.vacant
+            &*b.vacant
         ));
-        // A one-slot index held by u16: u8 is found only by the scan, so
-        // the rebound cache holds nothing (the next delivery looks it up).
+        // A one-slot index held by u16: u8 is found only by the scan. The
+        // rows still rebind it; without a row the rebound cache holds
+        // nothing (the next delivery looks it up).
         let st = &mut b.states[1];
         let owner = st
             .table
@@ -823,8 +929,16 @@ mod tests {
             mask: 0,
             shift: 0,
         };
-        assert!(std::ptr::eq(b.rebind(1, &u8_in_0), &b.vacant));
-        assert_eq!(b.rebind(1, &u16_in_0).type_id, TypeId::of::<u16>());
+        assert!(same(b.rebind(1, &u8_in_0), b.lookup(1, TypeId::of::<u8>())));
+        let rowless = |e: &Entry<Many>| Entry {
+            row: std::ptr::null(),
+            ..e.clone()
+        };
+        assert!(std::ptr::eq(b.rebind(1, &rowless(&u8_in_0)), &*b.vacant));
+        assert_eq!(
+            b.rebind(1, &rowless(&u16_in_0)).type_id,
+            TypeId::of::<u16>()
+        );
     }
 
     /// A collision only costs the scan: with a one-slot index every type

@@ -146,13 +146,14 @@ impl WorkerShared {
         self.remote.wake();
     }
 
-    /// Spin, then sleep until the remote queue has an event or stop is
-    /// asked; `core`'s owed references are released before it sleeps.
-    fn idle_wait(&self, core: &WorkerCore) {
+    /// Spin for `budget`, then sleep until the remote queue has an event
+    /// or stop is asked; `core`'s owed references are released before it
+    /// sleeps.
+    fn idle_wait(&self, core: &WorkerCore, budget: SpinBudget) {
         // SAFETY: this runs on the worker thread, the queue's only consumer.
         unsafe {
             self.remote.wait_then(
-                self.budget,
+                budget,
                 || self.stop.load(Ordering::SeqCst),
                 || core.release_owed(),
             )
@@ -440,10 +441,20 @@ impl WorkerCore {
     fn run_loop_with<const PRIO: bool>(&self, sh: &WorkerShared) {
         let clock = takt_sched::clock();
         let mut busy_since = clock.now();
+        // Until its first event a worker waits without spinning: that
+        // event is the start of an agent bound to it, which comes when the
+        // agent's cooperation is registered, after the binding made this
+        // thread and typically after more agents (more threads, for
+        // active_obj) were added; a spin for it would hold a CPU that the
+        // registering thread needs. Afterwards a wait spins for the budget.
+        let mut budget = SpinBudget::NONE;
         loop {
             let mut ran = 0usize;
             while ran < BATCH && self.run_one::<PRIO>() {
                 ran += 1;
+            }
+            if ran > 0 {
+                budget = sh.budget;
             }
             sh.counters.events.add(ran as u64);
             let mut moved = 0usize;
@@ -468,7 +479,7 @@ impl WorkerCore {
                 sh.counters
                     .busy_ticks
                     .add(clock.now().saturating_sub(busy_since));
-                sh.idle_wait(self);
+                sh.idle_wait(self, budget);
                 busy_since = clock.now();
             }
         }
