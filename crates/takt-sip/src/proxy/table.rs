@@ -225,10 +225,15 @@ impl Shard {
     /// On a proxy that has not recycled slots yet (the first minutes, or a
     /// benchmark run on a fresh proxy) every new record lands on memory
     /// last written at start-up, so each of these lines would otherwise be
-    /// a miss to DRAM on the message path.
+    /// a miss to DRAM on the message path. A full shard's next record takes
+    /// the slot of its oldest lingering one ([`Shard::reclaim`]), last
+    /// written tens of seconds ago: that slot is loaded then.
     pub fn prefetch_vacant(&self, request_len: usize) {
-        let Some(&i) = self.vacant.last() else {
-            return;
+        let i = match (self.vacant.last(), self.linger.front()) {
+            (Some(&i), _) => i,
+            // full (a shard below its bound keeps vacant slots in reserve)
+            (None, Some(&(_, i))) => i,
+            (None, None) => return,
         };
         let t = &self.slots[i as usize];
         let base = (t as *const Txn).cast::<u8>();
@@ -874,6 +879,10 @@ mod tests {
         accept(&mut sh, 1, 6);
         accept(&mut sh, 1, 7); // a 2xx retransmission: counted once
         assert_eq!(sh.lingering(), 2);
+        // full: the hint loads the slot the next record takes, changing nothing
+        assert!(sh.vacant.is_empty());
+        sh.prefetch_vacant(1024);
+        assert_eq!((sh.len(), sh.lingering()), (3, 2));
         // the oldest lingering record (2) makes room, then the next (1)
         assert!(sh.insert(4, &txn(8), b"INVITE"));
         assert!(sh.get_mut(2).is_none() && sh.get_mut(1).is_some());
