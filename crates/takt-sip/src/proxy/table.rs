@@ -130,8 +130,11 @@ pub struct Shard {
     slots: Vec<Txn>,
     /// Free slots of `slots`, most recently freed last.
     vacant: Vec<u32>,
-    /// (deadline, key) entries; those whose deadline differs from the
-    /// record's `scheduled` are stale (cancelled) and skipped when due.
+    /// (deadline, slot) entries; those whose deadline differs from the
+    /// slot's record's `scheduled` are stale (cancelled, or the record has
+    /// gone: a vacant slot's `scheduled` is 0, and no deadline is) and
+    /// skipped when due. Naming the slot rather than the key, a due entry
+    /// costs no index probe (a cache miss in a large table).
     pub timers: Wheel,
     cap: usize,
     /// Slots below this index are the preallocated ones.
@@ -142,11 +145,11 @@ pub struct Shard {
     /// Message buffers records gave back early (e.g. after a 2xx), reused
     /// by new ones; bounded by [`FREE_BUFFERS`].
     free: Vec<Vec<u8>>,
-    /// Keys of lingering records ([`Txn::only_absorbs`]) in the order they
-    /// began to linger, oldest first; entries whose record has gone (or no
-    /// longer lingers) are stale and skipped. Never holds more than
-    /// `linger_room(slots.len())` entries ([`Shard::note_lingering`]).
-    linger: VecDeque<u64>,
+    /// Keys and slots of lingering records ([`Txn::only_absorbs`]) in the
+    /// order they began to linger, oldest first; entries whose record has
+    /// gone (or no longer lingers) are stale and skipped. Never holds more
+    /// than `linger_room(slots.len())` entries ([`Shard::note_lingering`]).
+    linger: VecDeque<(u64, u32)>,
     /// Records held whose `lingering` flag is set.
     lingering: usize,
     /// Lingering records ended early to make room, since start.
@@ -222,10 +225,15 @@ impl Shard {
     /// On a proxy that has not recycled slots yet (the first minutes, or a
     /// benchmark run on a fresh proxy) every new record lands on memory
     /// last written at start-up, so each of these lines would otherwise be
-    /// a miss to DRAM on the message path.
+    /// a miss to DRAM on the message path. A full shard's next record takes
+    /// the slot of its oldest lingering one ([`Shard::reclaim`]), last
+    /// written tens of seconds ago: that slot is loaded then.
     pub fn prefetch_vacant(&self, request_len: usize) {
-        let Some(&i) = self.vacant.last() else {
-            return;
+        let i = match (self.vacant.last(), self.linger.front()) {
+            (Some(&i), _) => i,
+            // full (a shard below its bound keeps vacant slots in reserve)
+            (None, Some(&(_, i))) => i,
+            (None, None) => return,
         };
         let t = &self.slots[i as usize];
         let base = (t as *const Txn).cast::<u8>();
@@ -357,6 +365,7 @@ impl Shard {
             }
         };
         let slot = &mut self.slots[i as usize];
+        slot.key = key;
         if slot.request.capacity() < request.len() {
             if let Some(b) = self.free.pop() {
                 slot.request = b;
@@ -433,8 +442,8 @@ impl Shard {
     /// returns false when no record lingers. Its timers' entries become
     /// stale and are skipped when due.
     pub fn reclaim(&mut self) -> bool {
-        while let Some(key) = self.linger.pop_front() {
-            if self.lingers(key) {
+        while let Some((key, i)) = self.linger.pop_front() {
+            if self.lingers(key, i) {
                 self.remove(key);
                 self.reclaimed += 1;
                 return true;
@@ -443,11 +452,12 @@ impl Shard {
         false
     }
 
-    /// Whether `key`'s record is held and counted as lingering.
-    fn lingers(&self, key: u64) -> bool {
-        self.index
-            .get(&key)
-            .is_some_and(|&i| self.slots[i as usize].lingering)
+    /// Whether `key`'s record is held in slot `i` and counted as
+    /// lingering. The slot alone tells (a vacant slot's record does not
+    /// linger, and a reused one's has another key): no index probe.
+    fn lingers(&self, key: u64, i: u32) -> bool {
+        let t = &self.slots[i as usize];
+        t.lingering && t.key == key
     }
 
     /// Counts `key`'s record (in slot `i`) as lingering from now on, and
@@ -462,18 +472,20 @@ impl Shard {
     fn note_lingering(&mut self, key: u64, i: u32) {
         self.slots[i as usize].lingering = true;
         self.lingering += 1;
-        while let Some(&front) = self.linger.front() {
-            if self.lingers(front) {
+        while let Some(&(k, j)) = self.linger.front() {
+            if self.lingers(k, j) {
                 break;
             }
             self.linger.pop_front();
         }
         if self.linger.len() >= 2 * self.lingering + LINGER_SLACK {
-            let (index, slots) = (&self.index, &self.slots);
-            self.linger
-                .retain(|k| index.get(k).is_some_and(|&j| slots[j as usize].lingering));
+            let slots = &self.slots;
+            self.linger.retain(|&(k, j)| {
+                let t = &slots[j as usize];
+                t.lingering && t.key == k
+            });
         }
-        self.linger.push_back(key);
+        self.linger.push_back((key, i));
     }
 
     fn remove(&mut self, key: u64) {
@@ -515,7 +527,7 @@ impl Shard {
         if let Some(d) = t.next_deadline() {
             if t.scheduled == 0 || d < t.scheduled {
                 t.scheduled = d;
-                self.timers.insert(d, key);
+                self.timers.insert(d, u64::from(i));
             }
         }
         if !t.lingering && t.only_absorbs() {
@@ -526,13 +538,18 @@ impl Shard {
     /// Pops a key whose queued deadline is due at `now` (in no particular
     /// order among the due ones).
     pub fn pop_due(&mut self, now: u64) -> Option<u64> {
-        while let Some((d, key)) = self.timers.pop_due(now) {
-            match self.get_mut(key) {
-                Some(t) if t.scheduled == d => {
-                    t.scheduled = 0;
-                    return Some(key);
-                }
-                _ => continue, // stale
+        while let Some((d, slot)) = self.timers.pop_due(now) {
+            let i = slot as u32;
+            let t = &mut self.slots[i as usize];
+            // else stale: the record's deadline moved, or it has gone
+            // (`scheduled` 0); a record that took the slot since and is
+            // queued under the very same deadline is due as well
+            if t.scheduled == d {
+                t.scheduled = 0;
+                let key = t.key;
+                // the caller fires and reschedules it: no index probe
+                self.last = Some((key, i));
+                return Some(key);
             }
         }
         None
@@ -862,6 +879,10 @@ mod tests {
         accept(&mut sh, 1, 6);
         accept(&mut sh, 1, 7); // a 2xx retransmission: counted once
         assert_eq!(sh.lingering(), 2);
+        // full: the hint loads the slot the next record takes, changing nothing
+        assert!(sh.vacant.is_empty());
+        sh.prefetch_vacant(1024);
+        assert_eq!((sh.len(), sh.lingering()), (3, 2));
         // the oldest lingering record (2) makes room, then the next (1)
         assert!(sh.insert(4, &txn(8), b"INVITE"));
         assert!(sh.get_mut(2).is_none() && sh.get_mut(1).is_some());

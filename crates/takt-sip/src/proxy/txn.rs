@@ -154,6 +154,10 @@ pub struct Txn {
     /// Whether its shard counts it as lingering ([`Txn::only_absorbs`]
     /// held when it was last rescheduled); kept by the shard.
     pub lingering: bool,
+    /// The key its shard holds it under (set by the shard when the record
+    /// is inserted): the shard's timer and lingering queues name records
+    /// by slot, and find the key here instead of probing the index.
+    pub key: u64,
 }
 
 impl Txn {
@@ -183,6 +187,7 @@ impl Txn {
             t_cancel_timeout: 0,
             scheduled: 0,
             lingering: false,
+            key: 0,
         };
         x.start(&Fresh {
             invite,

@@ -2,8 +2,10 @@
 //! deadlines.
 //!
 //! Time is cut into ticks of 2^[`TICK_SHIFT`] ns (~8.4 ms); tick `t`'s
-//! entries are linked into slot `t % SLOTS` (with [`SLOTS`] = 512, one
-//! turn of the wheel is ~4.3 s). Inserting writes one pooled entry and the
+//! entries are linked into slot `t % SLOTS` (with [`SLOTS`] = 4096, one
+//! turn of the wheel is ~34.4 s: longer than 64·T1, so every deadline of
+//! a transaction on RFC 3261's default timers but Timer C's is swept
+//! once, when it is due). Inserting writes one pooled entry and the
 //! slot's head — no sift through a heap spread over many cache lines,
 //! which is what the transaction path paid before (a stateful INVITE
 //! queues its earliest deadline each time it moves earlier).
@@ -34,8 +36,12 @@
 
 /// log2 of a tick in nanoseconds (2^23 ns ≈ 8.4 ms).
 pub const TICK_SHIFT: u32 = 23;
-/// Slots of the wheel (a power of two).
-pub const SLOTS: usize = 512;
+/// Slots of the wheel (a power of two). One turn (~34.4 s) spans the
+/// 32 s a record lingers for (Timers D, J and L at 64·T1): with a shorter
+/// turn every lingering record's entry was visited, a cache miss each
+/// time, once a turn until due — at a high call rate a sizable share of
+/// the timer thread's time.
+pub const SLOTS: usize = 4096;
 const MASK: u64 = SLOTS as u64 - 1;
 const WORDS: usize = SLOTS / 64;
 const NIL: u32 = u32::MAX;
@@ -187,20 +193,31 @@ impl Wheel {
     }
 
     /// The start of the first occupied slot after the cursor's, within one
-    /// turn (`u64::MAX` if none).
+    /// turn (`u64::MAX` if none). Scans the bitmap a word at a time.
     fn next_occupied_after_cursor(&self) -> u64 {
         let c = (self.cursor & MASK) as usize;
-        for k in 1..SLOTS {
-            let i = (c + k) % SLOTS;
-            let w = self.occupied[i / 64];
-            if w == 0 {
-                continue;
+        // the lowest occupied slot in `from..to`
+        let first = |from: usize, to: usize| {
+            let mut i = from;
+            while i < to {
+                let w = self.occupied[i / 64] >> (i % 64);
+                if w != 0 {
+                    let j = i + w.trailing_zeros() as usize;
+                    return (j < to).then_some(j);
+                }
+                i = (i / 64 + 1) * 64;
             }
-            if w & (1 << (i % 64)) != 0 {
-                return (self.cursor + k as u64) << TICK_SHIFT;
-            }
-        }
-        u64::MAX
+            None
+        };
+        // the slots after the cursor's, then those before it
+        let k = match first(c + 1, SLOTS) {
+            Some(j) => j - c,
+            None => match first(0, c) {
+                Some(j) => j + SLOTS - c,
+                None => return u64::MAX,
+            },
+        };
+        (self.cursor + k as u64) << TICK_SHIFT
     }
 
     /// Takes one entry whose deadline is `<= now`, in no particular order
@@ -343,6 +360,36 @@ mod tests {
         w.insert(now, 2);
         assert_eq!(w.pop_due(now), Some((now, 2)));
         assert_eq!(w.pop_due(now), None);
+    }
+
+    #[test]
+    fn the_hint_finds_the_next_occupied_slot_around_the_turn() {
+        // from every cursor position in a word and across words, the hint
+        // names the start of the one occupied slot, before or after the
+        // cursor's slot in the turn
+        for start in [0, 1, 63, 64, 65, 127, SLOTS as u64 - 1, SLOTS as u64 + 5] {
+            for ahead in [1u64, 2, 63, 64, 65, 200, SLOTS as u64 - 1] {
+                let mut w = Wheel::new();
+                assert_eq!(w.pop_due(start * TICK), None);
+                let d = (start + ahead) * TICK + 7;
+                w.insert(d, 1);
+                // an entry in the cursor's own slot, due later in its tick
+                w.insert(start * TICK + TICK - 1, 2);
+                assert_eq!(w.pop_due(start * TICK), None);
+                assert_eq!(w.next_due_hint(), start * TICK + TICK - 1);
+                assert_eq!(
+                    w.pop_due(start * TICK + TICK - 1),
+                    Some((start * TICK + TICK - 1, 2))
+                );
+                assert_eq!(w.pop_due(start * TICK + TICK - 1), None);
+                assert_eq!(
+                    w.next_due_hint(),
+                    (start + ahead) * TICK,
+                    "start {start} ahead {ahead}"
+                );
+                assert_eq!(drain(&mut w, d), vec![(d, 1)]);
+            }
+        }
     }
 
     #[test]

@@ -129,6 +129,13 @@ fn response(fwd: &[u8], code: u16, i: u64, sdp: bool) -> Vec<u8> {
 
 /// The messages of `calls` calls in arrival order, seven per call.
 pub fn sipp_calls(mode: Mode, calls: u64) -> Vec<SynthMessage> {
+    sipp_calls_from(mode, 0, calls)
+}
+
+/// The messages of calls `first..first + calls` in arrival order, seven
+/// per call (calls of different numbers are different transactions and
+/// dialogs, so a long run can be built a slice at a time).
+pub fn sipp_calls_from(mode: Mode, first: u64, calls: u64) -> Vec<SynthMessage> {
     let p = Proxy::new(proxy_config(mode));
     let (uac, uas) = (target(UAC), target(UAS));
     let mut s = Scratch::new();
@@ -147,7 +154,7 @@ pub fn sipp_calls(mode: Mode, calls: u64) -> Vec<SynthMessage> {
         k.0.pop().expect("the proxy forwards the request")
     };
     let mut out = Vec::with_capacity(calls as usize * 7);
-    for i in 0..calls {
+    for i in first..first + calls {
         let now = i * 1_000_000;
         let inv = invite(i);
         let fwd = forwarded(&inv, now);
