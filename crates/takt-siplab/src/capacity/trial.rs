@@ -246,6 +246,7 @@ impl<L: Load> TargetTrial<L> {
         let after = self.target.sample()?;
         self.target.check_alive()?;
         let server = ServerWindow::between(&before, &after);
+        let socket_drops = server.socket_drops;
         let shm = self.target.shm().transpose()?;
         let stats_after = stats(&self.target);
         let takt_kinds = match (stats_before, stats_after) {
@@ -267,7 +268,9 @@ impl<L: Load> TargetTrial<L> {
             offered_cps: rate_cps,
             achieved_cps: load.achieved_cps,
             sent: load.sent_to_server,
-            lost: load.lost,
+            // every datagram the kernel dropped at the server's socket is
+            // a message lost, whatever the load's account excused
+            lost: load.lost.max(socket_drops),
             failed_calls: load.failed_calls,
             generator_bound: load.generator_bound,
             generator_causes: load.generator_causes,
