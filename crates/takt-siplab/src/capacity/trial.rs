@@ -242,11 +242,13 @@ impl<L: Load> TargetTrial<L> {
         };
         let stats_before = stats(&self.target);
         let before = self.target.sample()?;
-        let load = self.load.run(&self.target, rate_cps)?;
+        let mut load = self.load.run(&self.target, rate_cps)?;
         let after = self.target.sample()?;
         self.target.check_alive()?;
         let server = ServerWindow::between(&before, &after);
-        let socket_drops = server.socket_drops;
+        // every datagram the kernel dropped at the server's socket is a
+        // message lost, whatever the load's account excused
+        load.lost = load.lost.max(server.socket_drops);
         let shm = self.target.shm().transpose()?;
         let stats_after = stats(&self.target);
         let takt_kinds = match (stats_before, stats_after) {
@@ -268,9 +270,7 @@ impl<L: Load> TargetTrial<L> {
             offered_cps: rate_cps,
             achieved_cps: load.achieved_cps,
             sent: load.sent_to_server,
-            // every datagram the kernel dropped at the server's socket is
-            // a message lost, whatever the load's account excused
-            lost: load.lost.max(socket_drops),
+            lost: load.lost,
             failed_calls: load.failed_calls,
             generator_bound: load.generator_bound,
             generator_causes: load.generator_causes,
