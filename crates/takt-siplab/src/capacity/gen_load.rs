@@ -8,7 +8,9 @@
 //! sent once and the count per kind is exact: a message is *lost at the
 //! server* when one side sent it and the other never received it —
 //! requests (INVITE, ACK, BYE) from the UAC missing at the UAS, responses
-//! the UAS sent missing at the UAC. A request the proxy answered itself
+//! the UAS sent missing at the UAC — except a 180 a transaction-stateful
+//! target absorbed because its call's 200 had passed it, as RFC 3261
+//! requires ([`gen::account`]). A request the proxy answered itself
 //! (a 503 when shedding) never reaches the UAS and counts as lost: the
 //! capacity is the rate the server *forwards* at. Responses the proxy makes
 //! (100 Trying, 503) are not compared. A stateful proxy retransmits a
@@ -42,9 +44,6 @@ use crate::target::Target;
 
 /// How long both sides stay quiet before a trial's drain ends early.
 const DRAIN_QUIET: Duration = Duration::from_millis(100);
-
-/// Request kinds the UAC sends and the UAS receives.
-const REQUESTS: [&str; 3] = ["invite", "ack", "bye"];
 
 /// The generator as a [`Load`] (see the module docs).
 #[derive(Debug)]
@@ -178,7 +177,7 @@ impl Load for GenLoad {
         if self.cancel.is_cancelled() {
             return Err(crate::Error::Interrupted);
         }
-        let (Some(uac), Some(uas)) = (&rep.uac, &rep.uas) else {
+        let (Some(uac), Some(counts)) = (&rep.uac, gen::Counts::of(&rep)) else {
             return Err(crate::Error::Thread(
                 "the generator ran without both sides".into(),
             ));
@@ -189,18 +188,11 @@ impl Load for GenLoad {
             }
             self.reached = true;
         }
-        let get = |m: &gen::ByKind, k: &str| m.get(k).copied().unwrap_or(0);
-        let mut lost = 0;
-        for k in REQUESTS {
-            lost += get(&uac.sent, k).saturating_sub(get(&uas.received, k));
-        }
-        for (k, &n) in &uas.sent {
-            lost += n.saturating_sub(get(&uac.received, k));
-        }
+        let account = gen::Account::of(&counts, target.stateful());
         Ok(LoadOutcome {
             achieved_cps: rep.achieved_cps,
-            sent_to_server: uac.sent.values().sum::<u64>() + uas.sent.values().sum::<u64>(),
-            lost,
+            sent_to_server: account.sent_to_server,
+            lost: account.lost,
             completed_calls: uac.completed,
             failed_calls: uac.failed + uac.unfinished,
             generator_bound: rep.saturation.generator_bound,

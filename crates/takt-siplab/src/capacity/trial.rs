@@ -252,11 +252,14 @@ impl<L: Load> TargetTrial<L> {
         };
         let stats_before = stats(&self.target);
         let before = self.target.sample()?;
-        let load = self.load.run(&self.target, rate_cps)?;
+        let mut load = self.load.run(&self.target, rate_cps)?;
         let fleet = self.load.fleet_point();
         let after = self.target.sample()?;
         self.target.check_alive()?;
         let server = ServerWindow::between(&before, &after);
+        // every datagram the kernel dropped at the server's socket is a
+        // message lost, whatever the load's account excused
+        load.lost = load.lost.max(server.socket_drops);
         let shm = self.target.shm().transpose()?;
         let stats_after = stats(&self.target);
         let takt_kinds = match (stats_before, stats_after) {

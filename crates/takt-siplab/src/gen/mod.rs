@@ -82,6 +82,7 @@
 //! [`Cancel`] ends a run early from another thread (the report covers
 //! what ran).
 
+pub mod account;
 pub mod arrivals;
 mod document;
 mod io;
@@ -104,6 +105,7 @@ use takt_sched::{CpuSet, ThreadSpec};
 use takt_sip::proxy::Transport;
 use takt_sip::ua::{UaTimers, UacConfig};
 
+pub use account::{Account, Counts};
 pub use arrivals::{achieved_rate, Arrivals, Schedule};
 pub use policy::{GenPolicy, PolicySource, OTHER_NOTE, REALTIME};
 pub use suite::{GenOptions, GenOutput, GenSuite};

@@ -256,6 +256,7 @@ fn start_once(setup: &TargetSetup, bin: &Path, kamcmd: &Path, module_dir: &Path)
         name: NAME,
         listen,
         uas: setup.uas,
+        stateful: setup.mode == takt_sip::proxy::Mode::Stateful,
         process: Some(p),
         control: Control::Kamailio {
             kamcmd: kamcmd.to_path_buf(),

@@ -313,6 +313,7 @@ impl TargetKind {
                 name: "addr",
                 listen: *a,
                 uas: setup.uas,
+                stateful: setup.mode == Mode::Stateful,
                 process: None,
                 control: Control::None,
                 _dir: None,
@@ -343,6 +344,8 @@ pub struct Target {
     name: &'static str,
     listen: SocketAddr,
     uas: SocketAddr,
+    /// Transaction-stateful ([`Target::stateful`]).
+    stateful: bool,
     process: Option<ServerProcess>,
     control: Control,
     // declared last: removed after the process is gone
@@ -378,6 +381,14 @@ impl Target {
     /// The address it forwards requests to.
     pub fn uas(&self) -> SocketAddr {
         self.uas
+    }
+
+    /// Whether it runs transaction-stateful (the mode it was set up in;
+    /// the null relay never does): such a server absorbs a provisional
+    /// response that reaches it after the final one (RFC 3261 §16.7), so
+    /// the lab does not count that as lost ([`crate::gen::account`]).
+    pub fn stateful(&self) -> bool {
+        self.stateful
     }
 
     /// Its live processes (empty for `addr`).

@@ -41,6 +41,7 @@ pub(super) fn start(setup: &TargetSetup) -> Result<Target> {
         name: NAME,
         listen,
         uas: setup.uas,
+        stateful: false,
         process: Some(p),
         control: Control::None,
         _dir: Some(dir),

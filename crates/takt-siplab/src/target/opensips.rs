@@ -391,6 +391,7 @@ fn start_once(setup: &TargetSetup, build: &Build, port: u16) -> Result<Target> {
         name: NAME,
         listen,
         uas: setup.uas,
+        stateful: setup.mode == takt_sip::proxy::Mode::Stateful,
         process: Some(p),
         control: Control::OpenSips(mi),
         _dir: Some(dir),
@@ -553,6 +554,30 @@ impl Target {
             Control::OpenSips(mi) => Some(mi.processes()),
             _ => None,
         }
+    }
+
+    /// OpenSIPS's statistics of one group (`core:`, `tm:`, …) over its
+    /// MI socket (`get_statistics`), by name without the group
+    /// (`rcv_replies`, `drop_replies`, …). `None` for other targets.
+    pub fn opensips_statistics(
+        &self,
+        group: &str,
+    ) -> Option<Result<std::collections::BTreeMap<String, u64>>> {
+        let Control::OpenSips(mi) = &self.control else {
+            return None;
+        };
+        Some(
+            mi.call("get_statistics", json!({"statistics": [group]}))
+                .map(|r| {
+                    r.as_object()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|(k, v)| {
+                            Some((k.strip_prefix(group)?.to_string(), v.as_u64()?))
+                        })
+                        .collect()
+                }),
+        )
     }
 }
 

@@ -86,6 +86,7 @@ pub(super) fn start(setup: &TargetSetup, o: &TaktOptions) -> Result<Target> {
         name: NAME,
         listen,
         uas: setup.uas,
+        stateful: setup.mode == takt_sip::proxy::Mode::Stateful,
         process: Some(p),
         control: Control::TaktStats(sock),
         _dir: Some(dir),
