@@ -190,6 +190,7 @@ fn spec(proxy: SocketAddr, cps: f64) -> TrialSpec {
         route_preload: false,
         lag_bound: LAG_BOUND,
         late_after: LAG_BOUND,
+        stateful: false,
     }
 }
 

@@ -195,6 +195,8 @@ fn run_order(sh: &Shared, q: &TrialOrder, cancel: &Cancel) -> Result<AgentResult
         r.uac_received = kinds(&u.received);
         r.send_lag_hist = encode_histogram(&u.histograms.send_lag_ns);
         r.invite_to_200_hist = encode_histogram(&u.histograms.invite_to_200_ns);
+        r.rang_first = u.invite_to_180_ms.count;
+        r.answered = u.invite_to_200_ms.count;
     }
     if let Some(u) = &rep.uas {
         r.uas_by_run = u

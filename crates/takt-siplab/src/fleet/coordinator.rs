@@ -105,6 +105,9 @@ pub struct TrialSpec {
     pub lag_bound: Duration,
     /// A call is late when its send lag exceeds this.
     pub late_after: Duration,
+    /// The server is transaction-stateful (it may absorb a 180 its call's
+    /// 200 overtook: [`crate::gen::Account`]).
+    pub stateful: bool,
 }
 
 /// One attempt of one trial, as the document's notes report it.
@@ -439,7 +442,7 @@ impl Fleet {
                 ))
             })
             .collect();
-        let account = merge(&shares, &uas);
+        let account = merge(&shares, &uas, spec.stateful);
         let void = account
             .generator_bound
             .then(|| format!("generator-bound: {}", account.bound_reasons.join("; ")));
@@ -525,6 +528,7 @@ impl Load for FleetLoad {
         let spec = TrialSpec {
             proxy: target.listen(),
             cps: rate_cps,
+            stateful: target.stateful(),
             ..self.base.clone()
         };
         let mut fleet = self.fleet.lock().unwrap_or_else(|e| e.into_inner());

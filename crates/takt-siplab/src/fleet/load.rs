@@ -77,6 +77,7 @@ pub fn base_spec(gen: &GenConfig, window: Duration) -> TrialSpec {
         route_preload: gen.route_preload,
         lag_bound: gen.lag_bound,
         late_after: gen.late_after,
+        stateful: false,
     }
 }
 

@@ -4,9 +4,9 @@
 //! ([`super::split::run_id`]); the UAS agent counts what it received and
 //! sent per run id. So for agent `a` and each message kind, what `a`
 //! sent is matched against what the UAS received of `a`'s calls, and what
-//! the UAS sent to `a`'s calls against what `a` received — the same
-//! per-kind rule as the local generator's ([`crate::capacity::GenLoad`]),
-//! applied host by host. The fleet's counts are the sums of the agents';
+//! the UAS sent to `a`'s calls against what `a` received — the local
+//! generator's rule ([`crate::gen::Account`]: what a transaction-stateful
+//! server rightly absorbs is not lost), applied host by host. The fleet's counts are the sums of the agents';
 //! its latency distributions are the agents' HDR histograms added
 //! together (merged, never averaged); it is generator-bound when any
 //! agent was.
@@ -18,10 +18,21 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use super::protocol::{AgentResult, Kinds, RunKinds};
-use crate::gen::Percentiles;
+use crate::gen::{Account as Rule, ByKind, Counts, Percentiles};
 
 /// Request kinds the UAC sends and the UAS receives.
 const REQUESTS: [&str; 3] = ["invite", "ack", "bye"];
+
+/// `k` with the generator's own kind names (a kind no version of the
+/// generator counts is left out: nothing sends it).
+fn by_kind(k: &Kinds) -> ByKind {
+    takt_sip::ua::Kind::ALL
+        .iter()
+        .map(|kind| kind.name())
+        .filter_map(|name| Some((name, *k.get(name)?)))
+        .filter(|&(_, n)| n > 0)
+        .collect()
+}
 
 /// One UAC agent's share of a trial.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -104,8 +115,13 @@ fn empty() -> Histogram<u64> {
 }
 
 /// Merges the UAC agents' results (`uacs`: each with its share's node
-/// name, rate, run id and clock probe) and the UAS's.
-pub fn merge(uacs: &[(AgentShare, u32, &AgentResult)], uas: &AgentResult) -> Account {
+/// name, rate, run id and clock probe) and the UAS's; `stateful`: the
+/// server is transaction-stateful.
+pub fn merge(
+    uacs: &[(AgentShare, u32, &AgentResult)],
+    uas: &AgentResult,
+    stateful: bool,
+) -> Account {
     let mut a = Account::default();
     let mut lag = empty();
     let mut i200 = empty();
@@ -113,23 +129,30 @@ pub fn merge(uacs: &[(AgentShare, u32, &AgentResult)], uas: &AgentResult) -> Acc
     for (share, run, r) in uacs {
         let at_uas = uas.uas_by_run.get(run).unwrap_or(&none);
         let mut s = share.clone();
-        let mut lost = 0;
-        let mut sent = 0;
         for k in REQUESTS {
             let (tx, rx) = (get(&r.uac_sent, k), get(&at_uas.received, k));
-            lost += tx.saturating_sub(rx);
-            sent += tx;
             let e = a.kinds.entry(k.to_string()).or_default();
             (e.0, e.1) = (e.0 + tx, e.1 + rx);
         }
         for (k, &tx) in &at_uas.sent {
             let rx = get(&r.uac_received, k);
-            lost += tx.saturating_sub(rx);
-            sent += tx;
             let e = a.kinds.entry(k.clone()).or_default();
             (e.0, e.1) = (e.0 + tx, e.1 + rx);
         }
-        // requests the UAC sent of kinds outside REQUESTS are not compared
+        let (uac_sent, uac_received) = (by_kind(&r.uac_sent), by_kind(&r.uac_received));
+        let (uas_sent, uas_received) = (by_kind(&at_uas.sent), by_kind(&at_uas.received));
+        let rule = Rule::of(
+            &Counts {
+                uac_sent: &uac_sent,
+                uac_received: &uac_received,
+                uas_sent: &uas_sent,
+                uas_received: &uas_received,
+                rang_first: r.rang_first,
+                answered: r.answered,
+            },
+            stateful,
+        );
+        let (sent, lost) = (rule.sent_to_server, rule.lost);
         s.sent = sent;
         s.lost = lost;
         s.attempted = r.attempted;
@@ -222,7 +245,11 @@ mod tests {
             index: i,
             ..AgentShare::default()
         };
-        let acc = merge(&[(share("a", 0), 10, &a0), (share("b", 1), 11, &a1)], &uas);
+        let acc = merge(
+            &[(share("a", 0), 10, &a0), (share("b", 1), 11, &a1)],
+            &uas,
+            false,
+        );
         assert_eq!(acc.agents[0].lost, 0);
         assert_eq!(acc.agents[1].lost, 1);
         assert_eq!(acc.lost, 1);
@@ -240,5 +267,42 @@ mod tests {
         );
         assert!((acc.send_lag_us.p50 - 1000.0).abs() < 5.0);
         assert!(!acc.generator_bound);
+    }
+
+    /// A transaction-stateful server absorbs the 180s their calls' 200s
+    /// overtook: not lost in a fleet's account, as in the local one; a
+    /// stateless server's missing 180s stay lost.
+    #[test]
+    fn absorbed_180s_follow_the_local_rule() {
+        let uac = AgentResult {
+            attempted: 100,
+            completed: 100,
+            uac_sent: kinds(&[("invite", 100), ("ack", 100), ("bye", 100)]),
+            // 30 calls' 200 came first, their 180 never
+            uac_received: kinds(&[("180", 70), ("200", 100), ("200bye", 100)]),
+            rang_first: 70,
+            answered: 100,
+            ..AgentResult::default()
+        };
+        let mut uas = AgentResult::default();
+        uas.uas_by_run.insert(
+            10,
+            RunKinds {
+                received: kinds(&[("invite", 100), ("ack", 100), ("bye", 100)]),
+                sent: kinds(&[("180", 100), ("200", 100), ("200bye", 100)]),
+            },
+        );
+        let a = AgentShare {
+            agent: "a".into(),
+            ..AgentShare::default()
+        };
+        let shares = [(a, 10, &uac)];
+        let stateful = merge(&shares, &uas, true);
+        assert_eq!((stateful.sent, stateful.lost), (600, 0));
+        assert_eq!(stateful.agents[0].lost, 0);
+        let stateless = merge(&shares, &uas, false);
+        assert_eq!(stateless.lost, 30);
+        // the per-kind tally still shows what arrived
+        assert_eq!(stateful.kinds["180"], (100, 70));
     }
 }

@@ -184,6 +184,14 @@ pub struct AgentResult {
     pub send_lag_hist: Vec<u8>,
     /// UAC: INVITE → 200, an HDR histogram of ns (V2 serialization).
     pub invite_to_200_hist: Vec<u8>,
+    /// UAC: calls whose first 180 came before their 200 (what a
+    /// transaction-stateful server may absorb is judged by it:
+    /// [`crate::gen::Account`]).
+    #[serde(default)]
+    pub rang_first: u64,
+    /// UAC: calls whose 200 came.
+    #[serde(default)]
+    pub answered: u64,
     /// Its generator could not keep up.
     pub generator_bound: bool,
     /// Why (the generator's criteria).
