@@ -2,7 +2,6 @@
 //! place where threads are created.
 
 use std::fmt;
-use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -176,19 +175,12 @@ impl ThreadSpec {
     ///
     /// Returns only after the new thread has applied the spec: if the kernel
     /// refuses it, the thread ends without running `f` and the error is
-    /// returned here. A spec with neither a CPU set nor a policy has nothing
-    /// the kernel could refuse: `spawn` then returns as soon as the thread
-    /// is created, without waiting for it to run (on a busy machine that
-    /// wait is a trip through the scheduler per thread), and
-    /// [`TaktThread::applied`] waits for the thread's report of its id.
+    /// returned here.
     pub fn spawn<F, T>(&self, f: F) -> Result<TaktThread<T>, SchedError>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        if self.cpus.is_none() && self.policy.is_none() {
-            return self.spawn_unconstrained(f);
-        }
         let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Applied, SchedError>>(1);
         let spec = self.clone();
         let handle = std::thread::Builder::new()
@@ -209,10 +201,7 @@ impl ThreadSpec {
                 source,
             })?;
         match rx.recv() {
-            Ok(Ok(applied)) => Ok(TaktThread {
-                handle,
-                applied: Arc::new(OnceLock::from(applied)),
-            }),
+            Ok(Ok(applied)) => Ok(TaktThread { handle, applied }),
             Ok(Err(e)) => {
                 let _ = handle.join();
                 Err(e)
@@ -225,47 +214,6 @@ impl ThreadSpec {
                 })
             }
         }
-    }
-}
-
-impl ThreadSpec {
-    /// `spawn` for a spec with nothing to apply: no hand-shake. The thread
-    /// reports what `apply` reads (its id) as its first act; nothing can be
-    /// refused, so `f` always runs.
-    fn spawn_unconstrained<F, T>(&self, f: F) -> Result<TaktThread<T>, SchedError>
-    where
-        F: FnOnce() -> T + Send + 'static,
-        T: Send + 'static,
-    {
-        let applied = Arc::new(OnceLock::new());
-        let report = applied.clone();
-        let handle = std::thread::Builder::new()
-            .name(self.name.clone())
-            .spawn(move || {
-                let _ = report.set(unconstrained());
-                drop(report);
-                Some(f())
-            })
-            .map_err(|source| SchedError::Spawn {
-                name: self.name.clone(),
-                source,
-            })?;
-        Ok(TaktThread { handle, applied })
-    }
-}
-
-/// What [`apply`] reports for a spec without CPU set or policy: the
-/// calling thread's id, nothing set.
-fn unconstrained() -> Applied {
-    Applied {
-        #[cfg(target_os = "linux")]
-        tid: crate::sys::gettid(),
-        #[cfg(not(target_os = "linux"))]
-        tid: 0,
-        policy: None,
-        cpus: None,
-        warnings: Vec::new(),
-        reset_on_fork: false,
     }
 }
 
@@ -289,21 +237,18 @@ impl fmt::Display for ThreadSpec {
 #[derive(Debug)]
 pub struct TaktThread<T> {
     handle: JoinHandle<Option<T>>,
-    /// Set before `spawn` returns when the spec had something to apply;
-    /// otherwise by the thread as its first act (`spawn_unconstrained`).
-    applied: Arc<OnceLock<Applied>>,
+    applied: Applied,
 }
 
 impl<T> TaktThread<T> {
-    /// What the kernel accepted for this thread (for a spec with nothing to
-    /// apply, waits until the thread has started and reported its id).
+    /// What the kernel accepted for this thread.
     pub fn applied(&self) -> &Applied {
-        self.applied.wait()
+        &self.applied
     }
 
     /// The kernel thread id (for `/proc/self/task/<tid>`).
     pub fn tid(&self) -> i32 {
-        self.applied().tid
+        self.applied.tid
     }
 
     /// The std handle, e.g. for `thread().unpark()`.

@@ -137,25 +137,3 @@ fn reset_on_fork_keeps_a_realtime_policy_from_children() {
         [SchedPolicy::DEFAULT; 3]
     );
 }
-
-/// A spec with nothing to apply: `spawn` does not wait for the thread, and
-/// `applied()` still names it (its id, nothing set).
-#[test]
-fn a_spec_with_nothing_to_apply_reports_its_thread() {
-    let (go, wait) = std::sync::mpsc::channel::<u32>();
-    let t = ThreadSpec::new("plain-spec")
-        .spawn(move || wait.recv().unwrap())
-        .unwrap();
-    let a = t.applied().clone();
-    assert!(a.tid > 0, "{a:?}");
-    assert_eq!((a.policy, a.cpus, a.reset_on_fork), (None, None, false));
-    assert!(a.warnings.is_empty());
-    assert_eq!(t.tid(), a.tid);
-    #[cfg(target_os = "linux")]
-    {
-        let comm = std::fs::read_to_string(format!("/proc/self/task/{}/comm", a.tid)).unwrap();
-        assert_eq!(comm.trim(), "plain-spec");
-    }
-    go.send(7).unwrap();
-    assert_eq!(t.join().unwrap(), 7);
-}
