@@ -95,8 +95,10 @@ pub struct Bound {
     /// The bounding value, in the row's unit.
     pub value: f64,
     /// What bounded it: `generator` (the load generator's ceiling),
-    /// `rate_floor` (the lowest rate tried already failed), `rate_ceiling`
-    /// (the search's highest rate passed), ...
+    /// `rate_floor` (the lowest rate the search may try failed),
+    /// `unsettled` (the lowest grid point still failed when the search had
+    /// re-bracketed as often as it may), `rate_ceiling` (the search's
+    /// highest rate passed), ...
     pub limit: String,
 }
 

@@ -447,13 +447,51 @@ pub enum Capacity {
         /// What stopped it.
         limit: Limit,
     },
-    /// Even the lowest rate tried did not pass.
+    /// The lowest grid rate the search could settle on did not pass.
     Below {
         /// That rate.
         cps: f64,
-        /// It was generator-bound rather than failing.
-        generator_bound: bool,
+        /// Why the search went no lower.
+        limit: BelowLimit,
     },
+}
+
+/// Why a search ended with only an upper bound ([`Capacity::Below`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BelowLimit {
+    /// The search's lowest rate ([`SearchConfig::min_cps`]) failed: the
+    /// server loses more than the threshold at every rate it may try.
+    RateFloor,
+    /// The generator could not offer even the lowest rate tried.
+    Generator,
+    /// The lowest grid point failed after the search had re-bracketed as
+    /// often as it may ([`SearchConfig::max_rebrackets`]): single trials
+    /// below it may have passed, but no grid below it was measured, so the
+    /// capacity is only known to be under that point (a server whose
+    /// losses come and go at the tried rates).
+    Unsettled,
+}
+
+impl BelowLimit {
+    /// What a table writes after the bound: " (generator-bound)",
+    /// " (unsettled)", or nothing for the rate floor.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            BelowLimit::RateFloor => "",
+            BelowLimit::Generator => " (generator-bound)",
+            BelowLimit::Unsettled => " (unsettled)",
+        }
+    }
+
+    /// The name a document's bound carries (`rate_floor`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            BelowLimit::RateFloor => "rate_floor",
+            BelowLimit::Generator => "generator",
+            BelowLimit::Unsettled => "unsettled",
+        }
+    }
 }
 
 impl Capacity {
@@ -479,18 +517,7 @@ impl std::fmt::Display for Capacity {
                 cps,
                 limit: Limit::SearchCeiling,
             } => write!(f, "≥ {cps:.0} (search ceiling)"),
-            Capacity::Below {
-                cps,
-                generator_bound,
-            } => write!(
-                f,
-                "< {cps:.0}{}",
-                if generator_bound {
-                    " (generator-bound)"
-                } else {
-                    ""
-                }
-            ),
+            Capacity::Below { cps, limit } => write!(f, "< {cps:.0}{}", limit.suffix()),
         }
     }
 }
@@ -756,7 +783,11 @@ impl Search {
             if rate <= self.cfg.min_cps {
                 self.capacity = Some(Capacity::Below {
                     cps: rate,
-                    generator_bound: self.hi_generator,
+                    limit: if self.hi_generator {
+                        BelowLimit::Generator
+                    } else {
+                        BelowLimit::RateFloor
+                    },
                 });
                 self.state = State::Done;
                 return;
@@ -881,12 +912,22 @@ impl Search {
                 },
                 None => Capacity::Below {
                     cps: s[0].rate_cps,
-                    generator_bound: true,
+                    limit: BelowLimit::Generator,
                 },
             },
+            // re-bracketing would have gone lower had it been allowed
+            Some(0)
+                if self.rebrackets >= self.cfg.max_rebrackets
+                    && s[0].rate_cps > self.cfg.min_cps =>
+            {
+                Capacity::Below {
+                    cps: s[0].rate_cps,
+                    limit: BelowLimit::Unsettled,
+                }
+            }
             Some(0) => Capacity::Below {
                 cps: s[0].rate_cps,
-                generator_bound: false,
+                limit: BelowLimit::RateFloor,
             },
             Some(i) if s[i].verdict == Verdict::GeneratorBound => Capacity::AtLeast {
                 cps: s[i - 1].rate_cps,

@@ -209,18 +209,7 @@ pub fn capacity_bound(cap: Capacity) -> Option<Bound> {
                 Limit::SearchCeiling => "rate_ceiling",
             },
         )),
-        Capacity::Below {
-            cps,
-            generator_bound,
-        } => Some(Bound::new(
-            BoundKind::Upper,
-            cps,
-            if generator_bound {
-                "generator"
-            } else {
-                "rate_floor"
-            },
-        )),
+        Capacity::Below { cps, limit } => Some(Bound::new(BoundKind::Upper, cps, limit.name())),
     }
 }
 
@@ -561,7 +550,7 @@ pub(crate) fn synthetic_search(
 mod tests {
     use super::*;
     use crate::capacity::LoadOutcome;
-    use crate::search::{run, Search, SearchConfig};
+    use crate::search::{run, BelowLimit, Search, SearchConfig};
     use crate::search::{Trial, TrialOutcome};
     use crate::server_stats::ServerSample;
     use crate::server_stats::ServerWindow;
@@ -684,7 +673,7 @@ mod tests {
         assert_eq!(cap.value_text(), "≥ 35,000 (generator)");
         r.capacity = Some(Capacity::Below {
             cps: 50.0,
-            generator_bound: false,
+            limit: BelowLimit::RateFloor,
         });
         let out = rows("kamailio", &one_cpu(), &r, &points);
         let b = out[0].bound.as_ref().unwrap();
@@ -726,7 +715,7 @@ mod tests {
         // a capacity below the lowest rate has no cost at capacity at all
         let below = Capacity::Below {
             cps: 50.0,
-            generator_bound: false,
+            limit: BelowLimit::RateFloor,
         };
         let row = cpu_row("takt", one_cpu(), below, &at, 1.0).unwrap();
         assert!(row.note.as_deref().unwrap().starts_with("not comparable"));

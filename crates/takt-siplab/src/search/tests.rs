@@ -385,7 +385,7 @@ fn a_generator_bound_grid_keeps_the_lower_bound() {
         r.capacity,
         Some(Capacity::Below {
             cps: 50.0,
-            generator_bound: true
+            limit: BelowLimit::Generator
         })
     );
 }
@@ -402,7 +402,7 @@ fn everything_failing_reads_below_and_nothing_failing_reads_ceiling() {
         r.capacity,
         Some(Capacity::Below {
             cps: 50.0,
-            generator_bound: false
+            limit: BelowLimit::RateFloor
         })
     );
     assert_eq!(r.zero_failure_cps, None);
@@ -601,7 +601,23 @@ fn max_rebrackets_bounds_the_grids_of_a_drifting_server() {
         .unwrap();
         let r = run(&mut s, &mut drifting()).unwrap();
         assert_eq!(grid_rounds(&r), max + 1, "max_rebrackets {max}");
-        assert!(r.capacity.is_some(), "max_rebrackets {max}: decided");
+        // the allowance spent with the lowest grid point failing, though
+        // single trials passed below it: an unsettled bound, not the floor
+        let Some(Capacity::Below { cps, limit }) = r.capacity else {
+            panic!("max_rebrackets {max}: {:?}", r.capacity);
+        };
+        assert_eq!(limit, BelowLimit::Unsettled, "max_rebrackets {max}");
+        assert!(cps > SearchConfig::default().min_cps);
+        assert!(
+            r.trials.iter().any(|t| t.phase != Phase::Grid
+                && t.rate_cps < cps
+                && t.outcome.lost * 100 <= t.outcome.sent),
+            "max_rebrackets {max}: a single trial passed below {cps}"
+        );
+        assert_eq!(
+            r.capacity.unwrap().to_string(),
+            format!("< {cps:.0} (unsettled)")
+        );
         trials.push(r.trials.len());
     }
     assert!(trials[0] < trials[1] && trials[1] < trials[2], "{trials:?}");

@@ -245,7 +245,7 @@ pub fn compare(rate_cps: f64, pairs: &[(PairSide, PairSide)]) -> Comparison {
 mod tests {
     use super::*;
     use crate::capacity::LoadOutcome;
-    use crate::search::{TrialOutcome, TrialRecord, Verdict};
+    use crate::search::{BelowLimit, TrialOutcome, TrialRecord, Verdict};
     use crate::server_stats::{ServerWindow, ThreadWindow};
     use takt_sip::stats::snmp::UdpCounters;
 
@@ -362,7 +362,7 @@ mod tests {
         let mut below = r.clone();
         below.capacity = Some(Capacity::Below {
             cps: 1_000.0,
-            generator_bound: true,
+            limit: BelowLimit::Generator,
         });
         // the highest rate that stayed under 1%: 1,000 cps's second trial
         assert_eq!(enhanced_rate(&below, 0.01), Some(1_000.0));

@@ -43,18 +43,7 @@ fn capacity_cell(c: Option<Capacity>) -> String {
             cps,
             limit: Limit::SearchCeiling,
         }) => format!("≥ {} (search ceiling)", thousands(cps)),
-        Some(Capacity::Below {
-            cps,
-            generator_bound,
-        }) => format!(
-            "< {}{}",
-            thousands(cps),
-            if generator_bound {
-                " (generator-bound)"
-            } else {
-                ""
-            }
-        ),
+        Some(Capacity::Below { cps, limit }) => format!("< {}{}", thousands(cps), limit.suffix()),
     }
 }
 

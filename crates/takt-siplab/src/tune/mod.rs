@@ -30,7 +30,7 @@ use takt_measure::table::Table;
 pub use suite::{document, gain_row, TuneOptions, TuneOutput, TuneSuite, JSON_FILE};
 
 use crate::profile::Profile;
-use crate::search::{Capacity, Limit};
+use crate::search::{BelowLimit, Capacity, Limit};
 use crate::sweep::{paper_tables::Paired, SweepOutcome};
 
 /// Significance level of the A/B confirmation.
@@ -159,7 +159,7 @@ pub fn recommend(s: &SweepOutcome) -> Vec<Recommendation> {
                 .into_iter()
                 .find_map(|(side, c)| match c {
                     Some(c @ Capacity::AtLeast { limit: Limit::Generator, .. })
-                    | Some(c @ Capacity::Below { generator_bound: true, .. }) => {
+                    | Some(c @ Capacity::Below { limit: BelowLimit::Generator, .. }) => {
                         Some(format!("generator-bound: {side}'s capacity is {c}, only a bound set by the generator, not a crossing of the server's"))
                     }
                     Some(c @ (Capacity::AtLeast { .. } | Capacity::Below { .. })) => Some(format!(
@@ -344,7 +344,7 @@ mod tests {
         let mut s = outcome(&drops, 2_200.0);
         s.cases[0].result.capacity = Some(Capacity::Below {
             cps: 1_000.0,
-            generator_bound: true,
+            limit: BelowLimit::Generator,
         });
         assert!(matches!(
             &recommend(&s)[0].verdict,
