@@ -704,3 +704,161 @@ fn a_sweep_and_a_soak_on_a_fleet() {
         doc.results
     );
 }
+
+/// A torture run's options against takt-sip on a fleet: quick
+/// durations, a given capacity, `scenarios`.
+fn torture_on(fleet: FleetOptions, scenarios: Vec<Scenario>, capacity: f64) -> TortureOptions {
+    TortureOptions {
+        target: "takt".into(),
+        modes: vec![Mode::Stateless],
+        scenarios,
+        model: takt_sip::transport::WorkerModel::Shared,
+        workers: 1,
+        cpu_limit: None,
+        period_us: takt_siplab::torture::cgroup::DEFAULT_PERIOD_US,
+        capacity: Some(capacity),
+        uas: "127.0.0.1:0".parse().unwrap(),
+        cpus: None,
+        sched: None,
+        gen_cpus: None,
+        gen_sched: None,
+        ports: 4,
+        takt_args: Vec::new(),
+        flood_connections: 200,
+        soak_secs: Some(3),
+        quick: true,
+        fleet: Some(fleet),
+        listen: None,
+    }
+}
+
+/// Runs `opts` with the test's binary and bounds; the document.
+fn run_torture(opts: TortureOptions) -> takt_measure::result::Document {
+    let mut suite = opts.resolve().unwrap();
+    for p in &mut suite.plans {
+        p.setup.takt_exe = Some(takt_exe());
+        p.gen.lag_bound = LAG_BOUND;
+        p.gen.late_after = LAG_BOUND;
+    }
+    takt_measure::suite::Suite::run(&suite, &takt_measure::suite::RunContext::quiet()).unwrap()
+}
+
+/// The torture scenarios that act on the server from this host while a
+/// fleet places the calls: garbage (each class's answers attributed to
+/// it, as on the local generator) and conn-flood, the live calls the
+/// fleet's, none failed, each agent's share in the row.
+#[test]
+fn torture_scenarios_on_a_fleet() {
+    if !runnable() {
+        return;
+    }
+    let _turn = turn();
+    let nets = IndexedNets::create(2, false).expect("two namespaces");
+    let nats = Nats::start(IpAddr::V4(nets.bridge_ip));
+    let _agents = Agents(vec![
+        spawn_agent(&nets, 0, &nats, "both"),
+        spawn_agent(&nets, 1, &nats, "uac"),
+    ]);
+    // takt's overload shedding (a 503 to new INVITEs from 20 ms of queue
+    // wait) moved out of reach of this loaded host's scheduling stalls,
+    // as in the local conn-flood test: what is checked is the calls
+    let config = nats.dir.join("overload.toml");
+    std::fs::write(
+        &config,
+        "[overload]\nqueue_delay_ramp_ms = 1000\nqueue_delay_ms = 2000\ndrop_delay_ms = 4000\n",
+    )
+    .unwrap();
+    let mut opts = torture_on(
+        fleet_opts(&nats, 2),
+        vec![Scenario::Garbage, Scenario::ConnFlood],
+        800.0,
+    );
+    opts.takt_args = vec![format!("--config={}", config.display())];
+    let t0 = Instant::now();
+    // no capacity needed: the fault scenarios' 500 calls/s, split over
+    // the two agents
+    let doc = run_torture(opts);
+    eprintln!(
+        "garbage and conn-flood took {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
+    let named = |n: &str| {
+        doc.results
+            .iter()
+            .filter(|r| r.name == n)
+            .collect::<Vec<_>>()
+    };
+    // the live calls: the fleet's, none failed, the agents' shares adding up
+    for name in ["live_calls_failed", "flood_calls_failed"] {
+        let rows = named(name);
+        assert_eq!(rows.len(), 1, "{name}: {:?}", doc.results);
+        let r = rows[0];
+        eprintln!("{name}: {}", serde_json::Value::Object(r.detail.clone()));
+        assert_eq!(
+            r.summary.as_ref().unwrap().median,
+            0.0,
+            "{name}: {:?}",
+            r.detail
+        );
+        let point = &r.detail["fleet"][0];
+        assert!(shares_add_up(point, name) > 0);
+        assert_eq!(point["cps"], 500.0, "{name}");
+        assert!(
+            r.detail["completed"].as_u64().unwrap() > 500,
+            "{name}: {:?}",
+            r.detail
+        );
+    }
+    // every garbage class got its RFC answer or was counted by the proxy
+    let class = |c: &str| {
+        named("garbage_answered")
+            .into_iter()
+            .find(|r| r.params["class"] == c)
+            .unwrap_or_else(|| panic!("no {c} row"))
+    };
+    for (c, code) in [
+        ("bad_cseq", "400"),
+        ("ctl_char", "400"),
+        ("bad_length", "400"),
+        ("bad_version", "505"),
+        ("max_forwards_0", "483"),
+    ] {
+        let r = class(c);
+        assert!(
+            r.detail["responses"][code].as_u64().unwrap_or(0) > 0,
+            "{c}: {:?}",
+            r.detail
+        );
+    }
+    for c in ["random", "truncated", "no_via"] {
+        let r = class(c);
+        assert!(
+            !r.detail["server_parse_errors"]
+                .as_object()
+                .unwrap()
+                .is_empty(),
+            "{c}: {:?}",
+            r.detail
+        );
+        assert!(
+            r.detail["responses"].as_object().unwrap().is_empty(),
+            "{c}: {:?}",
+            r.detail
+        );
+    }
+    let r = class("stray_response");
+    assert!(
+        !r.detail["server_dropped"].as_object().unwrap().is_empty(),
+        "{:?}",
+        r.detail
+    );
+    // the flood's fresh clients were served
+    for phase in ["idle", "half_open"] {
+        let r = doc
+            .results
+            .iter()
+            .find(|r| r.name == "probes_unanswered" && r.params["phase"] == phase)
+            .unwrap_or_else(|| panic!("no probes row for {phase}"));
+        assert_eq!(r.summary.as_ref().unwrap().median, 0.0, "{phase}");
+    }
+}

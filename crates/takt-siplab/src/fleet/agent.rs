@@ -191,6 +191,11 @@ fn run_order(sh: &Shared, q: &TrialOrder, cancel: &Cancel) -> Result<AgentResult
         r.completed = u.completed;
         r.failed = u.failed;
         r.unfinished = u.unfinished;
+        r.failures = u
+            .failures
+            .iter()
+            .map(|(k, &n)| (k.to_string(), n))
+            .collect();
         r.uac_sent = kinds(&u.sent);
         r.uac_received = kinds(&u.received);
         r.send_lag_hist = encode_histogram(&u.histograms.send_lag_ns);

@@ -47,7 +47,7 @@ pub const MAX_ATTEMPTS: usize = 3;
 /// Clock probes per agent per trial.
 const PROBES: usize = 5;
 /// The start instant's lead over the slowest round trip's two.
-const LEAD: Duration = Duration::from_millis(200);
+pub const LEAD: Duration = Duration::from_millis(200);
 /// How long a query to an agent (other than a trial) may take.
 const ASK: Duration = Duration::from_secs(3);
 

@@ -42,6 +42,10 @@ pub struct FleetPoint {
     pub completed: u64,
     /// Calls failed or unfinished, all agents.
     pub failed: u64,
+    /// Of `failed`, the calls unfinished at the agents' ends.
+    pub unfinished: u64,
+    /// The failed calls (not the unfinished) by class, all agents.
+    pub failures: std::collections::BTreeMap<String, u64>,
     /// Still generator-bound after every attempt (the search does not
     /// count it as the server's).
     pub generator_bound: bool,
@@ -66,6 +70,8 @@ impl FleetPoint {
             lost: a.lost,
             completed: a.completed,
             failed: a.failed,
+            unfinished: a.unfinished,
+            failures: a.failures.clone(),
             generator_bound: a.generator_bound,
             overhead_s: passed.overhead_s,
             agents: a.agents.clone(),

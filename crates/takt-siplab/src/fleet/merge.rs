@@ -47,6 +47,10 @@ pub struct AgentShare {
     pub attempted: u64,
     /// See `attempted`.
     pub completed: u64,
+    /// Calls that failed, and those still unfinished at its end.
+    pub failed: u64,
+    /// See `failed`.
+    pub unfinished: u64,
     /// Messages of its calls sent to the server (its requests and the
     /// UAS's responses to them).
     pub sent: u64,
@@ -75,6 +79,11 @@ pub struct Account {
     pub completed: u64,
     /// See `completed`.
     pub failed: u64,
+    /// Of `failed`, the calls still unfinished at the agents' ends.
+    pub unfinished: u64,
+    /// The failed calls (not the unfinished) by class, summed over the
+    /// agents (the local generator's classes: `503`, `timeout`, …).
+    pub failures: BTreeMap<String, u64>,
     /// The sum of the agents' achieved rates, calls/s.
     pub achieved_cps: f64,
     /// Any agent was generator-bound (and why).
@@ -157,6 +166,8 @@ pub fn merge(
         s.lost = lost;
         s.attempted = r.attempted;
         s.completed = r.completed;
+        s.failed = r.failed;
+        s.unfinished = r.unfinished;
         s.start_late_us = r.start_late_us;
         s.generator_bound = r.generator_bound;
         if let Some(h) = decode_histogram(&r.send_lag_hist) {
@@ -170,6 +181,10 @@ pub fn merge(
         a.lost += lost;
         a.completed += r.completed;
         a.failed += r.failed + r.unfinished;
+        a.unfinished += r.unfinished;
+        for (k, n) in &r.failures {
+            *a.failures.entry(k.clone()).or_default() += n;
+        }
         a.achieved_cps += r.achieved_cps;
         if r.generator_bound {
             a.generator_bound = true;

@@ -170,6 +170,10 @@ pub struct AgentResult {
     pub failed: u64,
     /// See `attempted`.
     pub unfinished: u64,
+    /// UAC: its failed calls by class (`503`, `rejected_other`,
+    /// `timeout`, `bye_failed`, `no_slot`: [`crate::gen::UacReport`]'s).
+    #[serde(default)]
+    pub failures: BTreeMap<String, u64>,
     /// UAC: the rate achieved, calls/s, over `window_s`.
     pub achieved_cps: f64,
     /// UAC: its planned window, s.
@@ -204,7 +208,7 @@ pub struct AgentResult {
 
 impl Remote for AgentResult {
     const NAME: &'static str = "takt.fleet.AgentResult";
-    const VERSION: u32 = 1;
+    const VERSION: u32 = 2;
     type Codec = Postcard;
 }
 
@@ -219,4 +223,27 @@ impl Remote for Stopped {
     const NAME: &'static str = "takt.fleet.Stopped";
     const VERSION: u32 = 1;
     type Codec = Postcard;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `m` through postcard, takt-remote's codec.
+    fn round_trip<M: Serialize + serde::de::DeserializeOwned>(m: &M) -> M {
+        postcard::from_bytes(&postcard::to_allocvec(m).unwrap()).unwrap()
+    }
+
+    /// An agent's failed calls by class cross the wire.
+    #[test]
+    fn a_result_round_trips_with_its_failures() {
+        let r = AgentResult {
+            trial: 3,
+            attempted: 10,
+            failed: 2,
+            failures: [("503".to_string(), 1), ("timeout".to_string(), 1)].into(),
+            ..AgentResult::default()
+        };
+        assert_eq!(round_trip(&r), r);
+    }
 }

@@ -29,8 +29,10 @@
 //! With a fleet of agents ([`crate::fleet`]) instead of the local
 //! generator, the capacity search, the sustained check and the soak run
 //! their trials on the fleet (each trial's agents in the rows' detail as
-//! `fleet`); the other scenarios drive the local generator itself and
-//! are refused ([`Scenario::fleet_refusal`]).
+//! `fleet`); garbage and conn-flood place their live calls on the fleet
+//! ([`calls::LiveCalls`]: one fleet trial over the scenario, beside the
+//! bad input, which stays on this host); the others are refused
+//! ([`Scenario::fleet_refusal`]).
 //!
 //! Where the generator cannot offer twice a server's capacity (on a small
 //! machine, a fast proxy outruns it), the server's CPU is limited with CFS
@@ -45,6 +47,7 @@
 //! finished ones.
 
 pub use crate::cpu_limit as cgroup;
+pub mod calls;
 pub mod conn_flood;
 pub mod garbage;
 pub mod overload;
@@ -110,10 +113,12 @@ impl Scenario {
         matches!(self, Scenario::Overload | Scenario::Soak)
     }
 
-    /// Why the scenario cannot run on a fleet (`None`: it can). A fleet
-    /// runs trials — a rate over a window, the account merged across
-    /// hosts — so the capacity search, the sustained check and the soak
-    /// run on one; the others drive or watch the generator itself.
+    /// Why the scenario cannot run on a fleet (`None`: it can). On a
+    /// fleet the calls are the agents' (fleet trials: a rate over a
+    /// window, the account merged across hosts) and what a scenario does
+    /// to the server (bad datagrams, a connection flood) stays on this
+    /// host; the scenarios named here drive the generator in ways a
+    /// fleet trial does not yet.
     pub fn fleet_refusal(self) -> Option<&'static str> {
         match self {
             Scenario::Overload => Some(
@@ -122,13 +127,7 @@ impl Scenario {
             Scenario::UasRestart => {
                 Some("kills and restarts the UAS as a process on this host")
             }
-            Scenario::Garbage => Some(
-                "sends its bad datagrams from this host during live calls that it watches in this process",
-            ),
-            Scenario::ConnFlood => {
-                Some("opens its connections from 127.x source addresses on this host")
-            }
-            Scenario::Soak => None,
+            Scenario::Garbage | Scenario::ConnFlood | Scenario::Soak => None,
         }
     }
 }

@@ -61,7 +61,8 @@ pub struct TortureOptions {
     pub quick: bool,
     /// Load the server with a fleet of agents reached over NATS instead
     /// of the local generator (the capacity search, the sustained check
-    /// and the soak; the other scenarios are refused).
+    /// and every scenario's calls; those [`Scenario::fleet_refusal`]
+    /// names are refused).
     pub fleet: Option<FleetOptions>,
     /// With a fleet: the address the server listens on (default: the one
     /// this host reaches the NATS server from).
@@ -141,7 +142,7 @@ impl TortureOptions {
                 .find_map(|&sc| Some((sc, sc.fleet_refusal()?)))
             {
                 return Err(Error::Config(format!(
-                    "--fleet: scenario {} needs the local generator: it {why} (with --fleet, give --scenario soak)",
+                    "--fleet: scenario {} needs the local generator: it {why} (with --fleet, give --scenario soak, garbage or conn-flood)",
                     sc.name()
                 )));
             }
