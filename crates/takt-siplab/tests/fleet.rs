@@ -191,6 +191,9 @@ fn spec(proxy: SocketAddr, cps: f64) -> TrialSpec {
         lag_bound: LAG_BOUND,
         late_after: LAG_BOUND,
         stateful: false,
+        retransmit: false,
+        series: None,
+        uas_outage: None,
     }
 }
 
@@ -743,10 +746,12 @@ fn run_torture(opts: TortureOptions) -> takt_measure::result::Document {
     takt_measure::suite::Suite::run(&suite, &takt_measure::suite::RunContext::quiet()).unwrap()
 }
 
-/// The torture scenarios that act on the server from this host while a
-/// fleet places the calls: garbage (each class's answers attributed to
-/// it, as on the local generator) and conn-flood, the live calls the
-/// fleet's, none failed, each agent's share in the row.
+/// The torture scenarios on a fleet: garbage (each class's answers
+/// attributed to it, as on the local generator) and conn-flood acting on
+/// the server from this host, the live calls the fleet's, none failed,
+/// each agent's share in the row; uas-restart with the fleet's UAS
+/// socket closed and bound again — calls failing only during the outage
+/// and completing after the rebind.
 #[test]
 fn torture_scenarios_on_a_fleet() {
     if !runnable() {
@@ -861,4 +866,94 @@ fn torture_scenarios_on_a_fleet() {
             .unwrap_or_else(|| panic!("no probes row for {phase}"));
         assert_eq!(r.summary.as_ref().unwrap().median, 0.0, "{phase}");
     }
+
+    // uas-restart, stateful: the proxy answers the closed socket's ICMP
+    // port unreachable with a 503 (its calls fail at once, in the outage)
+    let mut opts = torture_on(fleet_opts(&nats, 2), vec![Scenario::UasRestart], 800.0);
+    opts.modes = vec![Mode::Stateful];
+    opts.takt_args = vec![format!("--config={}", config.display())];
+    let t0 = Instant::now();
+    let doc = run_torture(opts);
+    eprintln!("uas-restart took {:.1} s", t0.elapsed().as_secs_f64());
+    let failed = doc
+        .results
+        .iter()
+        .find(|r| r.name == "outage_failed_calls")
+        .unwrap();
+    let rec = doc
+        .results
+        .iter()
+        .find(|r| r.name == "uas_recovery")
+        .unwrap();
+    eprintln!(
+        "outage_failed_calls {:?} {:?} unfinished {}; uas_recovery {:?} s, the UAS closed at {} s, bound again at {} s",
+        failed.summary.as_ref().map(|s| s.median),
+        failed.detail["failures"],
+        failed.detail["unfinished"],
+        rec.summary.as_ref().map(|s| s.median),
+        rec.detail["uas_closed_s"],
+        rec.detail["uas_rebound_s"]
+    );
+    let d = &rec.detail;
+    let (closed, back) = (
+        d["uas_closed_s"].as_f64().unwrap(),
+        d["uas_rebound_s"].as_f64().unwrap(),
+    );
+    // the quick run's outage: 2 s, a third into its 8 s
+    assert!((back - closed - 2.0).abs() < 0.2, "{closed} {back}");
+    assert!((closed - 8.0 / 3.0).abs() < 0.2, "{closed}");
+    let every = d["series_ms"].as_f64().unwrap() / 1e3;
+    let series = |k: &str| -> Vec<u64> {
+        d[k].as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect()
+    };
+    let (completed, failed_at) = (series("completed_series"), series("failed_series"));
+    // failures only during the outage (from its first instant to a
+    // second after it: a call whose INVITE went out before the rebind)
+    // (with retransmissions on, a call whose INVITE went out in the
+    // outage may still complete after it: at most the outage's calls fail)
+    let lost = failed.summary.as_ref().unwrap().median;
+    let expected = failed.detail["outage_calls_expected"].as_f64().unwrap();
+    assert!(
+        lost <= expected,
+        "{lost} calls failed, {expected} in the outage"
+    );
+    for (k, &n) in failed_at.iter().enumerate() {
+        let (from, to) = (k as f64 * every, (k + 1) as f64 * every);
+        assert!(
+            n == 0 || (to > closed && from < back + 1.0),
+            "{n} calls failed in [{from:.2}, {to:.2}) s, the outage [{closed:.2}, {back:.2})"
+        );
+    }
+    // calls before the outage, none in it, and again after the rebind
+    let in_span = |a: f64, b: f64| -> u64 {
+        completed
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| *k as f64 * every >= a && (*k + 1) as f64 * every <= b)
+            .map(|(_, &n)| n)
+            .sum()
+    };
+    assert!(in_span(0.5, closed) > 100);
+    assert_eq!(in_span(closed + 0.1, back), 0);
+    assert!(in_span(back, back + 3.0) > 100);
+    assert_eq!(rec.detail["recovered"], true);
+    assert!(
+        rec.summary.as_ref().unwrap().median < 1.0,
+        "{:?}",
+        rec.summary
+    );
+    // the series add up to the calls, the merged one to the agents'
+    let total: u64 = completed.iter().sum();
+    assert_eq!(total, failed.detail["completed"].as_u64().unwrap());
+    let agents = failed.detail["fleet"][0]["agents"].as_array().unwrap();
+    let by_agents: u64 = agents
+        .iter()
+        .flat_map(|a| a["completed_series"].as_array().unwrap())
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(by_agents, total);
 }

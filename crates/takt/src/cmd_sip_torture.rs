@@ -2,8 +2,9 @@
 //! under overload, a UAS killed and restarted, garbage during live calls,
 //! and the soak — takt-siplab's `torture` suite behind flags. With
 //! `--fleet`, the calls come from a fleet of agents and what a scenario
-//! does to the server stays on this host; overload and uas-restart still
-//! need the local generator.
+//! does to the server stays on this host (uas-restart's outage is the
+//! fleet's UAS socket closed and bound again); overload still needs the
+//! local generator.
 
 use std::net::SocketAddr;
 
@@ -34,7 +35,7 @@ pub struct TortureArgs {
     mode: Vec<Mode>,
     /// Scenarios (comma-separated): overload, uas-restart, garbage, soak,
     /// conn-flood (default: all but soak and conn-flood). With --fleet:
-    /// soak, garbage, conn-flood (their calls from the agents).
+    /// all but overload (their calls from the agents).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     scenario: Vec<Scenario>,
     /// takt's worker model.

@@ -16,8 +16,9 @@
 //! server under test forwards to one address.
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use takt_agents::{pending, Answer, Pending, Requester};
 use takt_remote::Node;
@@ -26,7 +27,7 @@ use takt_sip::proxy::Transport;
 
 use super::merge::encode_histogram;
 use super::protocol::{
-    AgentInfo, AgentResult, Hello, Kinds, Ping, Pong, RunKinds, Stop, Stopped, TrialOrder,
+    AgentInfo, AgentResult, Hello, Kinds, Outage, Ping, Pong, RunKinds, Stop, Stopped, TrialOrder,
     AGENT_EXPORT,
 };
 use crate::error::{Error, Result};
@@ -132,11 +133,31 @@ fn kinds(k: &ByKind) -> Kinds {
     k.iter().map(|(k, &n)| (k.to_string(), n)).collect()
 }
 
-/// Runs one side of one trial with the local generator.
+/// Runs one side of one trial with the local generator: a UAC (its
+/// completions counted per interval when the order asks), or a UAS (with
+/// its outage, when the order plans one).
 fn run_order(sh: &Shared, q: &TrialOrder, cancel: &Cancel) -> Result<AgentResult> {
     if q.uac == q.uas {
         return Err(Error::Fleet("an order runs exactly one side".into()));
     }
+    let cfg = order_config(sh, q);
+    if let (true, Some(o)) = (q.uas, q.uas_outage) {
+        return run_uas_outage(q, cfg, o, cancel);
+    }
+    let g = gen::Generator::bind(&cfg)?;
+    if q.uac && q.series_ms > 0 {
+        let (rep, completed, failed) = sampled(g, q, cancel)?;
+        let mut r = result(q, &rep);
+        r.completed_series = completed;
+        r.failed_series = failed;
+        return Ok(r);
+    }
+    let rep = g.run(cancel)?;
+    Ok(result(q, &rep))
+}
+
+/// The local generator's settings for one side of `q`.
+fn order_config(sh: &Shared, q: &TrialOrder) -> GenConfig {
     let mut cfg = GenConfig::new(q.proxy, if q.uac { q.cps } else { 1.0 });
     cfg.role = if q.uac { Role::Uac } else { Role::Uas };
     cfg.uas_listen = if q.uas {
@@ -159,17 +180,121 @@ fn run_order(sh: &Shared, q: &TrialOrder, cancel: &Cancel) -> Result<AgentResult
     };
     cfg.ports = q.ports as usize;
     cfg.connections = q.ports as usize;
-    cfg.timers.retransmit = false;
+    cfg.timers.retransmit = q.retransmit;
     cfg.drain = Duration::from_millis(q.drain_ms);
-    cfg.drain_quiet = (q.drain_quiet_ms > 0).then(|| Duration::from_millis(q.drain_quiet_ms));
+    // the quiet end of a drain needs every message sent once
+    cfg.drain_quiet =
+        (q.drain_quiet_ms > 0 && !q.retransmit).then(|| Duration::from_millis(q.drain_quiet_ms));
     cfg.route_preload = q.route_preload;
     cfg.lag_bound = Duration::from_micros(q.lag_bound_us);
     cfg.late_after = Duration::from_micros(q.late_after_us);
     cfg.spec = sh.spec.clone();
     cfg.start_at = Some(UNIX_EPOCH + Duration::from_nanos(q.start_unix_ns));
     cfg.count_by_run = q.uas;
+    cfg
+}
+
+/// Runs a UAC while a thread counts its calls completed and failed per
+/// [`TrialOrder::series_ms`] from the planned start; the last interval
+/// takes the report's final counts, so the series add up to them.
+fn sampled(
+    g: gen::Generator,
+    q: &TrialOrder,
+    cancel: &Cancel,
+) -> Result<(gen::GenReport, Vec<u64>, Vec<u64>)> {
+    let live = g.live();
+    let done = AtomicBool::new(false);
+    let every = Duration::from_millis(q.series_ms);
+    let (rep, cum) = std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            // the planned start on this host's monotonic clock
+            let t0 =
+                Instant::now() + Duration::from_nanos(q.start_unix_ns.saturating_sub(unix_ns()));
+            let mut cum = vec![(0u64, 0u64)];
+            for k in 1u32.. {
+                if let Some(w) = (t0 + every * k).checked_duration_since(Instant::now()) {
+                    std::thread::sleep(w);
+                }
+                // Acquire pairs with the Release store after the run: the
+                // sample taken once it is seen is the last
+                let last = done.load(Ordering::Acquire);
+                cum.push((
+                    live.completed.load(Ordering::Relaxed),
+                    live.failed.load(Ordering::Relaxed),
+                ));
+                if last {
+                    break;
+                }
+            }
+            cum
+        });
+        let rep = g.run(cancel);
+        done.store(true, Ordering::Release);
+        (rep, h.join())
+    });
+    let rep = rep?;
+    let mut cum = cum.map_err(|_| Error::Thread("the series' thread panicked".into()))?;
+    if let (Some(last), Some(u)) = (cum.last_mut(), &rep.uac) {
+        *last = (u.completed, u.failed);
+    }
+    let diff = |f: fn(&(u64, u64)) -> u64| -> Vec<u64> {
+        cum.windows(2)
+            .map(|w| f(&w[1]).saturating_sub(f(&w[0])))
+            .collect()
+    };
+    let (completed, failed) = (diff(|c| c.0), diff(|c| c.1));
+    Ok((rep, completed, failed))
+}
+
+/// A UAS with an outage: it answers from the planned start, closes its
+/// socket `after_ms` later (its generator's run ends, and with it the
+/// socket), binds the same address again once `for_ms` have passed, and
+/// answers until stopped. What it received and sent is the two runs'
+/// sum; the instants it closed and bound again are on this host's clock.
+fn run_uas_outage(
+    q: &TrialOrder,
+    mut cfg: GenConfig,
+    o: Outage,
+    cancel: &Cancel,
+) -> Result<AgentResult> {
+    cfg.duration = Some(Duration::from_millis(o.after_ms.max(1)));
+    let first = gen::Generator::bind(&cfg)?.run(cancel)?;
+    let mut r = result(q, &first);
+    r.uas_closed_unix_ns = Some(unix_ns());
+    let back = q.start_unix_ns + (o.after_ms + o.for_ms) * 1_000_000;
+    while !cancel.is_cancelled() && unix_ns() < back {
+        std::thread::sleep(Duration::from_nanos(
+            (back.saturating_sub(unix_ns())).min(20_000_000),
+        ));
+    }
+    if cancel.is_cancelled() {
+        return Ok(r);
+    }
+    cfg.start_at = None;
+    cfg.duration = Some(Duration::from_millis(
+        q.max_ms.saturating_sub(o.after_ms + o.for_ms).max(1),
+    ));
     let g = gen::Generator::bind(&cfg)?;
-    let rep = g.run(cancel)?;
+    r.uas_rebound_unix_ns = Some(unix_ns());
+    let second = g.run(cancel)?;
+    let more = result(q, &second);
+    for (run, k) in more.uas_by_run {
+        let mine = r.uas_by_run.entry(run).or_default();
+        for (to, from) in [(&mut mine.received, k.received), (&mut mine.sent, k.sent)] {
+            for (kind, n) in from {
+                *to.entry(kind).or_default() += n;
+            }
+        }
+    }
+    r.generator_bound |= more.generator_bound;
+    r.bound_reasons.extend(more.bound_reasons);
+    r.cpu_s += more.cpu_s;
+    r.wall_s = (unix_ns().saturating_sub(q.start_unix_ns)) as f64 / 1e9;
+    Ok(r)
+}
+
+/// The agent's account of one generator run of `q`.
+fn result(q: &TrialOrder, rep: &gen::GenReport) -> AgentResult {
     // the run's time 0 came when the sleep to the planned instant ended
     let start_late_us =
         0.0f64.max((unix_ns() as f64 - rep.wall_s * 1e9 - q.start_unix_ns as f64) / 1e3);
@@ -218,7 +343,7 @@ fn run_order(sh: &Shared, q: &TrialOrder, cancel: &Cancel) -> Result<AgentResult
             })
             .collect();
     }
-    Ok(r)
+    r
 }
 
 /// A running agent; it leaves the fleet when dropped.

@@ -34,7 +34,7 @@ use takt_sip::proxy::Transport;
 use super::detail::FleetPoint;
 use super::merge::{merge, Account, AgentShare};
 use super::protocol::{
-    AgentInfo, AgentResult, Hello, Ping, Pong, Stop, Stopped, TrialOrder, AGENT_EXPORT,
+    AgentInfo, AgentResult, Hello, Outage, Ping, Pong, Stop, Stopped, TrialOrder, AGENT_EXPORT,
 };
 use super::split;
 use crate::capacity::{Load, LoadOutcome};
@@ -108,6 +108,13 @@ pub struct TrialSpec {
     /// The server is transaction-stateful (it may absorb a 180 its call's
     /// 200 overtook: [`crate::gen::Account`]).
     pub stateful: bool,
+    /// Retransmissions on (a search's trials: off).
+    pub retransmit: bool,
+    /// Count each UAC's completed and failed calls per interval this
+    /// long from the planned start ([`Account::completed_series`]).
+    pub series: Option<Duration>,
+    /// Close the UAS's socket during the trial and bind it again.
+    pub uas_outage: Option<Outage>,
 }
 
 /// One attempt of one trial, as the document's notes report it.
@@ -321,6 +328,13 @@ impl Fleet {
             late_after_us: spec.late_after.as_micros() as u64,
             start_unix_ns: (start + i128::from(clocks[i].offset_ns)) as u64,
             max_ms: (budget + Duration::from_secs(5)).as_millis() as u64,
+            retransmit: spec.retransmit,
+            series_ms: if uac {
+                spec.series.map_or(0, |d| d.as_millis().max(1) as u64)
+            } else {
+                0
+            },
+            uas_outage: if uac { None } else { spec.uas_outage },
         };
         // every answer arrives on one channel: (member, uac side, result)
         let (tx, rx) = mpsc::channel::<(usize, bool, std::result::Result<AgentResult, String>)>();
@@ -442,7 +456,14 @@ impl Fleet {
                 ))
             })
             .collect();
-        let account = merge(&shares, &uas, spec.stateful);
+        let mut account = merge(&shares, &uas, spec.stateful);
+        account.series_ms = spec.series.map_or(0, |d| d.as_millis().max(1) as u64);
+        // the UAS's instants on the coordinator's clock, from the start
+        let since_start = |t: Option<u64>| {
+            t.map(|t| (i128::from(t) - i128::from(clocks[self.uas].offset_ns) - start) as f64 / 1e9)
+        };
+        account.uas_closed_s = since_start(uas.uas_closed_unix_ns);
+        account.uas_rebound_s = since_start(uas.uas_rebound_unix_ns);
         let void = account
             .generator_bound
             .then(|| format!("generator-bound: {}", account.bound_reasons.join("; ")));

@@ -66,6 +66,13 @@ pub struct AgentShare {
     pub send_lag_p99_us: f64,
     /// It could not keep up.
     pub generator_bound: bool,
+    /// Its calls completed per interval of the trial's series (empty:
+    /// none was asked for).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub completed_series: Vec<u64>,
+    /// Its calls failed per interval.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failed_series: Vec<u64>,
 }
 
 /// The fleet's merged account of one trial.
@@ -99,6 +106,31 @@ pub struct Account {
     pub invite_to_200_ms: Percentiles,
     /// Each agent's share.
     pub agents: Vec<AgentShare>,
+    /// The interval of the series below, ms (0: none was asked for).
+    pub series_ms: u64,
+    /// Calls completed per interval from the planned start, summed over
+    /// the agents by interval (each agent's intervals start at the
+    /// planned instant on its own clock, which the clock probe aligned
+    /// with the coordinator's).
+    pub completed_series: Vec<u64>,
+    /// Calls failed per interval, the same way.
+    pub failed_series: Vec<u64>,
+    /// With a UAS outage: when the UAS closed its socket and bound it
+    /// again, s after the planned start on the coordinator's clock (the
+    /// agent's instants less its measured clock offset).
+    pub uas_closed_s: Option<f64>,
+    /// See `uas_closed_s`.
+    pub uas_rebound_s: Option<f64>,
+}
+
+/// `into` plus `v`, element by element (the longer's length).
+fn add_series(into: &mut Vec<u64>, v: &[u64]) {
+    if into.len() < v.len() {
+        into.resize(v.len(), 0);
+    }
+    for (a, b) in into.iter_mut().zip(v) {
+        *a += b;
+    }
 }
 
 fn get(k: &Kinds, kind: &str) -> u64 {
@@ -169,6 +201,10 @@ pub fn merge(
         s.failed = r.failed;
         s.unfinished = r.unfinished;
         s.start_late_us = r.start_late_us;
+        s.completed_series = r.completed_series.clone();
+        s.failed_series = r.failed_series.clone();
+        add_series(&mut a.completed_series, &r.completed_series);
+        add_series(&mut a.failed_series, &r.failed_series);
         s.generator_bound = r.generator_bound;
         if let Some(h) = decode_histogram(&r.send_lag_hist) {
             s.send_lag_p99_us = Percentiles::of(&h, 1e3).p99;

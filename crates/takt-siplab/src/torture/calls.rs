@@ -26,6 +26,7 @@ use crate::error::{Error, Result};
 use crate::fleet::coordinator::{TrialRecord, TrialSpec};
 use crate::fleet::detail::points_detail;
 use crate::fleet::load::base_spec;
+use crate::fleet::merge::Account;
 use crate::fleet::{FleetPoint, SharedFleet};
 use crate::gen::{GenReport, Generator, Live, Role};
 use crate::target::Target;
@@ -55,6 +56,25 @@ pub struct Calls {
     /// Under a fleet: the trial, each agent's share and the void
     /// attempts before it.
     pub fleet: Option<FleetPoint>,
+    /// Under a fleet that was asked for one ([`TrialSpec::series`]): the
+    /// calls completed and failed per interval from the trial's start.
+    pub series: Option<Series>,
+    /// Under a fleet whose UAS had an outage: when it closed its socket
+    /// and bound it again, s after the trial's start.
+    pub uas_closed_s: Option<f64>,
+    /// See `uas_closed_s`.
+    pub uas_rebound_s: Option<f64>,
+}
+
+/// Calls completed and failed per interval, summed over a fleet's agents.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Series {
+    /// The interval.
+    pub every: Duration,
+    /// Calls completed in each interval, in order.
+    pub completed: Vec<u64>,
+    /// Calls failed in each.
+    pub failed: Vec<u64>,
 }
 
 impl Calls {
@@ -79,14 +99,22 @@ impl Calls {
             generator_bound: rep.saturation.generator_bound,
             generator_reasons: rep.saturation.reasons.clone(),
             send_s: rep.send_s,
-            fleet: None,
+            ..Calls::default()
         })
     }
 
-    /// A fleet trial's calls (`window`: its window), its agents in
-    /// `fleet`.
-    pub fn of_fleet(p: FleetPoint, window: Duration, retransmit: bool) -> Calls {
+    /// A fleet trial's calls (its settings `spec`; `p`: its point,
+    /// `a`: its merged account), its agents in `fleet`.
+    pub fn of_fleet(p: FleetPoint, a: &Account, spec: &TrialSpec) -> Calls {
+        let (window, retransmit) = (spec.window, spec.retransmit);
         Calls {
+            series: spec.series.map(|every| Series {
+                every,
+                completed: a.completed_series.clone(),
+                failed: a.failed_series.clone(),
+            }),
+            uas_closed_s: a.uas_closed_s,
+            uas_rebound_s: a.uas_rebound_s,
             attempted: p.agents.iter().map(|a| a.attempted).sum(),
             completed: p.completed,
             failed: p.failed.saturating_sub(p.unfinished),
@@ -209,6 +237,15 @@ impl LiveCalls {
         }
     }
 
+    /// The fleet trial's settings, to adjust (`None`: the local
+    /// generator's calls).
+    pub fn fleet_spec(&mut self) -> Option<&mut TrialSpec> {
+        match &mut self.source {
+            Source::Fleet { spec, .. } => Some(spec),
+            Source::Local(_) => None,
+        }
+    }
+
     /// The local generator's running counters (`None` under a fleet).
     pub fn live(&self) -> Option<Arc<Live>> {
         match &self.source {
@@ -243,7 +280,7 @@ impl LiveCalls {
                     let rec = f.run_trial(&spec)?;
                     if !rec.account.agents.is_empty() {
                         let p = FleetPoint::of(&rec, &void);
-                        return Ok(Calls::of_fleet(p, spec.window, false));
+                        return Ok(Calls::of_fleet(p, &rec.account, &spec));
                     }
                     if void.len() + 1 >= attempts {
                         return Err(Error::Fleet(format!(

@@ -31,7 +31,8 @@
 //! their trials on the fleet (each trial's agents in the rows' detail as
 //! `fleet`); garbage and conn-flood place their live calls on the fleet
 //! ([`calls::LiveCalls`]: one fleet trial over the scenario, beside the
-//! bad input, which stays on this host); the others are refused
+//! bad input, which stays on this host); uas-restart's outage is the
+//! fleet's UAS agent's socket closed and bound again; overload is refused
 //! ([`Scenario::fleet_refusal`]).
 //!
 //! Where the generator cannot offer twice a server's capacity (on a small
@@ -124,10 +125,9 @@ impl Scenario {
             Scenario::Overload => Some(
                 "drives two UAC streams of different lengths with retransmissions on and counts their calls every 200 ms",
             ),
-            Scenario::UasRestart => {
-                Some("kills and restarts the UAS as a process on this host")
+            Scenario::UasRestart | Scenario::Garbage | Scenario::ConnFlood | Scenario::Soak => {
+                None
             }
-            Scenario::Garbage | Scenario::ConnFlood | Scenario::Soak => None,
         }
     }
 }

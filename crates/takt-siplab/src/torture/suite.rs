@@ -142,7 +142,7 @@ impl TortureOptions {
                 .find_map(|&sc| Some((sc, sc.fleet_refusal()?)))
             {
                 return Err(Error::Config(format!(
-                    "--fleet: scenario {} needs the local generator: it {why} (with --fleet, give --scenario soak, garbage or conn-flood)",
+                    "--fleet: scenario {} needs the local generator: it {why} (with --fleet, give any other scenario)",
                     sc.name()
                 )));
             }
