@@ -194,6 +194,7 @@ fn spec(proxy: SocketAddr, cps: f64) -> TrialSpec {
         retransmit: false,
         series: None,
         uas_outage: None,
+        second: None,
     }
 }
 
@@ -751,7 +752,8 @@ fn run_torture(opts: TortureOptions) -> takt_measure::result::Document {
 /// the server from this host, the live calls the fleet's, none failed,
 /// each agent's share in the row; uas-restart with the fleet's UAS
 /// socket closed and bound again — calls failing only during the outage
-/// and completing after the rebind.
+/// and completing after the rebind; overload with both streams on every
+/// UAC agent, the agents' completions per 200 ms summed by interval.
 #[test]
 fn torture_scenarios_on_a_fleet() {
     if !runnable() {
@@ -798,7 +800,12 @@ fn torture_scenarios_on_a_fleet() {
         let rows = named(name);
         assert_eq!(rows.len(), 1, "{name}: {:?}", doc.results);
         let r = rows[0];
-        eprintln!("{name}: {}", serde_json::Value::Object(r.detail.clone()));
+        eprintln!(
+            "{name}: {:?} of {} calls, failures {}",
+            r.summary.as_ref().map(|s| s.median),
+            r.detail["attempted"],
+            r.detail["failures"]
+        );
         assert_eq!(
             r.summary.as_ref().unwrap().median,
             0.0,
@@ -956,4 +963,78 @@ fn torture_scenarios_on_a_fleet() {
         .map(|v| v.as_u64().unwrap())
         .sum();
     assert_eq!(by_agents, total);
+
+    // overload at 2x and 1.5x a given 800 calls/s: half of it from the
+    // first stream for the whole run, the rest from the second during
+    // the 6-s window; every agent both
+    let opts = torture_on(fleet_opts(&nats, 2), vec![Scenario::Overload], 800.0);
+    let t0 = Instant::now();
+    let doc = run_torture(opts);
+    eprintln!("overload took {:.1} s", t0.elapsed().as_secs_f64());
+    let goodput: Vec<_> = doc.results.iter().filter(|r| r.name == "goodput").collect();
+    assert_eq!(goodput.len(), 2, "{:?}", doc.results);
+    for name in ["invites_refused", "dialog_lost", "peak_rss", "recovery"] {
+        assert_eq!(
+            doc.results.iter().filter(|r| r.name == name).count(),
+            2,
+            "{name}"
+        );
+    }
+    for g in goodput {
+        let d = &g.detail;
+        let point = &d["fleet"][0];
+        eprintln!(
+            "overload {}x: goodput {:?} cps, completed {}, {} intervals",
+            g.params["offered_x"],
+            g.summary.as_ref().map(|s| s.median),
+            point["completed"],
+            d["completed_series"].as_array().unwrap().len()
+        );
+        assert!(g.summary.as_ref().unwrap().median > 0.0);
+        assert_eq!(d["series_ms"], 200.0);
+        let series: Vec<u64> = d["completed_series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        // from the planned start to the first stream's end: its 12 s of
+        // calls (6 s window, 6 s after), then its drain (at most 0.5 s)
+        // and the last interval's sample
+        assert!(
+            (60..=66).contains(&series.len()),
+            "{} intervals",
+            series.len()
+        );
+        // the merged series adds up to the trial's completions, which are
+        // the agents' (each agent's series adding up to its own)
+        let completed = point["completed"].as_u64().unwrap();
+        assert_eq!(series.iter().sum::<u64>(), completed);
+        let agents = point["agents"].as_array().unwrap();
+        assert_eq!(agents.len(), 2);
+        let mut by_agents = 0;
+        for a in agents {
+            let own: u64 = a["completed_series"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_u64().unwrap())
+                .sum();
+            assert_eq!(own, a["completed"].as_u64().unwrap(), "{a}");
+            by_agents += own;
+        }
+        assert_eq!(by_agents, completed);
+        // both streams ran: more calls than the first stream's alone
+        let x = g.params["offered_x"].as_f64().unwrap();
+        let attempted: u64 = agents
+            .iter()
+            .map(|a| a["attempted"].as_u64().unwrap())
+            .sum();
+        let first_alone = 400.0 * 12.0;
+        let both = first_alone + (800.0 * x - 400.0) * 6.0;
+        assert!(
+            (attempted as f64 - both).abs() < 0.1 * both,
+            "{attempted} calls placed, {both} planned"
+        );
+    }
 }

@@ -1,8 +1,7 @@
 //! `takt sip sweep`, `torture` and `capacity` with `--fleet`: a NATS
 //! server nobody answers at fails the command at once with what it could
 //! not reach and exit status 1, before any server starts — no process of
-//! its group is left behind; a torture scenario that needs the local
-//! generator is refused by name.
+//! its group is left behind; every torture scenario is taken.
 
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
@@ -111,19 +110,17 @@ fn an_unreachable_fleet_fails_sweep_torture_and_capacity_at_once() {
 }
 
 #[test]
-fn torture_refuses_by_name_the_scenarios_a_fleet_cannot_run() {
+fn torture_takes_every_scenario_on_a_fleet() {
     let url = format!("nats://127.0.0.1:{}", closed_port());
-    let o = takt_sip(&["torture", "--scenario", "soak,overload", "--fleet", &url]);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains("--fleet: scenario overload needs the local generator: it")
-            && err.contains("two UAC streams"),
-        "{err}"
-    );
-    // the scenarios that act on the server from this host run on a
-    // fleet: refused by nothing, they fail at the unreachable fleet
-    for scenario in ["garbage", "conn-flood", "soak", "uas-restart"] {
+    // no scenario is refused: each fails at the unreachable fleet
+    for scenario in [
+        "overload",
+        "uas-restart",
+        "garbage",
+        "conn-flood",
+        "soak",
+        "overload,uas-restart,garbage,soak,conn-flood",
+    ] {
         let o = takt_sip(&[
             "torture",
             "--scenario",
@@ -140,11 +137,11 @@ fn torture_refuses_by_name_the_scenarios_a_fleet_cannot_run() {
             "{scenario}: {err}"
         );
     }
-    // the default scenarios start with overload
+    // the default scenarios too, their capacity searched on the fleet
     let o = takt_sip(&["torture", "--fleet", &url]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("scenario overload needs the local generator"),
+        err.contains(&format!("takt: fleet: cannot connect to {url}")),
         "{err}"
     );
     // the UAS is the fleet's, on its agent's host

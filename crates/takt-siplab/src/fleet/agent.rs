@@ -25,11 +25,12 @@ use takt_remote::Node;
 use takt_sched::ThreadSpec;
 use takt_sip::proxy::Transport;
 
-use super::merge::encode_histogram;
+use super::merge::{decode_histogram, encode_histogram};
 use super::protocol::{
     AgentInfo, AgentResult, Hello, Kinds, Outage, Ping, Pong, RunKinds, Stop, Stopped, TrialOrder,
     AGENT_EXPORT,
 };
+use super::split;
 use crate::error::{Error, Result};
 use crate::gen::{self, ByKind, Cancel, GenConfig, Role};
 
@@ -134,26 +135,154 @@ fn kinds(k: &ByKind) -> Kinds {
 }
 
 /// Runs one side of one trial with the local generator: a UAC (its
-/// completions counted per interval when the order asks), or a UAS (with
-/// its outage, when the order plans one).
+/// second stream beside it, and its completions counted per interval,
+/// when the order asks), or a UAS (with its outage, when the order plans
+/// one).
 fn run_order(sh: &Shared, q: &TrialOrder, cancel: &Cancel) -> Result<AgentResult> {
     if q.uac == q.uas {
         return Err(Error::Fleet("an order runs exactly one side".into()));
     }
     let cfg = order_config(sh, q);
-    if let (true, Some(o)) = (q.uas, q.uas_outage) {
-        return run_uas_outage(q, cfg, o, cancel);
+    if q.uas {
+        return match q.uas_outage {
+            Some(o) => run_uas_outage(q, cfg, o, cancel),
+            None => Ok(result(q, &gen::Generator::bind(&cfg)?.run(cancel)?)),
+        };
     }
-    let g = gen::Generator::bind(&cfg)?;
-    if q.uac && q.series_ms > 0 {
-        let (rep, completed, failed) = sampled(g, q, cancel)?;
-        let mut r = result(q, &rep);
+    // the UAC's streams: the order's, and its second if it has one
+    let mut gens = vec![gen::Generator::bind(&cfg)?];
+    if let Some(st) = q.second.filter(|st| st.cps > 0.0 && st.window_ms > 0) {
+        let mut c = cfg.clone();
+        c.cps = st.cps;
+        c.seed = q.seed.wrapping_add(1);
+        c.run_id = Some(split::stream_run_id(q.run_id));
+        c.duration = Some(Duration::from_millis(st.window_ms));
+        c.drain = Duration::from_millis(st.drain_ms);
+        c.start_at =
+            Some(UNIX_EPOCH + Duration::from_nanos(q.start_unix_ns + st.offset_ms * 1_000_000));
+        gens.push(gen::Generator::bind(&c)?);
+    }
+    let every = (q.series_ms > 0).then(|| Duration::from_millis(q.series_ms));
+    let (reps, series) = run_streams(gens, q.start_unix_ns, every, cancel)?;
+    let mut r = result(q, &reps[0]);
+    for rep in &reps[1..] {
+        absorb(&mut r, result(q, rep));
+    }
+    if let Some((completed, failed)) = series {
         r.completed_series = completed;
         r.failed_series = failed;
-        return Ok(r);
     }
-    let rep = g.run(cancel)?;
-    Ok(result(q, &rep))
+    Ok(r)
+}
+
+/// Adds a second stream's account `o` to `r` (counts summed, histograms
+/// merged, generator-bound if either was).
+fn absorb(r: &mut AgentResult, o: AgentResult) {
+    r.attempted += o.attempted;
+    r.completed += o.completed;
+    r.failed += o.failed;
+    r.unfinished += o.unfinished;
+    for (to, from) in [
+        (&mut r.failures, o.failures),
+        (&mut r.uac_sent, o.uac_sent),
+        (&mut r.uac_received, o.uac_received),
+    ] {
+        for (k, n) in from {
+            *to.entry(k).or_default() += n;
+        }
+    }
+    for (to, from) in [
+        (&mut r.send_lag_hist, &o.send_lag_hist),
+        (&mut r.invite_to_200_hist, &o.invite_to_200_hist),
+    ] {
+        if let (Some(mut a), Some(b)) = (decode_histogram(to), decode_histogram(from)) {
+            if a.add(&b).is_ok() {
+                *to = encode_histogram(&a);
+            }
+        }
+    }
+    r.rang_first += o.rang_first;
+    r.answered += o.answered;
+    r.achieved_cps += o.achieved_cps;
+    r.generator_bound |= o.generator_bound;
+    r.bound_reasons.extend(o.bound_reasons);
+    r.cpu_s += o.cpu_s;
+    r.wall_s = r.wall_s.max(o.wall_s);
+}
+
+/// Calls completed and failed per interval.
+type Series = (Vec<u64>, Vec<u64>);
+
+/// Runs UAC generators side by side (each on a thread of its own) while,
+/// with `every`, a thread counts their calls completed and failed per
+/// interval from the planned start `start_unix_ns` (this host's clock);
+/// the last interval takes the reports' final counts, so the series add
+/// up to them.
+fn run_streams(
+    gens: Vec<gen::Generator>,
+    start_unix_ns: u64,
+    every: Option<Duration>,
+    cancel: &Cancel,
+) -> Result<(Vec<gen::GenReport>, Option<Series>)> {
+    let lives: Vec<_> = gens.iter().map(|g| g.live()).collect();
+    let done = AtomicBool::new(false);
+    let (reps, cum) = std::thread::scope(|s| {
+        let sampler = every.map(|every| {
+            let (lives, done) = (&lives, &done);
+            s.spawn(move || {
+                // the planned start on this host's monotonic clock
+                let t0 =
+                    Instant::now() + Duration::from_nanos(start_unix_ns.saturating_sub(unix_ns()));
+                let mut cum = vec![(0u64, 0u64)];
+                for k in 1u32.. {
+                    if let Some(w) = (t0 + every * k).checked_duration_since(Instant::now()) {
+                        std::thread::sleep(w);
+                    }
+                    // Acquire pairs with the Release store after the
+                    // runs: the sample taken once it is seen is the last
+                    let last = done.load(Ordering::Acquire);
+                    cum.push(lives.iter().fold((0, 0), |(c, f), l| {
+                        (
+                            c + l.completed.load(Ordering::Relaxed),
+                            f + l.failed.load(Ordering::Relaxed),
+                        )
+                    }));
+                    if last {
+                        break;
+                    }
+                }
+                cum
+            })
+        });
+        let runs: Vec<_> = gens
+            .into_iter()
+            .map(|g| s.spawn(move || g.run(cancel)))
+            .collect();
+        let reps: Vec<_> = runs.into_iter().map(|h| h.join()).collect();
+        done.store(true, Ordering::Release);
+        (reps, sampler.map(|h| h.join()))
+    });
+    let reps = reps
+        .into_iter()
+        .map(|r| r.map_err(|_| Error::Thread("a generator's thread panicked".into()))?)
+        .collect::<Result<Vec<_>>>()?;
+    let Some(cum) = cum else {
+        return Ok((reps, None));
+    };
+    let mut cum = cum.map_err(|_| Error::Thread("the series' thread panicked".into()))?;
+    if let Some(last) = cum.last_mut() {
+        *last = reps
+            .iter()
+            .filter_map(|r| r.uac.as_ref())
+            .fold((0, 0), |(c, f), u| (c + u.completed, f + u.failed));
+    }
+    let diff = |f: fn(&(u64, u64)) -> u64| -> Vec<u64> {
+        cum.windows(2)
+            .map(|w| f(&w[1]).saturating_sub(f(&w[0])))
+            .collect()
+    };
+    let series = (diff(|c| c.0), diff(|c| c.1));
+    Ok((reps, Some(series)))
 }
 
 /// The local generator's settings for one side of `q`.
@@ -192,58 +321,6 @@ fn order_config(sh: &Shared, q: &TrialOrder) -> GenConfig {
     cfg.start_at = Some(UNIX_EPOCH + Duration::from_nanos(q.start_unix_ns));
     cfg.count_by_run = q.uas;
     cfg
-}
-
-/// Runs a UAC while a thread counts its calls completed and failed per
-/// [`TrialOrder::series_ms`] from the planned start; the last interval
-/// takes the report's final counts, so the series add up to them.
-fn sampled(
-    g: gen::Generator,
-    q: &TrialOrder,
-    cancel: &Cancel,
-) -> Result<(gen::GenReport, Vec<u64>, Vec<u64>)> {
-    let live = g.live();
-    let done = AtomicBool::new(false);
-    let every = Duration::from_millis(q.series_ms);
-    let (rep, cum) = std::thread::scope(|s| {
-        let h = s.spawn(|| {
-            // the planned start on this host's monotonic clock
-            let t0 =
-                Instant::now() + Duration::from_nanos(q.start_unix_ns.saturating_sub(unix_ns()));
-            let mut cum = vec![(0u64, 0u64)];
-            for k in 1u32.. {
-                if let Some(w) = (t0 + every * k).checked_duration_since(Instant::now()) {
-                    std::thread::sleep(w);
-                }
-                // Acquire pairs with the Release store after the run: the
-                // sample taken once it is seen is the last
-                let last = done.load(Ordering::Acquire);
-                cum.push((
-                    live.completed.load(Ordering::Relaxed),
-                    live.failed.load(Ordering::Relaxed),
-                ));
-                if last {
-                    break;
-                }
-            }
-            cum
-        });
-        let rep = g.run(cancel);
-        done.store(true, Ordering::Release);
-        (rep, h.join())
-    });
-    let rep = rep?;
-    let mut cum = cum.map_err(|_| Error::Thread("the series' thread panicked".into()))?;
-    if let (Some(last), Some(u)) = (cum.last_mut(), &rep.uac) {
-        *last = (u.completed, u.failed);
-    }
-    let diff = |f: fn(&(u64, u64)) -> u64| -> Vec<u64> {
-        cum.windows(2)
-            .map(|w| f(&w[1]).saturating_sub(f(&w[0])))
-            .collect()
-    };
-    let (completed, failed) = (diff(|c| c.0), diff(|c| c.1));
-    Ok((rep, completed, failed))
 }
 
 /// A UAS with an outage: it answers from the planned start, closes its

@@ -34,7 +34,8 @@ use takt_sip::proxy::Transport;
 use super::detail::FleetPoint;
 use super::merge::{merge, Account, AgentShare};
 use super::protocol::{
-    AgentInfo, AgentResult, Hello, Outage, Ping, Pong, Stop, Stopped, TrialOrder, AGENT_EXPORT,
+    AgentInfo, AgentResult, Hello, Outage, Ping, Pong, Stop, Stopped, Stream, TrialOrder,
+    AGENT_EXPORT,
 };
 use super::split;
 use crate::capacity::{Load, LoadOutcome};
@@ -115,6 +116,9 @@ pub struct TrialSpec {
     pub series: Option<Duration>,
     /// Close the UAS's socket during the trial and bind it again.
     pub uas_outage: Option<Outage>,
+    /// A second stream of calls beside the first, its rate over all UAC
+    /// agents (split as the first's).
+    pub second: Option<Stream>,
 }
 
 /// One attempt of one trial, as the document's notes report it.
@@ -131,6 +135,9 @@ pub struct TrialRecord {
     /// Wall time of the whole attempt minus its window, s: what
     /// coordination, start lead, drain and the result exchange cost.
     pub overhead_s: f64,
+    /// The planned start, ns since the Unix epoch on the coordinator's
+    /// clock (what the agents' series and instants are relative to).
+    pub start_unix_ns: u64,
 }
 
 fn unix_ns() -> i128 {
@@ -335,6 +342,10 @@ impl Fleet {
                 0
             },
             uas_outage: if uac { None } else { spec.uas_outage },
+            second: spec.second.filter(|_| uac).map(|st| Stream {
+                cps: st.cps / uacs.len() as f64,
+                ..st
+            }),
         };
         // every answer arrives on one channel: (member, uac side, result)
         let (tx, rx) = mpsc::channel::<(usize, bool, std::result::Result<AgentResult, String>)>();
@@ -422,6 +433,7 @@ impl Fleet {
                 void: Some(v),
                 account: Account::default(),
                 overhead_s,
+                start_unix_ns: start as u64,
             };
             self.records.push(rec.clone());
             return Ok(rec);
@@ -473,6 +485,7 @@ impl Fleet {
             void,
             account,
             overhead_s,
+            start_unix_ns: start as u64,
         };
         self.records.push(rec.clone());
         Ok(rec)

@@ -193,6 +193,7 @@ mod tests {
             void: Some("agent2 fell silent".into()),
             account: Account::default(),
             overhead_s: 0.3,
+            start_unix_ns: 0,
         };
         let passed = TrialRecord {
             trial: 5,
@@ -204,6 +205,7 @@ mod tests {
                 ..Account::default()
             },
             overhead_s: 0.25,
+            start_unix_ns: 0,
         };
         let p = FleetPoint::of(&passed, std::slice::from_ref(&void));
         assert_eq!((p.trial, p.sent), (5, 30));

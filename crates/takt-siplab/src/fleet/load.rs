@@ -81,6 +81,7 @@ pub fn base_spec(gen: &GenConfig, window: Duration) -> TrialSpec {
         retransmit: false,
         series: None,
         uas_outage: None,
+        second: None,
     }
 }
 

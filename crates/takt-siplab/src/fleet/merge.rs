@@ -155,6 +155,17 @@ fn empty() -> Histogram<u64> {
     Histogram::new_with_max(3_600_000_000_000, 3).expect("valid bounds")
 }
 
+/// What a UAS counted of two run ids' calls, together.
+fn join(a: &RunKinds, b: &RunKinds) -> RunKinds {
+    let mut out = a.clone();
+    for (to, from) in [(&mut out.received, &b.received), (&mut out.sent, &b.sent)] {
+        for (k, n) in from {
+            *to.entry(k.clone()).or_default() += n;
+        }
+    }
+    out
+}
+
 /// Merges the UAC agents' results (`uacs`: each with its share's node
 /// name, rate, run id and clock probe) and the UAS's; `stateful`: the
 /// server is transaction-stateful.
@@ -168,7 +179,17 @@ pub fn merge(
     let mut i200 = empty();
     let none = RunKinds::default();
     for (share, run, r) in uacs {
-        let at_uas = uas.uas_by_run.get(run).unwrap_or(&none);
+        // the agent's calls: its run id's, and its second stream's
+        let second = uas.uas_by_run.get(&super::split::stream_run_id(*run));
+        let joined;
+        let at_uas = match (uas.uas_by_run.get(run), second) {
+            (Some(a), Some(b)) => {
+                joined = join(a, b);
+                &joined
+            }
+            (Some(a), None) | (None, Some(a)) => a,
+            (None, None) => &none,
+        };
         let mut s = share.clone();
         for k in REQUESTS {
             let (tx, rx) = (get(&r.uac_sent, k), get(&at_uas.received, k));

@@ -145,6 +145,26 @@ pub struct TrialOrder {
     /// again after the outage (`None`, the default: answer throughout).
     #[serde(default)]
     pub uas_outage: Option<Outage>,
+    /// UAC: a second stream of calls beside the first, with its own
+    /// rate, start and window (`None`, the default: one stream). Its
+    /// calls carry their own run id ([`super::split::stream_run_id`]); the
+    /// agent's result counts both streams together.
+    #[serde(default)]
+    pub second: Option<Stream>,
+}
+
+/// A second Poisson stream of calls in one UAC order (overload: the
+/// excess over half the capacity, during the overload window only).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Stream {
+    /// Its rate, calls/s (this agent's share).
+    pub cps: f64,
+    /// When it starts, ms after the planned start.
+    pub offset_ms: u64,
+    /// How long it places calls, ms.
+    pub window_ms: u64,
+    /// Its drain after its last call, ms.
+    pub drain_ms: u64,
 }
 
 /// A UAS's outage: its socket closed `after_ms` past the planned start
@@ -160,7 +180,7 @@ pub struct Outage {
 
 impl Remote for TrialOrder {
     const NAME: &'static str = "takt.fleet.TrialOrder";
-    const VERSION: u32 = 4;
+    const VERSION: u32 = 5;
     type Codec = Postcard;
 }
 
@@ -323,6 +343,12 @@ mod tests {
                 after_ms: 2_666,
                 for_ms: 2_000,
             }),
+            second: Some(Stream {
+                cps: 750.0,
+                offset_ms: 0,
+                window_ms: 6_000,
+                drain_ms: 200,
+            }),
         }
     }
 
@@ -342,13 +368,14 @@ mod tests {
     #[test]
     fn an_order_without_the_new_fields_is_a_plain_trial() {
         let mut v = serde_json::to_value(order()).unwrap();
-        for k in ["retransmit", "series_ms", "uas_outage"] {
+        for k in ["retransmit", "series_ms", "uas_outage", "second"] {
             v.as_object_mut().unwrap().remove(k);
         }
         let o: TrialOrder = serde_json::from_value(v).unwrap();
         assert!(!o.retransmit);
         assert_eq!(o.series_ms, 0);
         assert_eq!(o.uas_outage, None);
+        assert_eq!(o.second, None);
         let r: AgentResult = serde_json::from_value(serde_json::json!({
             "trial": 1, "index": 0, "error": null, "start_late_us": 0.0,
             "attempted": 1, "completed": 1, "failed": 0, "unfinished": 0,

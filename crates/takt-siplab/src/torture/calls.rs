@@ -64,6 +64,13 @@ pub struct Calls {
     pub uas_closed_s: Option<f64>,
     /// See `uas_closed_s`.
     pub uas_rebound_s: Option<f64>,
+    /// Under a fleet: the trial's planned start, ns since the Unix epoch
+    /// on this host's clock (its series count from there).
+    pub start_unix_ns: Option<u64>,
+    /// Under a fleet: per message kind, sent by the UACs / received by
+    /// the UAS (requests) and sent by the UAS / received by the UACs
+    /// (responses), summed over the agents.
+    pub kinds: BTreeMap<String, (u64, u64)>,
 }
 
 /// Calls completed and failed per interval, summed over a fleet's agents.
@@ -115,6 +122,7 @@ impl Calls {
             }),
             uas_closed_s: a.uas_closed_s,
             uas_rebound_s: a.uas_rebound_s,
+            kinds: a.kinds.clone(),
             attempted: p.agents.iter().map(|a| a.attempted).sum(),
             completed: p.completed,
             failed: p.failed.saturating_sub(p.unfinished),
@@ -125,6 +133,7 @@ impl Calls {
             generator_reasons: Vec::new(),
             send_s: window.as_secs_f64(),
             fleet: Some(p),
+            start_unix_ns: None,
         }
     }
 
@@ -168,7 +177,7 @@ enum Source {
     /// gets.
     Fleet {
         fleet: SharedFleet,
-        spec: TrialSpec,
+        spec: Box<TrialSpec>,
         attempts: usize,
     },
 }
@@ -199,7 +208,7 @@ impl LiveCalls {
                 spec.cps = rate;
                 Source::Fleet {
                     fleet: Arc::clone(f),
-                    spec,
+                    spec: Box::new(spec),
                     attempts: attempts.max(1),
                 }
             }
@@ -241,7 +250,7 @@ impl LiveCalls {
     /// generator's calls).
     pub fn fleet_spec(&mut self) -> Option<&mut TrialSpec> {
         match &mut self.source {
-            Source::Fleet { spec, .. } => Some(spec),
+            Source::Fleet { spec, .. } => Some(spec.as_mut()),
             Source::Local(_) => None,
         }
     }
@@ -280,7 +289,9 @@ impl LiveCalls {
                     let rec = f.run_trial(&spec)?;
                     if !rec.account.agents.is_empty() {
                         let p = FleetPoint::of(&rec, &void);
-                        return Ok(Calls::of_fleet(p, &rec.account, &spec));
+                        let mut calls = Calls::of_fleet(p, &rec.account, &spec);
+                        calls.start_unix_ns = Some(rec.start_unix_ns);
+                        return Ok(calls);
                     }
                     if void.len() + 1 >= attempts {
                         return Err(Error::Fleet(format!(
