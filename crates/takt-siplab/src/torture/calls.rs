@@ -130,7 +130,7 @@ impl Calls {
             failures: p.failures.clone(),
             retransmitted: retransmit.then(BTreeMap::new),
             generator_bound: p.generator_bound,
-            generator_reasons: Vec::new(),
+            generator_reasons: a.bound_reasons.clone(),
             send_s: window.as_secs_f64(),
             fleet: Some(p),
             start_unix_ns: None,
