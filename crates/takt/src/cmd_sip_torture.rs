@@ -1,8 +1,9 @@
 //! `takt sip torture`: a SIP server (takt-sip, Kamailio, any address)
 //! under overload, a UAS killed and restarted, garbage during live calls,
 //! and the soak — takt-siplab's `torture` suite behind flags. With
-//! `--fleet`, the capacity search, the sustained check and the soak run on
-//! a fleet of agents; the other scenarios need the local generator.
+//! `--fleet`, every scenario's calls come from a fleet of agents and what
+//! it does to the server stays on this host (uas-restart's outage is the
+//! fleet's UAS socket closed and bound again).
 
 use std::net::SocketAddr;
 
@@ -32,8 +33,8 @@ pub struct TortureArgs {
     )]
     mode: Vec<Mode>,
     /// Scenarios (comma-separated): overload, uas-restart, garbage, soak,
-    /// conn-flood (default: all but soak and conn-flood). With --fleet
-    /// only soak: the others drive the local generator itself.
+    /// conn-flood (default: all but soak and conn-flood). With --fleet,
+    /// their calls come from the agents.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     scenario: Vec<Scenario>,
     /// takt's worker model.

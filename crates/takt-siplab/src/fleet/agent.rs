@@ -16,19 +16,21 @@
 //! server under test forwards to one address.
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use takt_agents::{pending, Answer, Pending, Requester};
 use takt_remote::Node;
 use takt_sched::ThreadSpec;
 use takt_sip::proxy::Transport;
 
-use super::merge::encode_histogram;
+use super::merge::{decode_histogram, encode_histogram};
 use super::protocol::{
-    AgentInfo, AgentResult, Hello, Kinds, Ping, Pong, RunKinds, Stop, Stopped, TrialOrder,
+    AgentInfo, AgentResult, Hello, Kinds, Outage, Ping, Pong, RunKinds, Stop, Stopped, TrialOrder,
     AGENT_EXPORT,
 };
+use super::split;
 use crate::error::{Error, Result};
 use crate::gen::{self, ByKind, Cancel, GenConfig, Role};
 
@@ -132,11 +134,159 @@ fn kinds(k: &ByKind) -> Kinds {
     k.iter().map(|(k, &n)| (k.to_string(), n)).collect()
 }
 
-/// Runs one side of one trial with the local generator.
+/// Runs one side of one trial with the local generator: a UAC (its
+/// second stream beside it, and its completions counted per interval,
+/// when the order asks), or a UAS (with its outage, when the order plans
+/// one).
 fn run_order(sh: &Shared, q: &TrialOrder, cancel: &Cancel) -> Result<AgentResult> {
     if q.uac == q.uas {
         return Err(Error::Fleet("an order runs exactly one side".into()));
     }
+    let cfg = order_config(sh, q);
+    if q.uas {
+        return match q.uas_outage {
+            Some(o) => run_uas_outage(q, cfg, o, cancel),
+            None => Ok(result(q, &gen::Generator::bind(&cfg)?.run(cancel)?)),
+        };
+    }
+    // the UAC's streams: the order's, and its second if it has one
+    let mut gens = vec![gen::Generator::bind(&cfg)?];
+    if let Some(st) = q.second.filter(|st| st.cps > 0.0 && st.window_ms > 0) {
+        let mut c = cfg.clone();
+        c.cps = st.cps;
+        c.seed = q.seed.wrapping_add(1);
+        c.run_id = Some(split::stream_run_id(q.run_id));
+        c.duration = Some(Duration::from_millis(st.window_ms));
+        c.drain = Duration::from_millis(st.drain_ms);
+        c.start_at =
+            Some(UNIX_EPOCH + Duration::from_nanos(q.start_unix_ns + st.offset_ms * 1_000_000));
+        gens.push(gen::Generator::bind(&c)?);
+    }
+    let every = (q.series_ms > 0).then(|| Duration::from_millis(q.series_ms));
+    let (reps, series) = run_streams(gens, q.start_unix_ns, every, cancel)?;
+    let mut r = result(q, &reps[0]);
+    for rep in &reps[1..] {
+        absorb(&mut r, result(q, rep));
+    }
+    if let Some((completed, failed)) = series {
+        r.completed_series = completed;
+        r.failed_series = failed;
+    }
+    Ok(r)
+}
+
+/// Adds a second stream's account `o` to `r` (counts summed, histograms
+/// merged, generator-bound if either was).
+fn absorb(r: &mut AgentResult, o: AgentResult) {
+    r.attempted += o.attempted;
+    r.completed += o.completed;
+    r.failed += o.failed;
+    r.unfinished += o.unfinished;
+    for (to, from) in [
+        (&mut r.failures, o.failures),
+        (&mut r.uac_sent, o.uac_sent),
+        (&mut r.uac_received, o.uac_received),
+    ] {
+        for (k, n) in from {
+            *to.entry(k).or_default() += n;
+        }
+    }
+    for (to, from) in [
+        (&mut r.send_lag_hist, &o.send_lag_hist),
+        (&mut r.invite_to_200_hist, &o.invite_to_200_hist),
+    ] {
+        if let (Some(mut a), Some(b)) = (decode_histogram(to), decode_histogram(from)) {
+            if a.add(&b).is_ok() {
+                *to = encode_histogram(&a);
+            }
+        }
+    }
+    r.rang_first += o.rang_first;
+    r.answered += o.answered;
+    r.achieved_cps += o.achieved_cps;
+    r.generator_bound |= o.generator_bound;
+    r.bound_reasons.extend(o.bound_reasons);
+    r.cpu_s += o.cpu_s;
+    r.wall_s = r.wall_s.max(o.wall_s);
+}
+
+/// Calls completed and failed per interval.
+type Series = (Vec<u64>, Vec<u64>);
+
+/// Runs UAC generators side by side (each on a thread of its own) while,
+/// with `every`, a thread counts their calls completed and failed per
+/// interval from the planned start `start_unix_ns` (this host's clock);
+/// the last interval takes the reports' final counts, so the series add
+/// up to them.
+fn run_streams(
+    gens: Vec<gen::Generator>,
+    start_unix_ns: u64,
+    every: Option<Duration>,
+    cancel: &Cancel,
+) -> Result<(Vec<gen::GenReport>, Option<Series>)> {
+    let lives: Vec<_> = gens.iter().map(|g| g.live()).collect();
+    let done = AtomicBool::new(false);
+    let (reps, cum) = std::thread::scope(|s| {
+        let sampler = every.map(|every| {
+            let (lives, done) = (&lives, &done);
+            s.spawn(move || {
+                // the planned start on this host's monotonic clock
+                let t0 =
+                    Instant::now() + Duration::from_nanos(start_unix_ns.saturating_sub(unix_ns()));
+                let mut cum = vec![(0u64, 0u64)];
+                for k in 1u32.. {
+                    if let Some(w) = (t0 + every * k).checked_duration_since(Instant::now()) {
+                        std::thread::sleep(w);
+                    }
+                    // Acquire pairs with the Release store after the
+                    // runs: the sample taken once it is seen is the last
+                    let last = done.load(Ordering::Acquire);
+                    cum.push(lives.iter().fold((0, 0), |(c, f), l| {
+                        (
+                            c + l.completed.load(Ordering::Relaxed),
+                            f + l.failed.load(Ordering::Relaxed),
+                        )
+                    }));
+                    if last {
+                        break;
+                    }
+                }
+                cum
+            })
+        });
+        let runs: Vec<_> = gens
+            .into_iter()
+            .map(|g| s.spawn(move || g.run(cancel)))
+            .collect();
+        let reps: Vec<_> = runs.into_iter().map(|h| h.join()).collect();
+        done.store(true, Ordering::Release);
+        (reps, sampler.map(|h| h.join()))
+    });
+    let reps = reps
+        .into_iter()
+        .map(|r| r.map_err(|_| Error::Thread("a generator's thread panicked".into()))?)
+        .collect::<Result<Vec<_>>>()?;
+    let Some(cum) = cum else {
+        return Ok((reps, None));
+    };
+    let mut cum = cum.map_err(|_| Error::Thread("the series' thread panicked".into()))?;
+    if let Some(last) = cum.last_mut() {
+        *last = reps
+            .iter()
+            .filter_map(|r| r.uac.as_ref())
+            .fold((0, 0), |(c, f), u| (c + u.completed, f + u.failed));
+    }
+    let diff = |f: fn(&(u64, u64)) -> u64| -> Vec<u64> {
+        cum.windows(2)
+            .map(|w| f(&w[1]).saturating_sub(f(&w[0])))
+            .collect()
+    };
+    let series = (diff(|c| c.0), diff(|c| c.1));
+    Ok((reps, Some(series)))
+}
+
+/// The local generator's settings for one side of `q`.
+fn order_config(sh: &Shared, q: &TrialOrder) -> GenConfig {
     let mut cfg = GenConfig::new(q.proxy, if q.uac { q.cps } else { 1.0 });
     cfg.role = if q.uac { Role::Uac } else { Role::Uas };
     cfg.uas_listen = if q.uas {
@@ -159,17 +309,69 @@ fn run_order(sh: &Shared, q: &TrialOrder, cancel: &Cancel) -> Result<AgentResult
     };
     cfg.ports = q.ports as usize;
     cfg.connections = q.ports as usize;
-    cfg.timers.retransmit = false;
+    cfg.timers.retransmit = q.retransmit;
     cfg.drain = Duration::from_millis(q.drain_ms);
-    cfg.drain_quiet = (q.drain_quiet_ms > 0).then(|| Duration::from_millis(q.drain_quiet_ms));
+    // the quiet end of a drain needs every message sent once
+    cfg.drain_quiet =
+        (q.drain_quiet_ms > 0 && !q.retransmit).then(|| Duration::from_millis(q.drain_quiet_ms));
     cfg.route_preload = q.route_preload;
     cfg.lag_bound = Duration::from_micros(q.lag_bound_us);
     cfg.late_after = Duration::from_micros(q.late_after_us);
     cfg.spec = sh.spec.clone();
     cfg.start_at = Some(UNIX_EPOCH + Duration::from_nanos(q.start_unix_ns));
     cfg.count_by_run = q.uas;
+    cfg
+}
+
+/// A UAS with an outage: it answers from the planned start, closes its
+/// socket `after_ms` later (its generator's run ends, and with it the
+/// socket), binds the same address again once `for_ms` have passed, and
+/// answers until stopped. What it received and sent is the two runs'
+/// sum; the instants it closed and bound again are on this host's clock.
+fn run_uas_outage(
+    q: &TrialOrder,
+    mut cfg: GenConfig,
+    o: Outage,
+    cancel: &Cancel,
+) -> Result<AgentResult> {
+    cfg.duration = Some(Duration::from_millis(o.after_ms.max(1)));
+    let first = gen::Generator::bind(&cfg)?.run(cancel)?;
+    let mut r = result(q, &first);
+    r.uas_closed_unix_ns = Some(unix_ns());
+    let back = q.start_unix_ns + (o.after_ms + o.for_ms) * 1_000_000;
+    while !cancel.is_cancelled() && unix_ns() < back {
+        std::thread::sleep(Duration::from_nanos(
+            (back.saturating_sub(unix_ns())).min(20_000_000),
+        ));
+    }
+    if cancel.is_cancelled() {
+        return Ok(r);
+    }
+    cfg.start_at = None;
+    cfg.duration = Some(Duration::from_millis(
+        q.max_ms.saturating_sub(o.after_ms + o.for_ms).max(1),
+    ));
     let g = gen::Generator::bind(&cfg)?;
-    let rep = g.run(cancel)?;
+    r.uas_rebound_unix_ns = Some(unix_ns());
+    let second = g.run(cancel)?;
+    let more = result(q, &second);
+    for (run, k) in more.uas_by_run {
+        let mine = r.uas_by_run.entry(run).or_default();
+        for (to, from) in [(&mut mine.received, k.received), (&mut mine.sent, k.sent)] {
+            for (kind, n) in from {
+                *to.entry(kind).or_default() += n;
+            }
+        }
+    }
+    r.generator_bound |= more.generator_bound;
+    r.bound_reasons.extend(more.bound_reasons);
+    r.cpu_s += more.cpu_s;
+    r.wall_s = (unix_ns().saturating_sub(q.start_unix_ns)) as f64 / 1e9;
+    Ok(r)
+}
+
+/// The agent's account of one generator run of `q`.
+fn result(q: &TrialOrder, rep: &gen::GenReport) -> AgentResult {
     // the run's time 0 came when the sleep to the planned instant ended
     let start_late_us =
         0.0f64.max((unix_ns() as f64 - rep.wall_s * 1e9 - q.start_unix_ns as f64) / 1e3);
@@ -191,6 +393,11 @@ fn run_order(sh: &Shared, q: &TrialOrder, cancel: &Cancel) -> Result<AgentResult
         r.completed = u.completed;
         r.failed = u.failed;
         r.unfinished = u.unfinished;
+        r.failures = u
+            .failures
+            .iter()
+            .map(|(k, &n)| (k.to_string(), n))
+            .collect();
         r.uac_sent = kinds(&u.sent);
         r.uac_received = kinds(&u.received);
         r.send_lag_hist = encode_histogram(&u.histograms.send_lag_ns);
@@ -213,7 +420,7 @@ fn run_order(sh: &Shared, q: &TrialOrder, cancel: &Cancel) -> Result<AgentResult
             })
             .collect();
     }
-    Ok(r)
+    r
 }
 
 /// A running agent; it leaves the fleet when dropped.

@@ -34,7 +34,8 @@ use takt_sip::proxy::Transport;
 use super::detail::FleetPoint;
 use super::merge::{merge, Account, AgentShare};
 use super::protocol::{
-    AgentInfo, AgentResult, Hello, Ping, Pong, Stop, Stopped, TrialOrder, AGENT_EXPORT,
+    AgentInfo, AgentResult, Hello, Outage, Ping, Pong, Stop, Stopped, Stream, TrialOrder,
+    AGENT_EXPORT,
 };
 use super::split;
 use crate::capacity::{Load, LoadOutcome};
@@ -47,7 +48,7 @@ pub const MAX_ATTEMPTS: usize = 3;
 /// Clock probes per agent per trial.
 const PROBES: usize = 5;
 /// The start instant's lead over the slowest round trip's two.
-const LEAD: Duration = Duration::from_millis(200);
+pub const LEAD: Duration = Duration::from_millis(200);
 /// How long a query to an agent (other than a trial) may take.
 const ASK: Duration = Duration::from_secs(3);
 
@@ -108,6 +109,16 @@ pub struct TrialSpec {
     /// The server is transaction-stateful (it may absorb a 180 its call's
     /// 200 overtook: [`crate::gen::Account`]).
     pub stateful: bool,
+    /// Retransmissions on (a search's trials: off).
+    pub retransmit: bool,
+    /// Count each UAC's completed and failed calls per interval this
+    /// long from the planned start ([`Account::completed_series`]).
+    pub series: Option<Duration>,
+    /// Close the UAS's socket during the trial and bind it again.
+    pub uas_outage: Option<Outage>,
+    /// A second stream of calls beside the first, its rate over all UAC
+    /// agents (split as the first's).
+    pub second: Option<Stream>,
 }
 
 /// One attempt of one trial, as the document's notes report it.
@@ -124,6 +135,9 @@ pub struct TrialRecord {
     /// Wall time of the whole attempt minus its window, s: what
     /// coordination, start lead, drain and the result exchange cost.
     pub overhead_s: f64,
+    /// The planned start, ns since the Unix epoch on the coordinator's
+    /// clock (what the agents' series and instants are relative to).
+    pub start_unix_ns: u64,
 }
 
 fn unix_ns() -> i128 {
@@ -321,6 +335,17 @@ impl Fleet {
             late_after_us: spec.late_after.as_micros() as u64,
             start_unix_ns: (start + i128::from(clocks[i].offset_ns)) as u64,
             max_ms: (budget + Duration::from_secs(5)).as_millis() as u64,
+            retransmit: spec.retransmit,
+            series_ms: if uac {
+                spec.series.map_or(0, |d| d.as_millis().max(1) as u64)
+            } else {
+                0
+            },
+            uas_outage: if uac { None } else { spec.uas_outage },
+            second: spec.second.filter(|_| uac).map(|st| Stream {
+                cps: st.cps / uacs.len() as f64,
+                ..st
+            }),
         };
         // every answer arrives on one channel: (member, uac side, result)
         let (tx, rx) = mpsc::channel::<(usize, bool, std::result::Result<AgentResult, String>)>();
@@ -408,6 +433,7 @@ impl Fleet {
                 void: Some(v),
                 account: Account::default(),
                 overhead_s,
+                start_unix_ns: start as u64,
             };
             self.records.push(rec.clone());
             return Ok(rec);
@@ -442,7 +468,14 @@ impl Fleet {
                 ))
             })
             .collect();
-        let account = merge(&shares, &uas, spec.stateful);
+        let mut account = merge(&shares, &uas, spec.stateful);
+        account.series_ms = spec.series.map_or(0, |d| d.as_millis().max(1) as u64);
+        // the UAS's instants on the coordinator's clock, from the start
+        let since_start = |t: Option<u64>| {
+            t.map(|t| (i128::from(t) - i128::from(clocks[self.uas].offset_ns) - start) as f64 / 1e9)
+        };
+        account.uas_closed_s = since_start(uas.uas_closed_unix_ns);
+        account.uas_rebound_s = since_start(uas.uas_rebound_unix_ns);
         let void = account
             .generator_bound
             .then(|| format!("generator-bound: {}", account.bound_reasons.join("; ")));
@@ -452,6 +485,7 @@ impl Fleet {
             void,
             account,
             overhead_s,
+            start_unix_ns: start as u64,
         };
         self.records.push(rec.clone());
         Ok(rec)

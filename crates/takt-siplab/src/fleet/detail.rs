@@ -42,6 +42,10 @@ pub struct FleetPoint {
     pub completed: u64,
     /// Calls failed or unfinished, all agents.
     pub failed: u64,
+    /// Of `failed`, the calls unfinished at the agents' ends.
+    pub unfinished: u64,
+    /// The failed calls (not the unfinished) by class, all agents.
+    pub failures: std::collections::BTreeMap<String, u64>,
     /// Still generator-bound after every attempt (the search does not
     /// count it as the server's).
     pub generator_bound: bool,
@@ -66,6 +70,8 @@ impl FleetPoint {
             lost: a.lost,
             completed: a.completed,
             failed: a.failed,
+            unfinished: a.unfinished,
+            failures: a.failures.clone(),
             generator_bound: a.generator_bound,
             overhead_s: passed.overhead_s,
             agents: a.agents.clone(),
@@ -187,6 +193,7 @@ mod tests {
             void: Some("agent2 fell silent".into()),
             account: Account::default(),
             overhead_s: 0.3,
+            start_unix_ns: 0,
         };
         let passed = TrialRecord {
             trial: 5,
@@ -198,6 +205,7 @@ mod tests {
                 ..Account::default()
             },
             overhead_s: 0.25,
+            start_unix_ns: 0,
         };
         let p = FleetPoint::of(&passed, std::slice::from_ref(&void));
         assert_eq!((p.trial, p.sent), (5, 30));

@@ -78,6 +78,10 @@ pub fn base_spec(gen: &GenConfig, window: Duration) -> TrialSpec {
         lag_bound: gen.lag_bound,
         late_after: gen.late_after,
         stateful: false,
+        retransmit: false,
+        series: None,
+        uas_outage: None,
+        second: None,
     }
 }
 

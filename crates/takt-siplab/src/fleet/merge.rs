@@ -47,6 +47,10 @@ pub struct AgentShare {
     pub attempted: u64,
     /// See `attempted`.
     pub completed: u64,
+    /// Calls that failed, and those still unfinished at its end.
+    pub failed: u64,
+    /// See `failed`.
+    pub unfinished: u64,
     /// Messages of its calls sent to the server (its requests and the
     /// UAS's responses to them).
     pub sent: u64,
@@ -62,6 +66,13 @@ pub struct AgentShare {
     pub send_lag_p99_us: f64,
     /// It could not keep up.
     pub generator_bound: bool,
+    /// Its calls completed per interval of the trial's series (empty:
+    /// none was asked for).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub completed_series: Vec<u64>,
+    /// Its calls failed per interval.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failed_series: Vec<u64>,
 }
 
 /// The fleet's merged account of one trial.
@@ -75,6 +86,11 @@ pub struct Account {
     pub completed: u64,
     /// See `completed`.
     pub failed: u64,
+    /// Of `failed`, the calls still unfinished at the agents' ends.
+    pub unfinished: u64,
+    /// The failed calls (not the unfinished) by class, summed over the
+    /// agents (the local generator's classes: `503`, `timeout`, …).
+    pub failures: BTreeMap<String, u64>,
     /// The sum of the agents' achieved rates, calls/s.
     pub achieved_cps: f64,
     /// Any agent was generator-bound (and why).
@@ -90,6 +106,31 @@ pub struct Account {
     pub invite_to_200_ms: Percentiles,
     /// Each agent's share.
     pub agents: Vec<AgentShare>,
+    /// The interval of the series below, ms (0: none was asked for).
+    pub series_ms: u64,
+    /// Calls completed per interval from the planned start, summed over
+    /// the agents by interval (each agent's intervals start at the
+    /// planned instant on its own clock, which the clock probe aligned
+    /// with the coordinator's).
+    pub completed_series: Vec<u64>,
+    /// Calls failed per interval, the same way.
+    pub failed_series: Vec<u64>,
+    /// With a UAS outage: when the UAS closed its socket and bound it
+    /// again, s after the planned start on the coordinator's clock (the
+    /// agent's instants less its measured clock offset).
+    pub uas_closed_s: Option<f64>,
+    /// See `uas_closed_s`.
+    pub uas_rebound_s: Option<f64>,
+}
+
+/// `into` plus `v`, element by element (the longer's length).
+fn add_series(into: &mut Vec<u64>, v: &[u64]) {
+    if into.len() < v.len() {
+        into.resize(v.len(), 0);
+    }
+    for (a, b) in into.iter_mut().zip(v) {
+        *a += b;
+    }
 }
 
 fn get(k: &Kinds, kind: &str) -> u64 {
@@ -114,6 +155,17 @@ fn empty() -> Histogram<u64> {
     Histogram::new_with_max(3_600_000_000_000, 3).expect("valid bounds")
 }
 
+/// What a UAS counted of two run ids' calls, together.
+fn join(a: &RunKinds, b: &RunKinds) -> RunKinds {
+    let mut out = a.clone();
+    for (to, from) in [(&mut out.received, &b.received), (&mut out.sent, &b.sent)] {
+        for (k, n) in from {
+            *to.entry(k.clone()).or_default() += n;
+        }
+    }
+    out
+}
+
 /// Merges the UAC agents' results (`uacs`: each with its share's node
 /// name, rate, run id and clock probe) and the UAS's; `stateful`: the
 /// server is transaction-stateful.
@@ -127,7 +179,17 @@ pub fn merge(
     let mut i200 = empty();
     let none = RunKinds::default();
     for (share, run, r) in uacs {
-        let at_uas = uas.uas_by_run.get(run).unwrap_or(&none);
+        // the agent's calls: its run id's, and its second stream's
+        let second = uas.uas_by_run.get(&super::split::stream_run_id(*run));
+        let joined;
+        let at_uas = match (uas.uas_by_run.get(run), second) {
+            (Some(a), Some(b)) => {
+                joined = join(a, b);
+                &joined
+            }
+            (Some(a), None) | (None, Some(a)) => a,
+            (None, None) => &none,
+        };
         let mut s = share.clone();
         for k in REQUESTS {
             let (tx, rx) = (get(&r.uac_sent, k), get(&at_uas.received, k));
@@ -157,7 +219,13 @@ pub fn merge(
         s.lost = lost;
         s.attempted = r.attempted;
         s.completed = r.completed;
+        s.failed = r.failed;
+        s.unfinished = r.unfinished;
         s.start_late_us = r.start_late_us;
+        s.completed_series = r.completed_series.clone();
+        s.failed_series = r.failed_series.clone();
+        add_series(&mut a.completed_series, &r.completed_series);
+        add_series(&mut a.failed_series, &r.failed_series);
         s.generator_bound = r.generator_bound;
         if let Some(h) = decode_histogram(&r.send_lag_hist) {
             s.send_lag_p99_us = Percentiles::of(&h, 1e3).p99;
@@ -170,6 +238,10 @@ pub fn merge(
         a.lost += lost;
         a.completed += r.completed;
         a.failed += r.failed + r.unfinished;
+        a.unfinished += r.unfinished;
+        for (k, n) in &r.failures {
+            *a.failures.entry(k.clone()).or_default() += n;
+        }
         a.achieved_cps += r.achieved_cps;
         if r.generator_bound {
             a.generator_bound = true;

@@ -35,3 +35,4 @@ pub use agent::{remote_config, run_agent, Agent, AgentOptions};
 pub use coordinator::{Fleet, FleetLoad, FleetOptions, TrialRecord, TrialSpec};
 pub use detail::{FleetPoint, VoidAttempt};
 pub use load::{AnyLoad, SharedFleet};
+pub use protocol::Outage;

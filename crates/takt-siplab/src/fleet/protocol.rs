@@ -130,11 +130,57 @@ pub struct TrialOrder {
     /// Longest the agent's part may last, ms (a lone UAS that is never
     /// stopped ends then).
     pub max_ms: u64,
+    /// Retransmissions on (RFC 3261's timers), as a real client
+    /// population's; off (the default, every trial of a search): a lost
+    /// message fails its call, and the per-kind account compares one to
+    /// one.
+    #[serde(default)]
+    pub retransmit: bool,
+    /// UAC: count the calls completed and failed in each interval of
+    /// this many ms from the planned start ([`AgentResult::completed_series`]);
+    /// 0 (the default): no series.
+    #[serde(default)]
+    pub series_ms: u64,
+    /// UAS: close the socket during the trial and bind the same address
+    /// again after the outage (`None`, the default: answer throughout).
+    #[serde(default)]
+    pub uas_outage: Option<Outage>,
+    /// UAC: a second stream of calls beside the first, with its own
+    /// rate, start and window (`None`, the default: one stream). Its
+    /// calls carry their own run id ([`super::split::stream_run_id`]); the
+    /// agent's result counts both streams together.
+    #[serde(default)]
+    pub second: Option<Stream>,
+}
+
+/// A second Poisson stream of calls in one UAC order (overload: the
+/// excess over half the capacity, during the overload window only).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Stream {
+    /// Its rate, calls/s (this agent's share).
+    pub cps: f64,
+    /// When it starts, ms after the planned start.
+    pub offset_ms: u64,
+    /// How long it places calls, ms.
+    pub window_ms: u64,
+    /// Its drain after its last call, ms.
+    pub drain_ms: u64,
+}
+
+/// A UAS's outage: its socket closed `after_ms` past the planned start
+/// and bound again `for_ms` later. The kernel answers what arrives
+/// meanwhile with ICMP port unreachable, as for a process that died.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outage {
+    /// When the socket closes, ms after the planned start.
+    pub after_ms: u64,
+    /// How long it stays closed, ms.
+    pub for_ms: u64,
 }
 
 impl Remote for TrialOrder {
     const NAME: &'static str = "takt.fleet.TrialOrder";
-    const VERSION: u32 = 3;
+    const VERSION: u32 = 5;
     type Codec = Postcard;
 }
 
@@ -170,6 +216,10 @@ pub struct AgentResult {
     pub failed: u64,
     /// See `attempted`.
     pub unfinished: u64,
+    /// UAC: its failed calls by class (`503`, `rejected_other`,
+    /// `timeout`, `bye_failed`, `no_slot`: [`crate::gen::UacReport`]'s).
+    #[serde(default)]
+    pub failures: BTreeMap<String, u64>,
     /// UAC: the rate achieved, calls/s, over `window_s`.
     pub achieved_cps: f64,
     /// UAC: its planned window, s.
@@ -200,11 +250,26 @@ pub struct AgentResult {
     pub cpu_s: f64,
     /// The wall time of its run, s.
     pub wall_s: f64,
+    /// UAC with [`TrialOrder::series_ms`]: calls completed in each
+    /// interval from the planned start, in order (the last interval's
+    /// end is at or after the run's).
+    #[serde(default)]
+    pub completed_series: Vec<u64>,
+    /// The same for calls that failed.
+    #[serde(default)]
+    pub failed_series: Vec<u64>,
+    /// UAS with an outage: when its socket was closed, ns since the Unix
+    /// epoch on the agent's own clock (`None`: it was not).
+    #[serde(default)]
+    pub uas_closed_unix_ns: Option<u64>,
+    /// And when it was bound again (`None`: it was not).
+    #[serde(default)]
+    pub uas_rebound_unix_ns: Option<u64>,
 }
 
 impl Remote for AgentResult {
     const NAME: &'static str = "takt.fleet.AgentResult";
-    const VERSION: u32 = 1;
+    const VERSION: u32 = 3;
     type Codec = Postcard;
 }
 
@@ -219,4 +284,107 @@ impl Remote for Stopped {
     const NAME: &'static str = "takt.fleet.Stopped";
     const VERSION: u32 = 1;
     type Codec = Postcard;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `m` through postcard, takt-remote's codec.
+    fn round_trip<M: Serialize + serde::de::DeserializeOwned>(m: &M) -> M {
+        postcard::from_bytes(&postcard::to_allocvec(m).unwrap()).unwrap()
+    }
+
+    /// An agent's failed calls by class cross the wire.
+    #[test]
+    fn a_result_round_trips_with_its_failures() {
+        let r = AgentResult {
+            trial: 3,
+            attempted: 10,
+            failed: 2,
+            failures: [("503".to_string(), 1), ("timeout".to_string(), 1)].into(),
+            ..AgentResult::default()
+        };
+        assert_eq!(round_trip(&r), r);
+        let r = AgentResult {
+            completed_series: vec![3, 0, 5],
+            failed_series: vec![0, 2, 0],
+            uas_closed_unix_ns: Some(1),
+            uas_rebound_unix_ns: Some(2),
+            ..r
+        };
+        assert_eq!(round_trip(&r), r);
+    }
+
+    fn order() -> TrialOrder {
+        TrialOrder {
+            trial: 1,
+            index: 0,
+            uac: false,
+            uas: true,
+            proxy: "10.0.0.1:5060".parse().unwrap(),
+            uas_addr: "10.0.0.2:5070".parse().unwrap(),
+            tcp: false,
+            cps: 0.0,
+            seed: 7,
+            run_id: 9,
+            window_ms: 8_000,
+            drain_ms: 500,
+            drain_quiet_ms: 100,
+            ports: 4,
+            route_preload: false,
+            start_unix_ns: 1,
+            lag_bound_us: 1_000,
+            late_after_us: 10_000,
+            max_ms: 20_000,
+            retransmit: true,
+            series_ms: 10,
+            uas_outage: Some(Outage {
+                after_ms: 2_666,
+                for_ms: 2_000,
+            }),
+            second: Some(Stream {
+                cps: 750.0,
+                offset_ms: 0,
+                window_ms: 6_000,
+                drain_ms: 200,
+            }),
+        }
+    }
+
+    /// An order with an outage, a series and retransmissions crosses
+    /// the wire whole.
+    #[test]
+    fn an_order_round_trips_with_its_outage() {
+        let o = order();
+        assert_eq!(round_trip(&o), o);
+    }
+
+    /// What an order of the previous version said (no outage, no series,
+    /// retransmissions off) is what the new fields default to: an order
+    /// written without them — in a self-describing format; postcard's
+    /// versions never meet, takt-remote refuses a version it does not
+    /// expect — is a search's trial.
+    #[test]
+    fn an_order_without_the_new_fields_is_a_plain_trial() {
+        let mut v = serde_json::to_value(order()).unwrap();
+        for k in ["retransmit", "series_ms", "uas_outage", "second"] {
+            v.as_object_mut().unwrap().remove(k);
+        }
+        let o: TrialOrder = serde_json::from_value(v).unwrap();
+        assert!(!o.retransmit);
+        assert_eq!(o.series_ms, 0);
+        assert_eq!(o.uas_outage, None);
+        assert_eq!(o.second, None);
+        let r: AgentResult = serde_json::from_value(serde_json::json!({
+            "trial": 1, "index": 0, "error": null, "start_late_us": 0.0,
+            "attempted": 1, "completed": 1, "failed": 0, "unfinished": 0,
+            "achieved_cps": 1.0, "window_s": 1.0, "uac_sent": {}, "uac_received": {},
+            "uas_by_run": {}, "send_lag_hist": [], "invite_to_200_hist": [],
+            "generator_bound": false, "bound_reasons": [], "cpu_s": 0.0, "wall_s": 1.0
+        }))
+        .unwrap();
+        assert!(r.failures.is_empty() && r.completed_series.is_empty());
+        assert_eq!((r.uas_closed_unix_ns, r.uas_rebound_unix_ns), (None, None));
+    }
 }

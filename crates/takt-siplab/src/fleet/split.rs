@@ -33,6 +33,12 @@ pub fn run_id(trial: u32, index: u32) -> u32 {
     0xf1 << 24 | (trial & 0xffff) << 8 | (index & 0xff)
 }
 
+/// The run id of the second stream of the agent whose run id is `run`
+/// (top byte `0xf2` instead of `0xf1`).
+pub fn stream_run_id(run: u32) -> u32 {
+    (run & 0x00ff_ffff) | 0xf2 << 24
+}
+
 /// The trial seed of trial `trial`.
 pub fn trial_seed(trial: u32) -> u64 {
     mix(0x7a6b_7400_0000_0000 | u64::from(trial))
@@ -88,6 +94,7 @@ mod tests {
         }
         assert_ne!(agent_seed(1, 0), agent_seed(2, 0));
         assert_eq!(run_id(0x1234, 3), 0xf112_3403);
+        assert_eq!(stream_run_id(run_id(0x1234, 3)), 0xf212_3403);
         assert_ne!(run_id(1, 0), run_id(2, 0));
         assert_eq!(shares(3_000.0, 3), vec![1_000.0; 3]);
     }

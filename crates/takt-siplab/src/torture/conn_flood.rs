@@ -7,7 +7,8 @@
 //! sized for the flood plus [`TABLE_SLACK`] connections: the scenario
 //! measures what held connections cost and whether new clients are still
 //! served, not a full table (takt's eviction has its own tests). Calls
-//! run from the generator at the fault scenarios' light rate (a quarter
+//! run from the generator (or a fleet: [`super::calls`]) at the fault
+//! scenarios' light rate (a quarter
 //! of the capacity when known, else 500 calls/s) for the whole scenario;
 //! after a few seconds of calls, two phases run one after the other:
 //!
@@ -45,9 +46,10 @@ use serde_json::{json, Map, Value};
 use takt_measure::result::{Better, ResultRow};
 use takt_measure::stats::nearest_rank;
 
+use super::calls::{Calls, LiveCalls};
 use super::{fault_rate, row, Progress, Server, TorturePlan};
 use crate::error::{Error, Result};
-use crate::gen::{GenReport, Generator, Role};
+use crate::gen::{GenReport, Role};
 use crate::target::TcpSetup;
 use crate::tcp_flood::{self, FloodConfig, FloodReport};
 
@@ -89,23 +91,31 @@ pub fn run(
     // probing each, after the warm-up
     let open_s = (n + half) as f64 * 200e-6;
     let run_for = WARM_UP + SETTLE * 3 + Duration::from_secs_f64(open_s) + Duration::from_secs(4);
-    let mut cfg = plan.gen_cfg(Role::Both, plan.uas_listen, rate);
-    cfg.uas_listen = plan.uas_listen;
-    cfg.duration = Some(run_for.max(plan.durations.fault_run));
-    let mut gen = Generator::bind(&cfg)?;
-    let uas = gen
-        .uas_addr()
-        .ok_or_else(|| Error::Thread("the UAS has no address".into()))?;
+    // the live calls: the local generator's, or one fleet trial over the
+    // whole run (a void one fails the scenario: the flood cannot wait)
+    let mut calls = LiveCalls::new(
+        plan,
+        "conn-flood",
+        rate,
+        run_for.max(plan.durations.fault_run),
+        1,
+    )?;
     let mut tplan = plan.clone();
     tplan.setup.tcp = Some(TcpSetup::for_connections(n, TABLE_SLACK));
-    let server = Server::start(&tplan, uas, progress)?;
+    let server = Server::start(&tplan, calls.uas()?, progress)?;
     let dst = server.target.listen();
-    gen.set_proxy(dst)?;
+    calls.set_target(&server.target)?;
+    // a fleet's calls start at its planned instant, its lead ahead
+    let lead = if calls.on_fleet() {
+        crate::fleet::coordinator::LEAD
+    } else {
+        Duration::ZERO
+    };
     let pids = server.target.pids();
     let measured = std::thread::scope(|s| -> Result<_> {
         let t0 = Instant::now();
-        let h = s.spawn(|| gen.run(&plan.cancel));
-        std::thread::sleep(WARM_UP);
+        let h = s.spawn(|| calls.run(plan));
+        std::thread::sleep(lead + WARM_UP);
         let mut phases = Vec::new();
         for (phase, count, half_open, base) in [
             ("idle", n, false, IDLE_BASE),
@@ -136,14 +146,14 @@ pub fn run(
             let after = takt_tcp(&server);
             phases.push((phase, r, tcp_delta(before, after)));
         }
-        let flood_s = t0.elapsed();
-        let rep = h
+        let flood_s = t0.elapsed().saturating_sub(lead);
+        let calls = h
             .join()
-            .map_err(|_| Error::Thread("the generator thread panicked".into()))??;
-        Ok((rep, phases, flood_s))
+            .map_err(|_| Error::Thread("the calls' thread panicked".into()))??;
+        Ok((calls, phases, flood_s))
     });
     let stopped = server.stop();
-    let (rep, phases, flood_s) = measured?;
+    let (calls, phases, flood_s) = measured?;
     if plan.stopped() {
         return Err(Error::Interrupted);
     }
@@ -152,33 +162,25 @@ pub fn run(
     for (phase, r, tcp) in &phases {
         out.extend(phase_rows(plan, phase, r, tcp.clone()));
     }
-    out.push(calls_row(plan, n, rate, &rep, flood_s.as_secs_f64())?);
+    out.push(calls_row(plan, n, rate, &calls, flood_s.as_secs_f64()));
     Ok(super::stop_noted(out, unclean))
 }
 
 /// The `flood_calls_failed` row: the calls (at `rate`) that failed or
 /// were unfinished while `connections` were flooded for `flood_s`
-/// seconds, from the generator's report `rep`.
+/// seconds: the live `calls`.
 fn calls_row(
     plan: &TorturePlan,
     connections: usize,
     rate: f64,
-    rep: &GenReport,
+    calls: &Calls,
     flood_s: f64,
-) -> Result<ResultRow> {
-    let u = rep
-        .uac
-        .as_ref()
-        .ok_or_else(|| Error::Thread("the UAC did not report".into()))?;
+) -> ResultRow {
     let mut p = plan.params(super::Scenario::ConnFlood);
     p.insert("connections".into(), json!(connections));
-    let mut det = Map::new();
-    det.insert("attempted".into(), json!(u.attempted));
-    det.insert("completed".into(), json!(u.completed));
-    det.insert("failures".into(), json!(u.failures));
-    det.insert("unfinished".into(), json!(u.unfinished));
+    let mut det = calls.detail();
     det.insert("rate_cps".into(), json!(rate));
-    det.insert("calls_s".into(), json!(rep.send_s));
+    det.insert("calls_s".into(), json!(calls.send_s));
     det.insert("flood_s".into(), json!(flood_s));
     let r = row(
         plan,
@@ -186,14 +188,14 @@ fn calls_row(
         &p,
         "calls",
         Better::Lower,
-        (u.failed + u.unfinished) as f64,
+        calls.lost() as f64,
         det,
     );
-    Ok(if flood_s > rep.send_s {
+    if flood_s > calls.send_s {
         r.with_note("the calls ended before the flood did: its last part ran without calls")
     } else {
         r
-    })
+    }
 }
 
 /// takt's TCP counters from its `/stats` (`None` for other targets).
@@ -371,8 +373,9 @@ pub(super) fn synthetic_rows(plan: &TorturePlan) -> Vec<ResultRow> {
         ..r
     };
     out.extend(phase_rows(plan, "half_open", &half, None));
-    let rep = GenReport::synthetic(Role::Both, "udp");
-    out.push(calls_row(plan, 100, 500.0, &rep, 10.0).expect("the synthetic report has a UAC"));
+    let calls = Calls::of_report(&GenReport::synthetic(Role::Both, "udp"))
+        .expect("the synthetic report has a UAC");
+    out.push(calls_row(plan, 100, 500.0, &calls, 10.0));
     out
 }
 

@@ -1,4 +1,5 @@
-//! The garbage scenario: live calls (UAC and UAS in this process) at a
+//! The garbage scenario: live calls (UAC and UAS in this process, or a
+//! fleet's: [`super::calls`]) at a
 //! light rate, and a third of the way in, bursts of bad datagrams, one
 //! class at a time, each class from its own socket so that every answer
 //! is attributed to its class.
@@ -27,9 +28,10 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map};
 use takt_measure::result::{Better, ResultRow};
 
+use super::calls::{Calls, LiveCalls};
 use super::{fault_rate, row, watch, Progress, Server, TorturePlan};
 use crate::error::{io, Error, Result};
-use crate::gen::{GenReport, Generator, Role};
+use crate::gen::{GenReport, Role};
 
 /// The classes of bad input.
 pub const CLASSES: [&str; 9] = [
@@ -126,15 +128,15 @@ struct Burst {
 }
 
 /// The scenario's rows: `garbage_answered` for each class's burst of
-/// `per_class` datagrams, and `live_calls_failed` for the calls (at
-/// `rate`) the generator's report `rep` counts.
+/// `per_class` datagrams, and `live_calls_failed` for the live `calls`
+/// (at `rate`).
 fn rows(
     plan: &TorturePlan,
     per_class: u64,
     bursts: &[Burst],
-    rep: &GenReport,
+    calls: &Calls,
     rate: f64,
-) -> Result<Vec<ResultRow>> {
+) -> Vec<ResultRow> {
     let mut out = Vec::new();
     for b in bursts {
         let mut p = plan.params(super::Scenario::Garbage);
@@ -170,16 +172,8 @@ fn rows(
             det,
         ));
     }
-    let u = rep
-        .uac
-        .as_ref()
-        .ok_or_else(|| Error::Thread("the UAC did not report".into()))?;
     let p = plan.params(super::Scenario::Garbage);
-    let mut det = Map::new();
-    det.insert("attempted".into(), json!(u.attempted));
-    det.insert("completed".into(), json!(u.completed));
-    det.insert("failures".into(), json!(u.failures));
-    det.insert("unfinished".into(), json!(u.unfinished));
+    let mut det = calls.detail();
     det.insert("rate_cps".into(), json!(rate));
     out.push(row(
         plan,
@@ -187,10 +181,10 @@ fn rows(
         &p,
         "calls",
         Better::Lower,
-        (u.failed + u.unfinished) as f64,
+        calls.lost() as f64,
         det,
     ));
-    Ok(out)
+    out
 }
 
 /// The rows of every class's burst and of the live calls, built by
@@ -213,8 +207,9 @@ pub(super) fn synthetic_rows(plan: &TorturePlan) -> Vec<ResultRow> {
             answered: [("400".to_string(), 10)].into(),
         })
         .collect();
-    let rep = GenReport::synthetic(Role::Both, "udp");
-    rows(plan, 10, &bursts, &rep, 500.0).expect("the synthetic report has a UAC")
+    let calls = Calls::of_report(&GenReport::synthetic(Role::Both, "udp"))
+        .expect("the synthetic report has a UAC");
+    rows(plan, 10, &bursts, &calls, 500.0)
 }
 
 /// Runs the scenario; returns its rows.
@@ -229,16 +224,19 @@ pub fn run(
     } else {
         300
     };
-    let mut cfg = plan.gen_cfg(Role::Both, plan.uas_listen, fault_rate(capacity));
-    cfg.uas_listen = plan.uas_listen;
-    cfg.duration = Some(d.fault_run);
-    let mut gen = Generator::bind(&cfg)?;
-    let uas = gen
-        .uas_addr()
-        .ok_or_else(|| Error::Thread("the UAS has no address".into()))?;
-    let server = Server::start(plan, uas, progress)?;
+    let rate = fault_rate(capacity);
+    // the live calls: the local generator's, or one fleet trial over the
+    // whole run (a void one fails the scenario: the bursts cannot wait)
+    let mut calls = LiveCalls::new(plan, "garbage", rate, d.fault_run, 1)?;
+    let server = Server::start(plan, calls.uas()?, progress)?;
     let dst = server.target.listen();
-    gen.set_proxy(dst)?;
+    calls.set_target(&server.target)?;
+    // a fleet's calls start at its planned instant, its lead ahead
+    let lead = if calls.on_fleet() {
+        crate::fleet::coordinator::LEAD
+    } else {
+        Duration::ZERO
+    };
     let socks = CLASSES
         .iter()
         .map(|_| {
@@ -249,8 +247,8 @@ pub fn run(
         .collect::<std::io::Result<Vec<_>>>()
         .map_err(io("binding the garbage sockets"))?;
     let measured = std::thread::scope(|s| -> Result<_> {
-        let h = s.spawn(|| gen.run(&plan.cancel));
-        std::thread::sleep(d.fault_run / 3);
+        let h = s.spawn(|| calls.run(plan));
+        std::thread::sleep(lead + d.fault_run / 3);
         progress(Progress::Step("garbage bursts"));
         let mut bursts = Vec::new();
         for (class, sock) in CLASSES.iter().zip(&socks) {
@@ -284,18 +282,18 @@ pub fn run(
                 answered,
             });
         }
-        let rep = h
+        let calls = h
             .join()
-            .map_err(|_| Error::Thread("the generator thread panicked".into()))??;
-        Ok((rep, bursts))
+            .map_err(|_| Error::Thread("the calls' thread panicked".into()))??;
+        Ok((calls, bursts))
     });
     let stopped = server.stop();
-    let (rep, bursts) = measured?;
+    let (calls, bursts) = measured?;
     if plan.stopped() {
         return Err(Error::Interrupted);
     }
     let unclean = super::stop_verdict(stopped)?;
-    let out = rows(plan, per_class, &bursts, &rep, cfg.cps)?;
+    let out = rows(plan, per_class, &bursts, &calls, rate);
     Ok(super::stop_noted(out, unclean))
 }
 

@@ -29,8 +29,13 @@
 //! With a fleet of agents ([`crate::fleet`]) instead of the local
 //! generator, the capacity search, the sustained check and the soak run
 //! their trials on the fleet (each trial's agents in the rows' detail as
-//! `fleet`); the other scenarios drive the local generator itself and
-//! are refused ([`Scenario::fleet_refusal`]).
+//! `fleet`), and every scenario's calls come from the fleet
+//! ([`calls::LiveCalls`]: one fleet trial over the scenario) while what
+//! it does to the server stays on this host: garbage's datagrams,
+//! conn-flood's connections, the server's sampling. uas-restart's outage
+//! is the fleet's UAS agent's socket closed and bound again (not its
+//! process killed); overload's two streams are every UAC agent's, their
+//! completions counted per 200 ms by the agents and summed by interval.
 //!
 //! Where the generator cannot offer twice a server's capacity (on a small
 //! machine, a fast proxy outruns it), the server's CPU is limited with CFS
@@ -45,6 +50,7 @@
 //! finished ones.
 
 pub use crate::cpu_limit as cgroup;
+pub mod calls;
 pub mod conn_flood;
 pub mod garbage;
 pub mod overload;
@@ -108,28 +114,6 @@ impl Scenario {
     /// Whether it needs the server's capacity.
     fn needs_capacity(self) -> bool {
         matches!(self, Scenario::Overload | Scenario::Soak)
-    }
-
-    /// Why the scenario cannot run on a fleet (`None`: it can). A fleet
-    /// runs trials — a rate over a window, the account merged across
-    /// hosts — so the capacity search, the sustained check and the soak
-    /// run on one; the others drive or watch the generator itself.
-    pub fn fleet_refusal(self) -> Option<&'static str> {
-        match self {
-            Scenario::Overload => Some(
-                "drives two UAC streams of different lengths with retransmissions on and counts their calls every 200 ms",
-            ),
-            Scenario::UasRestart => {
-                Some("kills and restarts the UAS as a process on this host")
-            }
-            Scenario::Garbage => Some(
-                "sends its bad datagrams from this host during live calls that it watches in this process",
-            ),
-            Scenario::ConnFlood => {
-                Some("opens its connections from 127.x source addresses on this host")
-            }
-            Scenario::Soak => None,
-        }
     }
 }
 
@@ -235,8 +219,7 @@ pub struct TorturePlan {
     /// Cancels a running generator when the run is stopped.
     pub cancel: Cancel,
     /// The fleet that loads the server instead of the local generator
-    /// (connected by the suite; only [`Scenario::fleet_refusal`]'s
-    /// scenarios run with one).
+    /// (connected by the suite; every scenario runs with one).
     pub fleet: Option<SharedFleet>,
 }
 

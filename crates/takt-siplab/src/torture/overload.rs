@@ -25,6 +25,16 @@
 //!   drops, or for takt messages shed with a 503), when the load is back
 //!   at half the capacity (target ≤ 5 s). Losses still going on at the end
 //!   of the run mean no recovery (the row says so).
+//!
+//! On a fleet ([`crate::fleet`]) the two UAC streams are every UAC
+//! agent's, each its share of both (one fleet trial whose orders carry a
+//! second stream, retransmissions on); the agents count their calls
+//! completed and failed per 200 ms interval from the planned start, and
+//! the coordinator sums them by interval. The server's side — its
+//! memory, socket drops and takt's counters — is sampled here every
+//! 200 ms as in a local run, on this host's clock, and each sample takes
+//! the fleet's completions of the intervals ended by then. What a fleet
+//! does not report (the UAS's ACK timeouts) is `null` in the detail.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -33,9 +43,13 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map};
 use takt_measure::result::{Better, ResultRow};
 
+use super::calls::{Calls, LiveCalls};
 use super::watch::{self, Sample};
 use super::{row, Progress, Server, TorturePlan};
 use crate::error::{Error, Result};
+use crate::fleet::detail::points_detail;
+use crate::fleet::protocol::Stream;
+use crate::fleet::FleetPoint;
 use crate::gen::{Cancel, GenReport, Generator, Role};
 
 /// The overload levels, × the capacity, and the goodput each must keep.
@@ -72,11 +86,81 @@ pub fn run(
     Ok(rows)
 }
 
+/// What one level's calls counted, from the local generator's reports
+/// or a fleet's merged account.
+struct Counted {
+    /// Calls placed, both streams.
+    attempted: u64,
+    /// Failed calls by class, both streams.
+    failures: BTreeMap<String, u64>,
+    /// ACKs the UACs sent.
+    ack_sent: u64,
+    /// ACKs the UAS received.
+    ack_received_by_uas: u64,
+    /// 200s whose ACK never came (`None`: not reported, on a fleet).
+    uas_ack_timeouts: Option<u64>,
+    /// A generator (or an agent) could not keep up, and why.
+    generator_bound: bool,
+    /// See `generator_bound`.
+    generator_reasons: Vec<String>,
+    /// Under a fleet: its trial and each agent's share.
+    fleet: Option<FleetPoint>,
+    /// Under a fleet: the calls completed per interval (summed over the
+    /// agents), and the interval.
+    series: Option<(Duration, Vec<u64>)>,
+}
+
+impl Counted {
+    /// The local generator's: streams `a` and `b`, the UAS `uas`.
+    fn of_reports(a: &GenReport, b: &GenReport, uas: &GenReport) -> Counted {
+        let mut c = Counted {
+            attempted: 0,
+            failures: BTreeMap::new(),
+            ack_sent: 0,
+            ack_received_by_uas: uas
+                .uas
+                .as_ref()
+                .and_then(|u| u.received.get("ack").copied())
+                .unwrap_or(0),
+            uas_ack_timeouts: Some(uas.uas.as_ref().map_or(0, |u| u.ack_timeouts)),
+            generator_bound: a.saturation.generator_bound || b.saturation.generator_bound,
+            generator_reasons: [&a.saturation.reasons[..], &b.saturation.reasons[..]].concat(),
+            fleet: None,
+            series: None,
+        };
+        for u in [&a.uac, &b.uac].into_iter().flatten() {
+            c.attempted += u.attempted;
+            for (k, n) in &u.failures {
+                *c.failures.entry(k.to_string()).or_default() += n;
+            }
+            c.ack_sent += u.sent.get("ack").copied().unwrap_or(0);
+        }
+        c
+    }
+
+    /// A fleet trial's (both streams in every agent's account).
+    fn of_fleet(calls: &Calls) -> Counted {
+        let (ack_sent, ack_received_by_uas) = calls.kinds.get("ack").copied().unwrap_or((0, 0));
+        Counted {
+            attempted: calls.attempted,
+            failures: calls.failures.clone(),
+            ack_sent,
+            ack_received_by_uas,
+            uas_ack_timeouts: None,
+            generator_bound: calls.generator_bound,
+            generator_reasons: calls.generator_reasons.clone(),
+            fleet: calls.fleet.clone(),
+            series: calls
+                .series
+                .as_ref()
+                .map(|s| (s.every, s.completed.clone())),
+        }
+    }
+}
+
 /// What one level measured.
 struct Level {
-    a: GenReport,
-    b: GenReport,
-    uas: GenReport,
+    counted: Counted,
     samples: Vec<Sample>,
     losses_end: watch::Losses,
     hwm: u64,
@@ -91,6 +175,9 @@ fn level(
     goal: f64,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Vec<ResultRow>> {
+    if plan.fleet.is_some() {
+        return level_fleet(plan, capacity, searched, x, goal, progress);
+    }
     let d = plan.durations;
     let half = capacity / 2.0;
     // the UAS binds first: the server forwards to it
@@ -155,9 +242,7 @@ fn level(
         let losses_end = watch::losses(&server.target);
         let hwm = watch::memory(&server.target.pids()).hwm;
         Ok(Level {
-            a: a?,
-            b: b?,
-            uas: uas?,
+            counted: Counted::of_reports(&a?, &b?, &uas?),
             samples,
             losses_end,
             hwm,
@@ -174,6 +259,123 @@ fn level(
         rows(plan, capacity, searched, x, goal, &m),
         unclean,
     ))
+}
+
+/// One level on a fleet: one fleet trial of both streams (the second
+/// during the overload window), the server sampled here every
+/// [`EVERY`], each sample given the fleet's completions of the intervals
+/// ended by its time.
+fn level_fleet(
+    plan: &TorturePlan,
+    capacity: f64,
+    searched: Option<f64>,
+    x: f64,
+    goal: f64,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Vec<ResultRow>> {
+    let d = plan.durations;
+    let half = capacity / 2.0;
+    // one attempt: the server's samples are the trial's
+    let mut calls = LiveCalls::new(plan, "overload", half, d.overload + d.recovery, 1)?;
+    if let Some(spec) = calls.fleet_spec() {
+        spec.retransmit = plan.gen.timers.retransmit;
+        spec.drain_quiet = None;
+        spec.series = Some(EVERY);
+        spec.second = Some(Stream {
+            cps: capacity * x - half,
+            offset_ms: 0,
+            window_ms: d.overload.as_millis() as u64,
+            drain_ms: 200,
+        });
+    }
+    let server = Server::start(plan, calls.uas()?, progress)?;
+    calls.set_target(&server.target)?;
+    let measured = std::thread::scope(|s| -> Result<_> {
+        let h = s.spawn(|| calls.run(plan));
+        // (ns since the Unix epoch, memory, losses so far)
+        let mut seen = Vec::new();
+        let mut next = Instant::now();
+        while !h.is_finished() {
+            next += EVERY;
+            if let Some(w) = next.checked_duration_since(Instant::now()) {
+                std::thread::sleep(w);
+            }
+            let pids = server.target.pids();
+            let lost = watch::losses(&server.target).total();
+            seen.push((unix_ns(), watch::memory(&pids), lost));
+        }
+        let calls = h
+            .join()
+            .map_err(|_| Error::Thread("the fleet's trial thread panicked".into()))??;
+        Ok((calls, seen))
+    });
+    let losses_end = watch::losses(&server.target);
+    let hwm = watch::memory(&server.target.pids()).hwm;
+    let throttling = server.throttling();
+    let stopped = server.stop();
+    let (calls, seen) = measured?;
+    if plan.stopped() {
+        return Err(Error::Interrupted);
+    }
+    let unclean = super::stop_verdict(stopped)?;
+    let (Some(series), Some(start)) = (&calls.series, calls.start_unix_ns) else {
+        return Err(Error::Fleet(
+            "overload: the fleet's trial came back without its series".into(),
+        ));
+    };
+    let samples = fleet_samples(
+        &seen,
+        start,
+        series.every,
+        &series.completed,
+        &series.failed,
+    );
+    let m = Level {
+        counted: Counted::of_fleet(&calls),
+        samples,
+        losses_end,
+        hwm,
+        throttling,
+    };
+    Ok(super::stop_noted(
+        rows(plan, capacity, searched, x, goal, &m),
+        unclean,
+    ))
+}
+
+fn unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// The server's samples `seen` (each at ns since the Unix epoch) as
+/// [`Sample`]s from the fleet's start `start_unix_ns`, each with the
+/// calls completed and failed in the fleet's intervals (`every` long)
+/// ended by its time.
+fn fleet_samples(
+    seen: &[(u64, watch::Memory, u64)],
+    start_unix_ns: u64,
+    every: Duration,
+    completed: &[u64],
+    failed: &[u64],
+) -> Vec<Sample> {
+    let upto = |v: &[u64], t_s: f64| -> u64 {
+        let n = (t_s / every.as_secs_f64()).floor().max(0.0) as usize;
+        v.iter().take(n).sum()
+    };
+    seen.iter()
+        .map(|&(at, memory, lost)| {
+            let t_s = (at as f64 - start_unix_ns as f64) / 1e9;
+            Sample {
+                t_s,
+                memory,
+                lost,
+                completed: upto(completed, t_s),
+                failed: upto(failed, t_s),
+            }
+        })
+        .collect()
 }
 
 fn rows(
@@ -215,14 +417,16 @@ fn rows(
     det.insert("target_ratio".into(), json!(goal));
     det.insert("met".into(), json!(goodput / capacity >= goal));
     det.insert("throttling".into(), json!(m.throttling));
-    det.insert(
-        "generator_bound".into(),
-        json!(m.a.saturation.generator_bound || m.b.saturation.generator_bound),
-    );
-    det.insert(
-        "generator_reasons".into(),
-        json!([&m.a.saturation.reasons[..], &m.b.saturation.reasons[..]].concat()),
-    );
+    let c = &m.counted;
+    det.insert("generator_bound".into(), json!(c.generator_bound));
+    det.insert("generator_reasons".into(), json!(c.generator_reasons));
+    if let Some(v) = points_detail([c.fleet.as_ref()]) {
+        det.insert("fleet".into(), v);
+    }
+    if let Some((every, s)) = &c.series {
+        det.insert("series_ms".into(), json!(every.as_secs_f64() * 1e3));
+        det.insert("completed_series".into(), json!(s));
+    }
     out.push(row(
         plan,
         "goodput",
@@ -234,25 +438,11 @@ fn rows(
     ));
 
     // calls refused or unanswered, and the dialog messages lost
-    let (ua, ub) = (m.a.uac.as_ref(), m.b.uac.as_ref());
-    let mut failures: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut attempted = 0;
-    let mut sent: BTreeMap<&str, u64> = BTreeMap::new();
-    for u in [ua, ub].into_iter().flatten() {
-        attempted += u.attempted;
-        for (k, n) in &u.failures {
-            *failures.entry(k).or_default() += n;
-        }
-        for (k, n) in &u.sent {
-            *sent.entry(k).or_default() += n;
-        }
-    }
-    let uas = m.uas.uas.as_ref();
-    let got = |k: &str| uas.and_then(|u| u.received.get(k).copied()).unwrap_or(0);
+    let (failures, attempted) = (&c.failures, c.attempted);
     let bye_failed = failures.get("bye_failed").copied().unwrap_or(0);
     let refused: u64 = failures
         .iter()
-        .filter(|(k, _)| **k != "bye_failed")
+        .filter(|(k, _)| k.as_str() != "bye_failed")
         .map(|(_, n)| n)
         .sum();
     // the ratio is over the whole level (its recovery part refuses
@@ -284,15 +474,13 @@ fn rows(
     // only those of 2xx (end to end) can reach the UAS
     let failure_acks: u64 = failures
         .iter()
-        .filter(|(k, _)| matches!(**k, "503" | "rejected_other"))
+        .filter(|(k, _)| matches!(k.as_str(), "503" | "rejected_other"))
         .map(|(_, n)| n)
         .sum();
-    let ack_lost = sent
-        .get("ack")
-        .copied()
-        .unwrap_or(0)
+    let ack_lost = c
+        .ack_sent
         .saturating_sub(failure_acks)
-        .saturating_sub(got("ack"));
+        .saturating_sub(c.ack_received_by_uas);
     let shed_dialog: u64 = m
         .losses_end
         .shed
@@ -301,11 +489,8 @@ fn rows(
         .map(|(_, n)| n)
         .sum();
     let mut det = Map::new();
-    det.insert(
-        "ack_sent".into(),
-        json!(sent.get("ack").copied().unwrap_or(0)),
-    );
-    det.insert("ack_received_by_uas".into(), json!(got("ack")));
+    det.insert("ack_sent".into(), json!(c.ack_sent));
+    det.insert("ack_received_by_uas".into(), json!(c.ack_received_by_uas));
     det.insert("ack_to_failures".into(), json!(failure_acks));
     det.insert("ack_lost".into(), json!(ack_lost));
     det.insert("bye_failed_calls".into(), json!(bye_failed));
@@ -329,10 +514,7 @@ fn rows(
             .saturating_sub(m.losses_end.invite_socket_drops)),
     );
     det.insert("dropped_by_server".into(), json!(m.losses_end.dropped));
-    det.insert(
-        "uas_ack_timeouts".into(),
-        json!(uas.map_or(0, |u| u.ack_timeouts)),
-    );
+    det.insert("uas_ack_timeouts".into(), json!(c.uas_ack_timeouts));
     det.insert("invites_refused".into(), json!(refused));
     out.push(row(
         plan,
@@ -403,9 +585,11 @@ pub(super) fn synthetic_rows(plan: &TorturePlan) -> Vec<ResultRow> {
         })
         .collect();
     let level = Level {
-        a: GenReport::synthetic(Role::Uac, "udp"),
-        b: GenReport::synthetic(Role::Uac, "udp"),
-        uas: GenReport::synthetic(Role::Uas, "udp"),
+        counted: Counted::of_reports(
+            &GenReport::synthetic(Role::Uac, "udp"),
+            &GenReport::synthetic(Role::Uac, "udp"),
+            &GenReport::synthetic(Role::Uas, "udp"),
+        ),
         samples,
         losses_end: watch::Losses::default(),
         hwm: 0,
@@ -471,5 +655,22 @@ mod tests {
             .map(|(t, l)| s(t, l))
             .collect();
         assert_eq!(recovery(&v, 2.0), (1.5, false));
+    }
+
+    /// Each sample of the server takes the fleet's calls of the
+    /// intervals ended by its time on the fleet's clock.
+    #[test]
+    fn fleet_samples_count_the_intervals_ended_by_their_time() {
+        let start = 10_000_000_000u64;
+        let at = |s: f64| (start as f64 + s * 1e9) as u64;
+        let seen: Vec<_> = [-0.1, 0.25, 0.41, 1.0]
+            .into_iter()
+            .map(|t| (at(t), Memory::default(), 0))
+            .collect();
+        let every = Duration::from_millis(200);
+        let v = fleet_samples(&seen, start, every, &[5, 7, 9, 11, 13], &[0, 1, 0, 0, 2]);
+        let got: Vec<(u64, u64)> = v.iter().map(|s| (s.completed, s.failed)).collect();
+        assert_eq!(got, [(0, 0), (5, 0), (12, 1), (45, 3)]);
+        assert!((v[0].t_s + 0.1).abs() < 1e-6 && (v[3].t_s - 1.0).abs() < 1e-6);
     }
 }

@@ -7,74 +7,17 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Map};
 use takt_measure::result::{Better, ResultRow};
 
+use super::calls::{Calls, LiveCalls};
 use super::{row, watch, Progress, Server, TorturePlan};
 use crate::error::{Error, Result};
 use crate::fleet::coordinator::MAX_ATTEMPTS;
-use crate::fleet::detail::points_detail;
-use crate::fleet::load::base_spec;
-use crate::fleet::{FleetPoint, SharedFleet};
-use crate::gen::{GenReport, Generator, Role};
+use crate::gen::{GenReport, Role};
 
 /// RSS growth allowed between the first minute and the end.
 pub const RSS_GROWTH_TARGET: f64 = 0.05;
-
-/// A soak's calls, from the local generator or a fleet.
-#[derive(Debug)]
-struct Calls {
-    /// Calls failed or left unfinished.
-    failed: u64,
-    /// What the row's detail says of them.
-    detail: Map<String, Value>,
-}
-
-impl Calls {
-    /// The local generator's calls (retransmissions on).
-    fn of_report(rep: &GenReport) -> Result<Calls> {
-        let u = rep
-            .uac
-            .as_ref()
-            .ok_or_else(|| Error::Thread("the UAC did not report".into()))?;
-        let mut det = Map::new();
-        det.insert("attempted".into(), json!(u.attempted));
-        det.insert("completed".into(), json!(u.completed));
-        det.insert("failures".into(), json!(u.failures));
-        det.insert("unfinished".into(), json!(u.unfinished));
-        det.insert("retransmitted".into(), json!(u.retransmitted));
-        det.insert(
-            "generator_bound".into(),
-            json!(rep.saturation.generator_bound),
-        );
-        det.insert("generator_reasons".into(), json!(rep.saturation.reasons));
-        Ok(Calls {
-            failed: u.failed + u.unfinished,
-            detail: det,
-        })
-    }
-
-    /// A fleet's calls (a fleet trial's: retransmissions off, so a lost
-    /// message fails its call), each agent's share in `fleet`.
-    fn of_fleet(f: &FleetPoint) -> Calls {
-        let mut det = Map::new();
-        det.insert(
-            "attempted".into(),
-            json!(f.agents.iter().map(|a| a.attempted).sum::<u64>()),
-        );
-        det.insert("completed".into(), json!(f.completed));
-        det.insert("failed_or_unfinished".into(), json!(f.failed));
-        det.insert("retransmissions".into(), json!(false));
-        det.insert("generator_bound".into(), json!(f.generator_bound));
-        if let Some(v) = points_detail([Some(f)]) {
-            det.insert("fleet".into(), v);
-        }
-        Calls {
-            failed: f.failed,
-            detail: det,
-        }
-    }
-}
 
 /// What a soak measured.
 #[derive(Debug)]
@@ -106,8 +49,8 @@ fn rows(plan: &TorturePlan, rate: f64, m: &Soaked) -> Vec<ResultRow> {
         &p,
         "calls",
         Better::Lower,
-        m.calls.failed as f64,
-        m.calls.detail.clone(),
+        m.calls.lost() as f64,
+        m.calls.detail(),
     )];
     let reference = reference.unwrap_or_else(|| series.first().copied().unwrap_or(0));
     let last = series.last().copied().unwrap_or(end_rss);
@@ -153,61 +96,61 @@ pub(super) fn synthetic_rows(plan: &TorturePlan) -> Vec<ResultRow> {
     rows(plan, 500.0, &soaked)
 }
 
-/// Runs the soak; returns its rows.
+/// Runs the soak (its calls from the local generator or the plan's
+/// fleet: [`LiveCalls`]); returns its rows.
 pub fn run(
     plan: &TorturePlan,
     capacity: f64,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Vec<ResultRow>> {
-    if let Some(f) = &plan.fleet {
-        return run_fleet(plan, f, capacity, progress);
-    }
     let d = plan.durations.soak;
-    let mut cfg = plan.gen_cfg(Role::Both, plan.uas_listen, capacity / 2.0);
-    cfg.uas_listen = plan.uas_listen;
-    cfg.duration = Some(d);
-    let mut gen = Generator::bind(&cfg)?;
-    let uas = gen
-        .uas_addr()
-        .ok_or_else(|| Error::Thread("the UAS has no address".into()))?;
-    let server = Server::start(plan, uas, progress)?;
-    gen.set_proxy(server.target.listen())?;
-    let live = gen.live();
+    let rate = capacity / 2.0;
+    // an attempt void before any result (an agent fell silent) runs again
+    let mut calls = LiveCalls::new(plan, "soak", rate, d, MAX_ATTEMPTS)?;
+    let server = Server::start(plan, calls.uas()?, progress)?;
+    calls.set_target(&server.target)?;
+    let live = calls.live();
     // the reference: after the first minute (or a third of a short soak)
     let reference_at = Duration::from_secs(60).min(d / 3);
     let measured = std::thread::scope(|s| -> Result<_> {
-        let h = s.spawn(|| gen.run(&plan.cancel));
+        let h = s.spawn(|| calls.run(plan));
         let (series, reference) =
             watch_rss(&server, reference_at, &|| h.is_finished(), &mut |t, rss| {
-                progress(Progress::Step(&format!(
-                    "soak {t:.0} s: {} calls completed, {} failed, RSS {:.1} MB",
-                    live.completed.load(Ordering::Relaxed),
-                    live.failed.load(Ordering::Relaxed),
-                    rss as f64 / 1e6
-                )))
+                let line = match &live {
+                    Some(l) => format!(
+                        "soak {t:.0} s: {} calls completed, {} failed, RSS {:.1} MB",
+                        l.completed.load(Ordering::Relaxed),
+                        l.failed.load(Ordering::Relaxed),
+                        rss as f64 / 1e6
+                    ),
+                    None => format!(
+                        "soak {t:.0} s over the fleet: RSS {:.1} MB",
+                        rss as f64 / 1e6
+                    ),
+                };
+                progress(Progress::Step(&line))
             });
-        let rep = h
+        let calls = h
             .join()
-            .map_err(|_| Error::Thread("the generator thread panicked".into()))??;
-        // the memory the server holds once its load is over
-        Ok((rep, series, reference))
+            .map_err(|_| Error::Thread("the calls' thread panicked".into()))??;
+        Ok((calls, series, reference))
     });
+    // the memory the server holds once its load is over
     let end_rss = watch::memory(&server.target.pids()).rss;
     let stopped = server.stop();
-    let (rep, series, reference) = measured?;
+    let (calls, series, reference) = measured?;
     if plan.stopped() {
         return Err(Error::Interrupted);
     }
     let unclean = super::stop_verdict(stopped)?;
     let soaked = Soaked {
-        calls: Calls::of_report(&rep)?,
+        calls,
         series,
         reference,
         reference_at,
         end_rss,
     };
-    let out = rows(plan, cfg.cps, &soaked);
-    Ok(super::stop_noted(out, unclean))
+    Ok(super::stop_noted(rows(plan, rate, &soaked), unclean))
 }
 
 /// The server's RSS every second until `done` holds: the series and its
@@ -239,71 +182,4 @@ fn watch_rss(
         }
     }
     (series, reference)
-}
-
-/// The soak over a fleet: one fleet trial as long as the soak at half
-/// the capacity (an attempt void before any result, e.g. an agent that
-/// fell silent, runs again), the server's RSS sampled here every second.
-fn run_fleet(
-    plan: &TorturePlan,
-    fleet: &SharedFleet,
-    capacity: f64,
-    progress: &mut dyn FnMut(Progress<'_>),
-) -> Result<Vec<ResultRow>> {
-    let d = plan.durations.soak;
-    let rate = capacity / 2.0;
-    let uas = fleet.lock().unwrap_or_else(|e| e.into_inner()).uas_addr();
-    let server = Server::start(plan, uas, progress)?;
-    let mut spec = base_spec(&plan.gen, d);
-    spec.proxy = server.target.listen();
-    spec.cps = rate;
-    let reference_at = Duration::from_secs(60).min(d / 3);
-    let measured = std::thread::scope(|s| -> Result<_> {
-        let h = s.spawn(|| -> Result<FleetPoint> {
-            let mut f = fleet.lock().unwrap_or_else(|e| e.into_inner());
-            let mut void = Vec::new();
-            loop {
-                if plan.stopped() {
-                    return Err(Error::Interrupted);
-                }
-                let rec = f.run_trial(&spec)?;
-                if !rec.account.agents.is_empty() {
-                    return Ok(FleetPoint::of(&rec, &void));
-                }
-                if void.len() + 1 >= MAX_ATTEMPTS {
-                    return Err(Error::Fleet(format!(
-                        "{MAX_ATTEMPTS} attempts at the soak were void: {}",
-                        rec.void.unwrap_or_default()
-                    )));
-                }
-                void.push(rec);
-            }
-        });
-        let (series, reference) =
-            watch_rss(&server, reference_at, &|| h.is_finished(), &mut |t, rss| {
-                progress(Progress::Step(&format!(
-                    "soak {t:.0} s over the fleet: RSS {:.1} MB",
-                    rss as f64 / 1e6
-                )))
-            });
-        let point = h
-            .join()
-            .map_err(|_| Error::Thread("the fleet's trial thread panicked".into()))??;
-        Ok((point, series, reference))
-    });
-    let end_rss = watch::memory(&server.target.pids()).rss;
-    let stopped = server.stop();
-    let (point, series, reference) = measured?;
-    if plan.stopped() {
-        return Err(Error::Interrupted);
-    }
-    let unclean = super::stop_verdict(stopped)?;
-    let soaked = Soaked {
-        calls: Calls::of_fleet(&point),
-        series,
-        reference,
-        reference_at,
-        end_rss,
-    };
-    Ok(super::stop_noted(rows(plan, rate, &soaked), unclean))
 }

@@ -61,7 +61,7 @@ pub struct TortureOptions {
     pub quick: bool,
     /// Load the server with a fleet of agents reached over NATS instead
     /// of the local generator (the capacity search, the sustained check
-    /// and the soak; the other scenarios are refused).
+    /// and every scenario's calls).
     pub fleet: Option<FleetOptions>,
     /// With a fleet: the address the server listens on (default: the one
     /// this host reaches the NATS server from).
@@ -130,21 +130,10 @@ impl TortureOptions {
         } else {
             self.scenarios.clone()
         };
-        if self.fleet.is_some() {
-            if self.uas.port() != 0 {
-                return Err(Error::Config(
-                    "--fleet: the fleet's UAS agent listens on its own host; --uas is for the local generator".into(),
-                ));
-            }
-            if let Some((sc, why)) = scenarios
-                .iter()
-                .find_map(|&sc| Some((sc, sc.fleet_refusal()?)))
-            {
-                return Err(Error::Config(format!(
-                    "--fleet: scenario {} needs the local generator: it {why} (with --fleet, give --scenario soak)",
-                    sc.name()
-                )));
-            }
+        if self.fleet.is_some() && self.uas.port() != 0 {
+            return Err(Error::Config(
+                "--fleet: the fleet's UAS agent listens on its own host; --uas is for the local generator".into(),
+            ));
         }
         let plans = self
             .modes

@@ -10,6 +10,17 @@
 //! UAC with), the calls still unfinished at the end, what the server
 //! answered itself (takt: its `/stats`), and the seconds from the new UAS
 //! being bound to the first call completed after it.
+//!
+//! On a fleet ([`crate::fleet`]) the UACs are the fleet's and the outage
+//! is its UAS agent's: the agent closes its UAS socket at the planned
+//! instant and binds the same address again after the outage (its
+//! process is not killed: a closed UDP socket makes the kernel answer
+//! ICMP port unreachable just as a dead process's does, and the UAS's
+//! dialogs are gone with its run either way). The agents count their
+//! completed and failed calls every [`SERIES`]; the agent's rebind instant,
+//! on its own clock, is converted with its measured clock offset, and the
+//! recovery is the end of the first interval after it with a completed
+//! call (so within one interval of the local measure's).
 
 use std::net::{SocketAddr, UdpSocket};
 use std::process::{Child, Command, Stdio};
@@ -20,10 +31,15 @@ use serde_json::{json, Map};
 use takt_measure::result::{Better, ResultRow};
 use takt_sched::ThreadSpec;
 
+use super::calls::{Calls, LiveCalls, Series};
 use super::{fault_rate, row, watch, Progress, Server, TorturePlan};
 use crate::error::{io, Error, Result};
+use crate::fleet::Outage;
 use crate::gen::{GenReport, Generator, Role};
 use crate::server_stats;
+
+/// On a fleet, the interval the agents count their calls in.
+pub const SERIES: Duration = Duration::from_millis(10);
 
 /// A `takt sip gen --role uas` process, killed when dropped.
 #[derive(Debug)]
@@ -91,9 +107,9 @@ impl Drop for UasProcess {
 
 /// What a run with the UAS's outage measured.
 #[derive(Debug)]
-struct Outage {
-    /// The UAC's report.
-    rep: GenReport,
+struct Measured {
+    /// The calls.
+    calls: Calls,
     /// The server's counters before the run.
     before: watch::Losses,
     /// And after it.
@@ -106,13 +122,9 @@ struct Outage {
 /// The scenario's rows: `outage_failed_calls` and `uas_recovery`, for
 /// calls at `rate` with a UAC draining for `drain` (the outage is the
 /// plan's).
-fn rows(plan: &TorturePlan, rate: f64, drain: Duration, m: &Outage) -> Result<Vec<ResultRow>> {
+fn rows(plan: &TorturePlan, rate: f64, drain: Duration, m: &Measured) -> Vec<ResultRow> {
     let d = plan.durations;
-    let (rep, before, after, first_after) = (&m.rep, &m.before, &m.after, m.first_after);
-    let u = rep
-        .uac
-        .as_ref()
-        .ok_or_else(|| Error::Thread("the UAC did not report".into()))?;
+    let (calls, before, after, first_after) = (&m.calls, &m.before, &m.after, m.first_after);
     let mut p = plan.params(super::Scenario::UasRestart);
     p.insert("outage_s".into(), json!(d.outage.as_secs_f64()));
     p.insert("rate_cps".into(), json!(rate));
@@ -126,11 +138,7 @@ fn rows(plan: &TorturePlan, rate: f64, drain: Duration, m: &Outage) -> Result<Ve
             )
         })
         .collect();
-    let mut det = Map::new();
-    det.insert("attempted".into(), json!(u.attempted));
-    det.insert("completed".into(), json!(u.completed));
-    det.insert("failures".into(), json!(u.failures));
-    det.insert("unfinished".into(), json!(u.unfinished));
+    let mut det = calls.detail();
     det.insert(
         "outage_calls_expected".into(),
         json!(rate * d.outage.as_secs_f64()),
@@ -143,11 +151,18 @@ fn rows(plan: &TorturePlan, rate: f64, drain: Duration, m: &Outage) -> Result<Ve
         &p,
         "calls",
         Better::Lower,
-        (u.failed + u.unfinished) as f64,
+        calls.lost() as f64,
         det,
     )];
     let mut det = Map::new();
     det.insert("recovered".into(), json!(first_after.is_ok()));
+    if let Some(s) = &calls.series {
+        det.insert("uas_closed_s".into(), json!(calls.uas_closed_s));
+        det.insert("uas_rebound_s".into(), json!(calls.uas_rebound_s));
+        det.insert("series_ms".into(), json!(s.every.as_secs_f64() * 1e3));
+        det.insert("completed_series".into(), json!(s.completed));
+        det.insert("failed_series".into(), json!(s.failed));
+    }
     let rec = match first_after {
         Ok(d) => d.as_secs_f64(),
         Err(rest) => rest.map_or(0.0, |d| d.as_secs_f64()),
@@ -158,7 +173,7 @@ fn rows(plan: &TorturePlan, rate: f64, drain: Duration, m: &Outage) -> Result<Ve
     } else {
         r.with_note("no call completed after the UAS came back (the value is the rest of the run)")
     });
-    Ok(out)
+    out
 }
 
 /// The scenario's rows, built by [`rows`] from a synthetic UAC report and
@@ -175,13 +190,14 @@ pub(super) fn synthetic_rows(plan: &TorturePlan) -> Vec<ResultRow> {
     ]
     .into_iter()
     .flat_map(|first_after| {
-        let outage = Outage {
-            rep: GenReport::synthetic(Role::Uac, "udp"),
+        let m = Measured {
+            calls: Calls::of_report(&GenReport::synthetic(Role::Uac, "udp"))
+                .expect("the synthetic report has a UAC"),
             before: watch::Losses::default(),
             after: after.clone(),
             first_after,
         };
-        rows(plan, 500.0, Duration::from_secs(3), &outage).expect("the synthetic report has a UAC")
+        rows(plan, 500.0, Duration::from_secs(3), &m)
     })
     .collect()
 }
@@ -193,6 +209,17 @@ pub fn run(
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Vec<ResultRow>> {
     let d = plan.durations;
+    let rate = fault_rate(capacity);
+    // long enough for Timer B (32 s) in a full run
+    let drain = if d.fault_run >= Duration::from_secs(15) {
+        Duration::from_secs(34)
+    } else {
+        Duration::from_secs(3)
+    };
+    let kill_at = d.fault_run / 3;
+    if plan.fleet.is_some() {
+        return run_fleet(plan, rate, drain, kill_at, progress);
+    }
     let exe = match &plan.setup.takt_exe {
         Some(p) => p.clone(),
         None => std::env::current_exe().map_err(io("finding the takt executable"))?,
@@ -206,18 +233,11 @@ pub fn run(
     };
     let mut uas = Some(UasProcess::start(&exe, addr, &plan.gen.spec)?);
     let server = Server::start(plan, addr, progress)?;
-    let rate = fault_rate(capacity);
     let mut cfg = plan.gen_cfg(Role::Uac, server.target.listen(), rate);
     cfg.duration = Some(d.fault_run);
-    // long enough for Timer B (32 s) in a full run
-    cfg.drain = if d.fault_run >= Duration::from_secs(15) {
-        Duration::from_secs(34)
-    } else {
-        Duration::from_secs(3)
-    };
+    cfg.drain = drain;
     let uac = Generator::bind(&cfg)?;
     let live = uac.live();
-    let kill_at = d.fault_run / 3;
     let before = watch::losses(&server.target);
     let measured = std::thread::scope(|s| -> Result<_> {
         let t0 = Instant::now();
@@ -268,12 +288,108 @@ pub fn run(
             "the run ended before the UAS was killed and restarted".into(),
         ));
     };
-    let outage = Outage {
-        rep,
+    let m = Measured {
+        calls: Calls::of_report(&rep)?,
         before,
         after,
         first_after,
     };
-    let out = rows(plan, rate, cfg.drain, &outage)?;
-    Ok(super::stop_noted(out, unclean))
+    Ok(super::stop_noted(rows(plan, rate, drain, &m), unclean))
+}
+
+/// The scenario on a fleet: one fleet trial at `rate` over the run,
+/// retransmissions as the local generator's, its UAS agent's socket
+/// closed at `kill_at` and bound again after the outage.
+fn run_fleet(
+    plan: &TorturePlan,
+    rate: f64,
+    drain: Duration,
+    kill_at: Duration,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Vec<ResultRow>> {
+    let d = plan.durations;
+    // one attempt: the server's counters before and after are the trial's
+    let mut calls = LiveCalls::new(plan, "uas-restart", rate, d.fault_run, 1)?;
+    if let Some(spec) = calls.fleet_spec() {
+        spec.drain = drain;
+        spec.retransmit = plan.gen.timers.retransmit;
+        spec.drain_quiet = None;
+        spec.series = Some(SERIES);
+        spec.uas_outage = Some(Outage {
+            after_ms: kill_at.as_millis() as u64,
+            for_ms: d.outage.as_millis() as u64,
+        });
+    }
+    let server = Server::start(plan, calls.uas()?, progress)?;
+    calls.set_target(&server.target)?;
+    let before = watch::losses(&server.target);
+    progress(Progress::Step(&format!(
+        "the fleet's UAS closes its socket {:.1} s in, for {:.1} s",
+        kill_at.as_secs_f64(),
+        d.outage.as_secs_f64()
+    )));
+    let measured = calls.run(plan);
+    let after = watch::losses(&server.target);
+    let stopped = server.stop();
+    let calls = measured?;
+    if plan.stopped() {
+        return Err(Error::Interrupted);
+    }
+    let unclean = super::stop_verdict(stopped)?;
+    let (Some(series), Some(_), Some(back)) =
+        (&calls.series, calls.uas_closed_s, calls.uas_rebound_s)
+    else {
+        return Err(Error::Fleet(
+            "uas-restart: the run ended before the fleet's UAS closed its socket and bound it again"
+                .into(),
+        ));
+    };
+    let first_after = first_completed_after(series, back);
+    let m = Measured {
+        calls,
+        before,
+        after,
+        first_after,
+    };
+    Ok(super::stop_noted(rows(plan, rate, drain, &m), unclean))
+}
+
+/// From `back_s` (the UAS bound again, s after the start) to the end of
+/// the first interval after it in which a call completed; if none did,
+/// the rest of the series.
+fn first_completed_after(
+    s: &Series,
+    back_s: f64,
+) -> std::result::Result<Duration, Option<Duration>> {
+    let every = s.every.as_secs_f64();
+    let since = |end: f64| Duration::from_secs_f64((end - back_s).max(0.0));
+    s.completed
+        .iter()
+        .enumerate()
+        .map(|(k, &n)| ((k + 1) as f64 * every, n))
+        .find(|&(end, n)| end > back_s && n > 0)
+        .map(|(end, _)| since(end))
+        .ok_or_else(|| Some(since(s.completed.len() as f64 * every)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recovery_is_the_end_of_the_first_interval_with_a_call_after_the_rebind() {
+        let s = Series {
+            every: Duration::from_millis(10),
+            // completions up to 20 ms, none in the outage, then from 60
+            // to 80 ms, none after
+            completed: vec![3, 4, 0, 0, 0, 0, 2, 5, 0, 0],
+            failed: vec![0; 10],
+        };
+        // bound again at 45 ms: the first completion ends its interval at 70 ms
+        let r = first_completed_after(&s, 0.045).unwrap();
+        assert!((r.as_secs_f64() - 0.025).abs() < 1e-9, "{r:?}");
+        // bound again after the last completion: not recovered, the rest
+        let none = first_completed_after(&s, 0.085).unwrap_err().unwrap();
+        assert!((none.as_secs_f64() - 0.015).abs() < 1e-9, "{none:?}");
+    }
 }
