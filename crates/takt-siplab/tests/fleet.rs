@@ -980,6 +980,10 @@ fn torture_scenarios_on_a_fleet() {
             "{name}"
         );
     }
+    // the UAS agent's unACKed 200s are counted on a fleet too
+    for r in doc.results.iter().filter(|r| r.name == "dialog_lost") {
+        assert!(r.detail["uas_ack_timeouts"].is_u64(), "{:?}", r.detail);
+    }
     for g in goodput {
         let d = &g.detail;
         let point = &d["fleet"][0];

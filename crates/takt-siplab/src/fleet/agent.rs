@@ -363,6 +363,7 @@ fn run_uas_outage(
             }
         }
     }
+    r.uas_ack_timeouts += more.uas_ack_timeouts;
     r.generator_bound |= more.generator_bound;
     r.bound_reasons.extend(more.bound_reasons);
     r.cpu_s += more.cpu_s;
@@ -406,6 +407,7 @@ fn result(q: &TrialOrder, rep: &gen::GenReport) -> AgentResult {
         r.answered = u.invite_to_200_ms.count;
     }
     if let Some(u) = &rep.uas {
+        r.uas_ack_timeouts = u.ack_timeouts;
         r.uas_by_run = u
             .by_run
             .iter()

@@ -121,6 +121,8 @@ pub struct Account {
     pub uas_closed_s: Option<f64>,
     /// See `uas_closed_s`.
     pub uas_rebound_s: Option<f64>,
+    /// The UAS's 200s never ACKed by Timer H.
+    pub uas_ack_timeouts: u64,
 }
 
 /// `into` plus `v`, element by element (the longer's length).
@@ -174,7 +176,10 @@ pub fn merge(
     uas: &AgentResult,
     stateful: bool,
 ) -> Account {
-    let mut a = Account::default();
+    let mut a = Account {
+        uas_ack_timeouts: uas.uas_ack_timeouts,
+        ..Account::default()
+    };
     let mut lag = empty();
     let mut i200 = empty();
     let none = RunKinds::default();
@@ -312,6 +317,7 @@ mod tests {
         );
         // a stale run's messages are not counted
         uas.uas_by_run.insert(99, RunKinds::default());
+        uas.uas_ack_timeouts = 1;
         let share = |n: &str, i| AgentShare {
             agent: n.into(),
             index: i,
@@ -329,6 +335,7 @@ mod tests {
         assert_eq!(acc.sent, acc.agents.iter().map(|s| s.sent).sum::<u64>());
         assert_eq!(acc.kinds["invite"], (150, 149));
         assert_eq!(acc.completed, 149);
+        assert_eq!(acc.uas_ack_timeouts, 1);
         assert_eq!(acc.achieved_cps, 1_000.0);
         // merged, not averaged: 2000 samples, p99 from agent b's ~1 ms
         assert_eq!(acc.send_lag_us.count, 2000);

@@ -265,11 +265,15 @@ pub struct AgentResult {
     /// And when it was bound again (`None`: it was not).
     #[serde(default)]
     pub uas_rebound_unix_ns: Option<u64>,
+    /// UAS: 200s it retransmitted until Timer H without the ACK coming
+    /// (a dialog message the server lost or shed).
+    #[serde(default)]
+    pub uas_ack_timeouts: u64,
 }
 
 impl Remote for AgentResult {
     const NAME: &'static str = "takt.fleet.AgentResult";
-    const VERSION: u32 = 3;
+    const VERSION: u32 = 4;
     type Codec = Postcard;
 }
 
@@ -311,6 +315,7 @@ mod tests {
             failed_series: vec![0, 2, 0],
             uas_closed_unix_ns: Some(1),
             uas_rebound_unix_ns: Some(2),
+            uas_ack_timeouts: 4,
             ..r
         };
         assert_eq!(round_trip(&r), r);
@@ -386,5 +391,6 @@ mod tests {
         .unwrap();
         assert!(r.failures.is_empty() && r.completed_series.is_empty());
         assert_eq!((r.uas_closed_unix_ns, r.uas_rebound_unix_ns), (None, None));
+        assert_eq!(r.uas_ack_timeouts, 0);
     }
 }

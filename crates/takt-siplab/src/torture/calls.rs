@@ -64,6 +64,9 @@ pub struct Calls {
     pub uas_closed_s: Option<f64>,
     /// See `uas_closed_s`.
     pub uas_rebound_s: Option<f64>,
+    /// The UAS's 200s never ACKed by Timer H (`None`: the local
+    /// generator's report holds them itself).
+    pub uas_ack_timeouts: Option<u64>,
     /// Under a fleet: the trial's planned start, ns since the Unix epoch
     /// on this host's clock (its series count from there).
     pub start_unix_ns: Option<u64>,
@@ -122,6 +125,7 @@ impl Calls {
             }),
             uas_closed_s: a.uas_closed_s,
             uas_rebound_s: a.uas_rebound_s,
+            uas_ack_timeouts: Some(a.uas_ack_timeouts),
             kinds: a.kinds.clone(),
             attempted: p.agents.iter().map(|a| a.attempted).sum(),
             completed: p.completed,

@@ -33,8 +33,8 @@
 //! the coordinator sums them by interval. The server's side — its
 //! memory, socket drops and takt's counters — is sampled here every
 //! 200 ms as in a local run, on this host's clock, and each sample takes
-//! the fleet's completions of the intervals ended by then. What a fleet
-//! does not report (the UAS's ACK timeouts) is `null` in the detail.
+//! the fleet's completions of the intervals ended by then; the UAS
+//! agent reports its 200s never ACKed by Timer H.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -97,7 +97,7 @@ struct Counted {
     ack_sent: u64,
     /// ACKs the UAS received.
     ack_received_by_uas: u64,
-    /// 200s whose ACK never came (`None`: not reported, on a fleet).
+    /// 200s whose ACK never came by Timer H, at the UAS.
     uas_ack_timeouts: Option<u64>,
     /// A generator (or an agent) could not keep up, and why.
     generator_bound: bool,
@@ -146,7 +146,7 @@ impl Counted {
             failures: calls.failures.clone(),
             ack_sent,
             ack_received_by_uas,
-            uas_ack_timeouts: None,
+            uas_ack_timeouts: calls.uas_ack_timeouts,
             generator_bound: calls.generator_bound,
             generator_reasons: calls.generator_reasons.clone(),
             fleet: calls.fleet.clone(),
