@@ -42,8 +42,8 @@
 //!
 //! [overload]
 //! table_high_water = 0.9
-//! queue_delay_ms = 200          # K_rcv at which every new INVITE is shed
-//! queue_delay_ramp_ms = 20      # K_rcv at which shedding starts (0 → 100%)
+//! queue_delay_ms = 300          # K_rcv at which every new INVITE is shed
+//! queue_delay_ramp_ms = 100     # K_rcv at which shedding starts (0 → 100%)
 //! drop_delay_ms = 500           # K_rcv past which a new INVITE is dropped unanswered
 //! retry_after_s = 5
 //! split_invites = true          # shared model, lifo: new INVITEs on a socket of their own

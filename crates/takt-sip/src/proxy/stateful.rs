@@ -472,7 +472,20 @@ fn fire(p: &Proxy, t: &mut Txn, now: u64, sends: &mut Vec<(Target, Vec<u8>)>) {
     }
 }
 
-/// Runs every due timer of every shard.
+/// Most due timers the timer thread runs under one hold of a shard's lock.
+///
+/// Records linger 32 s and their timers come due in bulk: after a burst
+/// of calls, or when the process was stopped for a while (a lab pausing
+/// the server between trials, a host that descheduled it), a shard can
+/// hold tens of thousands of due timers at once. Run under one hold,
+/// they kept every worker whose message hashed to that shard waiting for
+/// milliseconds, and the socket buffers overflowed meanwhile. Between
+/// batches the lock is released, so a worker waits for at most one batch
+/// (a few tens of µs).
+pub(super) const TICK_BATCH: usize = 256;
+
+/// Runs every due timer of every shard, at most [`TICK_BATCH`] per hold
+/// of a shard's lock (its sends go out between holds).
 pub(super) fn tick(p: &Proxy, now: u64, sink: &mut dyn Sink) -> usize {
     let mut sends = Vec::new();
     let mut fired = 0;
@@ -480,18 +493,26 @@ pub(super) fn tick(p: &Proxy, now: u64, sink: &mut dyn Sink) -> usize {
         if !p.table.may_be_due(i, now) {
             continue;
         }
-        let mut sh = p.table.shard_at(i);
-        while let Some(key) = sh.pop_due(now) {
-            if let Some(t) = sh.get_mut(key) {
-                fire(p, t, now, &mut sends);
-                fired += 1;
+        loop {
+            let mut sh = p.table.shard_at(i);
+            let mut popped = 0;
+            while popped < TICK_BATCH {
+                let Some(key) = sh.pop_due(now) else { break };
+                popped += 1;
+                if let Some(t) = sh.get_mut(key) {
+                    fire(p, t, now, &mut sends);
+                    fired += 1;
+                }
+                finish(p, &mut sh, key);
             }
-            finish(p, &mut sh, key);
-        }
-        p.table.publish_at(i, &sh);
-        drop(sh);
-        for (to, b) in sends.drain(..) {
-            let _ = sink.send(&to, &b);
+            p.table.publish_at(i, &sh);
+            drop(sh);
+            for (to, b) in sends.drain(..) {
+                let _ = sink.send(&to, &b);
+            }
+            if popped < TICK_BATCH {
+                break;
+            }
         }
     }
     fired

@@ -769,25 +769,25 @@ fn overload_drops_new_invites_that_waited_past_t1() {
 #[test]
 fn shedding_ramps_up_with_the_queue_delay() {
     let pol = ShedPolicy::default();
-    assert_eq!(pol.queue_delay_ramp_ns, 20 * MS);
-    assert_eq!(pol.queue_delay_ns, 200 * MS);
-    assert_eq!(pol.shed_share(20 * MS), 0.0);
-    assert_eq!(pol.shed_share(200 * MS), 1.0);
-    assert!((pol.shed_share(110 * MS) - 0.5).abs() < 1e-9);
+    assert_eq!(pol.queue_delay_ramp_ns, 100 * MS);
+    assert_eq!(pol.queue_delay_ns, 300 * MS);
+    assert_eq!(pol.shed_share(100 * MS), 0.0);
+    assert_eq!(pol.shed_share(300 * MS), 1.0);
+    assert!((pol.shed_share(200 * MS) - 0.5).abs() < 1e-9);
     let keys = |n: u64| (0..n).map(|i| branch::Fnv::default().num(i).finish());
     for (delay, share) in [
-        (10 * MS, 0.0),
-        (65 * MS, 0.25),
-        (155 * MS, 0.75),
-        (300 * MS, 1.0),
+        (50 * MS, 0.0),
+        (150 * MS, 0.25),
+        (250 * MS, 0.75),
+        (400 * MS, 1.0),
     ] {
         let shed = keys(20_000).filter(|&k| pol.sheds(delay, k)).count() as f64 / 20_000.0;
         assert!((shed - share).abs() < 0.02, "{delay}: {shed} vs {share}");
     }
     for k in keys(1_000) {
-        assert_eq!(pol.sheds(80 * MS, k), pol.sheds(80 * MS, k));
+        assert_eq!(pol.sheds(180 * MS, k), pol.sheds(180 * MS, k));
         // a higher delay never un-sheds a transaction
-        assert!(!pol.sheds(80 * MS, k) || pol.sheds(120 * MS, k));
+        assert!(!pol.sheds(180 * MS, k) || pol.sheds(220 * MS, k));
     }
 
     // through the proxy: at half-way about half of the new INVITEs get a 503,
@@ -797,8 +797,8 @@ fn shedding_ramps_up_with_the_queue_delay() {
     let mut shed = 0;
     for i in 0..400 {
         let inv = req("INVITE", &format!("z9hG4bK-r{i}"), 1, None, "");
-        let o = feed_delay(&p, &inv, UAC, 0, 110 * MS, &mut r);
-        let again = feed_delay(&p, &inv, UAC, MS, 110 * MS, &mut r);
+        let o = feed_delay(&p, &inv, UAC, 0, 200 * MS, &mut r);
+        let again = feed_delay(&p, &inv, UAC, MS, 200 * MS, &mut r);
         if o.disposition == Disposition::Shed {
             shed += 1;
             assert_eq!(again.disposition, Disposition::Shed, "{i}");
@@ -810,7 +810,7 @@ fn shedding_ramps_up_with_the_queue_delay() {
     assert!((150..250).contains(&shed), "{shed} of 400 shed at half-way");
     let bye = req("BYE", "z9hG4bK-rb", 2, Some("u1"), "");
     assert_eq!(
-        feed_delay(&p, &bye, UAC, 0, 180 * MS, &mut r).disposition,
+        feed_delay(&p, &bye, UAC, 0, 280 * MS, &mut r).disposition,
         Disposition::Forwarded
     );
 }
@@ -1453,4 +1453,35 @@ fn an_icmp_error_matched_to_its_branch_answers_at_once() {
     // stateless: nothing to match
     let s = proxy(Mode::Stateless);
     assert_eq!(s.bounced(quoted, uas, SendError::Refused, MS, &mut r), None);
+}
+
+/// More due timers than one batch: every one fires in the same tick
+/// (the timer thread lets the shard's lock go between batches, and the
+/// outcome is the same as one long hold).
+#[test]
+fn a_tick_runs_every_due_timer_in_batches() {
+    let p = proxy(Mode::Stateful);
+    let mut r = Rec::default();
+    let n = 3 * super::stateful::TICK_BATCH + 7;
+    for i in 0..n {
+        let branch = format!("z9hG4bK-batch{i}");
+        feed(&p, &req("OPTIONS", &branch, 1, None, ""), UAC, 0, &mut r);
+    }
+    r.take();
+    assert_eq!(p.transactions(), n);
+    // Timer E's first retransmission of each, all due at once
+    assert_eq!(p.tick(600 * MS, &mut r), n);
+    let retx = r.take();
+    assert_eq!(retx.len(), n);
+    assert!(retx.iter().all(|(to, _)| to.addr == UAS.parse().unwrap()));
+    // Timer F: a 408 to each client, then J (32 s) ends them all
+    p.tick(33_000 * MS, &mut r);
+    let timeouts = r
+        .take()
+        .iter()
+        .filter(|(_, b)| status(b) == Some(408))
+        .count();
+    assert_eq!(timeouts, n);
+    p.tick(70_000 * MS, &mut r);
+    assert_eq!(p.transactions(), 0);
 }
