@@ -766,7 +766,7 @@ fn torture_scenarios_on_a_fleet() {
         spawn_agent(&nets, 0, &nats, "both"),
         spawn_agent(&nets, 1, &nats, "uac"),
     ]);
-    // takt's overload shedding (a 503 to new INVITEs from 20 ms of queue
+    // takt's overload shedding (a 503 to new INVITEs from 100 ms of queue
     // wait) moved out of reach of this loaded host's scheduling stalls,
     // as in the local conn-flood test: what is checked is the calls
     let config = nats.dir.join("overload.toml");

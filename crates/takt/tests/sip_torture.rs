@@ -104,7 +104,7 @@ fn a_quick_torture_of_takt() {
 #[test]
 fn a_reduced_connection_flood_of_takt() {
     // What is checked is the flood's effect on calls. The proxy's overload
-    // shedding (a 503 to new INVITEs from 20 ms of queue wait) is moved out
+    // shedding (a 503 to new INVITEs from 100 ms of queue wait) is moved out
     // of reach of a loaded test machine's scheduling stalls: on a 2-vCPU VM
     // at load 10-14 this debug-build run failed calls, every one a 503.
     let config = std::env::temp_dir().join(format!("takt-flood-test-{}.toml", std::process::id()));
