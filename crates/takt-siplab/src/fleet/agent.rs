@@ -18,7 +18,7 @@
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use takt_agents::{pending, Answer, Pending, Requester};
 use takt_remote::Node;
@@ -30,7 +30,7 @@ use super::protocol::{
     AgentInfo, AgentResult, Hello, Kinds, Outage, Ping, Pong, RunKinds, Stop, Stopped, TrialOrder,
     AGENT_EXPORT,
 };
-use super::split;
+use super::{split, unix_ns};
 use crate::error::{Error, Result};
 use crate::gen::{self, ByKind, Cancel, GenConfig, Role};
 
@@ -67,12 +67,6 @@ pub fn url_addr(url: &str) -> Option<SocketAddr> {
         format!("{rest}:4222")
     };
     with_port.to_socket_addrs().ok()?.next()
-}
-
-fn unix_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// The side running now: its trial and its cancellation.

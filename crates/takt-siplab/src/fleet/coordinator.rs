@@ -25,7 +25,7 @@
 use std::net::SocketAddr;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use takt_remote::{Node, RemoteAgent};
@@ -141,9 +141,7 @@ pub struct TrialRecord {
 }
 
 fn unix_ns() -> i128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i128)
+    i128::from(super::unix_ns())
 }
 
 /// A fleet of agents reached over NATS.

@@ -35,4 +35,12 @@ pub use agent::{remote_config, run_agent, Agent, AgentOptions};
 pub use coordinator::{Fleet, FleetLoad, FleetOptions, TrialRecord, TrialSpec};
 pub use detail::{FleetPoint, VoidAttempt};
 pub use load::{AnyLoad, SharedFleet};
+
+/// This host's wall clock, ns since the Unix epoch: the clock a fleet's
+/// planned instants, agents' reports and series are written in.
+pub fn unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
 pub use protocol::Outage;

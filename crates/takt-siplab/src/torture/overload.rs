@@ -302,7 +302,7 @@ fn level_fleet(
             }
             let pids = server.target.pids();
             let lost = watch::losses(&server.target).total();
-            seen.push((unix_ns(), watch::memory(&pids), lost));
+            seen.push((crate::fleet::unix_ns(), watch::memory(&pids), lost));
         }
         let calls = h
             .join()
@@ -341,12 +341,6 @@ fn level_fleet(
         rows(plan, capacity, searched, x, goal, &m),
         unclean,
     ))
-}
-
-fn unix_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// The server's samples `seen` (each at ns since the Unix epoch) as
