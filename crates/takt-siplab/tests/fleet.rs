@@ -154,6 +154,31 @@ impl Drop for Agents {
     }
 }
 
+/// Two agents in namespaces of their own (agent0 plays both sides,
+/// agent1 places calls) and the NATS server they joined; dropped in that
+/// order: the agents, the server, the namespaces.
+struct TwoAgents {
+    _agents: Agents,
+    nats: Nats,
+    nets: IndexedNets,
+}
+
+impl TwoAgents {
+    fn start() -> TwoAgents {
+        let nets = IndexedNets::create(2, false).expect("two namespaces");
+        let nats = Nats::start(IpAddr::V4(nets.bridge_ip));
+        let agents = Agents(vec![
+            spawn_agent(&nets, 0, &nats, "both"),
+            spawn_agent(&nets, 1, &nats, "uac"),
+        ]);
+        TwoAgents {
+            _agents: agents,
+            nats,
+            nets,
+        }
+    }
+}
+
 fn spawn_agent(nets: &IndexedNets, i: usize, nats: &Nats, sides: &str) -> Child {
     let name = format!("agent{i}");
     nets.exec(i, takt_exe().to_str().unwrap())
@@ -577,12 +602,8 @@ fn a_sweep_and_a_soak_on_a_fleet() {
         return;
     }
     let _turn = turn();
-    let nets = IndexedNets::create(2, false).expect("two namespaces");
-    let nats = Nats::start(IpAddr::V4(nets.bridge_ip));
-    let _agents = Agents(vec![
-        spawn_agent(&nets, 0, &nats, "both"),
-        spawn_agent(&nets, 1, &nats, "uac"),
-    ]);
+    let two = TwoAgents::start();
+    let (nets, nats) = (&two.nets, &two.nats);
     // takt-sip at m = 1 and 2 under half a CPU: short windows, one
     // repetition per grid point, no Table III. Its crossing must lie
     // below the search's ceiling, which the two debug-built agents can
@@ -611,7 +632,7 @@ fn a_sweep_and_a_soak_on_a_fleet() {
         ports: 4,
         preset: Preset::Quick,
         cpu_limit: Some(0.5),
-        fleet: Some(fleet_opts(&nats, 2)),
+        fleet: Some(fleet_opts(nats, 2)),
         ..SweepOptions::default()
     };
     let mut suite = opts.resolve().unwrap();
@@ -677,7 +698,7 @@ fn a_sweep_and_a_soak_on_a_fleet() {
     );
 
     // the soak at half a given capacity over the same fleet
-    let mut fleet = fleet_opts(&nats, 2);
+    let mut fleet = fleet_opts(nats, 2);
     fleet.remote = remote_config(&nats.url, Some(&nats.config("soaker", TOKEN))).unwrap();
     let torture = TortureOptions {
         target: "takt".into(),
@@ -775,12 +796,8 @@ fn torture_scenarios_on_a_fleet() {
         return;
     }
     let _turn = turn();
-    let nets = IndexedNets::create(2, false).expect("two namespaces");
-    let nats = Nats::start(IpAddr::V4(nets.bridge_ip));
-    let _agents = Agents(vec![
-        spawn_agent(&nets, 0, &nats, "both"),
-        spawn_agent(&nets, 1, &nats, "uac"),
-    ]);
+    let two = TwoAgents::start();
+    let nats = &two.nats;
     // takt's overload shedding (a 503 to new INVITEs from 100 ms of queue
     // wait) moved out of reach of this loaded host's scheduling stalls,
     // as in the local conn-flood test: what is checked is the calls
@@ -791,7 +808,7 @@ fn torture_scenarios_on_a_fleet() {
     )
     .unwrap();
     let mut opts = torture_on(
-        fleet_opts(&nats, 2),
+        fleet_opts(nats, 2),
         vec![Scenario::Garbage, Scenario::ConnFlood],
         800.0,
     );
@@ -891,7 +908,7 @@ fn torture_scenarios_on_a_fleet() {
 
     // uas-restart, stateful: the proxy answers the closed socket's ICMP
     // port unreachable with a 503 (its calls fail at once, in the outage)
-    let mut opts = torture_on(fleet_opts(&nats, 2), vec![Scenario::UasRestart], 800.0);
+    let mut opts = torture_on(fleet_opts(nats, 2), vec![Scenario::UasRestart], 800.0);
     opts.modes = vec![Mode::Stateful];
     opts.takt_args = vec![format!("--config={}", config.display())];
     let t0 = Instant::now();
@@ -982,7 +999,7 @@ fn torture_scenarios_on_a_fleet() {
     // overload at 2x and 1.5x a given 800 calls/s: half of it from the
     // first stream for the whole run, the rest from the second during
     // the 6-s window; every agent both
-    let opts = torture_on(fleet_opts(&nats, 2), vec![Scenario::Overload], 800.0);
+    let opts = torture_on(fleet_opts(nats, 2), vec![Scenario::Overload], 800.0);
     let t0 = Instant::now();
     let doc = run_torture(opts);
     eprintln!("overload took {:.1} s", t0.elapsed().as_secs_f64());
